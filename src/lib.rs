@@ -1,0 +1,1 @@
+//! nnhal driver (placeholder)

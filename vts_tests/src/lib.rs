@@ -1,0 +1,1 @@
+//! vts (placeholder)

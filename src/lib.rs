@@ -1,1 +1,11 @@
-//! nnhal driver (placeholder)
+//! nnhal: an Android Neural Networks HAL driver for the NNAPI 1.0 operation set.
+//!
+//! The in-process surface mirrors `IDevice`/`IPreparedModel` without binder:
+//! [`Driver::capabilities`], [`Driver::supported_operations`], [`Driver::prepare_model`] and
+//! [`PreparedModel::execute`]. The binder adapter, the CLI, the conformance suite and the
+//! benchmarks all go through it.
+
+pub mod driver;
+
+pub use driver::{Driver, ExecutionResult, PreparedModel};
+pub use nnhal_hal as hal;

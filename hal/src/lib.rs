@@ -1,1 +1,12 @@
-//! hal (placeholder)
+//! Canonical NNAPI 1.0 types, the per-operation signature table, shape inference, model and
+//! request validation, and memory pools. No binder, no arithmetic: the binder adapter converts
+//! into these types, the driver plans and runs what validation accepts.
+
+#[macro_use]
+pub mod error;
+pub mod memory;
+pub mod types;
+
+pub use error::{HalError, HalResult};
+pub use memory::{MappedPool, Memory};
+pub use types::*;

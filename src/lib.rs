@@ -5,6 +5,7 @@
 //! [`PreparedModel::execute`]. The binder adapter, the CLI, the conformance suite and the
 //! benchmarks all go through it.
 
+pub mod binder;
 pub mod driver;
 
 pub use driver::{Driver, ExecutionResult, PreparedModel};

@@ -7,6 +7,7 @@
 
 pub mod binder;
 pub mod driver;
+pub mod probe;
 
 pub use driver::{Driver, ExecutionResult, PreparedModel};
 pub use nnhal_hal as hal;

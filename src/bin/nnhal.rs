@@ -1,0 +1,203 @@
+//! `nnhal`: command-line client of the Neural Networks HAL service.
+//!
+//! ```text
+//! nnhal info      [--socket PATH] [--instance NAME]        what the device reports through binder
+//! nnhal bench-rpc [--socket PATH] [--instance NAME] [-n N]  round-trip latency: ADD vs bare call
+//! ```
+
+use clap::{Parser, Subcommand};
+use nnhal::binder::{self, ConnectOptions, RemoteDevice};
+use nnhal::hal::{OperandType, OperationType, PerformanceInfo};
+use nnhal::probe::{self, AddRun};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Parser, Debug)]
+#[command(version, about = "Client of the nnhal Neural Networks HAL service")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Debug)]
+struct Target {
+    /// Service socket [default: the nnhal-service default for the instance]
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Service instance (android.hardware.neuralnetworks.IDevice/<NAME>)
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    instance: String,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print capabilities, type, version and supported operations, as reported through binder
+    Info {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Median round trip of a one-operation ADD ([1,2,2,1] float32) executed through the
+    /// service, beside the median of a bare binder call (getType) in the same run
+    BenchRpc {
+        #[command(flatten)]
+        target: Target,
+        /// Measured executions (and bare calls)
+        #[arg(short = 'n', long, default_value_t = 1000)]
+        iterations: usize,
+        /// Unmeasured warm-up calls of each kind
+        #[arg(long, default_value_t = 100)]
+        warmup: usize,
+    },
+}
+
+fn connect(target: &Target) -> Result<RemoteDevice, String> {
+    let socket = target
+        .socket
+        .clone()
+        .unwrap_or_else(|| binder::default_socket_path(&target.instance));
+    let options = ConnectOptions {
+        instance: target.instance.clone(),
+        ..ConnectOptions::default()
+    };
+    binder::connect_with(&socket, &options).map_err(|e| {
+        format!(
+            "{e}\n(is nnhal-service running? start it with: nnhal-service --socket {})",
+            socket.display()
+        )
+    })
+}
+
+fn perf(p: PerformanceInfo) -> String {
+    if p == binder::NO_PERFORMANCE {
+        "not supported (FLT_MAX)".into()
+    } else {
+        format!(
+            "execTime {:.3}, powerUsage {:.3}",
+            p.exec_time, p.power_usage
+        )
+    }
+}
+
+fn info(target: &Target) -> Result<(), String> {
+    let device = connect(target)?;
+    let e = |e: nnhal::hal::HalError| e.to_string();
+    println!("service      {}", binder::service_name(&target.instance));
+    println!("version      {}", device.version_string().map_err(e)?);
+    println!("type         {}", device.device_type().map_err(e)?);
+    println!(
+        "interface    android.hardware.neuralnetworks V{} (hash {})",
+        device.interface_version().map_err(e)?,
+        device.interface_hash().map_err(e)?
+    );
+    let caps = device.capabilities_full().map_err(e)?;
+    println!("capabilities (relative to the CPU path; lower is better)");
+    println!(
+        "  relaxed float32→float16 scalar  {}",
+        perf(caps.relaxed_float32_to_float16_scalar)
+    );
+    println!(
+        "  relaxed float32→float16 tensor  {}",
+        perf(caps.relaxed_float32_to_float16_tensor)
+    );
+    for (ty, p) in &caps.operand_performance {
+        let name =
+            OperandType::from_raw(*ty).map_or_else(|| format!("type {ty}"), |t| t.to_string());
+        println!("  {name:<31} {}", perf(*p));
+    }
+    println!(
+        "  IF                              {}",
+        perf(caps.if_performance)
+    );
+    println!(
+        "  WHILE                           {}",
+        perf(caps.while_performance)
+    );
+    let ext = device.supported_extensions().map_err(e)?;
+    println!(
+        "extensions   {}",
+        if ext.is_empty() {
+            "none".into()
+        } else {
+            ext.join(", ")
+        }
+    );
+    let (model_cache, data_cache) = device.number_of_cache_files().map_err(e)?;
+    println!("cache files  model {model_cache}, data {data_cache}");
+
+    // Operations are probed through getSupportedOperations on a one-operation model each.
+    let probes = [(OperationType::Add, probe::add_model())];
+    println!("operations   (probed with getSupportedOperations)");
+    for (op, model) in probes {
+        let answer = match device.supported_operations(&model) {
+            Ok(v) if v == [true] => "supported".to_string(),
+            Ok(v) => format!("not supported ({v:?})"),
+            Err(err) => format!("error: {err}"),
+        };
+        println!("  {:<31} {answer}", op.name());
+    }
+    Ok(())
+}
+
+fn bench(target: &Target, iterations: usize, warmup: usize) -> Result<(), String> {
+    let device = connect(target)?;
+    let e = |e: nnhal::hal::HalError| e.to_string();
+    let prepared = device.prepare_model(probe::add_model()).map_err(e)?;
+    let a = [1.0, 2.0, 3.0, 4.0];
+    let b = [0.5, -1.0, 10.0, 0.25];
+    let run = AddRun::new(&a, &b).map_err(|err| err.to_string())?;
+
+    run.clear_output(f32::NAN).map_err(|err| err.to_string())?;
+    prepared.execute(&run.request).map_err(e)?;
+    let got = run.output().map_err(|err| err.to_string())?;
+    let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    if got[..] != want[..] {
+        return Err(format!("ADD returned {got:?}, expected {want:?}"));
+    }
+
+    for _ in 0..warmup {
+        device.ping().map_err(e)?;
+        prepared.execute(&run.request).map_err(e)?;
+    }
+    // Interleaved, so both kinds see the same machine conditions.
+    let mut ping = Vec::with_capacity(iterations);
+    let mut exec = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let t = Instant::now();
+        device.ping().map_err(e)?;
+        ping.push(t.elapsed().as_secs_f64() * 1e6);
+        let t = Instant::now();
+        prepared.execute(&run.request).map_err(e)?;
+        exec.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let (ping_med, ping_p99) = probe::median_p99(&mut ping);
+    let (exec_med, exec_p99) = probe::median_p99(&mut exec);
+    println!("{iterations} round trips each, after {warmup} warm-up");
+    println!("bare call (getType)             median {ping_med:8.1} µs   p99 {ping_p99:8.1} µs");
+    println!("execute ADD [1,2,2,1] float32   median {exec_med:8.1} µs   p99 {exec_p99:8.1} µs");
+    println!(
+        "execute / bare call             {:.2}x",
+        exec_med / ping_med
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Info { target } => info(target),
+        Command::BenchRpc {
+            target,
+            iterations,
+            warmup,
+        } => bench(target, *iterations, *warmup),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("nnhal: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

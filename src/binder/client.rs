@@ -1,0 +1,417 @@
+//! A client of the service over binder RPC, in canonical types (DESIGN.md §1, §3).
+//!
+//! [`connect`] opens a session on the service's Unix socket and returns a [`RemoteDevice`]
+//! whose methods mirror the in-process [`Driver`](crate::Driver): `capabilities`,
+//! `supported_operations`, `prepare_model` (a fresh callback object per call, waiting for its
+//! one `notify`), and [`RemotePreparedModel::execute`] (`executeSynchronously`). Models and
+//! requests are converted to AIDL here; pools travel as file descriptors (memfds).
+//!
+//! Session settings follow research/rsbinder.md: Android 13+ wire profile, fd transport mode
+//! Unix, one incoming connection for the service's callbacks, and an explicit
+//! `close_session` when the last handle is dropped.
+
+use super::aidl::android::hardware::neuralnetworks::{
+    DeviceType::DeviceType as AidlDeviceType,
+    ErrorStatus::ErrorStatus as AidlStatus,
+    ExecutionPreference::ExecutionPreference,
+    IBurst::IBurst,
+    IDevice::IDevice,
+    IPreparedModel::IPreparedModel,
+    IPreparedModelCallback::{BnPreparedModelCallback, IPreparedModelCallback},
+    Priority::Priority,
+    Timing::Timing,
+};
+use super::convert::{self, DeviceCapabilities};
+use super::server::{service_name, WIRE_VERSION};
+use crate::driver::ExecutionResult;
+use nnhal_hal::{Capabilities, HalError, HalResult, Model, Request};
+use rsbinder::rpc::{FileDescriptorTransportMode, RpcClientConfig, RpcSession};
+use rsbinder::{BinderResult, ExceptionCode, Interface, Status, Strong};
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A binder status → canonical error. Service-specific codes carry the `ErrorStatus`; a failed
+/// transaction (the service died, the session ended) means the device is unavailable.
+fn from_status(status: Status, call: &str) -> HalError {
+    let message = status.message().unwrap_or("").to_string();
+    match status.exception_code() {
+        ExceptionCode::ServiceSpecific => {
+            convert::error_from_code(status.service_specific_error(), message)
+        }
+        ExceptionCode::TransactionFailed => HalError::DeviceUnavailable(format!(
+            "{call}: binder transaction failed: {:?}",
+            status.transaction_error()
+        )),
+        _ => HalError::GeneralFailure(format!("{call}: {status}")),
+    }
+}
+
+fn call<T>(result: BinderResult<T>, name: &str) -> HalResult<T> {
+    result.map_err(|s| from_status(s, name))
+}
+
+/// How to connect.
+#[derive(Clone, Debug)]
+pub struct ConnectOptions {
+    /// Instance name: the service is looked up as `android.hardware.neuralnetworks.IDevice/<instance>`.
+    pub instance: String,
+    /// Connections for calls to the service; calls on one connection run one at a time, so
+    /// concurrent executions from one client need more than one.
+    pub outgoing_connections: u32,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            instance: "default".into(),
+            outgoing_connections: 1,
+        }
+    }
+}
+
+/// Ends the session when the last device or prepared-model handle goes away: its callback
+/// thread would otherwise keep it alive.
+struct Session(RpcSession);
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.0.close_session();
+    }
+}
+
+/// The service's `IDevice`, seen through binder.
+pub struct RemoteDevice {
+    // Declared before `session` so the proxy is released while the session is still open.
+    device: Strong<dyn IDevice>,
+    session: Arc<Session>,
+}
+
+/// What `getType` reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceKind {
+    Other,
+    Cpu,
+    Gpu,
+    Accelerator,
+    Unknown(i32),
+}
+
+impl std::fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceKind::Other => f.write_str("OTHER"),
+            DeviceKind::Cpu => f.write_str("CPU"),
+            DeviceKind::Gpu => f.write_str("GPU"),
+            DeviceKind::Accelerator => f.write_str("ACCELERATOR"),
+            DeviceKind::Unknown(v) => write!(f, "unknown ({v})"),
+        }
+    }
+}
+
+/// Connects to the `default` instance on `socket`.
+pub fn connect(socket: impl AsRef<Path>) -> HalResult<RemoteDevice> {
+    connect_with(socket, &ConnectOptions::default())
+}
+
+pub fn connect_with(socket: impl AsRef<Path>, options: &ConnectOptions) -> HalResult<RemoteDevice> {
+    let socket = socket.as_ref();
+    let unavailable = |what: &str, e: rsbinder::StatusCode| {
+        HalError::DeviceUnavailable(format!("{what} {}: {e:?}", socket.display()))
+    };
+    let session = RpcSession::setup_client_android13plus_with_config(
+        RpcClientConfig::unix(socket, WIRE_VERSION)
+            .fd_mode(FileDescriptorTransportMode::Unix)
+            .outgoing_connections(options.outgoing_connections.max(1))
+            .incoming_connections(1),
+    )
+    .map_err(|e| unavailable("cannot connect to", e))?;
+    let session = Arc::new(Session(session));
+    let name = service_name(&options.instance);
+    let device = session
+        .0
+        .get_interface::<dyn IDevice>(&name)
+        .map_err(|e| unavailable(&format!("no {name} at"), e))?;
+    Ok(RemoteDevice { device, session })
+}
+
+/// Connects, retrying until `timeout` while the service is starting (socket not there yet).
+pub fn connect_wait(
+    socket: impl AsRef<Path>,
+    options: &ConnectOptions,
+    timeout: Duration,
+) -> HalResult<RemoteDevice> {
+    let start = Instant::now();
+    loop {
+        match connect_with(socket.as_ref(), options) {
+            Ok(device) => return Ok(device),
+            Err(e) if start.elapsed() >= timeout => return Err(e),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// The client end of one `prepareModel`: keeps the first notification only.
+type Prepared = (AidlStatus, Option<Strong<dyn IPreparedModel>>);
+
+struct PrepareCallback {
+    tx: Mutex<Option<mpsc::Sender<Prepared>>>,
+}
+
+impl Interface for PrepareCallback {}
+
+impl IPreparedModelCallback for PrepareCallback {
+    fn notify(
+        &self,
+        status: AidlStatus,
+        prepared: Option<&Strong<dyn IPreparedModel>>,
+    ) -> BinderResult<()> {
+        let sender = self.tx.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match sender {
+            Some(tx) => {
+                let _ = tx.send((status, prepared.cloned()));
+            }
+            None => log::warn!("prepare callback notified more than once (status {status:?})"),
+        }
+        Ok(())
+    }
+}
+
+impl RemoteDevice {
+    /// The NNAPI 1.0 view of `getCapabilities`.
+    pub fn capabilities(&self) -> HalResult<Capabilities> {
+        Ok(self.capabilities_full()?.to_canonical())
+    }
+
+    /// Every figure `getCapabilities` reports.
+    pub fn capabilities_full(&self) -> HalResult<DeviceCapabilities> {
+        let caps = call(self.device.getCapabilities(), "getCapabilities")?;
+        Ok(convert::capabilities_from_aidl(&caps))
+    }
+
+    pub fn supported_operations(&self, model: &Model) -> HalResult<Vec<bool>> {
+        let model = convert::model_to_aidl(model)?;
+        call(
+            self.device.getSupportedOperations(&model),
+            "getSupportedOperations",
+        )
+    }
+
+    pub fn device_type(&self) -> HalResult<DeviceKind> {
+        let t = call(self.device.getType(), "getType")?;
+        Ok(match t {
+            AidlDeviceType::OTHER => DeviceKind::Other,
+            AidlDeviceType::CPU => DeviceKind::Cpu,
+            AidlDeviceType::GPU => DeviceKind::Gpu,
+            AidlDeviceType::ACCELERATOR => DeviceKind::Accelerator,
+            other => DeviceKind::Unknown(other.0),
+        })
+    }
+
+    pub fn version_string(&self) -> HalResult<String> {
+        call(self.device.getVersionString(), "getVersionString")
+    }
+
+    /// The frozen interface version the service implements (stable-AIDL meta call).
+    pub fn interface_version(&self) -> HalResult<i32> {
+        call(self.device.getInterfaceVersion(), "getInterfaceVersion")
+    }
+
+    /// The frozen interface hash the service reports (stable-AIDL meta call).
+    pub fn interface_hash(&self) -> HalResult<String> {
+        call(self.device.getInterfaceHash(), "getInterfaceHash")
+    }
+
+    /// Names of the supported vendor extensions.
+    pub fn supported_extensions(&self) -> HalResult<Vec<String>> {
+        let ext = call(
+            self.device.getSupportedExtensions(),
+            "getSupportedExtensions",
+        )?;
+        Ok(ext.into_iter().map(|e| e.name).collect())
+    }
+
+    /// (model cache files, data cache files) the service wants per prepared model.
+    pub fn number_of_cache_files(&self) -> HalResult<(i32, i32)> {
+        let n = call(
+            self.device.getNumberOfCacheFilesNeeded(),
+            "getNumberOfCacheFilesNeeded",
+        )?;
+        Ok((n.numModelCache, n.numDataCache))
+    }
+
+    /// One bare round trip (`getType`): the binder-RPC cost without any driver work.
+    pub fn ping(&self) -> HalResult<()> {
+        call(self.device.getType(), "getType").map(|_| ())
+    }
+
+    /// `prepareModel` with a fresh callback object; waits for its notification.
+    pub fn prepare_model(&self, model: Model) -> HalResult<RemotePreparedModel> {
+        let aidl = convert::model_to_aidl(&model)?;
+        let (tx, rx) = mpsc::channel();
+        let callback = BnPreparedModelCallback::new_binder(PrepareCallback {
+            tx: Mutex::new(Some(tx)),
+        });
+        // No cache files are offered (the service needs none); the token is then ignored.
+        let token = [0u8; 32];
+        call(
+            self.device.prepareModel(
+                &aidl,
+                ExecutionPreference::FAST_SINGLE_ANSWER,
+                Priority::MEDIUM,
+                -1,
+                &[],
+                &[],
+                &token,
+                &callback,
+            ),
+            "prepareModel",
+        )?;
+        let (status, prepared) = self.wait(&rx)?;
+        drop(callback);
+        match (status, prepared) {
+            (AidlStatus::NONE, Some(prepared)) => Ok(RemotePreparedModel {
+                prepared,
+                _session: Arc::clone(&self.session),
+            }),
+            (AidlStatus::NONE, None) => Err(HalError::GeneralFailure(
+                "prepareModel: notified NONE without a prepared model".into(),
+            )),
+            (status, _) => Err(convert::error_from_code(
+                status.0,
+                "prepareModel: preparation failed (reported by the callback)".into(),
+            )),
+        }
+    }
+
+    /// Waits for a callback, noticing when the session dies underneath.
+    fn wait(&self, rx: &mpsc::Receiver<Prepared>) -> HalResult<Prepared> {
+        loop {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(v) => return Ok(v),
+                Err(mpsc::RecvTimeoutError::Timeout) if !self.session.0.is_ended() => continue,
+                Err(_) => {
+                    return Err(HalError::DeviceUnavailable(
+                        "prepareModel: the service went away before notifying".into(),
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// A prepared model living in the service. Holds the session open.
+pub struct RemotePreparedModel {
+    prepared: Strong<dyn IPreparedModel>,
+    _session: Arc<Session>,
+}
+
+/// Durations reported by the service (`None` where it did not measure).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExecutionTiming {
+    pub on_device: Option<Duration>,
+    pub in_driver: Option<Duration>,
+}
+
+fn timing_from_aidl(t: &Timing) -> ExecutionTiming {
+    let d = |ns: i64| u64::try_from(ns).ok().map(Duration::from_nanos);
+    ExecutionTiming {
+        on_device: d(t.timeOnDeviceNs),
+        in_driver: d(t.timeInDriverNs),
+    }
+}
+
+impl RemotePreparedModel {
+    /// `executeSynchronously`; outputs land in the request's pools.
+    pub fn execute(&self, request: &Request) -> HalResult<ExecutionResult> {
+        let request = convert::request_to_aidl(request)?;
+        let result = call(
+            self.prepared.executeSynchronously(&request, false, -1, -1),
+            "executeSynchronously",
+        )?;
+        convert::execution_result_from_aidl(&result)
+    }
+
+    /// `executeSynchronously` with `measureTiming` set.
+    pub fn execute_timed(
+        &self,
+        request: &Request,
+    ) -> HalResult<(ExecutionResult, ExecutionTiming)> {
+        let request = convert::request_to_aidl(request)?;
+        let result = call(
+            self.prepared.executeSynchronously(&request, true, -1, -1),
+            "executeSynchronously",
+        )?;
+        let timing = timing_from_aidl(&result.timing);
+        Ok((convert::execution_result_from_aidl(&result)?, timing))
+    }
+
+    /// `executeFenced` with no fences to wait for; waits for completion (a returned sync
+    /// fence is polled) and reports the status `getExecutionInfo` gives.
+    pub fn execute_fenced(&self, request: &Request) -> HalResult<()> {
+        let request = convert::request_to_aidl(request)?;
+        let result = call(
+            self.prepared
+                .executeFenced(&request, &[], false, -1, -1, -1),
+            "executeFenced",
+        )?;
+        if let Some(fence) = &result.syncFence {
+            use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+            use std::os::fd::AsFd;
+            let mut fds = [PollFd::new(fence.as_fd(), PollFlags::POLLIN)];
+            poll(&mut fds, PollTimeout::NONE).map_err(|e| {
+                HalError::GeneralFailure(format!("executeFenced: waiting on the fence: {e}"))
+            })?;
+        }
+        let callback = result.callback.ok_or_else(|| {
+            HalError::GeneralFailure("executeFenced: reply has no callback".into())
+        })?;
+        let mut launched = convert::NO_TIMING;
+        let mut fenced = convert::NO_TIMING;
+        let status = call(
+            callback.getExecutionInfo(&mut launched, &mut fenced),
+            "getExecutionInfo",
+        )?;
+        if status == AidlStatus::NONE {
+            Ok(())
+        } else {
+            Err(convert::error_from_code(
+                status.0,
+                "executeFenced: execution failed (reported by getExecutionInfo)".into(),
+            ))
+        }
+    }
+
+    /// `configureExecutionBurst`.
+    pub fn burst(&self) -> HalResult<RemoteBurst> {
+        let burst = call(
+            self.prepared.configureExecutionBurst(),
+            "configureExecutionBurst",
+        )?;
+        Ok(RemoteBurst {
+            burst,
+            _session: Arc::clone(&self._session),
+        })
+    }
+}
+
+/// A burst object living in the service.
+pub struct RemoteBurst {
+    burst: Strong<dyn IBurst>,
+    _session: Arc<Session>,
+}
+
+impl RemoteBurst {
+    /// `IBurst::executeSynchronously` with no memory identifiers (-1 per pool).
+    pub fn execute(&self, request: &Request) -> HalResult<ExecutionResult> {
+        let tokens = vec![-1i64; request.pools.len()];
+        let request = convert::request_to_aidl(request)?;
+        let result = call(
+            self.burst
+                .executeSynchronously(&request, &tokens, false, -1, -1),
+            "IBurst::executeSynchronously",
+        )?;
+        convert::execution_result_from_aidl(&result)
+    }
+}

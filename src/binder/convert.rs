@@ -1,0 +1,787 @@
+//! Conversions between the AIDL parcelables of `android.hardware.neuralnetworks` (version 1)
+//! and the canonical NNAPI 1.0 types of `nnhal-hal`.
+//!
+//! Direction AIDL → canonical (the service side) treats every field as hostile: enumerations
+//! are carried as their raw `i32` so that validation, not the decoder, reports values outside
+//! NNAPI 1.0; signed 32/64-bit counts, indexes, offsets and lengths are narrowed with a range
+//! check and a value that does not fit is `INVALID_ARGUMENT`, never truncated. Features an
+//! NNAPI 1.0 driver cannot represent (referenced subgraphs, extension data, hardware buffers,
+//! driver-managed buffer tokens) are refused or passed on as an unsupported pool kind.
+//!
+//! Direction canonical → AIDL serves the client (models, requests, pools) and the service's
+//! replies (capabilities, output shapes, status codes).
+
+use super::aidl::android::hardware::common::{
+    Ashmem::Ashmem as AidlAshmem, MappableFile::MappableFile as AidlMappableFile,
+};
+use super::aidl::android::hardware::neuralnetworks::{
+    Capabilities::Capabilities as AidlCapabilities, DataLocation::DataLocation as AidlDataLocation,
+    ErrorStatus::ErrorStatus as AidlErrorStatus, ExecutionResult::ExecutionResult as AidlResult,
+    Memory::Memory as AidlMemory, Model::Model as AidlModel, Operand::Operand as AidlOperand,
+    OperandLifeTime::OperandLifeTime as AidlLifeTime,
+    OperandPerformance::OperandPerformance as AidlOperandPerformance,
+    OperandType::OperandType as AidlOperandType, Operation::Operation as AidlOperation,
+    OperationType::OperationType as AidlOperationType, OutputShape::OutputShape as AidlOutputShape,
+    PerformanceInfo::PerformanceInfo as AidlPerformanceInfo, Request::Request as AidlRequest,
+    RequestArgument::RequestArgument as AidlRequestArgument,
+    RequestMemoryPool::RequestMemoryPool as AidlRequestMemoryPool,
+    Subgraph::Subgraph as AidlSubgraph, Timing::Timing as AidlTiming,
+};
+use crate::driver::ExecutionResult;
+use nnhal_hal::{
+    Capabilities, DataLocation, ErrorStatus, HalError, HalResult, Memory, Model, Operand,
+    OperandType, Operation, PerformanceInfo, Request, RequestArgument,
+};
+use rsbinder::ParcelFileDescriptor;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+fn invalid<T>(message: String) -> HalResult<T> {
+    Err(HalError::InvalidArgument(message))
+}
+
+/// A non-negative `i32` as `u32`.
+fn to_u32(value: i32, what: &dyn Fn() -> String) -> HalResult<u32> {
+    u32::try_from(value).or_else(|_| invalid(format!("{} is negative ({value})", what())))
+}
+
+/// An `i64` that must fit `u32` (offsets and lengths of NNAPI 1.0 data locations).
+fn i64_to_u32(value: i64, what: &dyn Fn() -> String) -> HalResult<u32> {
+    u32::try_from(value)
+        .or_else(|_| invalid(format!("{} = {value} is outside [0, {}]", what(), u32::MAX)))
+}
+
+/// A non-negative `i64` as `u64` (pool sizes and file offsets).
+fn i64_to_u64(value: i64, what: &dyn Fn() -> String) -> HalResult<u64> {
+    u64::try_from(value).or_else(|_| invalid(format!("{} is negative ({value})", what())))
+}
+
+fn u32_list(values: &[i32], what: &dyn Fn(usize) -> String) -> HalResult<Vec<u32>> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| to_u32(v, &|| what(i)))
+        .collect()
+}
+
+fn location(loc: &AidlDataLocation, what: &dyn Fn() -> String) -> HalResult<DataLocation> {
+    // `padding` extends a region for drivers that read past its end; NNAPI 1.0 has no such
+    // notion, but a malformed value is still refused rather than ignored.
+    i64_to_u32(loc.padding, &|| format!("{}.padding", what()))?;
+    Ok(DataLocation {
+        pool_index: to_u32(loc.poolIndex, &|| format!("{}.poolIndex", what()))?,
+        offset: i64_to_u32(loc.offset, &|| format!("{}.offset", what()))?,
+        length: i64_to_u32(loc.length, &|| format!("{}.length", what()))?,
+    })
+}
+
+fn dup_fd(pfd: &Option<ParcelFileDescriptor>, what: &str) -> HalResult<Arc<OwnedFd>> {
+    let pfd = pfd
+        .as_ref()
+        .ok_or_else(|| HalError::InvalidArgument(format!("{what}: file descriptor is null")))?;
+    // The parcel owns the received fd; the pool needs its own reference that can outlive it.
+    let fd = pfd
+        .as_ref()
+        .try_clone()
+        .map_err(|e| HalError::GeneralFailure(format!("{what}: cannot duplicate fd: {e}")))?;
+    Ok(Arc::new(fd))
+}
+
+/// AIDL `Memory` → canonical pool.
+pub fn memory_from_aidl(memory: &AidlMemory, what: &str) -> HalResult<Memory> {
+    Ok(match memory {
+        AidlMemory::Ashmem(a) => Memory::Ashmem {
+            fd: dup_fd(&a.fd, what)?,
+            size: i64_to_u64(a.size, &|| format!("{what}.ashmem.size"))?,
+        },
+        AidlMemory::MappableFile(m) => Memory::MappableFile {
+            fd: dup_fd(&m.fd, what)?,
+            size: i64_to_u64(m.length, &|| format!("{what}.mappableFile.length"))?,
+            prot: m.prot,
+            offset: i64_to_u64(m.offset, &|| format!("{what}.mappableFile.offset"))?,
+        },
+        AidlMemory::HardwareBuffer(_) => Memory::Unsupported("hardwareBuffer".into()),
+    })
+}
+
+fn operand_from_aidl(index: usize, operand: &AidlOperand, consumers: u32) -> HalResult<Operand> {
+    let what = || format!("operand {index}");
+    if let Some(extra) = &operand.extraParams {
+        // Per-channel quantization and extension data belong to operand types NNAPI 1.0 does
+        // not have; on a 1.0 type they are a malformed operand, on any other type the type
+        // itself is what validation refuses, so the parameters are never needed.
+        if OperandType::from_raw(operand.r#type.0).is_some() {
+            return invalid(format!(
+                "{}: extraParams {} are not allowed on {}",
+                what(),
+                match extra {
+                    super::aidl::android::hardware::neuralnetworks::OperandExtraParams::OperandExtraParams::ChannelQuant(_) => "channelQuant",
+                    super::aidl::android::hardware::neuralnetworks::OperandExtraParams::OperandExtraParams::Extension(_) => "extension",
+                },
+                OperandType::from_raw(operand.r#type.0).map_or("?", |t| t.name())
+            ));
+        }
+    }
+    Ok(Operand {
+        operand_type: operand.r#type.0,
+        dimensions: u32_list(&operand.dimensions, &|d| {
+            format!("{}: dimension {d}", what())
+        })?,
+        number_of_consumers: consumers,
+        scale: operand.scale,
+        zero_point: operand.zeroPoint,
+        lifetime: operand.lifetime.0,
+        location: location(&operand.location, &|| format!("{}.location", what()))?,
+    })
+}
+
+fn operation_from_aidl(index: usize, op: &AidlOperation) -> HalResult<Operation> {
+    Ok(Operation {
+        operation_type: op.r#type.0,
+        inputs: u32_list(&op.inputs, &|i| format!("operation {index}: input {i}"))?,
+        outputs: u32_list(&op.outputs, &|i| format!("operation {index}: output {i}"))?,
+    })
+}
+
+/// How many operation inputs name each operand. The AIDL interface dropped
+/// `numberOfConsumers`; the canonical model keeps the NNAPI 1.0 field, so it is derived from
+/// the graph (which makes it consistent by construction). Out-of-range indexes are skipped
+/// here and reported by validation.
+fn consumer_counts(subgraph: &AidlSubgraph) -> Vec<u32> {
+    let mut counts = vec![0u32; subgraph.operands.len()];
+    for op in &subgraph.operations {
+        for &input in &op.inputs {
+            if let Some(c) = usize::try_from(input).ok().and_then(|i| counts.get_mut(i)) {
+                *c = c.saturating_add(1);
+            }
+        }
+    }
+    counts
+}
+
+/// AIDL `Model` → canonical model (main subgraph only).
+pub fn model_from_aidl(model: &AidlModel) -> HalResult<Model> {
+    if !model.referenced.is_empty() {
+        return invalid(format!(
+            "model has {} referenced subgraphs: control flow (IF/WHILE) is not part of NNAPI 1.0",
+            model.referenced.len()
+        ));
+    }
+    // `relaxComputationFloat32toFloat16` allows computing float32 with precision and range
+    // *as low as* float16; computing in full float32 always satisfies it, so the flag is
+    // accepted and has no effect. `extensionNameToPrefix` only matters to operand and
+    // operation types above 0xFFFF, which validation refuses as outside NNAPI 1.0.
+    let main = &model.main;
+    let consumers = consumer_counts(main);
+    let operands = main
+        .operands
+        .iter()
+        .enumerate()
+        .map(|(i, o)| operand_from_aidl(i, o, consumers[i]))
+        .collect::<HalResult<Vec<_>>>()?;
+    let operations = main
+        .operations
+        .iter()
+        .enumerate()
+        .map(|(i, op)| operation_from_aidl(i, op))
+        .collect::<HalResult<Vec<_>>>()?;
+    let pools = model
+        .pools
+        .iter()
+        .enumerate()
+        .map(|(i, m)| memory_from_aidl(m, &format!("model pool {i}")))
+        .collect::<HalResult<Vec<_>>>()?;
+    Ok(Model {
+        operands,
+        operations,
+        input_indexes: u32_list(&main.inputIndexes, &|i| format!("model input {i}"))?,
+        output_indexes: u32_list(&main.outputIndexes, &|i| format!("model output {i}"))?,
+        operand_values: model.operandValues.clone(),
+        pools,
+    })
+}
+
+fn argument_from_aidl(arg: &AidlRequestArgument, what: &str) -> HalResult<RequestArgument> {
+    Ok(RequestArgument {
+        has_no_value: arg.hasNoValue,
+        location: location(&arg.location, &|| format!("{what}.location"))?,
+        dimensions: u32_list(&arg.dimensions, &|d| format!("{what}: dimension {d}"))?,
+    })
+}
+
+/// AIDL `Request` → canonical request. A pool given as a driver-managed buffer token becomes
+/// an unsupported pool: this driver never hands out such buffers, so validation refuses it.
+pub fn request_from_aidl(request: &AidlRequest) -> HalResult<Request> {
+    let inputs = request
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, a)| argument_from_aidl(a, &format!("request input {i}")))
+        .collect::<HalResult<Vec<_>>>()?;
+    let outputs = request
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(i, a)| argument_from_aidl(a, &format!("request output {i}")))
+        .collect::<HalResult<Vec<_>>>()?;
+    let pools = request
+        .pools
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match p {
+            AidlRequestMemoryPool::Pool(m) => memory_from_aidl(m, &format!("request pool {i}")),
+            AidlRequestMemoryPool::Token(t) => Ok(Memory::Unsupported(format!(
+                "driver-managed buffer (token {t})"
+            ))),
+        })
+        .collect::<HalResult<Vec<_>>>()?;
+    Ok(Request {
+        inputs,
+        outputs,
+        pools,
+    })
+}
+
+/// Performance of operands and operations this driver does not run: the largest finite
+/// value, which the runtime reads as "never pick this device for it" and which is still > 0.
+pub const NO_PERFORMANCE: PerformanceInfo = PerformanceInfo {
+    exec_time: f32::MAX,
+    power_usage: f32::MAX,
+};
+
+fn perf_to_aidl(p: PerformanceInfo) -> AidlPerformanceInfo {
+    AidlPerformanceInfo {
+        execTime: p.exec_time,
+        powerUsage: p.power_usage,
+    }
+}
+
+fn perf_from_aidl(p: &AidlPerformanceInfo) -> PerformanceInfo {
+    PerformanceInfo {
+        exec_time: p.execTime,
+        power_usage: p.powerUsage,
+    }
+}
+
+/// The six NNAPI 1.0 operand types, sorted by value (the AIDL table must be sorted), with the
+/// performance this driver reports for each: quantized tensors use the quantized figure,
+/// everything else the float32 figure (as the NNAPI 1.0 → 1.2 capability upgrade does).
+fn operand_performance(caps: &Capabilities) -> Vec<(OperandType, PerformanceInfo)> {
+    [
+        OperandType::Float32,
+        OperandType::Int32,
+        OperandType::UInt32,
+        OperandType::TensorFloat32,
+        OperandType::TensorInt32,
+        OperandType::TensorQuant8Asymm,
+    ]
+    .into_iter()
+    .map(|t| {
+        let perf = if t == OperandType::TensorQuant8Asymm {
+            caps.quantized8_performance
+        } else {
+            caps.float32_performance
+        };
+        (t, perf)
+    })
+    .collect()
+}
+
+/// Canonical capabilities → AIDL. Every number is > 0: relaxed float32 runs at float32 speed
+/// (it is computed in float32), control flow is reported with [`NO_PERFORMANCE`].
+pub fn capabilities_to_aidl(caps: &Capabilities) -> AidlCapabilities {
+    AidlCapabilities {
+        relaxedFloat32toFloat16PerformanceScalar: perf_to_aidl(caps.float32_performance),
+        relaxedFloat32toFloat16PerformanceTensor: perf_to_aidl(caps.float32_performance),
+        operandPerformance: operand_performance(caps)
+            .into_iter()
+            .map(|(t, p)| AidlOperandPerformance {
+                r#type: AidlOperandType(t.raw()),
+                info: perf_to_aidl(p),
+            })
+            .collect(),
+        ifPerformance: perf_to_aidl(NO_PERFORMANCE),
+        whilePerformance: perf_to_aidl(NO_PERFORMANCE),
+    }
+}
+
+/// Every figure of an AIDL `Capabilities`, in canonical units.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceCapabilities {
+    pub relaxed_float32_to_float16_scalar: PerformanceInfo,
+    pub relaxed_float32_to_float16_tensor: PerformanceInfo,
+    /// (raw `OperandType`, performance), as reported.
+    pub operand_performance: Vec<(i32, PerformanceInfo)>,
+    pub if_performance: PerformanceInfo,
+    pub while_performance: PerformanceInfo,
+}
+
+impl DeviceCapabilities {
+    /// The entry for `ty`; [`NO_PERFORMANCE`] when the table has none (the AIDL convention).
+    pub fn operand(&self, ty: OperandType) -> PerformanceInfo {
+        self.operand_performance
+            .iter()
+            .find(|(t, _)| *t == ty.raw())
+            .map_or(NO_PERFORMANCE, |(_, p)| *p)
+    }
+
+    /// The NNAPI 1.0 view: float32 from `TENSOR_FLOAT32`, quantized from
+    /// `TENSOR_QUANT8_ASYMM`.
+    pub fn to_canonical(&self) -> Capabilities {
+        Capabilities {
+            float32_performance: self.operand(OperandType::TensorFloat32),
+            quantized8_performance: self.operand(OperandType::TensorQuant8Asymm),
+        }
+    }
+}
+
+pub fn capabilities_from_aidl(caps: &AidlCapabilities) -> DeviceCapabilities {
+    DeviceCapabilities {
+        relaxed_float32_to_float16_scalar: perf_from_aidl(
+            &caps.relaxedFloat32toFloat16PerformanceScalar,
+        ),
+        relaxed_float32_to_float16_tensor: perf_from_aidl(
+            &caps.relaxedFloat32toFloat16PerformanceTensor,
+        ),
+        operand_performance: caps
+            .operandPerformance
+            .iter()
+            .map(|p| (p.r#type.0, perf_from_aidl(&p.info)))
+            .collect(),
+        if_performance: perf_from_aidl(&caps.ifPerformance),
+        while_performance: perf_from_aidl(&caps.whilePerformance),
+    }
+}
+
+pub fn error_status_to_aidl(status: ErrorStatus) -> AidlErrorStatus {
+    AidlErrorStatus(status.raw())
+}
+
+/// AIDL status code → canonical error. `NONE` is not an error; codes newer than NNAPI 1.0
+/// (missed deadline, resource exhausted) and unknown codes fold into the closest 1.0 kind.
+pub fn error_from_code(code: i32, message: String) -> HalError {
+    match AidlErrorStatus(code) {
+        AidlErrorStatus::INVALID_ARGUMENT => HalError::InvalidArgument(message),
+        AidlErrorStatus::OUTPUT_INSUFFICIENT_SIZE => HalError::OutputInsufficientSize(message),
+        AidlErrorStatus::DEVICE_UNAVAILABLE
+        | AidlErrorStatus::RESOURCE_EXHAUSTED_TRANSIENT
+        | AidlErrorStatus::RESOURCE_EXHAUSTED_PERSISTENT => HalError::DeviceUnavailable(message),
+        AidlErrorStatus::GENERAL_FAILURE => HalError::GeneralFailure(message),
+        _ => HalError::GeneralFailure(format!("status {code}: {message}")),
+    }
+}
+
+/// `Timing` with both durations unknown.
+pub const NO_TIMING: AidlTiming = AidlTiming {
+    timeOnDeviceNs: -1,
+    timeInDriverNs: -1,
+};
+
+fn dims_to_aidl(dims: &[u32], what: &dyn Fn() -> String) -> HalResult<Vec<i32>> {
+    dims.iter()
+        .map(|&d| {
+            i32::try_from(d).map_err(|_| {
+                HalError::GeneralFailure(format!(
+                    "{}: dimension {d} does not fit the AIDL int",
+                    what()
+                ))
+            })
+        })
+        .collect()
+}
+
+/// A successful canonical execution → AIDL reply.
+pub fn execution_result_to_aidl(
+    result: &ExecutionResult,
+    timing: AidlTiming,
+) -> HalResult<AidlResult> {
+    let output_shapes = result
+        .output_shapes
+        .iter()
+        .enumerate()
+        .map(|(i, dims)| {
+            Ok(AidlOutputShape {
+                dimensions: dims_to_aidl(dims, &|| format!("output {i}"))?,
+                isSufficient: true,
+            })
+        })
+        .collect::<HalResult<Vec<_>>>()?;
+    Ok(AidlResult {
+        outputSufficientSize: true,
+        outputShapes: output_shapes,
+        timing,
+    })
+}
+
+/// AIDL execution reply → canonical result; an insufficient output is an error.
+pub fn execution_result_from_aidl(result: &AidlResult) -> HalResult<ExecutionResult> {
+    let shapes = result
+        .outputShapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            u32_list(&s.dimensions, &|d| {
+                format!("output shape {i}: dimension {d}")
+            })
+            .map_err(|e| HalError::GeneralFailure(format!("malformed reply: {e}")))
+        })
+        .collect::<HalResult<Vec<_>>>()?;
+    if !result.outputSufficientSize {
+        let small: Vec<usize> = result
+            .outputShapes
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.isSufficient)
+            .map(|(i, _)| i)
+            .collect();
+        return Err(HalError::OutputInsufficientSize(format!(
+            "outputs {small:?} are too small; shapes {shapes:?}"
+        )));
+    }
+    Ok(ExecutionResult {
+        output_shapes: shapes,
+    })
+}
+
+// ---- canonical → AIDL (client side) -------------------------------------------------------
+
+fn to_i32(value: u32, what: &dyn Fn() -> String) -> HalResult<i32> {
+    i32::try_from(value).or_else(|_| invalid(format!("{} = {value} exceeds the AIDL int", what())))
+}
+
+fn to_i64(value: u64, what: &dyn Fn() -> String) -> HalResult<i64> {
+    i64::try_from(value).or_else(|_| invalid(format!("{} = {value} exceeds the AIDL long", what())))
+}
+
+fn i32_list(values: &[u32], what: &dyn Fn(usize) -> String) -> HalResult<Vec<i32>> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| to_i32(v, &|| what(i)))
+        .collect()
+}
+
+fn location_to_aidl(loc: &DataLocation, what: &dyn Fn() -> String) -> HalResult<AidlDataLocation> {
+    Ok(AidlDataLocation {
+        poolIndex: to_i32(loc.pool_index, &|| format!("{}.poolIndex", what()))?,
+        offset: i64::from(loc.offset),
+        length: i64::from(loc.length),
+        padding: 0,
+    })
+}
+
+fn pfd(fd: &Arc<OwnedFd>, what: &str) -> HalResult<Option<ParcelFileDescriptor>> {
+    let dup = fd
+        .try_clone()
+        .map_err(|e| HalError::GeneralFailure(format!("{what}: cannot duplicate fd: {e}")))?;
+    Ok(Some(ParcelFileDescriptor::new(dup)))
+}
+
+/// Canonical pool → AIDL `Memory`. An `Unsupported` pool cannot be sent.
+pub fn memory_to_aidl(memory: &Memory, what: &str) -> HalResult<AidlMemory> {
+    Ok(match memory {
+        Memory::Ashmem { fd, size } => AidlMemory::Ashmem(AidlAshmem {
+            fd: pfd(fd, what)?,
+            size: to_i64(*size, &|| format!("{what}.size"))?,
+        }),
+        Memory::MappableFile {
+            fd,
+            size,
+            prot,
+            offset,
+        } => AidlMemory::MappableFile(AidlMappableFile {
+            length: to_i64(*size, &|| format!("{what}.length"))?,
+            prot: *prot,
+            fd: pfd(fd, what)?,
+            offset: to_i64(*offset, &|| format!("{what}.offset"))?,
+        }),
+        Memory::Unsupported(kind) => {
+            return invalid(format!("{what}: a {kind} pool cannot be sent over binder"))
+        }
+    })
+}
+
+/// Canonical model → AIDL `Model` (everything in the main subgraph).
+pub fn model_to_aidl(model: &Model) -> HalResult<AidlModel> {
+    let operands = model
+        .operands
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            Ok(AidlOperand {
+                r#type: AidlOperandType(o.operand_type),
+                dimensions: i32_list(&o.dimensions, &|d| format!("operand {i}: dimension {d}"))?,
+                scale: o.scale,
+                zeroPoint: o.zero_point,
+                lifetime: AidlLifeTime(o.lifetime),
+                location: location_to_aidl(&o.location, &|| format!("operand {i}.location"))?,
+                extraParams: None,
+            })
+        })
+        .collect::<HalResult<Vec<_>>>()?;
+    let operations = model
+        .operations
+        .iter()
+        .enumerate()
+        .map(|(i, op)| {
+            Ok(AidlOperation {
+                r#type: AidlOperationType(op.operation_type),
+                inputs: i32_list(&op.inputs, &|k| format!("operation {i}: input {k}"))?,
+                outputs: i32_list(&op.outputs, &|k| format!("operation {i}: output {k}"))?,
+            })
+        })
+        .collect::<HalResult<Vec<_>>>()?;
+    let pools = model
+        .pools
+        .iter()
+        .enumerate()
+        .map(|(i, m)| memory_to_aidl(m, &format!("model pool {i}")))
+        .collect::<HalResult<Vec<_>>>()?;
+    Ok(AidlModel {
+        main: AidlSubgraph {
+            operands,
+            operations,
+            inputIndexes: i32_list(&model.input_indexes, &|i| format!("model input {i}"))?,
+            outputIndexes: i32_list(&model.output_indexes, &|i| format!("model output {i}"))?,
+        },
+        referenced: Vec::new(),
+        operandValues: model.operand_values.clone(),
+        pools,
+        relaxComputationFloat32toFloat16: false,
+        extensionNameToPrefix: Vec::new(),
+    })
+}
+
+fn argument_to_aidl(arg: &RequestArgument, what: &str) -> HalResult<AidlRequestArgument> {
+    Ok(AidlRequestArgument {
+        hasNoValue: arg.has_no_value,
+        location: location_to_aidl(&arg.location, &|| format!("{what}.location"))?,
+        dimensions: i32_list(&arg.dimensions, &|d| format!("{what}: dimension {d}"))?,
+    })
+}
+
+/// Canonical request → AIDL `Request`.
+pub fn request_to_aidl(request: &Request) -> HalResult<AidlRequest> {
+    Ok(AidlRequest {
+        inputs: request
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| argument_to_aidl(a, &format!("request input {i}")))
+            .collect::<HalResult<Vec<_>>>()?,
+        outputs: request
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| argument_to_aidl(a, &format!("request output {i}")))
+            .collect::<HalResult<Vec<_>>>()?,
+        pools: request
+            .pools
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                memory_to_aidl(m, &format!("request pool {i}")).map(AidlRequestMemoryPool::Pool)
+            })
+            .collect::<HalResult<Vec<_>>>()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nnhal_hal::memory::create_memfd;
+    use nnhal_hal::{OperandLifeTime, OperationType};
+
+    fn add_model() -> Model {
+        let t = |lifetime| Operand::new(OperandType::TensorFloat32, &[1, 2, 2, 1], lifetime);
+        let mut act = Operand::new(OperandType::Int32, &[], OperandLifeTime::ConstantCopy);
+        act.location = DataLocation {
+            pool_index: 0,
+            offset: 0,
+            length: 4,
+        };
+        let mut a = t(OperandLifeTime::ModelInput);
+        a.number_of_consumers = 1;
+        let mut b = t(OperandLifeTime::ModelInput);
+        b.number_of_consumers = 1;
+        act.number_of_consumers = 1;
+        Model {
+            operands: vec![a, b, act, t(OperandLifeTime::ModelOutput)],
+            operations: vec![Operation {
+                operation_type: OperationType::Add.raw(),
+                inputs: vec![0, 1, 2],
+                outputs: vec![3],
+            }],
+            input_indexes: vec![0, 1],
+            output_indexes: vec![3],
+            operand_values: vec![0; 4],
+            pools: vec![Memory::shared(
+                create_memfd("c", &[1, 2], 64, true).unwrap(),
+                64,
+            )],
+        }
+    }
+
+    #[test]
+    fn model_round_trips_and_consumers_are_derived() {
+        let model = add_model();
+        let aidl = model_to_aidl(&model).unwrap();
+        let back = model_from_aidl(&aidl).unwrap();
+        assert_eq!(back.operands, model.operands);
+        assert_eq!(back.operations, model.operations);
+        assert_eq!(back.input_indexes, model.input_indexes);
+        assert_eq!(back.output_indexes, model.output_indexes);
+        assert_eq!(back.operand_values, model.operand_values);
+        assert_eq!(back.pools.len(), 1);
+        assert_eq!(back.pools[0].size(), 64);
+    }
+
+    #[test]
+    fn out_of_range_values_are_invalid_not_truncated() {
+        let base = model_to_aidl(&add_model()).unwrap();
+        type Mutation = Box<dyn Fn(&mut AidlModel)>;
+        let cases: Vec<(&str, Mutation)> = vec![
+            (
+                "offset",
+                Box::new(|m| m.main.operands[2].location.offset = 1 << 32),
+            ),
+            (
+                "negative length",
+                Box::new(|m| m.main.operands[2].location.length = -1),
+            ),
+            (
+                "padding",
+                Box::new(|m| m.main.operands[2].location.padding = -4),
+            ),
+            (
+                "pool index",
+                Box::new(|m| m.main.operands[2].location.poolIndex = -1),
+            ),
+            (
+                "dimension",
+                Box::new(|m| m.main.operands[0].dimensions[1] = -2),
+            ),
+            (
+                "op input",
+                Box::new(|m| m.main.operations[0].inputs[0] = -1),
+            ),
+            (
+                "model output",
+                Box::new(|m| m.main.outputIndexes[0] = i32::MIN),
+            ),
+            (
+                "ashmem size",
+                Box::new(|m| {
+                    if let AidlMemory::Ashmem(a) = &mut m.pools[0] {
+                        a.size = -1;
+                    }
+                }),
+            ),
+            (
+                "null fd",
+                Box::new(|m| {
+                    if let AidlMemory::Ashmem(a) = &mut m.pools[0] {
+                        a.fd = None;
+                    }
+                }),
+            ),
+            (
+                "referenced",
+                Box::new(|m| m.referenced.push(AidlSubgraph::default())),
+            ),
+            (
+                "extraParams",
+                Box::new(|m| {
+                    m.main.operands[0].extraParams = Some(
+                    super::super::aidl::android::hardware::neuralnetworks::OperandExtraParams::OperandExtraParams::Extension(vec![1]),
+                )
+                }),
+            ),
+        ];
+        for (name, mutate) in cases {
+            let mut m = model_to_aidl(&add_model()).unwrap();
+            mutate(&mut m);
+            let err = model_from_aidl(&m).unwrap_err();
+            assert_eq!(err.status(), ErrorStatus::InvalidArgument, "{name}: {err}");
+        }
+        assert!(model_from_aidl(&base).is_ok());
+    }
+
+    #[test]
+    fn unknown_enumerations_pass_through_raw() {
+        let mut m = model_to_aidl(&add_model()).unwrap();
+        m.main.operands[0].r#type = AidlOperandType::TENSOR_FLOAT16;
+        m.main.operands[1].lifetime = AidlLifeTime::SUBGRAPH;
+        m.main.operations[0].r#type = AidlOperationType::DIV;
+        m.relaxComputationFloat32toFloat16 = true;
+        let back = model_from_aidl(&m).unwrap();
+        assert_eq!(back.operands[0].operand_type, 8);
+        assert_eq!(back.operands[1].lifetime, 6);
+        assert_eq!(back.operations[0].operation_type, 30);
+    }
+
+    #[test]
+    fn request_pools_and_tokens() {
+        let fd = create_memfd("r", &[], 32, true).unwrap();
+        let request = Request {
+            inputs: vec![RequestArgument {
+                has_no_value: false,
+                location: DataLocation {
+                    pool_index: 0,
+                    offset: 0,
+                    length: 16,
+                },
+                dimensions: vec![],
+            }],
+            outputs: vec![],
+            pools: vec![Memory::shared(fd, 32)],
+        };
+        let mut aidl = request_to_aidl(&request).unwrap();
+        let back = request_from_aidl(&aidl).unwrap();
+        assert_eq!(back.inputs, request.inputs);
+        aidl.pools.push(AidlRequestMemoryPool::Token(3));
+        let back = request_from_aidl(&aidl).unwrap();
+        assert!(matches!(back.pools[1], Memory::Unsupported(_)));
+        assert!(matches!(
+            memory_from_aidl(&AidlMemory::HardwareBuffer(Default::default()), "p").unwrap(),
+            Memory::Unsupported(_)
+        ));
+    }
+
+    #[test]
+    fn capabilities_are_positive_and_sorted() {
+        let caps = Capabilities {
+            float32_performance: PerformanceInfo {
+                exec_time: 0.5,
+                power_usage: 0.6,
+            },
+            quantized8_performance: PerformanceInfo {
+                exec_time: 0.25,
+                power_usage: 0.3,
+            },
+        };
+        let aidl = capabilities_to_aidl(&caps);
+        let types: Vec<i32> = aidl.operandPerformance.iter().map(|p| p.r#type.0).collect();
+        assert_eq!(types, vec![0, 1, 2, 3, 4, 5]);
+        for p in &aidl.operandPerformance {
+            assert!(p.info.execTime > 0.0 && p.info.powerUsage > 0.0);
+        }
+        assert!(aidl.ifPerformance.execTime > 0.0 && aidl.whilePerformance.powerUsage > 0.0);
+        let back = capabilities_from_aidl(&aidl);
+        assert_eq!(back.to_canonical(), caps);
+    }
+
+    #[test]
+    fn insufficient_output_is_an_error() {
+        let r = AidlResult {
+            outputSufficientSize: false,
+            outputShapes: vec![AidlOutputShape {
+                dimensions: vec![2, 2],
+                isSufficient: false,
+            }],
+            timing: NO_TIMING,
+        };
+        let err = execution_result_from_aidl(&r).unwrap_err();
+        assert_eq!(err.status(), ErrorStatus::OutputInsufficientSize);
+    }
+}

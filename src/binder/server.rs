@@ -1,0 +1,111 @@
+//! Serving `IDevice` over binder RPC on a Unix-domain socket (Linux hosts; DESIGN.md §3).
+//!
+//! The settings are the ones research/rsbinder.md found necessary: the Android 13+ wire
+//! profile (several connections per session, callback connections) and fd transport mode
+//! Unix (pools travel as memfds over `SCM_RIGHTS`). The device is published under
+//! `android.hardware.neuralnetworks.IDevice/<instance>` in the server's service directory, the
+//! same name it has in servicemanager on Android.
+
+use super::aidl::android::hardware::neuralnetworks::IDevice::BnDevice;
+use super::service::Device;
+use crate::driver::Driver;
+use rsbinder::rpc::{FileDescriptorTransportMode, RpcServer};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// Highest android13plus wire version offered (2 = Android 16); peers negotiate down.
+pub(crate) const WIRE_VERSION: u32 = 2;
+
+/// Connections one client session may open towards the service: calls on one connection are
+/// serialized, so a client that wants concurrent executions opens several.
+pub const MAX_CONNECTIONS_PER_CLIENT: u32 = 16;
+
+/// `android.hardware.neuralnetworks.IDevice/<instance>`.
+pub fn service_name(instance: &str) -> String {
+    format!("android.hardware.neuralnetworks.IDevice/{instance}")
+}
+
+/// The default socket of an instance: `$XDG_RUNTIME_DIR/nnhal/<instance>.sock` when the
+/// runtime directory is set, else `/tmp/nnhal-<uid>/<instance>.sock`.
+pub fn default_socket_path(instance: &str) -> PathBuf {
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(runtime) => PathBuf::from(runtime).join("nnhal"),
+        None => PathBuf::from(format!("/tmp/nnhal-{}", nix::unistd::getuid())),
+    };
+    dir.join(format!("{instance}.sock"))
+}
+
+/// A running RPC server. [`RunningServer::shutdown`] (or dropping it) stops accepting, ends
+/// every session and removes the socket file.
+pub struct RunningServer {
+    server: Arc<RpcServer>,
+    accept_loop: Option<JoinHandle<()>>,
+    socket: PathBuf,
+}
+
+impl RunningServer {
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        let Some(accept_loop) = self.accept_loop.take() else {
+            return;
+        };
+        self.server.stop_accepting();
+        // Joining the accept loop first is what lets `terminate` join every worker.
+        if accept_loop.join().is_err() {
+            log::warn!("the RPC accept loop panicked");
+        }
+        self.server.terminate();
+        match std::fs::remove_file(&self.socket) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => log::warn!("cannot remove {}: {e}", self.socket.display()),
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Creates the socket's directory (owner-only when we create it), binds the socket and starts
+/// serving `driver` as `instance` on a background accept loop.
+pub fn serve(driver: Arc<Driver>, socket: &Path, instance: &str) -> std::io::Result<RunningServer> {
+    if let Some(dir) = socket.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.exists() {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+        }
+    }
+    let to_io = |what: &str, e: rsbinder::StatusCode| {
+        std::io::Error::other(format!("{what} {}: {e:?}", socket.display()))
+    };
+    // A stale socket left by a crashed server is removed; a live one is refused.
+    let server = RpcServer::setup_unix_server(socket).map_err(|e| to_io("cannot listen on", e))?;
+    server.set_android13plus(WIRE_VERSION);
+    server.set_supported_fd_modes(&[FileDescriptorTransportMode::Unix]);
+    server.set_max_threads(MAX_CONNECTIONS_PER_CLIENT);
+    let device = BnDevice::new_binder(Device::new(driver));
+    server
+        .add_service(&service_name(instance), device.as_binder())
+        .map_err(|e| to_io("cannot publish the device on", e))?;
+    let accept_loop = server.run_background();
+    log::info!("serving {} on {}", service_name(instance), socket.display());
+    Ok(RunningServer {
+        server,
+        accept_loop: Some(accept_loop),
+        socket: socket.to_path_buf(),
+    })
+}

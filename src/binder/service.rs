@@ -1,0 +1,553 @@
+//! The binder objects of the service: `IDevice`, `IPreparedModel`, `IBurst` and
+//! `IFencedExecutionCallback` of `android.hardware.neuralnetworks` (version 1), implemented on
+//! top of the in-process [`Driver`] (DESIGN.md §1, §5; hal-surface.md §3).
+//!
+//! Each method converts its AIDL arguments to canonical types, calls the driver and converts
+//! the answer back. Every error leaves through [`to_status`], the one place where a
+//! [`HalError`] becomes a binder `ServiceSpecificException` carrying the `ErrorStatus` code,
+//! and where it is logged.
+
+use super::aidl::android::hardware::neuralnetworks::{
+    BufferDesc::BufferDesc,
+    BufferRole::BufferRole,
+    Capabilities::Capabilities,
+    DeviceBuffer::DeviceBuffer,
+    DeviceType::DeviceType,
+    ErrorStatus::ErrorStatus as AidlStatus,
+    ExecutionPreference::ExecutionPreference,
+    ExecutionResult::ExecutionResult as AidlResult,
+    Extension::Extension,
+    FencedExecutionResult::FencedExecutionResult,
+    IBurst::{BnBurst, IBurst},
+    IDevice::IDevice,
+    IFencedExecutionCallback::{BnFencedExecutionCallback, IFencedExecutionCallback},
+    IPreparedModel::{self as ipm, BnPreparedModel, IPreparedModel},
+    IPreparedModelCallback::IPreparedModelCallback,
+    IPreparedModelParcel::IPreparedModelParcel,
+    Model::Model as AidlModel,
+    NumberOfCacheFiles::NumberOfCacheFiles,
+    Priority::Priority,
+    Request::Request as AidlRequest,
+    Timing::Timing,
+};
+use super::convert;
+use crate::driver::{Driver, PreparedModel};
+use nnhal_hal::{ErrorStatus, HalError, HalResult};
+use rsbinder::{BinderResult, Interface, ParcelFileDescriptor, Status, Strong};
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The version string `getVersionString` reports.
+pub fn version_string() -> String {
+    format!("nnhal-{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The single mapping from the driver's typed error to a binder status: a
+/// `ServiceSpecificException` whose code is the `ErrorStatus` and whose message is the reason.
+/// Logged here, at a level that reflects whose fault it is: malformed input is the client's
+/// (info), anything else is the driver's (warn).
+pub fn to_status(err: &HalError, call: &str) -> Status {
+    match err {
+        HalError::InvalidArgument(_) | HalError::OutputInsufficientSize(_) => {
+            log::info!("{call}: {err}")
+        }
+        HalError::GeneralFailure(_) | HalError::DeviceUnavailable(_) => {
+            log::warn!("{call}: {err}")
+        }
+    }
+    // The code already says the kind; the message is the reason alone.
+    Status::new_service_specific_error(err.status().raw(), Some(err.message().to_string()))
+}
+
+/// A status the canonical error has no kind for (AIDL-only deadlines).
+fn aidl_status(status: AidlStatus, message: String, call: &str) -> Status {
+    log::info!("{call}: {message}");
+    Status::new_service_specific_error(status.0, Some(message))
+}
+
+/// Tells a prepare callback how preparation ended. A client that died meanwhile makes the
+/// call fail; that is logged and dropped, the service goes on.
+fn notify(
+    callback: &Strong<dyn IPreparedModelCallback>,
+    status: ErrorStatus,
+    model: Option<&Strong<dyn IPreparedModel>>,
+) {
+    if let Err(e) = callback.notify(convert::error_status_to_aidl(status), model) {
+        log::warn!("prepareModel: notify({status}) could not reach the client: {e}");
+    }
+}
+
+/// `deadlineNs` (and other `-1`-means-none durations) must be -1 or non-negative.
+fn check_optional_ns(value: i64, name: &str) -> HalResult<()> {
+    if value < -1 {
+        return Err(HalError::InvalidArgument(format!(
+            "{name} = {value}: only -1 (none) or a non-negative time is valid"
+        )));
+    }
+    Ok(())
+}
+
+fn check_loop_timeout(value: i64) -> HalResult<()> {
+    check_optional_ns(value, "loopTimeoutDurationNs")?;
+    if value > ipm::MAXIMUM_LOOP_TIMEOUT_DURATION_NS {
+        return Err(HalError::InvalidArgument(format!(
+            "loopTimeoutDurationNs = {value} exceeds the maximum {}",
+            ipm::MAXIMUM_LOOP_TIMEOUT_DURATION_NS
+        )));
+    }
+    Ok(())
+}
+
+/// Nanoseconds since boot, the clock AIDL deadlines are expressed in.
+fn boot_time_ns() -> i64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
+        .map(|t| t.tv_sec() * 1_000_000_000 + t.tv_nsec())
+        .unwrap_or(0)
+}
+
+/// `Err` with MISSED_DEADLINE_PERSISTENT when a deadline has already passed: the work would
+/// finish late whatever happens, so it is not started (as the AOSP sample driver does).
+fn check_deadline(deadline_ns: i64, call: &str) -> BinderResult<()> {
+    if deadline_ns >= 0 && boot_time_ns() > deadline_ns {
+        return Err(aidl_status(
+            AidlStatus::MISSED_DEADLINE_PERSISTENT,
+            format!("deadline {deadline_ns} ns has passed"),
+            call,
+        ));
+    }
+    Ok(())
+}
+
+fn elapsed_ns(since: Instant) -> i64 {
+    i64::try_from(since.elapsed().as_nanos()).unwrap_or(i64::MAX)
+}
+
+/// `IDevice`.
+pub struct Device {
+    driver: Arc<Driver>,
+}
+
+impl Device {
+    pub fn new(driver: Arc<Driver>) -> Device {
+        Device { driver }
+    }
+}
+
+impl Interface for Device {}
+
+impl IDevice for Device {
+    fn allocate(
+        &self,
+        _desc: &BufferDesc,
+        _prepared_models: &[IPreparedModelParcel],
+        _input_roles: &[BufferRole],
+        _output_roles: &[BufferRole],
+    ) -> BinderResult<DeviceBuffer> {
+        // The contract's status for an unsupported buffer property or role.
+        Err(to_status(
+            &HalError::GeneralFailure(
+                "driver-managed buffers (IDevice::allocate) are not supported by this driver"
+                    .into(),
+            ),
+            "allocate",
+        ))
+    }
+
+    fn getCapabilities(&self) -> BinderResult<Capabilities> {
+        Ok(convert::capabilities_to_aidl(&self.driver.capabilities()))
+    }
+
+    fn getNumberOfCacheFilesNeeded(&self) -> BinderResult<NumberOfCacheFiles> {
+        // (0, 0) says compilation caching is not supported.
+        Ok(NumberOfCacheFiles {
+            numModelCache: 0,
+            numDataCache: 0,
+        })
+    }
+
+    fn getSupportedExtensions(&self) -> BinderResult<Vec<Extension>> {
+        Ok(Vec::new())
+    }
+
+    fn getSupportedOperations(&self, model: &AidlModel) -> BinderResult<Vec<bool>> {
+        let call = "getSupportedOperations";
+        let model = convert::model_from_aidl(model).map_err(|e| to_status(&e, call))?;
+        self.driver
+            .supported_operations(&model)
+            .map_err(|e| to_status(&e, call))
+    }
+
+    fn getType(&self) -> BinderResult<DeviceType> {
+        Ok(DeviceType::CPU)
+    }
+
+    fn getVersionString(&self) -> BinderResult<String> {
+        Ok(version_string())
+    }
+
+    fn prepareModel(
+        &self,
+        model: &AidlModel,
+        preference: ExecutionPreference,
+        priority: Priority,
+        deadline_ns: i64,
+        _model_cache: &[ParcelFileDescriptor],
+        _data_cache: &[ParcelFileDescriptor],
+        _token: &[u8],
+        callback: &Strong<dyn IPreparedModelCallback>,
+    ) -> BinderResult<()> {
+        let call = "prepareModel";
+        // Cache arguments are ignored: with (0, 0) cache files the client has nothing to send,
+        // and the contract says cache problems must never fail a preparation.
+        let checked = (|| -> HalResult<nnhal_hal::Model> {
+            if !(0..=2).contains(&preference.0) {
+                return Err(HalError::InvalidArgument(format!(
+                    "execution preference {} is not a defined value",
+                    preference.0
+                )));
+            }
+            if !(0..=2).contains(&priority.0) {
+                return Err(HalError::InvalidArgument(format!(
+                    "priority {} is not a defined value",
+                    priority.0
+                )));
+            }
+            check_optional_ns(deadline_ns, "deadlineNs")?;
+            let model = convert::model_from_aidl(model)?;
+            self.driver.validate_model(&model)?;
+            Ok(model)
+        })();
+        let model = match checked {
+            Ok(model) => model,
+            Err(e) => {
+                // Synchronous failure: the callback hears it once, the caller gets it too.
+                notify(callback, e.status(), None);
+                return Err(to_status(&e, call));
+            }
+        };
+        if let Err(status) = check_deadline(deadline_ns, call) {
+            if let Err(e) = callback.notify(AidlStatus::MISSED_DEADLINE_PERSISTENT, None) {
+                log::warn!("{call}: notify could not reach the client: {e}");
+            }
+            return Err(status);
+        }
+
+        let driver = Arc::clone(&self.driver);
+        let worker_callback = callback.clone();
+        let spawned = std::thread::Builder::new()
+            .name("nnhal-prepare".into())
+            .spawn(move || match driver.prepare_model(model) {
+                Ok(prepared) => {
+                    let binder = BnPreparedModel::new_binder(PreparedModelService { prepared });
+                    notify(&worker_callback, ErrorStatus::None, Some(&binder));
+                }
+                Err(e) => {
+                    let status = e.status();
+                    // Logged through the one mapping; the status travels in the callback.
+                    let _ = to_status(&e, "prepareModel (worker)");
+                    notify(&worker_callback, status, None);
+                }
+            });
+        if let Err(e) = spawned {
+            let e = HalError::GeneralFailure(format!("cannot start the preparation thread: {e}"));
+            notify(callback, e.status(), None);
+            return Err(to_status(&e, call));
+        }
+        Ok(())
+    }
+
+    fn prepareModelFromCache(
+        &self,
+        _deadline_ns: i64,
+        _model_cache: &[ParcelFileDescriptor],
+        _data_cache: &[ParcelFileDescriptor],
+        _token: &[u8],
+        callback: &Strong<dyn IPreparedModelCallback>,
+    ) -> BinderResult<()> {
+        // The contract: when caching is not supported, notify GENERAL_FAILURE with a null model
+        // and return the same status.
+        let e = HalError::GeneralFailure(
+            "compilation caching is not supported (getNumberOfCacheFilesNeeded is 0, 0)".into(),
+        );
+        notify(callback, e.status(), None);
+        Err(to_status(&e, "prepareModelFromCache"))
+    }
+}
+
+/// Runs one execution for `executeSynchronously` (prepared model and burst alike).
+fn execute(
+    prepared: &PreparedModel,
+    request: &AidlRequest,
+    measure: bool,
+    deadline_ns: i64,
+    loop_timeout_ns: i64,
+    call: &str,
+) -> BinderResult<AidlResult> {
+    let start = Instant::now();
+    let request = (|| {
+        check_optional_ns(deadline_ns, "deadlineNs")?;
+        check_loop_timeout(loop_timeout_ns)?;
+        convert::request_from_aidl(request)
+    })()
+    .map_err(|e| to_status(&e, call))?;
+    check_deadline(deadline_ns, call)?;
+    let run = Instant::now();
+    let result = prepared
+        .execute(&request)
+        .map_err(|e| to_status(&e, call))?;
+    let timing = if measure {
+        Timing {
+            timeOnDeviceNs: elapsed_ns(run),
+            timeInDriverNs: elapsed_ns(start),
+        }
+    } else {
+        convert::NO_TIMING
+    };
+    convert::execution_result_to_aidl(&result, timing).map_err(|e| to_status(&e, call))
+}
+
+/// `IPreparedModel`: holds the prepared model; the binder object (and any burst made from
+/// it) keeps it alive for as long as a client or an execution uses it.
+struct PreparedModelService {
+    prepared: Arc<PreparedModel>,
+}
+
+impl Interface for PreparedModelService {}
+
+impl IPreparedModel for PreparedModelService {
+    fn executeSynchronously(
+        &self,
+        request: &AidlRequest,
+        measure_timing: bool,
+        deadline_ns: i64,
+        loop_timeout_ns: i64,
+    ) -> BinderResult<AidlResult> {
+        execute(
+            &self.prepared,
+            request,
+            measure_timing,
+            deadline_ns,
+            loop_timeout_ns,
+            "executeSynchronously",
+        )
+    }
+
+    fn executeFenced(
+        &self,
+        request: &AidlRequest,
+        wait_for: &[ParcelFileDescriptor],
+        measure_timing: bool,
+        deadline_ns: i64,
+        loop_timeout_ns: i64,
+        duration_ns: i64,
+    ) -> BinderResult<FencedExecutionResult> {
+        let call = "executeFenced";
+        let launched = Instant::now();
+        let request = (|| {
+            check_optional_ns(deadline_ns, "deadlineNs")?;
+            check_loop_timeout(loop_timeout_ns)?;
+            check_optional_ns(duration_ns, "durationNs")?;
+            let request = convert::request_from_aidl(request)?;
+            self.prepared.validate_request(&request)?;
+            Ok(request)
+        })()
+        .map_err(|e| to_status(&e, call))?;
+        check_deadline(deadline_ns, call)?;
+
+        // No sync-fence driver on a Linux host: wait for the given fences (sync files signal
+        // readability) right here, run, and hand back a null fence, which the contract allows
+        // when the work finished before the call returned. The callback reports the outcome.
+        wait_for_fences(wait_for).map_err(|e| to_status(&e, call))?;
+        let fenced = Instant::now();
+        let outcome = self.prepared.execute(&request);
+        let (status, timing_launched, timing_fenced) = match outcome {
+            Ok(_) if measure_timing => (
+                AidlStatus::NONE,
+                Timing {
+                    timeOnDeviceNs: elapsed_ns(fenced),
+                    timeInDriverNs: elapsed_ns(launched),
+                },
+                Timing {
+                    timeOnDeviceNs: elapsed_ns(fenced),
+                    timeInDriverNs: elapsed_ns(fenced),
+                },
+            ),
+            Ok(_) => (AidlStatus::NONE, convert::NO_TIMING, convert::NO_TIMING),
+            Err(e) => {
+                let _ = to_status(&e, call);
+                (
+                    convert::error_status_to_aidl(e.status()),
+                    convert::NO_TIMING,
+                    convert::NO_TIMING,
+                )
+            }
+        };
+        Ok(FencedExecutionResult {
+            callback: Some(BnFencedExecutionCallback::new_binder(FencedCallback {
+                status,
+                timing_launched,
+                timing_fenced,
+            })),
+            syncFence: None,
+        })
+    }
+
+    fn configureExecutionBurst(&self) -> BinderResult<Strong<dyn IBurst>> {
+        Ok(BnBurst::new_binder(Burst {
+            prepared: Arc::clone(&self.prepared),
+        }))
+    }
+}
+
+/// Blocks until every fence fd is readable (signalled). A fence in an error state is an
+/// invalid argument, as the contract says.
+fn wait_for_fences(fences: &[ParcelFileDescriptor]) -> HalResult<()> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    for (i, fence) in fences.iter().enumerate() {
+        loop {
+            let mut fds = [PollFd::new(fence.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => {
+                    let revents = fds[0].revents().unwrap_or(PollFlags::empty());
+                    if revents.intersects(PollFlags::POLLERR | PollFlags::POLLNVAL) {
+                        return Err(HalError::InvalidArgument(format!(
+                            "waitFor[{i}]: fence is in an error state"
+                        )));
+                    }
+                    if revents.intersects(PollFlags::POLLIN | PollFlags::POLLHUP) {
+                        break;
+                    }
+                }
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => {
+                    return Err(HalError::InvalidArgument(format!(
+                        "waitFor[{i}]: cannot wait on the fence: {e}"
+                    )))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn copy_timing(t: &Timing) -> Timing {
+    Timing {
+        timeOnDeviceNs: t.timeOnDeviceNs,
+        timeInDriverNs: t.timeInDriverNs,
+    }
+}
+
+/// `IFencedExecutionCallback` of an execution that has already finished.
+struct FencedCallback {
+    status: AidlStatus,
+    timing_launched: Timing,
+    timing_fenced: Timing,
+}
+
+impl Interface for FencedCallback {}
+
+impl IFencedExecutionCallback for FencedCallback {
+    fn getExecutionInfo(
+        &self,
+        timing_launched: &mut Timing,
+        timing_fenced: &mut Timing,
+    ) -> BinderResult<AidlStatus> {
+        *timing_launched = copy_timing(&self.timing_launched);
+        *timing_fenced = copy_timing(&self.timing_fenced);
+        Ok(self.status)
+    }
+}
+
+/// `IBurst`: executions through the same path as `executeSynchronously`. Memory identifier
+/// tokens are checked for shape but not used to cache mappings: pools are mapped per
+/// execution either way.
+struct Burst {
+    prepared: Arc<PreparedModel>,
+}
+
+impl Interface for Burst {}
+
+impl IBurst for Burst {
+    fn executeSynchronously(
+        &self,
+        request: &AidlRequest,
+        memory_identifier_tokens: &[i64],
+        measure_timing: bool,
+        deadline_ns: i64,
+        loop_timeout_ns: i64,
+    ) -> BinderResult<AidlResult> {
+        let call = "IBurst::executeSynchronously";
+        if memory_identifier_tokens.len() != request.pools.len() {
+            return Err(to_status(
+                &HalError::InvalidArgument(format!(
+                    "{} memory identifier tokens for {} pools",
+                    memory_identifier_tokens.len(),
+                    request.pools.len()
+                )),
+                call,
+            ));
+        }
+        if let Some(t) = memory_identifier_tokens.iter().find(|&&t| t < -1) {
+            return Err(to_status(
+                &HalError::InvalidArgument(format!("memory identifier token {t} is invalid")),
+                call,
+            ));
+        }
+        execute(
+            &self.prepared,
+            request,
+            measure_timing,
+            deadline_ns,
+            loop_timeout_ns,
+            call,
+        )
+    }
+
+    fn releaseMemoryResource(&self, memory_identifier_token: i64) -> BinderResult<()> {
+        if memory_identifier_token < -1 {
+            return Err(to_status(
+                &HalError::InvalidArgument(format!(
+                    "memory identifier token {memory_identifier_token} is invalid"
+                )),
+                "IBurst::releaseMemoryResource",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_kind_becomes_its_service_specific_code() {
+        for (err, code) in [
+            (HalError::InvalidArgument("x".into()), 4),
+            (HalError::OutputInsufficientSize("x".into()), 3),
+            (HalError::GeneralFailure("x".into()), 2),
+            (HalError::DeviceUnavailable("x".into()), 1),
+        ] {
+            let status = to_status(&err, "test");
+            assert_eq!(
+                status.exception_code(),
+                rsbinder::ExceptionCode::ServiceSpecific
+            );
+            assert_eq!(status.service_specific_error(), code);
+            assert_eq!(status.message(), Some("x"));
+        }
+    }
+
+    #[test]
+    fn optional_times_and_loop_timeouts() {
+        assert!(check_optional_ns(-1, "d").is_ok());
+        assert!(check_optional_ns(0, "d").is_ok());
+        assert!(check_optional_ns(-2, "d").is_err());
+        assert!(check_loop_timeout(ipm::MAXIMUM_LOOP_TIMEOUT_DURATION_NS).is_ok());
+        assert!(check_loop_timeout(ipm::MAXIMUM_LOOP_TIMEOUT_DURATION_NS + 1).is_err());
+        assert!(check_deadline(-1, "t").is_ok());
+        assert!(check_deadline(1, "t").is_err());
+        assert!(check_deadline(i64::MAX, "t").is_ok());
+    }
+}

@@ -1,0 +1,350 @@
+//! End-to-end tests of the binder service: a real `nnhal-service` child process on a
+//! temporary Unix socket, driven through the client library (DESIGN.md §3; issue 3).
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use nnhal::binder::{self, ConnectOptions, DeviceKind, RemoteDevice};
+use nnhal::hal::{DataLocation, ErrorStatus, HalError, Operand, OperandLifeTime, OperandType};
+use nnhal::probe::{self, AddRun};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// A private directory for one test's socket, removed at the end.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "nnhal-binder-test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running `nnhal-service` child.
+struct Service {
+    child: Child,
+    socket: PathBuf,
+    _dir: TempDir,
+}
+
+impl Service {
+    fn start() -> Service {
+        let dir = TempDir::new();
+        let socket = dir.0.join("default.sock");
+        let child = Command::new(env!("CARGO_BIN_EXE_nnhal-service"))
+            .arg("--socket")
+            .arg(&socket)
+            .args(["--threads", "2", "--log-level", "warn"])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start nnhal-service");
+        let service = Service {
+            child,
+            socket,
+            _dir: dir,
+        };
+        // Wait until it accepts.
+        drop(service.connect());
+        service
+    }
+
+    fn connect(&self) -> RemoteDevice {
+        binder::connect_wait(
+            &self.socket,
+            &ConnectOptions::default(),
+            Duration::from_secs(20),
+        )
+        .expect("connect to nnhal-service")
+    }
+
+    fn signal(&self, signal: Signal) {
+        kill(Pid::from_raw(self.child.id() as i32), signal).unwrap();
+    }
+
+    /// Waits for the child to exit; true when it exited on its own with status 0.
+    fn wait_exit(&mut self, timeout: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Prepares the ADD probe and checks one execution end to end.
+fn run_add(device: &RemoteDevice, a: [f32; 4], b: [f32; 4]) {
+    let prepared = device
+        .prepare_model(probe::add_model())
+        .expect("prepare ADD");
+    let run = AddRun::new(&a, &b).unwrap();
+    run.clear_output(f32::NAN).unwrap();
+    let result = prepared.execute(&run.request).expect("execute ADD");
+    assert_eq!(result.output_shapes, vec![vec![1, 2, 2, 1]]);
+    let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    assert_eq!(run.output().unwrap().to_vec(), want);
+}
+
+#[test]
+fn device_queries_answer_truthfully() {
+    let service = Service::start();
+    let device = service.connect();
+    let caps = device.capabilities_full().unwrap();
+    let all = [
+        caps.relaxed_float32_to_float16_scalar,
+        caps.relaxed_float32_to_float16_tensor,
+        caps.if_performance,
+        caps.while_performance,
+    ]
+    .into_iter()
+    .chain(caps.operand_performance.iter().map(|(_, p)| *p));
+    for p in all {
+        assert!(p.exec_time > 0.0 && p.power_usage > 0.0, "{p:?}");
+    }
+    let types: Vec<i32> = caps.operand_performance.iter().map(|(t, _)| *t).collect();
+    assert_eq!(
+        types,
+        vec![0, 1, 2, 3, 4, 5],
+        "the six NNAPI 1.0 operand types, sorted"
+    );
+    let canonical = device.capabilities().unwrap();
+    assert!(canonical.float32_performance.exec_time > 0.0);
+    assert!(canonical.quantized8_performance.power_usage > 0.0);
+
+    assert_eq!(device.device_type().unwrap(), DeviceKind::Cpu);
+    let version = device.version_string().unwrap();
+    assert!(!version.is_empty());
+    assert_eq!(version, binder::version_string());
+    assert_eq!(device.interface_version().unwrap(), 1);
+    assert_eq!(
+        device.interface_hash().unwrap(),
+        "ae57b48403df6752d8d8d56d215c3e31db74935d"
+    );
+    assert!(device.supported_extensions().unwrap().is_empty());
+    assert_eq!(device.number_of_cache_files().unwrap(), (0, 0));
+    device.ping().unwrap();
+}
+
+#[test]
+fn add_executes_through_binder() {
+    let service = Service::start();
+    let device = service.connect();
+    assert_eq!(
+        device.supported_operations(&probe::add_model()).unwrap(),
+        vec![true]
+    );
+    run_add(&device, [1.0, 2.0, 3.0, 4.0], [0.5, -1.0, 10.0, 0.25]);
+
+    // The same prepared model through the other execution paths.
+    let prepared = device.prepare_model(probe::add_model()).unwrap();
+    let run = AddRun::new(&[1.0; 4], &[2.0; 4]).unwrap();
+    for path in ["timed", "fenced", "burst"] {
+        run.clear_output(f32::NAN).unwrap();
+        match path {
+            "timed" => {
+                let (result, timing) = prepared.execute_timed(&run.request).unwrap();
+                assert_eq!(result.output_shapes, vec![vec![1, 2, 2, 1]]);
+                assert!(timing.in_driver.is_some() && timing.on_device.is_some());
+                assert!(timing.on_device <= timing.in_driver);
+            }
+            "fenced" => prepared.execute_fenced(&run.request).unwrap(),
+            _ => {
+                let burst = prepared.burst().unwrap();
+                for _ in 0..3 {
+                    burst.execute(&run.request).unwrap();
+                }
+            }
+        }
+        assert_eq!(run.output().unwrap(), [3.0; 4], "{path}");
+    }
+}
+
+#[test]
+fn prepared_model_outlives_its_device_handle() {
+    let service = Service::start();
+    let device = service.connect();
+    let prepared = device.prepare_model(probe::add_model()).unwrap();
+    drop(device);
+    let run = AddRun::new(&[1.0; 4], &[1.0; 4]).unwrap();
+    prepared.execute(&run.request).unwrap();
+    assert_eq!(run.output().unwrap(), [2.0; 4]);
+}
+
+fn status_of(err: HalError) -> ErrorStatus {
+    err.status()
+}
+
+#[test]
+fn malformed_input_is_invalid_argument() {
+    let service = Service::start();
+    let device = service.connect();
+
+    // An operation naming an operand that does not exist.
+    let mut model = probe::add_model();
+    model.operations[0].inputs[1] = 99;
+    let err = device.supported_operations(&model).unwrap_err();
+    assert_eq!(status_of(err), ErrorStatus::InvalidArgument);
+    let err = device
+        .prepare_model(model)
+        .err()
+        .expect("invalid model prepared");
+    assert_eq!(status_of(err), ErrorStatus::InvalidArgument);
+
+    // A constant whose location lies outside operandValues.
+    let mut model = probe::add_model();
+    model.operands[2].location = DataLocation {
+        pool_index: 0,
+        offset: 1 << 20,
+        length: 4,
+    };
+    let err = device
+        .prepare_model(model)
+        .err()
+        .expect("invalid model prepared");
+    assert_eq!(status_of(err), ErrorStatus::InvalidArgument);
+
+    // A request that names a pool it does not have, and one that reads past its pool.
+    let prepared = device.prepare_model(probe::add_model()).unwrap();
+    let mut run = AddRun::new(&[1.0; 4], &[1.0; 4]).unwrap();
+    run.request.inputs[0].location.pool_index = 7;
+    let err = prepared.execute(&run.request).unwrap_err();
+    assert_eq!(status_of(err), ErrorStatus::InvalidArgument);
+    let mut run = AddRun::new(&[1.0; 4], &[1.0; 4]).unwrap();
+    run.request.inputs[1].location.offset = 64;
+    let err = prepared.execute(&run.request).unwrap_err();
+    assert_eq!(status_of(err), ErrorStatus::InvalidArgument);
+
+    // The service is still healthy.
+    run_add(&device, [1.0; 4], [2.0; 4]);
+}
+
+#[test]
+fn unsupported_operand_types_are_refused_not_crashed_on() {
+    let service = Service::start();
+    let device = service.connect();
+    let mut model = probe::add_model();
+    // TENSOR_FLOAT16 (AIDL value 8) is outside NNAPI 1.0.
+    model.operands[0] = Operand::new(
+        OperandType::TensorFloat32,
+        &[1, 2, 2, 1],
+        OperandLifeTime::ModelInput,
+    );
+    model.operands[0].operand_type = 8;
+    model.operands[0].number_of_consumers = 1;
+    match device.supported_operations(&model) {
+        Ok(v) => assert_eq!(v, vec![false]),
+        Err(e) => assert_eq!(status_of(e), ErrorStatus::InvalidArgument),
+    }
+    run_add(&device, [0.0; 4], [1.0; 4]);
+}
+
+#[test]
+fn concurrent_clients_and_connections() {
+    let service = Service::start();
+    let socket = service.socket.clone();
+    let threads: Vec<_> = (0..3)
+        .map(|t| {
+            let socket = socket.clone();
+            std::thread::spawn(move || {
+                let options = ConnectOptions {
+                    outgoing_connections: 2,
+                    ..ConnectOptions::default()
+                };
+                let device = binder::connect_with(&socket, &options).unwrap();
+                let prepared = device.prepare_model(probe::add_model()).unwrap();
+                std::thread::scope(|s| {
+                    for k in 0..2 {
+                        let prepared = &prepared;
+                        s.spawn(move || {
+                            let v = (t * 10 + k) as f32;
+                            let run = AddRun::new(&[v; 4], &[1.0; 4]).unwrap();
+                            for _ in 0..50 {
+                                run.clear_output(f32::NAN).unwrap();
+                                prepared.execute(&run.request).unwrap();
+                                assert_eq!(run.output().unwrap(), [v + 1.0; 4]);
+                            }
+                        });
+                    }
+                });
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+/// Starts a client process that executes the ADD probe in a tight loop.
+fn looping_client(socket: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_nnhal"))
+        .args(["bench-rpc", "--warmup", "0", "-n", "100000000", "--socket"])
+        .arg(socket)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start nnhal bench-rpc")
+}
+
+#[test]
+fn service_survives_a_client_killed_mid_execution() {
+    let service = Service::start();
+    for round in 0..3 {
+        let mut client = looping_client(&service.socket);
+        // Long enough to be past connect and prepare, deep in the execution loop.
+        std::thread::sleep(Duration::from_millis(700));
+        assert!(
+            client.try_wait().unwrap().is_none(),
+            "round {round}: the looping client exited early"
+        );
+        kill(Pid::from_raw(client.id() as i32), Signal::SIGKILL).unwrap();
+        client.wait().unwrap();
+
+        // The next client is served correctly.
+        let device = service.connect();
+        run_add(&device, [round as f32; 4], [0.5; 4]);
+    }
+}
+
+#[test]
+fn sigterm_and_sigint_stop_the_service_and_remove_its_socket() {
+    for signal in [Signal::SIGTERM, Signal::SIGINT] {
+        let mut service = Service::start();
+        let device = service.connect();
+        device.ping().unwrap();
+        assert!(service.socket.exists());
+        service.signal(signal);
+        assert!(
+            service.wait_exit(Duration::from_secs(10)),
+            "{signal} did not stop it"
+        );
+        assert!(!service.socket.exists(), "{signal}: socket left behind");
+        // A client of a stopped service sees it unavailable, it does not hang.
+        let err = device.ping().unwrap_err();
+        assert_eq!(status_of(err), ErrorStatus::DeviceUnavailable);
+    }
+}

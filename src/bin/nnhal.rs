@@ -170,11 +170,38 @@ fn bench(target: &Target, iterations: usize, warmup: usize) -> Result<(), String
         prepared.execute(&run.request).map_err(e)?;
         exec.push(t.elapsed().as_secs_f64() * 1e6);
     }
+    // Where the time of an execution goes: the service's own measurement of it.
+    let mut driver = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let (_, timing) = prepared.execute_timed(&run.request).map_err(e)?;
+        if let Some(d) = timing.in_driver {
+            driver.push(d.as_secs_f64() * 1e6);
+        }
+    }
+    // The same execution in this process, without binder: what the driver alone costs.
+    let local = nnhal::Driver::new(1)
+        .and_then(|d| d.prepare_model(probe::add_model()))
+        .map_err(e)?;
+    let mut inproc = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let t = Instant::now();
+        local.execute(&run.request).map_err(e)?;
+        inproc.push(t.elapsed().as_secs_f64() * 1e6);
+    }
     let (ping_med, ping_p99) = probe::median_p99(&mut ping);
+    let (inproc_med, inproc_p99) = probe::median_p99(&mut inproc);
+    let (driver_med, driver_p99) = probe::median_p99(&mut driver);
     let (exec_med, exec_p99) = probe::median_p99(&mut exec);
     println!("{iterations} round trips each, after {warmup} warm-up");
     println!("bare call (getType)             median {ping_med:8.1} µs   p99 {ping_p99:8.1} µs");
     println!("execute ADD [1,2,2,1] float32   median {exec_med:8.1} µs   p99 {exec_p99:8.1} µs");
+    println!(
+        "  of which inside the service   median {driver_med:8.1} µs   p99 {driver_p99:8.1} µs   \
+         (measureTiming: request conversion, validation, pools, kernel)"
+    );
+    println!(
+        "in-process execute (no binder)  median {inproc_med:8.1} µs   p99 {inproc_p99:8.1} µs"
+    );
     println!(
         "execute / bare call             {:.2}x",
         exec_med / ping_med

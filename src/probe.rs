@@ -1,7 +1,9 @@
-//! Tiny built-in workloads for probing a device, in-process or through the service: a
-//! one-operation ADD of two `[1, 2, 2, 1]` float32 tensors with its inputs and output in
-//! sealed memfd pools (the shape used for the round-trip latency measurement and the
-//! end-to-end tests).
+//! Tiny built-in workloads for probing a device, in-process or through the service:
+//!
+//! - a one-operation ADD of two `[1, 2, 2, 1]` float32 tensors with its inputs and output in
+//!   sealed memfd pools (the round-trip latency measurement and the end-to-end tests);
+//! - [`operation_probes`]: one small valid model per NNAPI 1.0 operation, to ask
+//!   `getSupportedOperations` about each.
 
 use nnhal_hal::memory::create_memfd;
 use nnhal_hal::{
@@ -42,6 +44,281 @@ pub fn add_model() -> Model {
         operand_values: 0i32.to_le_bytes().to_vec(),
         pools: Vec::new(),
     }
+}
+
+/// Builds a small model operand by operand.
+#[derive(Default)]
+struct ModelBuilder {
+    model: Model,
+}
+
+impl ModelBuilder {
+    fn operand(&mut self, ty: OperandType, dims: &[u32], lifetime: OperandLifeTime) -> u32 {
+        let mut operand = Operand::new(ty, dims, lifetime);
+        if ty == OperandType::TensorQuant8Asymm {
+            operand.scale = 1.0;
+        }
+        self.model.operands.push(operand);
+        (self.model.operands.len() - 1) as u32
+    }
+
+    fn input(&mut self, ty: OperandType, dims: &[u32]) -> u32 {
+        let i = self.operand(ty, dims, OperandLifeTime::ModelInput);
+        self.model.input_indexes.push(i);
+        i
+    }
+
+    fn output(&mut self, ty: OperandType, dims: &[u32]) -> u32 {
+        let i = self.operand(ty, dims, OperandLifeTime::ModelOutput);
+        self.model.output_indexes.push(i);
+        i
+    }
+
+    /// An omitted optional input.
+    fn no_value(&mut self) -> u32 {
+        self.operand(OperandType::TensorFloat32, &[0], OperandLifeTime::NoValue)
+    }
+
+    fn constant(&mut self, ty: OperandType, dims: &[u32], bytes: &[u8]) -> u32 {
+        let i = self.operand(ty, dims, OperandLifeTime::ConstantCopy);
+        let values = &mut self.model.operand_values;
+        // Keep every constant 4-byte aligned within operandValues.
+        values.resize(values.len().next_multiple_of(4), 0);
+        self.model.operands[i as usize].location = DataLocation {
+            pool_index: 0,
+            offset: values.len() as u32,
+            length: bytes.len() as u32,
+        };
+        values.extend_from_slice(bytes);
+        i
+    }
+
+    fn int(&mut self, v: i32) -> u32 {
+        self.constant(OperandType::Int32, &[], &v.to_le_bytes())
+    }
+
+    fn float(&mut self, v: f32) -> u32 {
+        self.constant(OperandType::Float32, &[], &v.to_le_bytes())
+    }
+
+    fn op(mut self, ty: OperationType, inputs: &[u32], outputs: &[u32]) -> Model {
+        for &i in inputs {
+            self.model.operands[i as usize].number_of_consumers += 1;
+        }
+        self.model.operations.push(Operation {
+            operation_type: ty.raw(),
+            inputs: inputs.to_vec(),
+            outputs: outputs.to_vec(),
+        });
+        self.model
+    }
+}
+
+/// One small valid model per NNAPI 1.0 operation (float32 where the operation has a float
+/// form), each with a single operation. OEM_OPERATION has no defined semantics to probe.
+pub fn operation_probes() -> Vec<(OperationType, Model)> {
+    use OperandType::{TensorFloat32 as F, TensorInt32 as I, TensorQuant8Asymm as Q};
+    use OperationType::*;
+    const T: [u32; 4] = [1, 2, 2, 1];
+    let mut probes = Vec::new();
+    let b = ModelBuilder::default;
+
+    for op in [Add, Mul] {
+        let mut m = b();
+        let (x, y, act) = (m.input(F, &T), m.input(F, &T), m.int(0));
+        let out = m.output(F, &T);
+        probes.push((op, m.op(op, &[x, y, act], &[out])));
+    }
+    for op in [Floor, Relu, Relu1, Relu6, Logistic, Tanh, L2Normalization] {
+        let mut m = b();
+        let x = m.input(F, &T);
+        let out = m.output(F, &T);
+        probes.push((op, m.op(op, &[x], &[out])));
+    }
+    {
+        let mut m = b();
+        let x = m.input(Q, &T);
+        let out = m.output(F, &T);
+        probes.push((Dequantize, m.op(Dequantize, &[x], &[out])));
+    }
+    {
+        let mut m = b();
+        let x = m.input(F, &T);
+        let (radius, bias, alpha, beta) = (m.int(1), m.float(1.0), m.float(1.0), m.float(0.5));
+        let out = m.output(F, &T);
+        let op = LocalResponseNormalization;
+        probes.push((op, m.op(op, &[x, radius, bias, alpha, beta], &[out])));
+    }
+    {
+        let mut m = b();
+        let (x, beta) = (m.input(F, &[1, 4]), m.float(1.0));
+        let out = m.output(F, &[1, 4]);
+        probes.push((Softmax, m.op(Softmax, &[x, beta], &[out])));
+    }
+    {
+        let mut m = b();
+        let x = m.input(F, &T);
+        let shape: Vec<u8> = [1i32, 4].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let shape = m.constant(I, &[2], &shape);
+        let out = m.output(F, &[1, 4]);
+        probes.push((Reshape, m.op(Reshape, &[x, shape], &[out])));
+    }
+    {
+        let mut m = b();
+        let (x, y, axis) = (m.input(F, &T), m.input(F, &T), m.int(3));
+        let out = m.output(F, &[1, 2, 2, 2]);
+        probes.push((Concatenation, m.op(Concatenation, &[x, y, axis], &[out])));
+    }
+    {
+        let mut m = b();
+        let (x, block) = (m.input(F, &[1, 1, 1, 4]), m.int(2));
+        let out = m.output(F, &T);
+        probes.push((DepthToSpace, m.op(DepthToSpace, &[x, block], &[out])));
+    }
+    {
+        let mut m = b();
+        let (x, block) = (m.input(F, &T), m.int(2));
+        let out = m.output(F, &[1, 1, 1, 4]);
+        probes.push((SpaceToDepth, m.op(SpaceToDepth, &[x, block], &[out])));
+    }
+    for op in [AveragePool2d, MaxPool2d, L2Pool2d] {
+        // Implicit padding SAME, stride 1, 1×1 filter, no activation.
+        let mut m = b();
+        let x = m.input(F, &T);
+        let params: Vec<u32> = [1, 1, 1, 1, 1, 0].iter().map(|&v| m.int(v)).collect();
+        let out = m.output(F, &T);
+        let mut inputs = vec![x];
+        inputs.extend(params);
+        probes.push((op, m.op(op, &inputs, &[out])));
+    }
+    {
+        let mut m = b();
+        let (x, w, h) = (m.input(F, &T), m.int(4), m.int(4));
+        let out = m.output(F, &[1, 4, 4, 1]);
+        probes.push((ResizeBilinear, m.op(ResizeBilinear, &[x, w, h], &[out])));
+    }
+    {
+        let mut m = b();
+        let (x, w, bias, act) = (
+            m.input(F, &[1, 4]),
+            m.input(F, &[2, 4]),
+            m.input(F, &[2]),
+            m.int(0),
+        );
+        let out = m.output(F, &[1, 2]);
+        probes.push((
+            FullyConnected,
+            m.op(FullyConnected, &[x, w, bias, act], &[out]),
+        ));
+    }
+    for op in [Conv2d, DepthwiseConv2d] {
+        // Implicit padding SAME, stride 1, 1×1 filter (depth multiplier 1), no activation.
+        let mut m = b();
+        let (x, filter, bias) = (m.input(F, &T), m.input(F, &[1, 1, 1, 1]), m.input(F, &[1]));
+        let mut params = vec![1, 1, 1];
+        if op == DepthwiseConv2d {
+            params.push(1);
+        }
+        params.push(0);
+        let params: Vec<u32> = params.iter().map(|&v| m.int(v)).collect();
+        let out = m.output(F, &T);
+        let mut inputs = vec![x, filter, bias];
+        inputs.extend(params);
+        probes.push((op, m.op(op, &inputs, &[out])));
+    }
+    {
+        let mut m = b();
+        let (lookups, values) = (m.input(I, &[1]), m.input(F, &[2, 2]));
+        let out = m.output(F, &[1, 2]);
+        probes.push((
+            EmbeddingLookup,
+            m.op(EmbeddingLookup, &[lookups, values], &[out]),
+        ));
+    }
+    {
+        let mut m = b();
+        let (lookups, keys, values) = (m.input(I, &[1]), m.input(I, &[2]), m.input(F, &[2, 2]));
+        let (out, hits) = (m.output(F, &[1, 2]), m.output(Q, &[1]));
+        let op = HashtableLookup;
+        probes.push((op, m.op(op, &[lookups, keys, values], &[out, hits])));
+    }
+    {
+        // Sparse projection: 2 hash functions of 2 bits over 2 int inputs.
+        let mut m = b();
+        let (hash, x, weight, kind) = (
+            m.input(F, &[2, 2]),
+            m.input(I, &[2]),
+            m.input(F, &[2]),
+            m.int(1),
+        );
+        let out = m.output(I, &[2]);
+        probes.push((
+            LshProjection,
+            m.op(LshProjection, &[hash, x, weight, kind], &[out]),
+        ));
+    }
+    {
+        // batch 1, input 2, units 2, ReLU.
+        let mut m = b();
+        let (x, w, rw, bias, h) = (
+            m.input(F, &[1, 2]),
+            m.input(F, &[2, 2]),
+            m.input(F, &[2, 2]),
+            m.input(F, &[2]),
+            m.input(F, &[1, 2]),
+        );
+        let act = m.int(1);
+        let (h_out, out) = (m.output(F, &[1, 2]), m.output(F, &[1, 2]));
+        probes.push((Rnn, m.op(Rnn, &[x, w, rw, bias, h, act], &[h_out, out])));
+    }
+    {
+        // batch 1, input 2, units 2, rank 1, memory 2.
+        let mut m = b();
+        let (x, wf, wt, bias, state) = (
+            m.input(F, &[1, 2]),
+            m.input(F, &[2, 2]),
+            m.input(F, &[2, 2]),
+            m.input(F, &[2]),
+            m.input(F, &[1, 2]),
+        );
+        let (rank, act) = (m.int(1), m.int(0));
+        let (state_out, out) = (m.output(F, &[1, 2]), m.output(F, &[1, 2]));
+        let inputs = [x, wf, wt, bias, state, rank, act];
+        probes.push((Svdf, m.op(Svdf, &inputs, &[state_out, out])));
+    }
+    {
+        // batch 1, input 2, units 2; no CIFG, peephole or projection; no clipping.
+        let mut m = b();
+        let mut inputs = vec![m.input(F, &[1, 2])];
+        for _ in 0..4 {
+            inputs.push(m.input(F, &[2, 2])); // input-to-gate weights
+        }
+        for _ in 0..4 {
+            inputs.push(m.input(F, &[2, 2])); // recurrent-to-gate weights
+        }
+        for _ in 0..3 {
+            inputs.push(m.no_value()); // peephole
+        }
+        for _ in 0..4 {
+            inputs.push(m.input(F, &[2])); // gate biases
+        }
+        inputs.push(m.no_value()); // projection weights
+        inputs.push(m.no_value()); // projection bias
+        inputs.push(m.input(F, &[1, 2])); // output state in
+        inputs.push(m.input(F, &[1, 2])); // cell state in
+        inputs.push(m.int(0));
+        inputs.push(m.float(0.0));
+        inputs.push(m.float(0.0));
+        let outputs = [
+            m.output(F, &[1, 8]),
+            m.output(F, &[1, 2]),
+            m.output(F, &[1, 2]),
+            m.output(F, &[1, 2]),
+        ];
+        probes.push((Lstm, m.op(Lstm, &inputs, &outputs)));
+    }
+    probes.sort_by_key(|(op, _)| op.raw());
+    probes
 }
 
 fn f32_bytes(values: &[f32]) -> Vec<u8> {
@@ -124,5 +401,22 @@ mod tests {
         assert_eq!(m.operands.len(), 4);
         let (med, p99) = median_p99(&mut [3.0, 1.0, 2.0]);
         assert_eq!((med, p99), (2.0, 3.0));
+    }
+
+    #[test]
+    fn every_probe_is_a_valid_model() {
+        let probes = operation_probes();
+        let ops: Vec<OperationType> = probes.iter().map(|(op, _)| *op).collect();
+        let expected: Vec<OperationType> = OperationType::ALL
+            .iter()
+            .copied()
+            .filter(|op| *op != OperationType::OemOperation)
+            .collect();
+        assert_eq!(ops, expected, "one probe per NNAPI 1.0 operation");
+        for (op, model) in &probes {
+            if let Err(e) = nnhal_hal::validate::validate_model(model) {
+                panic!("{op} probe: {e}");
+            }
+        }
     }
 }

@@ -150,6 +150,32 @@ fn device_queries_answer_truthfully() {
 }
 
 #[test]
+fn info_cli_reports_the_device_and_every_operation() {
+    let service = Service::start();
+    let out = Command::new(env!("CARGO_BIN_EXE_nnhal"))
+        .arg("info")
+        .arg("--socket")
+        .arg(&service.socket)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("type         CPU"), "{text}");
+    assert!(
+        text.contains("android.hardware.neuralnetworks V1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("29 of 29 NNAPI 1.0 operations supported"),
+        "{text}"
+    );
+}
+
+#[test]
 fn add_executes_through_binder() {
     let service = Service::start();
     let device = service.connect();

@@ -125,17 +125,27 @@ fn info(target: &Target) -> Result<(), String> {
     let (model_cache, data_cache) = device.number_of_cache_files().map_err(e)?;
     println!("cache files  model {model_cache}, data {data_cache}");
 
-    // Operations are probed through getSupportedOperations on a one-operation model each.
-    let probes = [(OperationType::Add, probe::add_model())];
-    println!("operations   (probed with getSupportedOperations)");
+    // Each operation is probed with getSupportedOperations on a one-operation model.
+    println!("operations   (getSupportedOperations on a one-operation model each)");
+    let probes = probe::operation_probes();
+    let probed = probes.len();
+    let mut supported = 0;
     for (op, model) in probes {
         let answer = match device.supported_operations(&model) {
-            Ok(v) if v == [true] => "supported".to_string(),
+            Ok(v) if v == [true] => {
+                supported += 1;
+                "supported".to_string()
+            }
             Ok(v) => format!("not supported ({v:?})"),
             Err(err) => format!("error: {err}"),
         };
         println!("  {:<31} {answer}", op.name());
     }
+    println!(
+        "  {:<31} not probed (no defined semantics)",
+        OperationType::OemOperation.name()
+    );
+    println!("  {supported} of {probed} NNAPI 1.0 operations supported");
     Ok(())
 }
 

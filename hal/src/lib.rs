@@ -5,7 +5,10 @@
 #[macro_use]
 pub mod error;
 pub mod memory;
+pub mod ops;
+pub mod shape;
 pub mod types;
+pub mod validate;
 
 pub use error::{HalError, HalResult};
 pub use memory::{MappedPool, Memory};

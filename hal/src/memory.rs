@@ -194,23 +194,10 @@ impl MappedPool {
         self.writable
     }
 
-    /// True when both pools are the same regular file and their absolute byte ranges
-    /// `[a_off, a_off + a_len)` and `[b_off, b_off + b_len)` intersect.
-    pub fn same_file_overlap(
-        &self,
-        a_off: u64,
-        a_len: u64,
-        other: &MappedPool,
-        b_off: u64,
-        b_len: u64,
-    ) -> bool {
-        match (self.identity, other.identity) {
-            (Some((d1, i1, base1)), Some((d2, i2, base2))) if d1 == d2 && i1 == i2 => {
-                let (s1, s2) = (base1.saturating_add(a_off), base2.saturating_add(b_off));
-                s1 < s2.saturating_add(b_len) && s2 < s1.saturating_add(a_len)
-            }
-            _ => false,
-        }
+    /// For regular files: (device, inode, offset of this pool's byte 0 in the file), so that
+    /// regions of two pools naming the same file can be compared.
+    pub fn identity(&self) -> Option<(u64, u64, u64)> {
+        self.identity
     }
 
     fn check(&self, offset: u64, len: usize, what: &str) -> HalResult<()> {

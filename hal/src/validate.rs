@@ -1,0 +1,834 @@
+//! Model and request validation (types.hal 1.0 `Model`, `Request`; hal-surface §4 and §5;
+//! bad-inputs.md BI-01…BI-56).
+//!
+//! [`validate_model`] checks everything a malformed model can get wrong — enumerations,
+//! operand ranks, scales and zero points, lifetimes and locations, the operation signatures,
+//! the model input/output lists, the graph (execution order, single writer, exact consumer
+//! counts), quantization relationships and, where shapes and parameters are static, shape
+//! consistency — and returns a [`ValidModel`] that the planner can trust. [`validate_request`]
+//! does the same for a request against a valid model and binds its memory pools.
+
+use crate::error::{HalError, HalResult};
+use crate::memory::MappedPool;
+use crate::ops::{self, Arity};
+use crate::shape::{self, Arg, InferError, Params};
+use crate::types::*;
+use std::collections::HashMap;
+
+/// A decoded, validated operand.
+#[derive(Clone, Debug)]
+pub struct OperandInfo {
+    pub ty: OperandType,
+    /// As declared (0 = unspecified).
+    pub dims: Vec<u32>,
+    pub scale: f32,
+    pub zero_point: i32,
+    pub lifetime: OperandLifeTime,
+    pub location: DataLocation,
+    pub consumers: u32,
+}
+
+/// A decoded, validated operation.
+#[derive(Clone, Debug)]
+pub struct OperationInfo {
+    pub ty: OperationType,
+    pub inputs: Vec<usize>,
+    pub outputs: Vec<usize>,
+}
+
+/// A model that passed validation.
+#[derive(Debug)]
+pub struct ValidModel {
+    pub operands: Vec<OperandInfo>,
+    pub operations: Vec<OperationInfo>,
+    /// Operand index of each model input / output.
+    pub inputs: Vec<usize>,
+    pub outputs: Vec<usize>,
+    /// The model's pools, mapped (constants are read from here).
+    pub pools: Vec<MappedPool>,
+    /// Whether this driver runs each operation.
+    pub supported: Vec<bool>,
+    /// Per operand: consumed only at optional positions (a model input that may be omitted).
+    pub omittable: Vec<bool>,
+    /// Per operand: fully-specified dimensions known before execution.
+    pub static_dims: Vec<Option<Vec<u32>>>,
+    /// Per operation: parameters resolved at validation time when everything was static.
+    pub static_params: Vec<Option<Params>>,
+}
+
+/// A request argument bound to a pool region with its resolved, fully-specified dimensions.
+#[derive(Clone, Debug)]
+pub struct BoundArg {
+    pub pool: usize,
+    pub offset: u64,
+    pub length: u64,
+    pub dims: Vec<u32>,
+}
+
+/// A request that passed validation, with its pools mapped.
+#[derive(Debug)]
+pub struct BoundRequest {
+    pub pools: Vec<MappedPool>,
+    /// `None`: the argument has no value (an omitted optional input).
+    pub inputs: Vec<Option<BoundArg>>,
+    pub outputs: Vec<BoundArg>,
+}
+
+fn fully_specified(dims: &[u32]) -> bool {
+    !dims.contains(&0)
+}
+
+/// Byte size of an operand of type `ty` with fully-specified `dims`.
+pub fn byte_size(ty: OperandType, dims: &[u32]) -> HalResult<u64> {
+    let n = shape::element_count(dims).map_err(HalError::InvalidArgument)?;
+    Ok(n * ty.element_size().unwrap_or(1) as u64)
+}
+
+fn validate_operand(i: usize, o: &Operand, model: &Model) -> HalResult<OperandInfo> {
+    let ty = OperandType::from_raw(o.operand_type).ok_or_else(|| {
+        HalError::InvalidArgument(format!("operand {i}: unknown type {}", o.operand_type))
+    })?;
+    let lifetime = OperandLifeTime::from_raw(o.lifetime).ok_or_else(|| {
+        HalError::InvalidArgument(format!("operand {i}: unknown lifetime {}", o.lifetime))
+    })?;
+    if ty.is_tensor() {
+        ensure!(
+            !o.dimensions.is_empty(),
+            "operand {i}: {ty} must have rank ≥ 1 in NNAPI 1.0"
+        );
+    } else {
+        ensure!(
+            o.dimensions.is_empty(),
+            "operand {i}: scalar {ty} must have no dimensions, has {:?}",
+            o.dimensions
+        );
+    }
+    match ty {
+        OperandType::Float32
+        | OperandType::Int32
+        | OperandType::UInt32
+        | OperandType::TensorFloat32 => {
+            ensure!(
+                o.scale == 0.0,
+                "operand {i}: {ty} must have scale 0, has {}",
+                o.scale
+            );
+            ensure!(
+                o.zero_point == 0,
+                "operand {i}: {ty} must have zero point 0, has {}",
+                o.zero_point
+            );
+        }
+        OperandType::TensorInt32 => {
+            ensure!(
+                o.scale >= 0.0 && o.scale.is_finite(),
+                "operand {i}: {ty} scale must be ≥ 0 and finite, is {}",
+                o.scale
+            );
+            ensure!(
+                o.zero_point == 0,
+                "operand {i}: {ty} must have zero point 0, has {}",
+                o.zero_point
+            );
+        }
+        OperandType::TensorQuant8Asymm => {
+            ensure!(
+                o.scale > 0.0 && o.scale.is_finite(),
+                "operand {i}: {ty} scale must be > 0 and finite, is {}",
+                o.scale
+            );
+            ensure!(
+                (0..=255).contains(&o.zero_point),
+                "operand {i}: {ty} zero point must be 0..255, is {}",
+                o.zero_point
+            );
+        }
+        OperandType::Oem | OperandType::TensorOemByte => {}
+    }
+    if fully_specified(&o.dimensions) && !ty.is_oem() {
+        byte_size(ty, &o.dimensions)
+            .map_err(|e| HalError::InvalidArgument(format!("operand {i}: {}", e.message())))?;
+    }
+    let loc = o.location;
+    match lifetime {
+        OperandLifeTime::TemporaryVariable
+        | OperandLifeTime::ModelInput
+        | OperandLifeTime::ModelOutput
+        | OperandLifeTime::NoValue => {
+            ensure!(
+                loc.is_zero(),
+                "operand {i}: {lifetime} must have an empty location, has {loc:?}"
+            );
+        }
+        OperandLifeTime::ConstantCopy | OperandLifeTime::ConstantReference => {
+            if lifetime == OperandLifeTime::ConstantCopy {
+                ensure!(
+                    loc.pool_index == 0,
+                    "operand {i}: CONSTANT_COPY must use pool 0, uses {}",
+                    loc.pool_index
+                );
+                ensure!(
+                    loc.end() <= model.operand_values.len() as u64,
+                    "operand {i}: CONSTANT_COPY region {loc:?} exceeds operandValues ({} bytes)",
+                    model.operand_values.len()
+                );
+            } else {
+                let pool = model.pools.get(loc.pool_index as usize).ok_or_else(|| {
+                    HalError::InvalidArgument(format!(
+                        "operand {i}: CONSTANT_REFERENCE pool {} of {}",
+                        loc.pool_index,
+                        model.pools.len()
+                    ))
+                })?;
+                ensure!(
+                    loc.end() <= pool.size(),
+                    "operand {i}: CONSTANT_REFERENCE region {loc:?} exceeds pool {} ({} bytes)",
+                    loc.pool_index,
+                    pool.size()
+                );
+            }
+            ensure!(
+                fully_specified(&o.dimensions),
+                "operand {i}: constant with unspecified dimensions {:?}",
+                o.dimensions
+            );
+            if !ty.is_oem() {
+                let need = byte_size(ty, &o.dimensions)?;
+                ensure!(
+                    u64::from(loc.length) == need,
+                    "operand {i}: constant has {} bytes, {ty} {:?} needs {need}",
+                    loc.length,
+                    o.dimensions
+                );
+            }
+        }
+    }
+    Ok(OperandInfo {
+        ty,
+        dims: o.dimensions.clone(),
+        scale: o.scale,
+        zero_point: o.zero_point,
+        lifetime,
+        location: loc,
+        consumers: o.number_of_consumers,
+    })
+}
+
+fn check_signature(
+    k: usize,
+    op: OperationType,
+    operation: &Operation,
+    operands: &[OperandInfo],
+) -> HalResult<()> {
+    let ty_in = |i: usize| operands[operation.inputs[i] as usize].ty;
+    let ty_out = |i: usize| operands[operation.outputs[i] as usize].ty;
+    let got = || {
+        let ins: Vec<_> = (0..operation.inputs.len())
+            .map(|i| ty_in(i).name())
+            .collect();
+        let outs: Vec<_> = (0..operation.outputs.len())
+            .map(|i| ty_out(i).name())
+            .collect();
+        format!("({}) -> ({})", ins.join(", "), outs.join(", "))
+    };
+    match ops::arity(op) {
+        Arity::Any => Ok(()),
+        Arity::Concatenation(types) => {
+            let n = operation.inputs.len();
+            let ok = n >= 2
+                && operation.outputs.len() == 1
+                && ty_in(n - 1) == OperandType::Int32
+                && types
+                    .iter()
+                    .any(|&t| (0..n - 1).all(|i| ty_in(i) == t) && ty_out(0) == t);
+            ensure!(
+                ok,
+                "operation {k} ({op}): operand types {} match no signature",
+                got()
+            );
+            Ok(())
+        }
+        Arity::Fixed(sigs) => {
+            let ok = sigs.iter().any(|s| {
+                s.inputs.len() == operation.inputs.len()
+                    && s.outputs.len() == operation.outputs.len()
+                    && s.inputs.iter().enumerate().all(|(i, &t)| ty_in(i) == t)
+                    && s.outputs.iter().enumerate().all(|(i, &t)| ty_out(i) == t)
+            });
+            ensure!(
+                ok,
+                "operation {k} ({op}): operand types {} match no signature",
+                got()
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Quantization relationships between an operation's operands (types.hal text for each op).
+fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) -> HalResult<()> {
+    use OperationType::*;
+    let input = &operands[op.inputs[0]];
+    if input.ty != OperandType::TensorQuant8Asymm
+        && op.ty != HashtableLookup
+        && op.ty != EmbeddingLookup
+    {
+        return Ok(());
+    }
+    let out = &operands[op.outputs[0]];
+    let same = |a: &OperandInfo, b: &OperandInfo, what: &str| -> HalResult<()> {
+        ensure!(
+            a.scale == b.scale && a.zero_point == b.zero_point,
+            "operation {k} ({}): {what} must have scale/zero point ({}, {}), has ({}, {})",
+            op.ty,
+            a.scale,
+            a.zero_point,
+            b.scale,
+            b.zero_point
+        );
+        Ok(())
+    };
+    match op.ty {
+        Conv2d | DepthwiseConv2d | FullyConnected => {
+            let filter = &operands[op.inputs[1]];
+            let bias = &operands[op.inputs[2]];
+            let product = input.scale * filter.scale;
+            ensure!(
+                (product - bias.scale).abs() <= 1e-6 * product.min(bias.scale),
+                "operation {k} ({}): bias scale {} must equal input scale × filter scale {product}",
+                op.ty,
+                bias.scale
+            );
+            ensure!(
+                product < out.scale,
+                "operation {k} ({}): output scale {} must exceed input scale × filter scale {product}",
+                op.ty,
+                out.scale
+            );
+        }
+        Mul => {
+            let product = input.scale * operands[op.inputs[1]].scale;
+            ensure!(
+                product < out.scale,
+                "operation {k} (MUL): output scale {} must exceed the product of the input scales {product}",
+                out.scale
+            );
+        }
+        Concatenation => {
+            for &i in &op.inputs[..op.inputs.len() - 1] {
+                same(out, &operands[i], "every input")?;
+            }
+        }
+        Logistic | Softmax => {
+            ensure!(
+                out.scale == 1.0 / 256.0 && out.zero_point == 0,
+                "operation {k} ({}): quantized output must have scale 1/256 and zero point 0",
+                op.ty
+            );
+        }
+        AveragePool2d | MaxPool2d | Relu | Relu1 | Relu6 | Reshape | DepthToSpace
+        | SpaceToDepth => {
+            same(input, out, "the output")?;
+        }
+        EmbeddingLookup => {
+            let values = &operands[op.inputs[1]];
+            if values.ty == OperandType::TensorQuant8Asymm {
+                same(values, out, "the output")?;
+            }
+        }
+        HashtableLookup => {
+            let values = &operands[op.inputs[2]];
+            if values.ty == OperandType::TensorQuant8Asymm {
+                same(values, out, "the output")?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Validates `model` completely. Model pools are mapped (and kept in the result) so constant
+/// parameters can be read for the static shape checks.
+pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
+    ensure!(!model.operations.is_empty(), "model has no operations");
+    ensure!(!model.operands.is_empty(), "model has no operands");
+    ensure!(!model.input_indexes.is_empty(), "model has no inputs");
+    ensure!(!model.output_indexes.is_empty(), "model has no outputs");
+    for (p, pool) in model.pools.iter().enumerate() {
+        pool.validate(&format!("model pool {p}"))?;
+    }
+    let operands = model
+        .operands
+        .iter()
+        .enumerate()
+        .map(|(i, o)| validate_operand(i, o, model))
+        .collect::<HalResult<Vec<_>>>()?;
+    let n = operands.len();
+
+    let mut operations = Vec::with_capacity(model.operations.len());
+    for (k, operation) in model.operations.iter().enumerate() {
+        let ty = OperationType::from_raw(operation.operation_type).ok_or_else(|| {
+            HalError::InvalidArgument(format!(
+                "operation {k}: unknown type {}",
+                operation.operation_type
+            ))
+        })?;
+        for (what, list) in [("input", &operation.inputs), ("output", &operation.outputs)] {
+            for (pos, &i) in list.iter().enumerate() {
+                ensure!(
+                    (i as usize) < n,
+                    "operation {k} ({ty}): {what} {pos} is operand {i} of {n}"
+                );
+            }
+        }
+        check_signature(k, ty, operation, &operands)?;
+        for &o in &operation.outputs {
+            let lt = operands[o as usize].lifetime;
+            ensure!(
+                matches!(
+                    lt,
+                    OperandLifeTime::TemporaryVariable | OperandLifeTime::ModelOutput
+                ),
+                "operation {k} ({ty}): output operand {o} has lifetime {lt}"
+            );
+        }
+        for (pos, &i) in operation.inputs.iter().enumerate() {
+            if operands[i as usize].lifetime == OperandLifeTime::NoValue
+                && ty != OperationType::OemOperation
+            {
+                ensure!(
+                    ops::is_optional_input(ty, pos),
+                    "operation {k} ({ty}): input {pos} is required but operand {i} has no value"
+                );
+            }
+        }
+        let info = OperationInfo {
+            ty,
+            inputs: operation.inputs.iter().map(|&i| i as usize).collect(),
+            outputs: operation.outputs.iter().map(|&i| i as usize).collect(),
+        };
+        if ty != OperationType::OemOperation {
+            check_quantization(k, &info, &operands)?;
+        }
+        operations.push(info);
+    }
+
+    let index_list = |list: &[u32], want: OperandLifeTime, what: &str| -> HalResult<Vec<usize>> {
+        let mut seen = vec![false; n];
+        list.iter()
+            .map(|&i| {
+                let i = i as usize;
+                ensure!(i < n, "model {what} refers to operand {i} of {n}");
+                ensure!(
+                    !seen[i],
+                    "operand {i} is listed twice among the model {what}s"
+                );
+                seen[i] = true;
+                ensure!(
+                    operands[i].lifetime == want,
+                    "model {what} operand {i} has lifetime {}",
+                    operands[i].lifetime
+                );
+                Ok(i)
+            })
+            .collect()
+    };
+    let inputs = index_list(&model.input_indexes, OperandLifeTime::ModelInput, "input")?;
+    let outputs = index_list(
+        &model.output_indexes,
+        OperandLifeTime::ModelOutput,
+        "output",
+    )?;
+    let listed_in = operands
+        .iter()
+        .filter(|o| o.lifetime == OperandLifeTime::ModelInput)
+        .count();
+    let listed_out = operands
+        .iter()
+        .filter(|o| o.lifetime == OperandLifeTime::ModelOutput)
+        .count();
+    ensure!(
+        listed_in == inputs.len(),
+        "a MODEL_INPUT operand is missing from the model inputs"
+    );
+    ensure!(
+        listed_out == outputs.len(),
+        "a MODEL_OUTPUT operand is missing from the model outputs"
+    );
+
+    // Graph: operations must already be in execution order, each operand written once.
+    let mut known: Vec<bool> = operands
+        .iter()
+        .map(|o| {
+            !matches!(
+                o.lifetime,
+                OperandLifeTime::TemporaryVariable | OperandLifeTime::ModelOutput
+            )
+        })
+        .collect();
+    let mut consumers = vec![0u32; n];
+    for (k, op) in operations.iter().enumerate() {
+        for &i in &op.inputs {
+            ensure!(
+                known[i],
+                "operation {k} ({}) reads operand {i} before it is written (order or cycle)",
+                op.ty
+            );
+            consumers[i] = consumers[i].saturating_add(1);
+        }
+        for &o in &op.outputs {
+            ensure!(
+                !known[o],
+                "operation {k} ({}) writes operand {o}, which already has a value",
+                op.ty
+            );
+            known[o] = true;
+        }
+    }
+    for (i, o) in operands.iter().enumerate() {
+        ensure!(known[i], "operand {i} ({}) is never written", o.lifetime);
+        ensure!(
+            consumers[i] == o.consumers,
+            "operand {i}: numberOfConsumers is {}, but {} operation inputs read it",
+            o.consumers,
+            consumers[i]
+        );
+    }
+
+    let pools = model
+        .pools
+        .iter()
+        .enumerate()
+        .map(|(p, m)| MappedPool::map(m, &format!("model pool {p}")))
+        .collect::<HalResult<Vec<_>>>()?;
+
+    let mut omittable = vec![true; n];
+    let mut consumed = vec![false; n];
+    for op in &operations {
+        for (pos, &i) in op.inputs.iter().enumerate() {
+            consumed[i] = true;
+            if !ops::is_optional_input(op.ty, pos) {
+                omittable[i] = false;
+            }
+        }
+    }
+    for (i, o) in omittable.iter_mut().enumerate() {
+        *o &= consumed[i];
+    }
+
+    let supported = operations
+        .iter()
+        .map(|op| {
+            ops::is_supported(op.ty)
+                && op
+                    .inputs
+                    .iter()
+                    .chain(&op.outputs)
+                    .all(|&i| !operands[i].ty.is_oem())
+        })
+        .collect();
+
+    let mut valid = ValidModel {
+        operands,
+        operations,
+        inputs,
+        outputs,
+        pools,
+        supported,
+        omittable,
+        static_dims: Vec::new(),
+        static_params: Vec::new(),
+    };
+    infer_static(model, &mut valid)?;
+    Ok(valid)
+}
+
+impl ValidModel {
+    /// The bytes of constant operand `i`.
+    pub fn constant_bytes(&self, model: &Model, i: usize) -> HalResult<Vec<u8>> {
+        let o = &self.operands[i];
+        let loc = o.location;
+        match o.lifetime {
+            OperandLifeTime::ConstantCopy => {
+                Ok(model.operand_values[loc.offset as usize..loc.end() as usize].to_vec())
+            }
+            OperandLifeTime::ConstantReference => self.pools[loc.pool_index as usize]
+                .read_vec(u64::from(loc.offset), loc.length as usize),
+            _ => Err(HalError::GeneralFailure(format!(
+                "operand {i} is not a constant"
+            ))),
+        }
+    }
+}
+
+/// Runs shape inference over every operation whose shapes and parameters are known before
+/// execution, rejecting inconsistent models up front and recording shapes for the planner.
+fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
+    let n = valid.operands.len();
+    let mut dims: Vec<Option<Vec<u32>>> = valid
+        .operands
+        .iter()
+        .map(|o| fully_specified(&o.dims).then(|| o.dims.clone()))
+        .collect();
+    // Parameter values: scalars and small integer tensors (shape operands) that are constant.
+    let mut values: HashMap<usize, Vec<u8>> = HashMap::new();
+    for (i, o) in valid.operands.iter().enumerate() {
+        let is_const = matches!(
+            o.lifetime,
+            OperandLifeTime::ConstantCopy | OperandLifeTime::ConstantReference
+        );
+        let small =
+            !o.ty.is_tensor() || (o.ty == OperandType::TensorInt32 && o.location.length <= 1024);
+        if is_const && small && !o.ty.is_oem() {
+            values.insert(i, valid.constant_bytes(model, i)?);
+        }
+    }
+    let mut params = Vec::with_capacity(valid.operations.len());
+    for (k, op) in valid.operations.iter().enumerate() {
+        if op.ty == OperationType::OemOperation {
+            params.push(None);
+            continue;
+        }
+        // An optional input that is a model input may or may not be given: decide at execution.
+        let deferred = op.inputs.iter().enumerate().any(|(pos, &i)| {
+            ops::is_optional_input(op.ty, pos)
+                && valid.operands[i].lifetime == OperandLifeTime::ModelInput
+        });
+        let result = if deferred {
+            Err(InferError::Unknown)
+        } else {
+            let args: Vec<Option<Arg>> = op
+                .inputs
+                .iter()
+                .map(|&i| {
+                    let o = &valid.operands[i];
+                    (o.lifetime != OperandLifeTime::NoValue).then(|| Arg {
+                        ty: o.ty,
+                        dims: dims[i].as_deref().unwrap_or(&o.dims),
+                        scale: o.scale,
+                        zero_point: o.zero_point,
+                        value: values.get(&i).map(|v| v.as_slice()),
+                    })
+                })
+                .collect();
+            shape::infer(op.ty, &args)
+        };
+        match result {
+            Ok(inferred) => {
+                for (&o, out) in op.outputs.iter().zip(&inferred.outputs) {
+                    check_declared(k, op.ty, o, &valid.operands[o].dims, out)?;
+                    dims[o] = Some(out.clone());
+                }
+                params.push(Some(inferred.params));
+            }
+            Err(InferError::Invalid(why)) => invalid!("operation {k} ({}): {why}", op.ty),
+            Err(InferError::Unknown) => params.push(None),
+        }
+    }
+    debug_assert_eq!(dims.len(), n);
+    valid.static_dims = dims;
+    valid.static_params = params;
+    Ok(())
+}
+
+/// An inferred output shape must agree with the declared one wherever that is specified.
+pub fn check_declared(
+    k: usize,
+    op: OperationType,
+    operand: usize,
+    declared: &[u32],
+    inferred: &[u32],
+) -> HalResult<()> {
+    let agrees = declared.len() == inferred.len()
+        && declared
+            .iter()
+            .zip(inferred)
+            .all(|(&d, &i)| d == 0 || d == i);
+    ensure!(
+        agrees,
+        "operation {k} ({op}): output operand {operand} is declared {declared:?} but computes to {inferred:?}"
+    );
+    Ok(())
+}
+
+/// Validates `request` against `model` and maps its pools.
+pub fn validate_request(model: &ValidModel, request: &Request) -> HalResult<BoundRequest> {
+    ensure!(
+        request.inputs.len() == model.inputs.len(),
+        "request has {} inputs, the model {}",
+        request.inputs.len(),
+        model.inputs.len()
+    );
+    ensure!(
+        request.outputs.len() == model.outputs.len(),
+        "request has {} outputs, the model {}",
+        request.outputs.len(),
+        model.outputs.len()
+    );
+    for (p, pool) in request.pools.iter().enumerate() {
+        pool.validate(&format!("request pool {p}"))?;
+    }
+    let bind = |what: &str,
+                pos: usize,
+                arg: &RequestArgument,
+                operand: usize|
+     -> HalResult<Option<BoundArg>> {
+        let o = &model.operands[operand];
+        if arg.has_no_value {
+            ensure!(
+                arg.location.is_zero() && arg.dimensions.is_empty(),
+                "{what} {pos}: an argument without value must have no location or dimensions"
+            );
+            ensure!(what == "input", "{what} {pos}: outputs cannot be omitted");
+            ensure!(
+                model.omittable[operand],
+                "{what} {pos}: operand {operand} is required, it cannot be omitted"
+            );
+            return Ok(None);
+        }
+        let dims = if arg.dimensions.is_empty() {
+            o.dims.clone()
+        } else {
+            ensure!(
+                o.ty.is_tensor(),
+                "{what} {pos}: dimensions given for a scalar"
+            );
+            ensure!(
+                arg.dimensions.len() == o.dims.len(),
+                "{what} {pos}: rank {} differs from the model's {}",
+                arg.dimensions.len(),
+                o.dims.len()
+            );
+            for (d, (&r, &m)) in arg.dimensions.iter().zip(&o.dims).enumerate() {
+                ensure!(r != 0, "{what} {pos}: dimension {d} is 0");
+                ensure!(
+                    m == 0 || r == m,
+                    "{what} {pos}: dimension {d} is {r}, the model says {m}"
+                );
+            }
+            arg.dimensions.clone()
+        };
+        ensure!(
+            fully_specified(&dims),
+            "{what} {pos}: dimensions {dims:?} are not fully specified"
+        );
+        let loc = arg.location;
+        let pool = request.pools.get(loc.pool_index as usize).ok_or_else(|| {
+            HalError::InvalidArgument(format!(
+                "{what} {pos}: pool {} of {}",
+                loc.pool_index,
+                request.pools.len()
+            ))
+        })?;
+        ensure!(loc.length > 0, "{what} {pos}: length is 0");
+        ensure!(
+            loc.end() <= pool.size(),
+            "{what} {pos}: region {loc:?} exceeds pool {} ({} bytes)",
+            loc.pool_index,
+            pool.size()
+        );
+        let need = byte_size(o.ty, &dims)?;
+        if u64::from(loc.length) < need {
+            if what == "input" {
+                invalid!(
+                    "{what} {pos}: {} bytes given, {need} needed for {dims:?}",
+                    loc.length
+                );
+            }
+            return Err(HalError::OutputInsufficientSize(format!(
+                "output {pos}: {} bytes given, {need} needed for {dims:?}",
+                loc.length
+            )));
+        }
+        Ok(Some(BoundArg {
+            pool: loc.pool_index as usize,
+            offset: u64::from(loc.offset),
+            length: u64::from(loc.length),
+            dims,
+        }))
+    };
+    let inputs = request
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(p, a)| bind("input", p, a, model.inputs[p]))
+        .collect::<HalResult<Vec<_>>>()?;
+    let outputs = request
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(p, a)| {
+            bind("output", p, a, model.outputs[p]).map(|b| b.expect("outputs are never omitted"))
+        })
+        .collect::<HalResult<Vec<_>>>()?;
+
+    let pools = request
+        .pools
+        .iter()
+        .enumerate()
+        .map(|(p, m)| MappedPool::map(m, &format!("request pool {p}")))
+        .collect::<HalResult<Vec<_>>>()?;
+    for (p, out) in outputs.iter().enumerate() {
+        ensure!(
+            pools[out.pool].is_writable(),
+            "output {p}: pool {} is read-only",
+            out.pool
+        );
+    }
+    check_overlaps(&pools, &inputs, &outputs)?;
+    Ok(BoundRequest {
+        pools,
+        inputs,
+        outputs,
+    })
+}
+
+/// Outputs may overlap neither each other nor any input (types.hal `Request`). Regions are
+/// compared per underlying file, so two pools naming the same memfd are caught too.
+fn check_overlaps(
+    pools: &[MappedPool],
+    inputs: &[Option<BoundArg>],
+    outputs: &[BoundArg],
+) -> HalResult<()> {
+    // (file key, absolute start, end, is_output, position)
+    let key = |a: &BoundArg| -> ((u64, u64), u64) {
+        match pools[a.pool].identity() {
+            Some((dev, ino, base)) => ((dev, ino), base.saturating_add(a.offset)),
+            None => ((u64::MAX, a.pool as u64), a.offset),
+        }
+    };
+    let mut outs: Vec<((u64, u64), u64, u64, usize)> = outputs
+        .iter()
+        .enumerate()
+        .map(|(p, a)| {
+            let (k, start) = key(a);
+            (k, start, start.saturating_add(a.length), p)
+        })
+        .collect();
+    outs.sort_unstable();
+    for w in outs.windows(2) {
+        ensure!(
+            w[0].0 != w[1].0 || w[0].2 <= w[1].1,
+            "outputs {} and {} overlap",
+            w[0].3,
+            w[1].3
+        );
+    }
+    for (p, a) in inputs.iter().enumerate() {
+        let Some(a) = a else { continue };
+        let (k, start) = key(a);
+        let end = start.saturating_add(a.length);
+        // The last output starting before `end` is the only one that can overlap, because
+        // outputs of one file are disjoint and sorted.
+        let idx = outs.partition_point(|o| (o.0, o.1) < (k, end));
+        if idx > 0 {
+            let o = &outs[idx - 1];
+            ensure!(
+                o.0 != k || o.2 <= start,
+                "input {p} overlaps output {}",
+                o.3
+            );
+        }
+    }
+    Ok(())
+}

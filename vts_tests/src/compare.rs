@@ -133,19 +133,29 @@ mod tests {
         let c = compare(
             OperandType::TensorFloat32,
             &[1.0, 1000.0, 0.0],
-            &f32_bytes(&[1.000_005, 1000.000_5, 2e-5]),
+            &f32_bytes(&[1.000_005, 1_000.000_5, 2e-5]),
             &tol,
         );
         assert_eq!(c.mismatches, 1, "{c:?}");
         assert_eq!(c.first[0].index, 2);
-        let nan = compare(OperandType::TensorFloat32, &[1.0], &f32_bytes(&[f32::NAN]), &tol);
+        let nan = compare(
+            OperandType::TensorFloat32,
+            &[1.0],
+            &f32_bytes(&[f32::NAN]),
+            &tol,
+        );
         assert!(!nan.passed());
     }
 
     #[test]
     fn quant8_allows_one_and_counts_exact() {
         let tol = Tolerance::default();
-        let c = compare(OperandType::TensorQuant8Asymm, &[10.0, 20.0, 30.0], &[10, 21, 32], &tol);
+        let c = compare(
+            OperandType::TensorQuant8Asymm,
+            &[10.0, 20.0, 30.0],
+            &[10, 21, 32],
+            &tol,
+        );
         assert_eq!((c.quant8_total, c.quant8_exact, c.mismatches), (3, 1, 1));
     }
 

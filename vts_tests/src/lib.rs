@@ -18,7 +18,9 @@ pub mod transport;
 pub mod vector;
 
 pub use model::{build_request, to_model, BuiltRequest, ConstantMode};
-pub use mutations::{base_models, BaseModel, Bi, ModelMutator, ModelVariant, RequestMutator, RequestVariant};
+pub use mutations::{
+    base_models, BaseModel, Bi, ModelMutator, ModelVariant, RequestMutator, RequestVariant,
+};
 pub use runner::{run_vector, run_vectors, ClassReport, Summary, VectorReport};
 pub use transport::{Device, InProcessDevice, Prepared, TransportKind};
 pub use vector::{load, Vector};

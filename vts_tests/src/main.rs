@@ -19,7 +19,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "nnhal-vts", version, about = "Conformance suite for the nnhal NNAPI 1.0 driver")]
+#[command(
+    name = "nnhal-vts",
+    version,
+    about = "Conformance suite for the nnhal NNAPI 1.0 driver"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -164,7 +168,12 @@ fn print_class(report: &ClassReport, show: usize) -> (usize, usize) {
     (passed, failed.max(usize::from(report.variants == 0)))
 }
 
-fn mutations(transport: &TransportArgs, classes: &[u8], show: usize, paths: &[PathBuf]) -> ExitCode {
+fn mutations(
+    transport: &TransportArgs,
+    classes: &[u8],
+    show: usize,
+    paths: &[PathBuf],
+) -> ExitCode {
     let device = match transport.open() {
         Ok(d) => d,
         Err(code) => return code,

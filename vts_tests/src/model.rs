@@ -97,7 +97,9 @@ pub fn encode(ty: OperandType, values: &[f64], what: &str) -> Result<Vec<u8>, Ve
                 out.push(v as u8)
             }
             OperandType::Oem | OperandType::TensorOemByte => {
-                return Err(invalid(format!("{what}: OEM operand types carry no values")))
+                return Err(invalid(format!(
+                    "{what}: OEM operand types carry no values"
+                )))
             }
         }
     }
@@ -151,7 +153,10 @@ pub fn count_consumers(model: &mut Model) {
 
 /// The model input list of `v` in `mode`, with, for each position, the position in the vector's
 /// reduced input list that supplies its data (`None`: an omitted input, fed with `has_no_value`).
-pub fn request_inputs(v: &Vector, mode: ConstantMode) -> Result<Vec<(u32, Option<usize>)>, VectorError> {
+pub fn request_inputs(
+    v: &Vector,
+    mode: ConstantMode,
+) -> Result<Vec<(u32, Option<usize>)>, VectorError> {
     let reduced = &v.model.input_indexes;
     let omitted = &v.aosp.omitted_inputs;
     let full: Vec<u32> = match (mode, &v.aosp.input_indexes) {
@@ -172,7 +177,11 @@ pub fn request_inputs(v: &Vector, mode: ConstantMode) -> Result<Vec<(u32, Option
     }
     // Every reduced input must survive in the full list, in the same relative order, or the
     // example keys would feed the wrong operands.
-    let fed: Vec<u32> = out.iter().filter(|(_, p)| p.is_some()).map(|(o, _)| *o).collect();
+    let fed: Vec<u32> = out
+        .iter()
+        .filter(|(_, p)| p.is_some())
+        .map(|(o, _)| *o)
+        .collect();
     if &fed != reduced {
         return Err(invalid(format!(
             "aosp.inputIndexes {full:?} does not contain model.inputIndexes {reduced:?} in order"
@@ -226,10 +235,13 @@ pub fn to_model(v: &Vector, mode: ConstantMode) -> Result<Model, VectorError> {
                     length: bytes.len() as u32,
                 };
             }
-            OperandLifeTime::NoValue => {
-                if inputs.iter().any(|&(o, p)| o as usize == index && p.is_none()) {
-                    operand.lifetime = OperandLifeTime::ModelInput.raw();
-                }
+            // An omitted optional input in reference mode: a model input fed with no value.
+            OperandLifeTime::NoValue
+                if inputs
+                    .iter()
+                    .any(|&(o, p)| o as usize == index && p.is_none()) =>
+            {
+                operand.lifetime = OperandLifeTime::ModelInput.raw();
             }
             _ => {}
         }
@@ -237,11 +249,17 @@ pub fn to_model(v: &Vector, mode: ConstantMode) -> Result<Model, VectorError> {
     }
 
     for (k, op) in v.model.operations.iter().enumerate() {
-        let ty = OperationType::from_name(&op.operation_type).ok_or_else(|| {
-            invalid(format!("operation {k}: unknown type {}", op.operation_type))
-        })?;
-        if let Some(&bad) = op.inputs.iter().chain(&op.outputs).find(|&&i| i as usize >= n) {
-            return Err(invalid(format!("operation {k}: operand index {bad} out of range")));
+        let ty = OperationType::from_name(&op.operation_type)
+            .ok_or_else(|| invalid(format!("operation {k}: unknown type {}", op.operation_type)))?;
+        if let Some(&bad) = op
+            .inputs
+            .iter()
+            .chain(&op.outputs)
+            .find(|&&i| i as usize >= n)
+        {
+            return Err(invalid(format!(
+                "operation {k}: operand index {bad} out of range"
+            )));
         }
         model.operations.push(Operation {
             operation_type: ty.raw(),
@@ -257,7 +275,9 @@ pub fn to_model(v: &Vector, mode: ConstantMode) -> Result<Model, VectorError> {
         .chain(&model.output_indexes)
         .find(|&&i| i as usize >= n)
     {
-        return Err(invalid(format!("model input/output index {bad} out of range")));
+        return Err(invalid(format!(
+            "model input/output index {bad} out of range"
+        )));
     }
     count_consumers(&mut model);
 
@@ -311,7 +331,12 @@ impl BuiltRequest {
         let pool = MappedPool::map(memory, "output pool")?;
         self.outputs
             .iter()
-            .map(|slot| pool.read_vec(u64::from(slot.location.offset), slot.location.length as usize))
+            .map(|slot| {
+                pool.read_vec(
+                    u64::from(slot.location.offset),
+                    slot.location.length as usize,
+                )
+            })
             .collect()
     }
 }
@@ -371,11 +396,10 @@ pub fn build_request(
     let mut outputs = Vec::new();
     let mut output_size = 0usize;
     for (position, &operand) in v.model.output_indexes.iter().enumerate() {
-        let vo = v
-            .model
-            .operands
-            .get(operand as usize)
-            .ok_or_else(|| invalid(format!("output {position}: operand {operand} out of range")))?;
+        let vo =
+            v.model.operands.get(operand as usize).ok_or_else(|| {
+                invalid(format!("output {position}: operand {operand} out of range"))
+            })?;
         let ty = operand_type(v, operand as usize)?;
         let length = byte_size(ty.raw(), &vo.dimensions)
             .filter(|&l| l > 0)
@@ -407,7 +431,9 @@ pub fn build_request(
         });
     }
 
-    request.pools.push(sealed_pool("nnhal-vts-inputs", &input_data)?);
+    request
+        .pools
+        .push(sealed_pool("nnhal-vts-inputs", &input_data)?);
     request
         .pools
         .push(sealed_pool("nnhal-vts-outputs", &vec![0u8; output_size])?);
@@ -478,4 +504,106 @@ fn push_constant(model: &mut Model, template: &Operand, dims: &[u32], bytes: Vec
     };
     model.operands.push(operand);
     (model.operands.len() - 1) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vector::{bundled_dir, Vector};
+
+    fn vector(name: &str) -> Vector {
+        Vector::from_file(&bundled_dir().join(format!("{name}.json"))).unwrap()
+    }
+
+    #[test]
+    fn copy_mode_inlines_aligned_constants() {
+        let v = vector("conv_quant8");
+        let m = to_model(&v, ConstantMode::Copy).unwrap();
+        assert!(m.pools.is_empty());
+        for (i, (o, vo)) in m.operands.iter().zip(&v.model.operands).enumerate() {
+            if o.lifetime != OperandLifeTime::ConstantCopy.raw() {
+                continue;
+            }
+            assert_eq!(o.location.offset % 4, 0, "operand {i}");
+            let ty = OperandType::from_raw(o.operand_type).unwrap();
+            let (start, end) = (o.location.offset as usize, o.location.end() as usize);
+            assert_eq!(
+                &decode(ty, &m.operand_values[start..end]),
+                vo.value.as_ref().unwrap()
+            );
+        }
+        let consumers: u32 = m.operands.iter().map(|o| o.number_of_consumers).sum();
+        let appearances: usize = m.operations.iter().map(|op| op.inputs.len()).sum();
+        assert_eq!(consumers as usize, appearances);
+    }
+
+    #[test]
+    fn reference_mode_uses_one_pool_and_restores_omitted_inputs() {
+        let v = vector("lstm");
+        let copy = to_model(&v, ConstantMode::Copy).unwrap();
+        let m = to_model(&v, ConstantMode::Reference).unwrap();
+        assert_eq!(m.pools.len(), 1);
+        assert!(m.operand_values.is_empty());
+        assert_eq!(Some(&m.input_indexes), v.aosp.input_indexes.as_ref());
+        for &i in &v.aosp.omitted_inputs {
+            assert_eq!(
+                m.operands[i as usize].lifetime,
+                OperandLifeTime::ModelInput.raw()
+            );
+            assert_eq!(
+                copy.operands[i as usize].lifetime,
+                OperandLifeTime::NoValue.raw()
+            );
+        }
+        for (a, b) in m.operands.iter().zip(&copy.operands) {
+            if b.lifetime == OperandLifeTime::ConstantCopy.raw() {
+                assert_eq!(a.lifetime, OperandLifeTime::ConstantReference.raw());
+                assert_eq!(a.location, b.location);
+            }
+        }
+        let r = build_request(&v, ConstantMode::Reference, &v.examples[0]).unwrap();
+        let omitted: Vec<bool> = r.request.inputs.iter().map(|a| a.has_no_value).collect();
+        let expected: Vec<bool> = m
+            .input_indexes
+            .iter()
+            .map(|i| v.aosp.omitted_inputs.contains(i))
+            .collect();
+        assert_eq!(omitted, expected);
+        let copy_request = build_request(&v, ConstantMode::Copy, &v.examples[0]).unwrap();
+        assert_eq!(
+            copy_request.request.inputs.len(),
+            v.model.input_indexes.len()
+        );
+    }
+
+    #[test]
+    fn requests_are_aligned_and_read_back() {
+        let v = vector("add_quant8");
+        let r = build_request(&v, ConstantMode::Copy, &v.examples[0]).unwrap();
+        assert_eq!(r.request.pools.len(), 2);
+        for a in r.request.inputs.iter().chain(&r.request.outputs) {
+            assert_eq!(a.location.offset % 4, 0);
+            assert!(a.dimensions.is_empty());
+        }
+        let outputs = r.read_outputs().unwrap();
+        assert_eq!(outputs.len(), v.model.output_indexes.len());
+        assert!(outputs[0].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn inputs_as_internal_keeps_the_request_shape() {
+        let v = vector("conv_float");
+        let m = to_model(&v, ConstantMode::Copy).unwrap();
+        let i = inputs_as_internal(&m);
+        assert_eq!(i.input_indexes.len(), m.input_indexes.len());
+        assert_eq!(i.operations.len(), m.operations.len() + 1);
+        assert_eq!(i.operations[0].operation_type, OperationType::Add.raw());
+        for (a, b) in i.input_indexes.iter().zip(&m.input_indexes) {
+            let (a, b) = (&i.operands[*a as usize], &m.operands[*b as usize]);
+            assert_eq!(
+                (a.operand_type, &a.dimensions),
+                (b.operand_type, &b.dimensions)
+            );
+        }
+    }
 }

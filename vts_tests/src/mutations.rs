@@ -20,8 +20,7 @@ use crate::model::{
 };
 use crate::vector::{Vector, VectorError};
 use nnhal::hal::{
-    DataLocation, Model, Operand, OperandLifeTime, OperandType, Operation, OperationType,
-    Request,
+    DataLocation, Model, Operand, OperandLifeTime, OperandType, Operation, OperationType, Request,
 };
 use std::sync::Arc;
 
@@ -77,36 +76,188 @@ pub struct RequestMutator {
 
 /// Every model class, BI-01…BI-22, in order.
 pub const MODEL_MUTATORS: &[ModelMutator] = &[
-    ModelMutator { bi: Bi(1), name: "operand_type_out_of_range", vts: "mutateOperandTypeTest", mutate: operand_type, standalone: no_standalone },
-    ModelMutator { bi: Bi(2), name: "operand_rank_wrong", vts: "mutateOperandRankTest", mutate: operand_rank, standalone: no_standalone },
-    ModelMutator { bi: Bi(3), name: "operand_scale_invalid", vts: "mutateOperandScaleTest", mutate: operand_scale, standalone: no_standalone },
-    ModelMutator { bi: Bi(4), name: "operand_zero_point_invalid", vts: "mutateOperandZeroPointTest", mutate: operand_zero_point, standalone: no_standalone },
-    ModelMutator { bi: Bi(5), name: "lifetime_contradicts_writer", vts: "mutateOperandLifeTimeTest", mutate: operand_lifetime, standalone: no_standalone },
-    ModelMutator { bi: Bi(6), name: "lifetime_inconsistent_with_io_lists", vts: "mutateOperandInputOutputTest", mutate: operand_input_output, standalone: no_standalone },
-    ModelMutator { bi: Bi(7), name: "consumer_count_off_by_one", vts: "mutateOperandNumberOfConsumersTest", mutate: number_of_consumers, standalone: no_standalone },
-    ModelMutator { bi: Bi(8), name: "operand_with_two_writers", vts: "mutateOperandAddWriterTest", mutate: add_writer, standalone: no_standalone },
-    ModelMutator { bi: Bi(9), name: "operand_without_writer", vts: "mutateOperationRemoveWriteTest", mutate: remove_write, standalone: no_standalone },
-    ModelMutator { bi: Bi(10), name: "operations_out_of_order", vts: "mutateExecutionOrderTest", mutate: execution_order, standalone: no_standalone },
-    ModelMutator { bi: Bi(11), name: "graph_cycle", vts: "CycleTest", mutate: cycles, standalone: fixed_cycle },
-    ModelMutator { bi: Bi(12), name: "operation_operand_type_mismatch", vts: "mutateOperationOperandTypeTest", mutate: operation_operand_type, standalone: no_standalone },
-    ModelMutator { bi: Bi(13), name: "operation_type_out_of_range", vts: "mutateOperationTypeTest", mutate: operation_type, standalone: no_standalone },
-    ModelMutator { bi: Bi(14), name: "operation_input_index_out_of_range", vts: "mutateOperationInputOperandIndexTest", mutate: operation_input_index, standalone: no_standalone },
-    ModelMutator { bi: Bi(15), name: "operation_output_index_out_of_range", vts: "mutateOperationOutputOperandIndexTest", mutate: operation_output_index, standalone: no_standalone },
-    ModelMutator { bi: Bi(16), name: "model_io_index_out_of_range", vts: "8.1 negative test (inputIndexes)", mutate: model_io_index, standalone: no_standalone },
-    ModelMutator { bi: Bi(17), name: "operand_removed", vts: "removeOperandTest", mutate: remove_operand, standalone: no_standalone },
-    ModelMutator { bi: Bi(18), name: "operation_removed", vts: "removeOperationTest", mutate: remove_operation, standalone: no_standalone },
-    ModelMutator { bi: Bi(19), name: "operation_input_removed", vts: "removeOperationInputTest", mutate: remove_operation_input, standalone: no_standalone },
-    ModelMutator { bi: Bi(20), name: "operation_output_removed", vts: "removeOperationOutputTest", mutate: remove_operation_output, standalone: no_standalone },
-    ModelMutator { bi: Bi(21), name: "operation_input_added", vts: "addOperationInputTest", mutate: add_operation_input, standalone: no_standalone },
-    ModelMutator { bi: Bi(22), name: "operation_output_added", vts: "addOperationOutputTest", mutate: add_operation_output, standalone: no_standalone },
+    ModelMutator {
+        bi: Bi(1),
+        name: "operand_type_out_of_range",
+        vts: "mutateOperandTypeTest",
+        mutate: operand_type,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(2),
+        name: "operand_rank_wrong",
+        vts: "mutateOperandRankTest",
+        mutate: operand_rank,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(3),
+        name: "operand_scale_invalid",
+        vts: "mutateOperandScaleTest",
+        mutate: operand_scale,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(4),
+        name: "operand_zero_point_invalid",
+        vts: "mutateOperandZeroPointTest",
+        mutate: operand_zero_point,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(5),
+        name: "lifetime_contradicts_writer",
+        vts: "mutateOperandLifeTimeTest",
+        mutate: operand_lifetime,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(6),
+        name: "lifetime_inconsistent_with_io_lists",
+        vts: "mutateOperandInputOutputTest",
+        mutate: operand_input_output,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(7),
+        name: "consumer_count_off_by_one",
+        vts: "mutateOperandNumberOfConsumersTest",
+        mutate: number_of_consumers,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(8),
+        name: "operand_with_two_writers",
+        vts: "mutateOperandAddWriterTest",
+        mutate: add_writer,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(9),
+        name: "operand_without_writer",
+        vts: "mutateOperationRemoveWriteTest",
+        mutate: remove_write,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(10),
+        name: "operations_out_of_order",
+        vts: "mutateExecutionOrderTest",
+        mutate: execution_order,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(11),
+        name: "graph_cycle",
+        vts: "CycleTest",
+        mutate: cycles,
+        standalone: fixed_cycle,
+    },
+    ModelMutator {
+        bi: Bi(12),
+        name: "operation_operand_type_mismatch",
+        vts: "mutateOperationOperandTypeTest",
+        mutate: operation_operand_type,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(13),
+        name: "operation_type_out_of_range",
+        vts: "mutateOperationTypeTest",
+        mutate: operation_type,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(14),
+        name: "operation_input_index_out_of_range",
+        vts: "mutateOperationInputOperandIndexTest",
+        mutate: operation_input_index,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(15),
+        name: "operation_output_index_out_of_range",
+        vts: "mutateOperationOutputOperandIndexTest",
+        mutate: operation_output_index,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(16),
+        name: "model_io_index_out_of_range",
+        vts: "8.1 negative test (inputIndexes)",
+        mutate: model_io_index,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(17),
+        name: "operand_removed",
+        vts: "removeOperandTest",
+        mutate: remove_operand,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(18),
+        name: "operation_removed",
+        vts: "removeOperationTest",
+        mutate: remove_operation,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(19),
+        name: "operation_input_removed",
+        vts: "removeOperationInputTest",
+        mutate: remove_operation_input,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(20),
+        name: "operation_output_removed",
+        vts: "removeOperationOutputTest",
+        mutate: remove_operation_output,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(21),
+        name: "operation_input_added",
+        vts: "addOperationInputTest",
+        mutate: add_operation_input,
+        standalone: no_standalone,
+    },
+    ModelMutator {
+        bi: Bi(22),
+        name: "operation_output_added",
+        vts: "addOperationOutputTest",
+        mutate: add_operation_output,
+        standalone: no_standalone,
+    },
 ];
 
 /// Every request class, BI-23…BI-26, in order.
 pub const REQUEST_MUTATORS: &[RequestMutator] = &[
-    RequestMutator { bi: Bi(23), name: "request_input_removed", vts: "removeInputTest", mutate: remove_request_input },
-    RequestMutator { bi: Bi(24), name: "request_output_removed", vts: "removeOutputTest", mutate: remove_request_output },
-    RequestMutator { bi: Bi(25), name: "request_pool_index_out_of_range", vts: "8.1 negative test (poolIndex)", mutate: request_pool_index },
-    RequestMutator { bi: Bi(26), name: "request_dims_conflict", vts: "8.1 negative test (dimensions)", mutate: request_dims },
+    RequestMutator {
+        bi: Bi(23),
+        name: "request_input_removed",
+        vts: "removeInputTest",
+        mutate: remove_request_input,
+    },
+    RequestMutator {
+        bi: Bi(24),
+        name: "request_output_removed",
+        vts: "removeOutputTest",
+        mutate: remove_request_output,
+    },
+    RequestMutator {
+        bi: Bi(25),
+        name: "request_pool_index_out_of_range",
+        vts: "8.1 negative test (poolIndex)",
+        mutate: request_pool_index,
+    },
+    RequestMutator {
+        bi: Bi(26),
+        name: "request_dims_conflict",
+        vts: "8.1 negative test (dimensions)",
+        mutate: request_dims,
+    },
 ];
 
 fn no_standalone() -> Vec<ModelVariant> {
@@ -461,7 +612,8 @@ pub fn add_writer(model: &Model) -> Vec<ModelVariant> {
     for operation in 0..model.operations.len() {
         for bad in 0..model.operations[operation].outputs.len() {
             let target = model.operations[operation].outputs[bad];
-            let name = format!("mutateOperandAddWriterTest: operation {operation} writes to {target}");
+            let name =
+                format!("mutateOperandAddWriterTest: operation {operation} writes to {target}");
             out.push(variant(8, name, model, |m| {
                 let mut copy = m.operations[operation].clone();
                 for &input in &copy.inputs {
@@ -716,7 +868,9 @@ pub fn operation_input_index(model: &Model) -> Vec<ModelVariant> {
         for input in 0..model.operations[operation].inputs.len() {
             out.push(variant(
                 14,
-                format!("mutateOperationInputOperandIndexTest: operation {operation} input {input}"),
+                format!(
+                    "mutateOperationInputOperandIndexTest: operation {operation} input {input}"
+                ),
                 model,
                 |m| m.operations[operation].inputs[input] = invalid,
             ));
@@ -733,7 +887,9 @@ pub fn operation_output_index(model: &Model) -> Vec<ModelVariant> {
         for output in 0..model.operations[operation].outputs.len() {
             out.push(variant(
                 15,
-                format!("mutateOperationOutputOperandIndexTest: operation {operation} output {output}"),
+                format!(
+                    "mutateOperationOutputOperandIndexTest: operation {operation} output {output}"
+                ),
                 model,
                 |m| m.operations[operation].outputs[output] = invalid,
             ));
@@ -826,8 +982,7 @@ pub fn remove_operation_input(model: &Model) -> Vec<ModelVariant> {
     for operation in 0..model.operations.len() {
         let op = &model.operations[operation];
         for input in 0..op.inputs.len() {
-            if op.operation_type == concat && op.inputs.len() > 2 && input != op.inputs.len() - 1
-            {
+            if op.operation_type == concat && op.inputs.len() > 2 && input != op.inputs.len() - 1 {
                 continue;
             }
             out.push(variant(
@@ -910,7 +1065,12 @@ pub fn add_operation_output(model: &Model) -> Vec<ModelVariant> {
 
 // ---------------------------------------------------------------- requests (BI-23…BI-26)
 
-fn request_variant(bi: u8, name: String, build: RequestBuilder, change: impl FnOnce(&mut Request)) -> RequestVariant {
+fn request_variant(
+    bi: u8,
+    name: String,
+    build: RequestBuilder,
+    change: impl FnOnce(&mut Request),
+) -> RequestVariant {
     let mut request = build();
     change(&mut request);
     RequestVariant {
@@ -937,9 +1097,14 @@ pub fn remove_request_output(_model: &Model, build: RequestBuilder) -> Vec<Reque
     let n = build().outputs.len();
     (0..n)
         .map(|output| {
-            request_variant(24, format!("removeOutputTest: output {output}"), build, |r| {
-                r.outputs.remove(output);
-            })
+            request_variant(
+                24,
+                format!("removeOutputTest: output {output}"),
+                build,
+                |r| {
+                    r.outputs.remove(output);
+                },
+            )
         })
         .collect()
 }
@@ -1013,10 +1178,84 @@ pub fn request_dims(model: &Model, build: RequestBuilder) -> Vec<RequestVariant>
             let dims = [operand.dimensions.clone(), operand.dimensions.clone()].concat();
             Some(request_variant(
                 26,
-                format!("{} {k} given dimensions {dims:?} for a rank-4 operand", side(input)),
+                format!(
+                    "{} {k} given dimensions {dims:?} for a rank-4 operand",
+                    side(input)
+                ),
                 build,
                 |r| argument(r, input, k).dimensions = dims,
             ))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vector::bundled_dir;
+
+    fn model(name: &str) -> Model {
+        let v = Vector::from_file(&bundled_dir().join(format!("{name}.json"))).unwrap();
+        to_model(&v, ConstantMode::Copy).unwrap()
+    }
+
+    #[test]
+    fn every_variant_names_its_class() {
+        let m = inputs_as_internal(&model("conv_float"));
+        for mutator in MODEL_MUTATORS {
+            let variants = (mutator.mutate)(&m);
+            assert!(!variants.is_empty(), "{} generated nothing", mutator.bi);
+            assert!(variants.iter().all(|v| v.bi == mutator.bi));
+        }
+        assert_eq!(MODEL_MUTATORS.len(), 22);
+        assert_eq!(REQUEST_MUTATORS.len(), 4);
+    }
+
+    #[test]
+    fn remove_operand_leaves_stale_indexes() {
+        let m = model("add");
+        let variants = remove_operand(&m);
+        let first = &variants[0].model;
+        assert_eq!(first.operands.len(), m.operands.len() - 1);
+        // Operand 0 is gone from ADD's inputs; the others keep their old numbers.
+        let expected: Vec<u32> = m.operations[0]
+            .inputs
+            .iter()
+            .copied()
+            .filter(|&i| i != 0)
+            .collect();
+        assert_eq!(first.operations[0].inputs, expected);
+    }
+
+    #[test]
+    fn execution_order_moves_readers_front_and_writers_back() {
+        let m = inputs_as_internal(&model("add"));
+        let n = m.operations.len();
+        let variants = execution_order(&m);
+        let reader = variants
+            .iter()
+            .find(|v| v.name.ends_with("is a reader"))
+            .unwrap();
+        assert_eq!(reader.model.operations[0], m.operations[n - 1]);
+        let writer = variants
+            .iter()
+            .find(|v| v.name.ends_with("is a writer"))
+            .unwrap();
+        assert_eq!(writer.model.operations[n - 1], m.operations[0]);
+    }
+
+    #[test]
+    fn cycle_model_is_the_vts_one() {
+        let m = cycle_model();
+        assert_eq!(m.operations.len(), 3);
+        let mut counted = m.clone();
+        count_consumers(&mut counted);
+        let a: Vec<u32> = m.operands.iter().map(|o| o.number_of_consumers).collect();
+        let b: Vec<u32> = counted
+            .operands
+            .iter()
+            .map(|o| o.number_of_consumers)
+            .collect();
+        assert_eq!(a, b);
+    }
 }

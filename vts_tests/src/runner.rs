@@ -68,7 +68,8 @@ fn unsupported_list(model: &Model, supported: &[bool]) -> String {
         .filter(|(_, s)| !**s)
         .map(|(k, _)| {
             let raw = model.operations[k].operation_type;
-            let name = OperationType::from_raw(raw).map_or_else(|| raw.to_string(), |t| t.to_string());
+            let name =
+                OperationType::from_raw(raw).map_or_else(|| raw.to_string(), |t| t.to_string());
             format!("{k} ({name})")
         })
         .collect::<Vec<_>>()
@@ -81,7 +82,9 @@ fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, run: &mut ModeR
         Ok(m) => m,
         Err(e) => return fail(run, format!("cannot build the model: {e}")),
     };
-    match guarded("supported_operations", || device.supported_operations(&model)) {
+    match guarded("supported_operations", || {
+        device.supported_operations(&model)
+    }) {
         Err(p) => return fail(run, p),
         Ok(Err(e)) => return fail(run, format!("supported_operations returned {e}")),
         Ok(Ok(s)) if s.len() != model.operations.len() => {
@@ -97,7 +100,10 @@ fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, run: &mut ModeR
         Ok(Ok(s)) if s.iter().any(|x| !x) => {
             return fail(
                 run,
-                format!("operations reported unsupported: {}", unsupported_list(&model, &s)),
+                format!(
+                    "operations reported unsupported: {}",
+                    unsupported_list(&model, &s)
+                ),
             )
         }
         Ok(Ok(_)) => {}
@@ -130,7 +136,8 @@ fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, run: &mut ModeR
         run.executions += 1;
         // 1.0 reports no shapes; when the driver does report them they must be the declared ones.
         if !result.output_shapes.is_empty() {
-            let declared: Vec<Vec<u32>> = built.outputs.iter().map(|s| s.dimensions.clone()).collect();
+            let declared: Vec<Vec<u32>> =
+                built.outputs.iter().map(|s| s.dimensions.clone()).collect();
             if result.output_shapes != declared {
                 fail(
                     run,
@@ -153,7 +160,10 @@ fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, run: &mut ModeR
                 continue;
             }
             let Some(expected) = example.output(slot.position) else {
-                fail(run, format!("{at}: output {} has no expected values", slot.position));
+                fail(
+                    run,
+                    format!("{at}: output {} has no expected values", slot.position),
+                );
                 continue;
             };
             let c = compare(slot.operand_type, expected, bytes, &v.tolerance);
@@ -267,7 +277,9 @@ fn expect_invalid<T>(what: &str, result: Result<HalResult<T>, String>) -> Result
 pub fn check_invalid_model(device: &dyn Device, model: &Model) -> Result<(), String> {
     let supported = expect_invalid(
         "supported_operations",
-        guarded("supported_operations", || device.supported_operations(model)),
+        guarded("supported_operations", || {
+            device.supported_operations(model)
+        }),
     );
     let prepared = expect_invalid(
         "prepare_model",
@@ -316,7 +328,9 @@ impl ClassReport {
 /// Checks that `base` itself is a valid model; mutating an already rejected model would prove
 /// nothing.
 fn check_base(device: &dyn Device, base: &BaseModel) -> Result<(), String> {
-    match guarded("supported_operations", || device.supported_operations(&base.model)) {
+    match guarded("supported_operations", || {
+        device.supported_operations(&base.model)
+    }) {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(format!("{}: base model rejected: {e}", base.id())),
         Err(p) => Err(format!("{}: base model: {p}", base.id())),
@@ -324,7 +338,11 @@ fn check_base(device: &dyn Device, base: &BaseModel) -> Result<(), String> {
 }
 
 /// Applies one model mutation class to every base model and checks every variant.
-pub fn run_model_class(device: &dyn Device, mutator: &ModelMutator, bases: &[BaseModel]) -> ClassReport {
+pub fn run_model_class(
+    device: &dyn Device,
+    mutator: &ModelMutator,
+    bases: &[BaseModel],
+) -> ClassReport {
     let mut report = ClassReport {
         class: format!("{} {}", mutator.bi, mutator.name),
         ..ClassReport::default()
@@ -353,7 +371,9 @@ pub fn run_model_class(device: &dyn Device, mutator: &ModelMutator, bases: &[Bas
         for v in variants {
             report.variants += 1;
             if let Err(e) = check_invalid_model(device, &v.model) {
-                report.failures.push(format!("{}: {}: {e}", base.id(), v.name));
+                report
+                    .failures
+                    .push(format!("{}: {}: {e}", base.id(), v.name));
             }
         }
     }
@@ -375,7 +395,9 @@ pub fn run_request_class(
         let prepared = match guarded("prepare_model", || device.prepare_model(base.model.clone())) {
             Ok(Ok(p)) => p,
             Ok(Err(e)) => {
-                report.failures.push(format!("{}: base model did not prepare: {e}", base.id()));
+                report
+                    .failures
+                    .push(format!("{}: base model did not prepare: {e}", base.id()));
                 continue;
             }
             Err(p) => {
@@ -387,11 +409,15 @@ pub fn run_request_class(
         match guarded("execute", || prepared.execute(&valid)) {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
-                report.failures.push(format!("{}: base request failed: {e}", base.id()));
+                report
+                    .failures
+                    .push(format!("{}: base request failed: {e}", base.id()));
                 continue;
             }
             Err(p) => {
-                report.failures.push(format!("{}: base request: {p}", base.id()));
+                report
+                    .failures
+                    .push(format!("{}: base request: {p}", base.id()));
                 continue;
             }
         }
@@ -403,7 +429,9 @@ pub fn run_request_class(
         for v in variants {
             report.variants += 1;
             if let Err(e) = check_invalid_request(prepared.as_ref(), &v.request) {
-                report.failures.push(format!("{}: {}: {e}", base.id(), v.name));
+                report
+                    .failures
+                    .push(format!("{}: {}: {e}", base.id(), v.name));
             }
         }
     }

@@ -75,7 +75,9 @@ impl Device for InProcessDevice {
     }
 
     fn prepare_model(&self, model: Model) -> HalResult<Box<dyn Prepared>> {
-        Ok(Box::new(InProcessPrepared(self.driver.prepare_model(model)?)))
+        Ok(Box::new(InProcessPrepared(
+            self.driver.prepare_model(model)?,
+        )))
     }
 }
 

@@ -102,7 +102,7 @@ impl Example {
 }
 
 /// The AOSP harness comparison rule for this test.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tolerance {
     #[serde(default)]
@@ -114,17 +114,6 @@ pub struct Tolerance {
     /// Output positions the harness does not compare (scratch buffers, some states).
     #[serde(default)]
     pub ignored_outputs: Vec<usize>,
-}
-
-impl Default for Tolerance {
-    fn default() -> Self {
-        Tolerance {
-            float32: Float32Tolerance::default(),
-            quant8: IntTolerance::default(),
-            int32: IntTolerance::default(),
-            ignored_outputs: Vec::new(),
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]

@@ -6,6 +6,8 @@
 //! benchmarks all go through it.
 
 pub mod driver;
+mod executor;
+mod tensor;
 
 pub use driver::{Driver, ExecutionResult, PreparedModel};
 pub use nnhal_hal as hal;

@@ -86,14 +86,14 @@ fn load_all(paths: &[PathBuf], failures: &mut Vec<String>) -> Vec<Vector> {
         let files = match vector_files(path) {
             Ok(f) => f,
             Err(e) => {
-                failures.push(format!("FAIL {}: {e}", path.display()));
+                failures.push(format!("FAIL {e}"));
                 continue;
             }
         };
         for file in files {
             match Vector::from_file(&file) {
                 Ok(v) => out.push(v),
-                Err(e) => failures.push(format!("FAIL {}: {e}", file.display())),
+                Err(e) => failures.push(format!("FAIL {e}")),
             }
         }
     }

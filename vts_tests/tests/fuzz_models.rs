@@ -1,5 +1,5 @@
 //! Random raw damage to valid models: field values, indexes, truncations, dimensions, scales and
-//! zero points (NaN and infinities included). Whatever arrives, `supported_operations` and
+//! zero points (NaN and infinities included), constant values. Whatever arrives, `supported_operations` and
 //! `prepare_model` must not panic; `supported_operations` answers Ok or INVALID_ARGUMENT, and
 //! both calls agree on whether the model is invalid. `prepare_model` may also give
 //! GENERAL_FAILURE for a model `supported_operations` accepted (unsupported or too large).
@@ -32,6 +32,9 @@ enum Damage {
     TruncateOperands(usize),
     TruncateOperations(usize),
     TruncateOperandValues(usize),
+    /// Overwrites one aligned word of `operand_values`: constant scalars (strides, activations,
+    /// axes, block sizes) and shape tensors get arbitrary values.
+    PokeConstantWord(Index, i32),
     SwapOperations(Index, Index),
 }
 
@@ -89,6 +92,17 @@ fn damage() -> impl Strategy<Value = Damage> {
         (0usize..40).prop_map(Damage::TruncateOperands),
         (0usize..3).prop_map(Damage::TruncateOperations),
         (0usize..4096).prop_map(Damage::TruncateOperandValues),
+        (
+            any::<Index>(),
+            prop_oneof![
+                -2i32..8,
+                Just(i32::MIN),
+                Just(i32::MAX),
+                Just(0x7fc0_0000),
+                any::<i32>()
+            ]
+        )
+            .prop_map(|(i, v)| Damage::PokeConstantWord(i, v)),
         (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Damage::SwapOperations(a, b)),
     ]
 }
@@ -187,6 +201,13 @@ fn apply(model: &mut Model, d: &Damage) {
         Damage::TruncateOperands(n) => model.operands.truncate(*n),
         Damage::TruncateOperations(n) => model.operations.truncate(*n),
         Damage::TruncateOperandValues(n) => model.operand_values.truncate(*n),
+        Damage::PokeConstantWord(i, v) => {
+            let words = model.operand_values.len() / 4;
+            if words > 0 {
+                let at = i.index(words) * 4;
+                model.operand_values[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            }
+        }
         Damage::SwapOperations(a, b) => {
             let len = model.operations.len();
             if len > 0 {
@@ -205,7 +226,8 @@ fn status<T>(r: &HalResult<T>) -> ErrorStatus {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 256,
+        // Fast enough for every `cargo test`; NNHAL_FUZZ_CASES raises it for a longer soak.
+        cases: std::env::var("NNHAL_FUZZ_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(1024),
         failure_persistence: None,
         ..ProptestConfig::default()
     })]

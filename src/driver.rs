@@ -180,10 +180,12 @@ impl PreparedModel {
                         op.ty
                     )))
                 }
-                Err(InferError::Unknown) => return Err(HalError::InvalidArgument(format!(
+                Err(InferError::Unknown) => {
+                    return Err(HalError::InvalidArgument(format!(
                     "operation {k} ({}): a dimension or parameter is still unknown at execution",
                     op.ty
-                ))),
+                )))
+                }
             };
             let mut outs = Vec::with_capacity(op.outputs.len());
             for (&o, dims) in op.outputs.iter().zip(&inferred.outputs) {

@@ -31,6 +31,7 @@ fn try_vec<T: Clone>(len: usize, fill: T) -> HalResult<Vec<T>> {
     Ok(v)
 }
 
+#[allow(clippy::len_without_is_empty)]
 impl Data {
     /// A zero-filled buffer for `len` elements of `ty` (fallible: a huge shape must not abort).
     pub fn zeros(ty: OperandType, len: usize) -> HalResult<Data> {
@@ -79,10 +80,6 @@ impl Data {
             Data::I32(v) => v.len(),
             Data::U8(v) => v.len(),
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Little-endian bytes of the values.

@@ -1,8 +1,25 @@
-//! Driver and prepared model (IDevice / IPreparedModel semantics, types.hal 1.0).
-//! PLACEHOLDER: the API is fixed, the bodies are being written.
+//! Driver and prepared model: the in-process form of `IDevice` and `IPreparedModel`
+//! (types.hal 1.0 semantics; hal-surface §3, §7).
+//!
+//! `prepare_model` validates, reports valid-but-unsupported models as GENERAL_FAILURE, and
+//! decodes every constant once. `execute` validates and binds the request, copies inputs out of
+//! shared memory, runs the operations in order on the driver's kernel pool, frees temporaries
+//! after their last reader, and copies outputs back. A prepared model holds no per-execution
+//! state, so any number of executions may run on it at once.
 
-use nnhal_hal::{Capabilities, HalError, HalResult, Model, PerformanceInfo, Request};
+use crate::executor::{self, OpInputs};
+use crate::tensor::{Data, Tensor};
+use nnhal_hal::shape::{self, Arg, InferError};
+use nnhal_hal::validate::{self, BoundRequest, ValidModel};
+use nnhal_hal::{
+    Capabilities, HalError, HalResult, Model, OperandLifeTime, OperandType, PerformanceInfo,
+    Request,
+};
 use std::sync::Arc;
+
+/// Upper bound on the bytes of operand values one execution may hold at once. A model or
+/// request that needs more fails with GENERAL_FAILURE instead of exhausting the service.
+pub const EXECUTION_MEMORY_BUDGET: u64 = 4 << 30;
 
 /// The device: owns the kernel thread pool.
 pub struct Driver {
@@ -18,7 +35,10 @@ pub struct ExecutionResult {
 
 /// A validated, planned model; executions may run concurrently.
 pub struct PreparedModel {
-    _pool: Arc<rayon::ThreadPool>,
+    model: ValidModel,
+    /// Decoded constant values, by operand index.
+    constants: Vec<Option<Arc<Tensor>>>,
+    pool: Arc<rayon::ThreadPool>,
 }
 
 impl Driver {
@@ -34,7 +54,13 @@ impl Driver {
         })
     }
 
+    /// Number of kernel worker threads.
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
     pub fn capabilities(&self) -> Capabilities {
+        // Relative to the platform's own CPU path: same class of device, so 1.0 on every axis.
         let p = PerformanceInfo {
             exec_time: 1.0,
             power_usage: 1.0,
@@ -47,30 +73,188 @@ impl Driver {
 
     /// Validates `model` (INVALID_ARGUMENT when malformed), then says per operation whether
     /// this driver can run it.
-    pub fn supported_operations(&self, _model: &Model) -> HalResult<Vec<bool>> {
-        Err(HalError::GeneralFailure("not yet implemented".into()))
+    pub fn supported_operations(&self, model: &Model) -> HalResult<Vec<bool>> {
+        Ok(validate::validate_model(model)?.supported)
     }
 
     /// Validates `model` only (the synchronous part of prepareModel).
-    pub fn validate_model(&self, _model: &Model) -> HalResult<()> {
-        Err(HalError::GeneralFailure("not yet implemented".into()))
+    pub fn validate_model(&self, model: &Model) -> HalResult<()> {
+        validate::validate_model(model).map(|_| ())
     }
 
     /// Validates and plans `model`.
-    pub fn prepare_model(&self, _model: Model) -> HalResult<Arc<PreparedModel>> {
-        let _ = &self.pool;
-        Err(HalError::GeneralFailure("not yet implemented".into()))
+    pub fn prepare_model(&self, model: Model) -> HalResult<Arc<PreparedModel>> {
+        let valid = validate::validate_model(&model)?;
+        if let Some(k) = valid.supported.iter().position(|s| !s) {
+            return Err(HalError::GeneralFailure(format!(
+                "operation {k} ({}) is not supported by this driver",
+                valid.operations[k].ty
+            )));
+        }
+        let mut constants = vec![None; valid.operands.len()];
+        for (i, o) in valid.operands.iter().enumerate() {
+            if matches!(
+                o.lifetime,
+                OperandLifeTime::ConstantCopy | OperandLifeTime::ConstantReference
+            ) {
+                let bytes = valid.constant_bytes(&model, i)?;
+                let data = Data::decode(o.ty, &bytes)?;
+                constants[i] = Some(Arc::new(Tensor {
+                    dims: o.dims.clone(),
+                    data,
+                }));
+            }
+        }
+        Ok(Arc::new(PreparedModel {
+            model: valid,
+            constants,
+            pool: self.pool.clone(),
+        }))
     }
 }
 
 impl PreparedModel {
     /// Validates `request` only (the synchronous part of execute).
-    pub fn validate_request(&self, _request: &Request) -> HalResult<()> {
-        Err(HalError::GeneralFailure("not yet implemented".into()))
+    pub fn validate_request(&self, request: &Request) -> HalResult<()> {
+        validate::validate_request(&self.model, request).map(|_| ())
     }
 
     /// Validates `request`, runs the model, writes the outputs into the request's pools.
-    pub fn execute(&self, _request: &Request) -> HalResult<ExecutionResult> {
-        Err(HalError::GeneralFailure("not yet implemented".into()))
+    pub fn execute(&self, request: &Request) -> HalResult<ExecutionResult> {
+        let bound = validate::validate_request(&self.model, request)?;
+        self.pool.install(|| self.run(&bound))
     }
+
+    fn run(&self, bound: &BoundRequest) -> HalResult<ExecutionResult> {
+        let m = &self.model;
+        let mut slots: Vec<Option<Arc<Tensor>>> = self.constants.clone();
+        let mut held: u64 = 0;
+        for (pos, arg) in bound.inputs.iter().enumerate() {
+            let Some(arg) = arg else { continue };
+            let info = &m.operands[m.inputs[pos]];
+            let need = validate::byte_size(info.ty, &arg.dims)?;
+            held = charge(held, need)?;
+            let bytes = bound.pools[arg.pool].read_vec(arg.offset, need as usize)?;
+            let data = Data::decode(info.ty, &bytes)?;
+            slots[m.inputs[pos]] = Some(Arc::new(Tensor {
+                dims: arg.dims.clone(),
+                data,
+            }));
+        }
+
+        let mut remaining: Vec<u32> = m.operands.iter().map(|o| o.consumers).collect();
+        for (k, op) in m.operations.iter().enumerate() {
+            // Parameter bytes for inference: scalars and small integer tensors (shapes).
+            let param_bytes: Vec<Option<Vec<u8>>> = op
+                .inputs
+                .iter()
+                .map(|&i| {
+                    let o = &m.operands[i];
+                    let small = !o.ty.is_tensor() || (o.ty == OperandType::TensorInt32);
+                    slots[i]
+                        .as_ref()
+                        .filter(|t| small && t.data.len() <= 256)
+                        .map(|t| t.data.to_le_bytes())
+                })
+                .collect();
+            let args: Vec<Option<Arg>> = op
+                .inputs
+                .iter()
+                .zip(&param_bytes)
+                .map(|(&i, bytes)| {
+                    let o = &m.operands[i];
+                    slots[i].as_ref().map(|t| Arg {
+                        ty: o.ty,
+                        dims: &t.dims,
+                        scale: o.scale,
+                        zero_point: o.zero_point,
+                        value: bytes.as_deref(),
+                    })
+                })
+                .collect();
+            let inferred = match shape::infer(op.ty, &args) {
+                Ok(inferred) => inferred,
+                Err(InferError::Invalid(why)) => {
+                    return Err(HalError::InvalidArgument(format!(
+                        "operation {k} ({}): {why}",
+                        op.ty
+                    )))
+                }
+                Err(InferError::Unknown) => {
+                    return Err(HalError::InvalidArgument(format!(
+                    "operation {k} ({}): a dimension or parameter is still unknown at execution",
+                    op.ty
+                )))
+                }
+            };
+            let mut outs = Vec::with_capacity(op.outputs.len());
+            for (&o, dims) in op.outputs.iter().zip(&inferred.outputs) {
+                let info = &m.operands[o];
+                validate::check_declared(k, op.ty, o, &info.dims, dims)?;
+                let count = shape::element_count(dims).map_err(HalError::InvalidArgument)?;
+                held = charge(held, count * info.ty.element_size().unwrap_or(1) as u64)?;
+                outs.push(Tensor {
+                    dims: dims.clone(),
+                    data: Data::zeros(info.ty, count as usize)?,
+                });
+            }
+            {
+                let ins = OpInputs {
+                    values: op.inputs.iter().map(|&i| slots[i].as_deref()).collect(),
+                    infos: op.inputs.iter().map(|&i| &m.operands[i]).collect(),
+                };
+                let out_infos: Vec<_> = op.outputs.iter().map(|&o| &m.operands[o]).collect();
+                executor::run(op, &inferred.params, &ins, &out_infos, &mut outs)?;
+            }
+            for (&o, t) in op.outputs.iter().zip(outs) {
+                slots[o] = Some(Arc::new(t));
+            }
+            // Free temporaries after their last reader, as the reference executor does.
+            for &i in &op.inputs {
+                remaining[i] = remaining[i].saturating_sub(1);
+                if remaining[i] == 0 && m.operands[i].lifetime == OperandLifeTime::TemporaryVariable
+                {
+                    if let Some(t) = slots[i].take() {
+                        let bytes = t.data.len() as u64
+                            * m.operands[i].ty.element_size().unwrap_or(1) as u64;
+                        held = held.saturating_sub(bytes);
+                    }
+                }
+            }
+        }
+
+        let mut output_shapes = Vec::with_capacity(m.outputs.len());
+        for (pos, arg) in bound.outputs.iter().enumerate() {
+            let t = slots[m.outputs[pos]].as_ref().ok_or_else(|| {
+                HalError::GeneralFailure(format!("output {pos} was not computed"))
+            })?;
+            if t.dims != arg.dims {
+                return Err(HalError::InvalidArgument(format!(
+                    "output {pos}: computed dimensions {:?} differ from the requested {:?}",
+                    t.dims, arg.dims
+                )));
+            }
+            let bytes = t.data.to_le_bytes();
+            if bytes.len() as u64 > arg.length {
+                return Err(HalError::OutputInsufficientSize(format!(
+                    "output {pos}: {} bytes given, {} needed",
+                    arg.length,
+                    bytes.len()
+                )));
+            }
+            bound.pools[arg.pool].write(arg.offset, &bytes)?;
+            output_shapes.push(t.dims.clone());
+        }
+        Ok(ExecutionResult { output_shapes })
+    }
+}
+
+fn charge(held: u64, bytes: u64) -> HalResult<u64> {
+    let total = held.saturating_add(bytes);
+    if total > EXECUTION_MEMORY_BUDGET {
+        return Err(HalError::GeneralFailure(format!(
+            "execution needs more than {EXECUTION_MEMORY_BUDGET} bytes of operand memory"
+        )));
+    }
+    Ok(total)
 }

@@ -7,7 +7,9 @@
 
 pub mod binder;
 pub mod driver;
+mod executor;
 pub mod probe;
+mod tensor;
 
 pub use driver::{Driver, ExecutionResult, PreparedModel};
 pub use nnhal_hal as hal;

@@ -39,11 +39,19 @@ pub struct Vector {
 }
 
 fn nums(v: &Value) -> Vec<f64> {
-    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
 }
 
 fn idx(v: &Value) -> Vec<usize> {
-    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as usize)
+        .collect()
 }
 
 impl Vector {
@@ -64,7 +72,11 @@ impl Vector {
                 scale: o["scale"].as_f64().unwrap() as f32,
                 zero_point: o["zeroPoint"].as_i64().unwrap() as i32,
                 lifetime: o["lifetime"].as_str().unwrap().to_string(),
-                value: if o["value"].is_null() { None } else { Some(nums(&o["value"])) },
+                value: if o["value"].is_null() {
+                    None
+                } else {
+                    Some(nums(&o["value"]))
+                },
             })
             .collect();
         let operations = m["operations"]
@@ -95,7 +107,10 @@ impl Vector {
                 outputs: keyed(&e["outputs"], &output_indexes),
             })
             .collect();
-        let ignored = idx(&j["tolerance"]["ignoredOutputs"]).into_iter().map(|p| output_indexes[p]).collect();
+        let ignored = idx(&j["tolerance"]["ignoredOutputs"])
+            .into_iter()
+            .map(|p| output_indexes[p])
+            .collect();
         Vector {
             name: name.to_string(),
             operands,
@@ -110,19 +125,34 @@ impl Vector {
     /// The values of operand `i` in example `ex`: its constant value, or the example's input.
     /// `None` for an omitted (NO_VALUE) operand.
     pub fn value<'a>(&'a self, ex: &'a Example, i: usize) -> Option<&'a [f64]> {
-        self.operands[i].value.as_deref().or_else(|| ex.inputs.get(&i).map(|v| v.as_slice()))
+        self.operands[i]
+            .value
+            .as_deref()
+            .or_else(|| ex.inputs.get(&i).map(|v| v.as_slice()))
     }
 
     pub fn f32s(&self, ex: &Example, i: usize) -> Vec<f32> {
-        self.value(ex, i).unwrap().iter().map(|&x| x as f32).collect()
+        self.value(ex, i)
+            .unwrap()
+            .iter()
+            .map(|&x| x as f32)
+            .collect()
     }
 
     pub fn u8s(&self, ex: &Example, i: usize) -> Vec<u8> {
-        self.value(ex, i).unwrap().iter().map(|&x| x as u8).collect()
+        self.value(ex, i)
+            .unwrap()
+            .iter()
+            .map(|&x| x as u8)
+            .collect()
     }
 
     pub fn i32s(&self, ex: &Example, i: usize) -> Vec<i32> {
-        self.value(ex, i).unwrap().iter().map(|&x| x as i32).collect()
+        self.value(ex, i)
+            .unwrap()
+            .iter()
+            .map(|&x| x as i32)
+            .collect()
     }
 
     pub fn scalar_i32(&self, ex: &Example, i: usize) -> i32 {

@@ -1,0 +1,165 @@
+//! Operand values inside one execution: typed, owned, aligned buffers decoded from the
+//! little-endian bytes of the model's constants and the request's pools (and encoded back for
+//! outputs). Copying at this boundary is what lets kernels take `&[f32]` safely: nothing typed
+//! ever points into shared memory.
+
+use nnhal_hal::{HalError, HalResult, OperandType};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Data {
+    F32(Vec<f32>),
+    I32(Vec<i32>),
+    U8(Vec<u8>),
+}
+
+/// A value with its dimensions (empty for scalars).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tensor {
+    pub dims: Vec<u32>,
+    pub data: Data,
+}
+
+fn try_vec<T: Clone>(len: usize, fill: T) -> HalResult<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        HalError::GeneralFailure(format!(
+            "cannot allocate {len} elements of {} bytes",
+            std::mem::size_of::<T>()
+        ))
+    })?;
+    v.resize(len, fill);
+    Ok(v)
+}
+
+#[allow(clippy::len_without_is_empty)]
+impl Data {
+    /// A zero-filled buffer for `len` elements of `ty` (fallible: a huge shape must not abort).
+    pub fn zeros(ty: OperandType, len: usize) -> HalResult<Data> {
+        Ok(match ty {
+            OperandType::Float32 | OperandType::TensorFloat32 => Data::F32(try_vec(len, 0.0)?),
+            OperandType::Int32 | OperandType::UInt32 | OperandType::TensorInt32 => {
+                Data::I32(try_vec(len, 0)?)
+            }
+            OperandType::TensorQuant8Asymm => Data::U8(try_vec(len, 0)?),
+            OperandType::Oem | OperandType::TensorOemByte => {
+                return Err(HalError::GeneralFailure(format!(
+                    "{ty} operands cannot be executed"
+                )))
+            }
+        })
+    }
+
+    /// Decodes little-endian bytes holding values of `ty`.
+    pub fn decode(ty: OperandType, bytes: &[u8]) -> HalResult<Data> {
+        Ok(match Data::zeros(ty, 0)? {
+            Data::F32(_) => {
+                let mut v = try_vec(bytes.len() / 4, 0.0f32)?;
+                for (d, c) in v.iter_mut().zip(bytes.chunks_exact(4)) {
+                    *d = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                }
+                Data::F32(v)
+            }
+            Data::I32(_) => {
+                let mut v = try_vec(bytes.len() / 4, 0i32)?;
+                for (d, c) in v.iter_mut().zip(bytes.chunks_exact(4)) {
+                    *d = i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                }
+                Data::I32(v)
+            }
+            Data::U8(_) => {
+                let mut v = try_vec(bytes.len(), 0u8)?;
+                v.copy_from_slice(bytes);
+                Data::U8(v)
+            }
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Data::F32(v) => v.len(),
+            Data::I32(v) => v.len(),
+            Data::U8(v) => v.len(),
+        }
+    }
+
+    /// Little-endian bytes of the values.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        match self {
+            Data::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::U8(v) => v.clone(),
+        }
+    }
+}
+
+impl Tensor {
+    pub fn f32(&self) -> HalResult<&[f32]> {
+        match &self.data {
+            Data::F32(v) => Ok(v),
+            _ => Err(HalError::GeneralFailure("expected float32 data".into())),
+        }
+    }
+
+    pub fn i32(&self) -> HalResult<&[i32]> {
+        match &self.data {
+            Data::I32(v) => Ok(v),
+            _ => Err(HalError::GeneralFailure("expected int32 data".into())),
+        }
+    }
+
+    pub fn u8(&self) -> HalResult<&[u8]> {
+        match &self.data {
+            Data::U8(v) => Ok(v),
+            _ => Err(HalError::GeneralFailure("expected uint8 data".into())),
+        }
+    }
+
+    pub fn f32_mut(&mut self) -> HalResult<&mut [f32]> {
+        match &mut self.data {
+            Data::F32(v) => Ok(v),
+            _ => Err(HalError::GeneralFailure("expected float32 data".into())),
+        }
+    }
+
+    pub fn i32_mut(&mut self) -> HalResult<&mut [i32]> {
+        match &mut self.data {
+            Data::I32(v) => Ok(v),
+            _ => Err(HalError::GeneralFailure("expected int32 data".into())),
+        }
+    }
+
+    pub fn u8_mut(&mut self) -> HalResult<&mut [u8]> {
+        match &mut self.data {
+            Data::U8(v) => Ok(v),
+            _ => Err(HalError::GeneralFailure("expected uint8 data".into())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode_encode_round_trip() {
+        let d = Data::F32(vec![1.5, -2.0]);
+        assert_eq!(
+            Data::decode(OperandType::TensorFloat32, &d.to_le_bytes()).unwrap(),
+            d
+        );
+        let d = Data::I32(vec![7, -9]);
+        assert_eq!(
+            Data::decode(OperandType::Int32, &d.to_le_bytes()).unwrap(),
+            d
+        );
+        assert_eq!(
+            Data::decode(OperandType::TensorQuant8Asymm, &[1, 2]).unwrap(),
+            Data::U8(vec![1, 2])
+        );
+    }
+
+    #[test]
+    fn absurd_allocations_fail_cleanly() {
+        assert!(Data::zeros(OperandType::TensorFloat32, usize::MAX / 2).is_err());
+    }
+}

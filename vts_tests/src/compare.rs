@@ -1,0 +1,172 @@
+//! The AOSP harness comparison rule (`TestHarness.h` `compare`), applied to one output.
+//!
+//! * TENSOR_FLOAT32: `|e − a| ≤ atol + rtol·|e|`, evaluated in float32 exactly as the harness
+//!   does (so a result that passes there passes here and vice versa); NaN never passes.
+//! * TENSOR_QUANT8_ASYMM: `|e − a| ≤ maxAbsDiff` in uint8 units. Exact matches are counted as
+//!   well: the ±1 allowance hides rounding differences, and the count shows how many there are.
+//! * TENSOR_INT32 (and the other integer types): `|e − a| ≤ maxAbsDiff`, 0 by default (exact).
+
+use crate::model::decode;
+use crate::vector::Tolerance;
+use nnhal::hal::OperandType;
+
+/// How many mismatching elements a comparison keeps for its report (the harness prints 10).
+pub const MAX_REPORTED: usize = 10;
+
+/// One element outside the tolerance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mismatch {
+    pub index: usize,
+    pub expected: f64,
+    pub actual: f64,
+}
+
+/// The result of comparing one output.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Comparison {
+    /// Elements compared.
+    pub elements: usize,
+    /// Elements outside the tolerance (all of them, not just the reported ones).
+    pub mismatches: usize,
+    /// The first [`MAX_REPORTED`] mismatches.
+    pub first: Vec<Mismatch>,
+    /// Quant8 elements compared / equal to the expected value exactly.
+    pub quant8_total: usize,
+    pub quant8_exact: usize,
+    /// Largest absolute difference seen (useful when tuning kernels).
+    pub max_abs_diff: f64,
+    /// Set when the output had the wrong number of bytes for its element count.
+    pub size_error: Option<String>,
+}
+
+impl Comparison {
+    pub fn passed(&self) -> bool {
+        self.mismatches == 0 && self.size_error.is_none()
+    }
+
+    /// One-line description of the failure (empty when passed).
+    pub fn describe(&self) -> String {
+        if let Some(e) = &self.size_error {
+            return e.clone();
+        }
+        if self.passed() {
+            return String::new();
+        }
+        let shown: Vec<String> = self
+            .first
+            .iter()
+            .map(|m| format!("[{}] expected {} got {}", m.index, m.expected, m.actual))
+            .collect();
+        format!(
+            "{} of {} elements out of tolerance (max |diff| {}): {}",
+            self.mismatches,
+            self.elements,
+            self.max_abs_diff,
+            shown.join(", ")
+        )
+    }
+}
+
+/// Whether `actual` is within the float32 harness tolerance of `expected`.
+pub fn float_within(expected: f32, actual: f32, atol: f32, rtol: f32) -> bool {
+    (expected - actual).abs() <= atol + rtol * expected.abs()
+}
+
+/// Compares the raw bytes `actual` of an output of type `ty` with the `expected` values.
+pub fn compare(ty: OperandType, expected: &[f64], actual: &[u8], tol: &Tolerance) -> Comparison {
+    let mut c = Comparison::default();
+    let elem = ty.element_size().unwrap_or(1);
+    if actual.len() != expected.len() * elem {
+        c.size_error = Some(format!(
+            "output has {} bytes, expected {} elements of {} bytes",
+            actual.len(),
+            expected.len(),
+            elem
+        ));
+        return c;
+    }
+    let got = decode(ty, actual);
+    c.elements = expected.len();
+    for (index, (&e, &a)) in expected.iter().zip(&got).enumerate() {
+        let ok = match ty {
+            OperandType::Float32 | OperandType::TensorFloat32 => {
+                float_within(e as f32, a as f32, tol.float32.atol, tol.float32.rtol)
+            }
+            OperandType::TensorQuant8Asymm => {
+                c.quant8_total += 1;
+                if e == a {
+                    c.quant8_exact += 1;
+                }
+                (e - a).abs() <= tol.quant8.max_abs_diff as f64
+            }
+            _ => (e - a).abs() <= tol.int32.max_abs_diff as f64,
+        };
+        let diff = (e - a).abs();
+        if diff > c.max_abs_diff || diff.is_nan() {
+            c.max_abs_diff = diff;
+        }
+        if !ok {
+            c.mismatches += 1;
+            if c.first.len() < MAX_REPORTED {
+                c.first.push(Mismatch {
+                    index,
+                    expected: e,
+                    actual: a,
+                });
+            }
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn float_rule_uses_absolute_and_relative_terms() {
+        let tol = Tolerance::default();
+        let c = compare(
+            OperandType::TensorFloat32,
+            &[1.0, 1000.0, 0.0],
+            &f32_bytes(&[1.000_005, 1_000.000_5, 2e-5]),
+            &tol,
+        );
+        assert_eq!(c.mismatches, 1, "{c:?}");
+        assert_eq!(c.first[0].index, 2);
+        let nan = compare(
+            OperandType::TensorFloat32,
+            &[1.0],
+            &f32_bytes(&[f32::NAN]),
+            &tol,
+        );
+        assert!(!nan.passed());
+    }
+
+    #[test]
+    fn quant8_allows_one_and_counts_exact() {
+        let tol = Tolerance::default();
+        let c = compare(
+            OperandType::TensorQuant8Asymm,
+            &[10.0, 20.0, 30.0],
+            &[10, 21, 32],
+            &tol,
+        );
+        assert_eq!((c.quant8_total, c.quant8_exact, c.mismatches), (3, 1, 1));
+    }
+
+    #[test]
+    fn int32_is_exact_and_sizes_are_checked() {
+        let tol = Tolerance::default();
+        let bytes: Vec<u8> = [5i32, -3].iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert!(compare(OperandType::TensorInt32, &[5.0, -3.0], &bytes, &tol).passed());
+        assert!(!compare(OperandType::TensorInt32, &[5.0, -2.0], &bytes, &tol).passed());
+        assert!(compare(OperandType::TensorInt32, &[5.0], &bytes, &tol)
+            .size_error
+            .is_some());
+    }
+}

@@ -1,0 +1,609 @@
+//! Turns a golden vector into the HAL structures a driver receives: the [`Model`] in either
+//! constant mode, and one [`Request`] per example, laid out the way the VTS harness lays them out.
+//!
+//! * [`ConstantMode::Copy`]: constants travel inline in `Model::operand_values`
+//!   (CONSTANT_COPY), omitted optional inputs stay NO_VALUE operands.
+//! * [`ConstantMode::Reference`]: the same constants live in one sealed memfd pool
+//!   (CONSTANT_REFERENCE), and the omitted optional inputs become MODEL_INPUTs again at their
+//!   AOSP positions, supplied with `has_no_value`. That is how AOSP and VTS build these tests, so
+//!   both the pool path and the `hasNoValue` path of the driver are exercised.
+//!
+//! Requests use two sealed memfd pools (inputs in pool 0, outputs in pool 1) with every argument
+//! starting on a 4-byte boundary and no request dimensions, as VTS's `createRequest` does.
+
+use crate::vector::{Example, Vector, VectorError};
+use nnhal::hal::memory::create_memfd;
+use nnhal::hal::{
+    DataLocation, HalError, HalResult, MappedPool, Memory, Model, Operand, OperandLifeTime,
+    OperandType, Operation, OperationType, Request, RequestArgument,
+};
+
+/// Where a model's constants live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConstantMode {
+    /// CONSTANT_COPY in `operand_values`; omitted optional inputs as NO_VALUE operands.
+    Copy,
+    /// CONSTANT_REFERENCE in one shared-memory pool; omitted optional inputs as MODEL_INPUTs
+    /// fed with `has_no_value`.
+    Reference,
+}
+
+impl ConstantMode {
+    pub const ALL: [ConstantMode; 2] = [ConstantMode::Copy, ConstantMode::Reference];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ConstantMode::Copy => "CONSTANT_COPY",
+            ConstantMode::Reference => "CONSTANT_REFERENCE",
+        }
+    }
+}
+
+impl std::fmt::Display for ConstantMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+fn invalid(msg: String) -> VectorError {
+    VectorError::Invalid(msg)
+}
+
+/// Rounds up to the 4-byte alignment the framework and VTS give every constant and argument.
+pub fn align4(n: usize) -> usize {
+    n.div_ceil(4) * 4
+}
+
+/// Number of elements of an operand with these dimensions (1 for scalars); `None` on overflow.
+pub fn element_count(dimensions: &[u32]) -> Option<usize> {
+    dimensions
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d as usize))
+}
+
+/// Byte size of a fully specified operand of type `ty`; `None` for OEM types, unknown types or
+/// overflow. An unspecified (0) dimension gives 0, as AOSP's `sizeOfData` does.
+pub fn byte_size(ty: i32, dimensions: &[u32]) -> Option<usize> {
+    let elem = OperandType::from_raw(ty)?.element_size()?;
+    element_count(dimensions)?.checked_mul(elem)
+}
+
+/// Encodes values of an operand of type `ty` as the driver reads them: 4-byte little-endian
+/// words for float32/int32/uint32, one byte per quant8 element.
+pub fn encode(ty: OperandType, values: &[f64], what: &str) -> Result<Vec<u8>, VectorError> {
+    let mut out = Vec::with_capacity(values.len() * 4);
+    for (i, &v) in values.iter().enumerate() {
+        let bad = || invalid(format!("{what}: value {v} at {i} does not fit {ty}"));
+        match ty {
+            OperandType::Float32 | OperandType::TensorFloat32 => {
+                out.extend_from_slice(&(v as f32).to_le_bytes())
+            }
+            OperandType::Int32 | OperandType::TensorInt32 => {
+                if v.fract() != 0.0 || v < f64::from(i32::MIN) || v > f64::from(i32::MAX) {
+                    return Err(bad());
+                }
+                out.extend_from_slice(&(v as i32).to_le_bytes())
+            }
+            OperandType::UInt32 => {
+                if v.fract() != 0.0 || v < 0.0 || v > f64::from(u32::MAX) {
+                    return Err(bad());
+                }
+                out.extend_from_slice(&(v as u32).to_le_bytes())
+            }
+            OperandType::TensorQuant8Asymm => {
+                if v.fract() != 0.0 || !(0.0..=255.0).contains(&v) {
+                    return Err(bad());
+                }
+                out.push(v as u8)
+            }
+            OperandType::Oem | OperandType::TensorOemByte => {
+                return Err(invalid(format!(
+                    "{what}: OEM operand types carry no values"
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The inverse of [`encode`]: reads the elements of `bytes` as `ty` values.
+pub fn decode(ty: OperandType, bytes: &[u8]) -> Vec<f64> {
+    let word = |c: &[u8]| [c[0], c[1], c[2], c[3]];
+    match ty {
+        OperandType::Float32 | OperandType::TensorFloat32 => bytes
+            .chunks_exact(4)
+            .map(|c| f64::from(f32::from_le_bytes(word(c))))
+            .collect(),
+        OperandType::Int32 | OperandType::TensorInt32 => bytes
+            .chunks_exact(4)
+            .map(|c| f64::from(i32::from_le_bytes(word(c))))
+            .collect(),
+        OperandType::UInt32 => bytes
+            .chunks_exact(4)
+            .map(|c| f64::from(u32::from_le_bytes(word(c))))
+            .collect(),
+        OperandType::TensorQuant8Asymm | OperandType::TensorOemByte => {
+            bytes.iter().map(|&b| f64::from(b)).collect()
+        }
+        OperandType::Oem => Vec::new(),
+    }
+}
+
+fn operand_type(v: &Vector, index: usize) -> Result<OperandType, VectorError> {
+    let name = &v.model.operands[index].operand_type;
+    OperandType::from_name(name)
+        .ok_or_else(|| invalid(format!("operand {index}: unknown operand type {name}")))
+}
+
+/// Sets every operand's `number_of_consumers` to its number of appearances in operation inputs,
+/// duplicates included (ADD(x, x) consumes x twice), as the HAL defines it. Out-of-range indexes
+/// are ignored so this can run on deliberately broken models.
+pub fn count_consumers(model: &mut Model) {
+    for operand in &mut model.operands {
+        operand.number_of_consumers = 0;
+    }
+    for operation in &model.operations {
+        for &i in &operation.inputs {
+            if let Some(operand) = model.operands.get_mut(i as usize) {
+                operand.number_of_consumers += 1;
+            }
+        }
+    }
+}
+
+/// The model input list of `v` in `mode`, with, for each position, the position in the vector's
+/// reduced input list that supplies its data (`None`: an omitted input, fed with `has_no_value`).
+pub fn request_inputs(
+    v: &Vector,
+    mode: ConstantMode,
+) -> Result<Vec<(u32, Option<usize>)>, VectorError> {
+    let reduced = &v.model.input_indexes;
+    let omitted = &v.aosp.omitted_inputs;
+    let full: Vec<u32> = match (mode, &v.aosp.input_indexes) {
+        (ConstantMode::Reference, Some(aosp)) if !omitted.is_empty() => aosp.clone(),
+        _ => reduced.clone(),
+    };
+    let mut out = Vec::with_capacity(full.len());
+    for &operand in &full {
+        if let Some(pos) = reduced.iter().position(|&r| r == operand) {
+            out.push((operand, Some(pos)));
+        } else if omitted.contains(&operand) {
+            out.push((operand, None));
+        } else {
+            return Err(invalid(format!(
+                "aosp.inputIndexes names operand {operand}, which is neither a model input nor omitted"
+            )));
+        }
+    }
+    // Every reduced input must survive in the full list, in the same relative order, or the
+    // example keys would feed the wrong operands.
+    let fed: Vec<u32> = out
+        .iter()
+        .filter(|(_, p)| p.is_some())
+        .map(|(o, _)| *o)
+        .collect();
+    if &fed != reduced {
+        return Err(invalid(format!(
+            "aosp.inputIndexes {full:?} does not contain model.inputIndexes {reduced:?} in order"
+        )));
+    }
+    Ok(out)
+}
+
+/// Builds the HAL model of `v` in `mode`.
+pub fn to_model(v: &Vector, mode: ConstantMode) -> Result<Model, VectorError> {
+    let n = v.model.operands.len();
+    let inputs = request_inputs(v, mode)?;
+    let mut model = Model::default();
+    // Constant bytes in declaration order; they go to operand_values or to the pool.
+    let mut constants: Vec<u8> = Vec::new();
+
+    for (index, vo) in v.model.operands.iter().enumerate() {
+        let what = format!("operand {index}");
+        let ty = operand_type(v, index)?;
+        let lifetime = OperandLifeTime::from_name(&vo.lifetime)
+            .ok_or_else(|| invalid(format!("{what}: unknown lifetime {}", vo.lifetime)))?;
+        let mut operand = Operand::new(ty, &vo.dimensions, lifetime);
+        operand.scale = vo.scale;
+        operand.zero_point = vo.zero_point;
+        match lifetime {
+            OperandLifeTime::ConstantCopy | OperandLifeTime::ConstantReference => {
+                let values = vo
+                    .value
+                    .as_deref()
+                    .ok_or_else(|| invalid(format!("{what}: constant without a value")))?;
+                let bytes = encode(ty, values, &what)?;
+                let expected = byte_size(ty.raw(), &vo.dimensions);
+                if expected != Some(bytes.len()) {
+                    return Err(invalid(format!(
+                        "{what}: {} values do not fill dimensions {:?}",
+                        values.len(),
+                        vo.dimensions
+                    )));
+                }
+                let offset = constants.len();
+                constants.extend_from_slice(&bytes);
+                constants.resize(align4(constants.len()), 0);
+                let (lifetime, pool_index) = match mode {
+                    ConstantMode::Copy => (OperandLifeTime::ConstantCopy, 0),
+                    ConstantMode::Reference => (OperandLifeTime::ConstantReference, 0),
+                };
+                operand.lifetime = lifetime.raw();
+                operand.location = DataLocation {
+                    pool_index,
+                    offset: offset as u32,
+                    length: bytes.len() as u32,
+                };
+            }
+            // An omitted optional input in reference mode: a model input fed with no value.
+            OperandLifeTime::NoValue
+                if inputs
+                    .iter()
+                    .any(|&(o, p)| o as usize == index && p.is_none()) =>
+            {
+                operand.lifetime = OperandLifeTime::ModelInput.raw();
+            }
+            _ => {}
+        }
+        model.operands.push(operand);
+    }
+
+    for (k, op) in v.model.operations.iter().enumerate() {
+        let ty = OperationType::from_name(&op.operation_type)
+            .ok_or_else(|| invalid(format!("operation {k}: unknown type {}", op.operation_type)))?;
+        if let Some(&bad) = op
+            .inputs
+            .iter()
+            .chain(&op.outputs)
+            .find(|&&i| i as usize >= n)
+        {
+            return Err(invalid(format!(
+                "operation {k}: operand index {bad} out of range"
+            )));
+        }
+        model.operations.push(Operation {
+            operation_type: ty.raw(),
+            inputs: op.inputs.clone(),
+            outputs: op.outputs.clone(),
+        });
+    }
+    model.input_indexes = inputs.iter().map(|&(o, _)| o).collect();
+    model.output_indexes = v.model.output_indexes.clone();
+    if let Some(&bad) = model
+        .input_indexes
+        .iter()
+        .chain(&model.output_indexes)
+        .find(|&&i| i as usize >= n)
+    {
+        return Err(invalid(format!(
+            "model input/output index {bad} out of range"
+        )));
+    }
+    count_consumers(&mut model);
+
+    match mode {
+        ConstantMode::Copy => model.operand_values = constants,
+        ConstantMode::Reference if !constants.is_empty() => {
+            let size = constants.len() as u64;
+            let fd = create_memfd("nnhal-vts-constants", &constants, size, true)
+                .map_err(|e| invalid(format!("cannot create the constant pool: {e}")))?;
+            model.pools.push(Memory::shared(fd, size));
+        }
+        ConstantMode::Reference => {}
+    }
+    Ok(model)
+}
+
+/// One output argument of a built request.
+#[derive(Clone, Debug)]
+pub struct OutputSlot {
+    /// Position in `Model::output_indexes` (and in the example's output keys).
+    pub position: usize,
+    pub operand: u32,
+    pub operand_type: OperandType,
+    pub dimensions: Vec<u32>,
+    pub scale: f32,
+    pub zero_point: i32,
+    /// Where the driver writes it in the output pool (pool 1).
+    pub location: DataLocation,
+}
+
+/// A request for one example, and where to find each output afterwards.
+#[derive(Clone, Debug)]
+pub struct BuiltRequest {
+    pub request: Request,
+    pub outputs: Vec<OutputSlot>,
+}
+
+/// Index of the input pool in every built request.
+pub const INPUT_POOL: u32 = 0;
+/// Index of the output pool in every built request.
+pub const OUTPUT_POOL: u32 = 1;
+
+impl BuiltRequest {
+    /// Reads every output region back from the output pool, in output order.
+    pub fn read_outputs(&self) -> HalResult<Vec<Vec<u8>>> {
+        let memory = self
+            .request
+            .pools
+            .get(OUTPUT_POOL as usize)
+            .ok_or_else(|| HalError::InvalidArgument("request has no output pool".into()))?;
+        let pool = MappedPool::map(memory, "output pool")?;
+        self.outputs
+            .iter()
+            .map(|slot| {
+                pool.read_vec(
+                    u64::from(slot.location.offset),
+                    slot.location.length as usize,
+                )
+            })
+            .collect()
+    }
+}
+
+/// A sealed memfd pool holding `data`, at least 4 bytes long: a pool of size 0 is invalid, and
+/// a model whose only inputs are omitted still gets a well-formed (unused) input pool.
+fn sealed_pool(name: &str, data: &[u8]) -> Result<Memory, VectorError> {
+    let size = data.len().max(4) as u64;
+    let fd = create_memfd(name, data, size, true)
+        .map_err(|e| invalid(format!("cannot create the {name} pool: {e}")))?;
+    Ok(Memory::shared(fd, size))
+}
+
+/// Builds a fresh request for `example` against the model `to_model(v, mode)` returns.
+pub fn build_request(
+    v: &Vector,
+    mode: ConstantMode,
+    example: &Example,
+) -> Result<BuiltRequest, VectorError> {
+    let mut request = Request::default();
+    let mut input_data: Vec<u8> = Vec::new();
+    for (operand, source) in request_inputs(v, mode)? {
+        let Some(pos) = source else {
+            request.inputs.push(RequestArgument {
+                has_no_value: true,
+                ..RequestArgument::default()
+            });
+            continue;
+        };
+        let what = format!("input {pos} (operand {operand})");
+        let ty = operand_type(v, operand as usize)?;
+        let values = example
+            .input(pos)
+            .ok_or_else(|| invalid(format!("{what}: example has no values")))?;
+        let dims = &v.model.operands[operand as usize].dimensions;
+        if element_count(dims) != Some(values.len()) {
+            return Err(invalid(format!(
+                "{what}: {} values for dimensions {dims:?}",
+                values.len()
+            )));
+        }
+        let bytes = encode(ty, values, &what)?;
+        let offset = input_data.len();
+        input_data.extend_from_slice(&bytes);
+        input_data.resize(align4(input_data.len()), 0);
+        request.inputs.push(RequestArgument {
+            has_no_value: false,
+            location: DataLocation {
+                pool_index: INPUT_POOL,
+                offset: offset as u32,
+                length: bytes.len() as u32,
+            },
+            dimensions: Vec::new(),
+        });
+    }
+
+    let mut outputs = Vec::new();
+    let mut output_size = 0usize;
+    for (position, &operand) in v.model.output_indexes.iter().enumerate() {
+        let vo =
+            v.model.operands.get(operand as usize).ok_or_else(|| {
+                invalid(format!("output {position}: operand {operand} out of range"))
+            })?;
+        let ty = operand_type(v, operand as usize)?;
+        let length = byte_size(ty.raw(), &vo.dimensions)
+            .filter(|&l| l > 0)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "output {position}: dimensions {:?} are not fully specified",
+                    vo.dimensions
+                ))
+            })?;
+        let location = DataLocation {
+            pool_index: OUTPUT_POOL,
+            offset: output_size as u32,
+            length: length as u32,
+        };
+        output_size += align4(length);
+        request.outputs.push(RequestArgument {
+            has_no_value: false,
+            location,
+            dimensions: Vec::new(),
+        });
+        outputs.push(OutputSlot {
+            position,
+            operand,
+            operand_type: ty,
+            dimensions: vo.dimensions.clone(),
+            scale: vo.scale,
+            zero_point: vo.zero_point,
+            location,
+        });
+    }
+
+    request
+        .pools
+        .push(sealed_pool("nnhal-vts-inputs", &input_data)?);
+    request
+        .pools
+        .push(sealed_pool("nnhal-vts-outputs", &vec![0u8; output_size])?);
+    Ok(BuiltRequest { request, outputs })
+}
+
+/// AOSP's `all_inputs_as_internal` variant of a model: every float32/quant8 tensor model input
+/// becomes a temporary written by `ADD(new input, [1]-shaped zero, NONE)` placed before the
+/// original operations. The input list keeps its order (the new operand takes the old one's
+/// position), so requests built for the original model fit this one unchanged. Gives every
+/// single-operation vector a multi-operation graph, which the graph mutations need.
+pub fn inputs_as_internal(model: &Model) -> Model {
+    let mut out = model.clone();
+    let mut adds = Vec::new();
+    for pos in 0..out.input_indexes.len() {
+        let original = out.input_indexes[pos] as usize;
+        let Some(operand) = out.operands.get(original).cloned() else {
+            continue;
+        };
+        let ty = OperandType::from_raw(operand.operand_type);
+        if operand.lifetime != OperandLifeTime::ModelInput.raw()
+            || !matches!(
+                ty,
+                Some(OperandType::TensorFloat32 | OperandType::TensorQuant8Asymm)
+            )
+        {
+            continue;
+        }
+        let new_input = out.operands.len() as u32;
+        out.operands.push(operand.clone());
+
+        // The zero has the input's quantization, so ADD is an exact identity.
+        let zero_bytes = match ty {
+            Some(OperandType::TensorQuant8Asymm) => vec![operand.zero_point.clamp(0, 255) as u8],
+            _ => 0f32.to_le_bytes().to_vec(),
+        };
+        let zero = push_constant(&mut out, &operand, &[1], zero_bytes);
+        let act_template = Operand::new(OperandType::Int32, &[], OperandLifeTime::ConstantCopy);
+        let act = push_constant(&mut out, &act_template, &[], 0i32.to_le_bytes().to_vec());
+
+        out.operands[original].lifetime = OperandLifeTime::TemporaryVariable.raw();
+        out.input_indexes[pos] = new_input;
+        adds.push(Operation {
+            operation_type: OperationType::Add.raw(),
+            inputs: vec![new_input, zero, act],
+            outputs: vec![original as u32],
+        });
+    }
+    adds.append(&mut out.operations);
+    out.operations = adds;
+    count_consumers(&mut out);
+    out
+}
+
+/// Appends a CONSTANT_COPY operand like `template` with `dims` holding `bytes`.
+fn push_constant(model: &mut Model, template: &Operand, dims: &[u32], bytes: Vec<u8>) -> u32 {
+    let offset = align4(model.operand_values.len());
+    model.operand_values.resize(offset, 0);
+    model.operand_values.extend_from_slice(&bytes);
+    let mut operand = template.clone();
+    operand.dimensions = dims.to_vec();
+    operand.lifetime = OperandLifeTime::ConstantCopy.raw();
+    operand.number_of_consumers = 0;
+    operand.location = DataLocation {
+        pool_index: 0,
+        offset: offset as u32,
+        length: bytes.len() as u32,
+    };
+    model.operands.push(operand);
+    (model.operands.len() - 1) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vector::{bundled_dir, Vector};
+
+    fn vector(name: &str) -> Vector {
+        Vector::from_file(&bundled_dir().join(format!("{name}.json"))).unwrap()
+    }
+
+    #[test]
+    fn copy_mode_inlines_aligned_constants() {
+        let v = vector("conv_quant8");
+        let m = to_model(&v, ConstantMode::Copy).unwrap();
+        assert!(m.pools.is_empty());
+        for (i, (o, vo)) in m.operands.iter().zip(&v.model.operands).enumerate() {
+            if o.lifetime != OperandLifeTime::ConstantCopy.raw() {
+                continue;
+            }
+            assert_eq!(o.location.offset % 4, 0, "operand {i}");
+            let ty = OperandType::from_raw(o.operand_type).unwrap();
+            let (start, end) = (o.location.offset as usize, o.location.end() as usize);
+            assert_eq!(
+                &decode(ty, &m.operand_values[start..end]),
+                vo.value.as_ref().unwrap()
+            );
+        }
+        let consumers: u32 = m.operands.iter().map(|o| o.number_of_consumers).sum();
+        let appearances: usize = m.operations.iter().map(|op| op.inputs.len()).sum();
+        assert_eq!(consumers as usize, appearances);
+    }
+
+    #[test]
+    fn reference_mode_uses_one_pool_and_restores_omitted_inputs() {
+        let v = vector("lstm");
+        let copy = to_model(&v, ConstantMode::Copy).unwrap();
+        let m = to_model(&v, ConstantMode::Reference).unwrap();
+        assert_eq!(m.pools.len(), 1);
+        assert!(m.operand_values.is_empty());
+        assert_eq!(Some(&m.input_indexes), v.aosp.input_indexes.as_ref());
+        for &i in &v.aosp.omitted_inputs {
+            assert_eq!(
+                m.operands[i as usize].lifetime,
+                OperandLifeTime::ModelInput.raw()
+            );
+            assert_eq!(
+                copy.operands[i as usize].lifetime,
+                OperandLifeTime::NoValue.raw()
+            );
+        }
+        for (a, b) in m.operands.iter().zip(&copy.operands) {
+            if b.lifetime == OperandLifeTime::ConstantCopy.raw() {
+                assert_eq!(a.lifetime, OperandLifeTime::ConstantReference.raw());
+                assert_eq!(a.location, b.location);
+            }
+        }
+        let r = build_request(&v, ConstantMode::Reference, &v.examples[0]).unwrap();
+        let omitted: Vec<bool> = r.request.inputs.iter().map(|a| a.has_no_value).collect();
+        let expected: Vec<bool> = m
+            .input_indexes
+            .iter()
+            .map(|i| v.aosp.omitted_inputs.contains(i))
+            .collect();
+        assert_eq!(omitted, expected);
+        let copy_request = build_request(&v, ConstantMode::Copy, &v.examples[0]).unwrap();
+        assert_eq!(
+            copy_request.request.inputs.len(),
+            v.model.input_indexes.len()
+        );
+    }
+
+    #[test]
+    fn requests_are_aligned_and_read_back() {
+        let v = vector("add_quant8");
+        let r = build_request(&v, ConstantMode::Copy, &v.examples[0]).unwrap();
+        assert_eq!(r.request.pools.len(), 2);
+        for a in r.request.inputs.iter().chain(&r.request.outputs) {
+            assert_eq!(a.location.offset % 4, 0);
+            assert!(a.dimensions.is_empty());
+        }
+        let outputs = r.read_outputs().unwrap();
+        assert_eq!(outputs.len(), v.model.output_indexes.len());
+        assert!(outputs[0].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn inputs_as_internal_keeps_the_request_shape() {
+        let v = vector("conv_float");
+        let m = to_model(&v, ConstantMode::Copy).unwrap();
+        let i = inputs_as_internal(&m);
+        assert_eq!(i.input_indexes.len(), m.input_indexes.len());
+        assert_eq!(i.operations.len(), m.operations.len() + 1);
+        assert_eq!(i.operations[0].operation_type, OperationType::Add.raw());
+        for (a, b) in i.input_indexes.iter().zip(&m.input_indexes) {
+            let (a, b) = (&i.operands[*a as usize], &m.operands[*b as usize]);
+            assert_eq!(
+                (a.operand_type, &a.dimensions),
+                (b.operand_type, &b.dimensions)
+            );
+        }
+    }
+}

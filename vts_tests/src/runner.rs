@@ -1,0 +1,439 @@
+//! Runs golden vectors and mutation classes against a [`Device`] and reports what happened.
+//!
+//! A vector passes when, in both constant modes, the model is reported fully supported,
+//! prepares, and every example's outputs are within the harness tolerance (ignored outputs are
+//! supplied but not compared). Each example gets a fresh request, as in the AOSP harness.
+//!
+//! Every call into the device is wrapped in `catch_unwind`: a panic in an in-process driver is
+//! a failure of that vector or variant with its message, not the end of the run.
+
+use crate::compare::compare;
+use crate::model::{build_request, to_model, ConstantMode};
+use crate::mutations::{BaseModel, ModelMutator, RequestMutator};
+use crate::transport::{Device, Prepared};
+use crate::vector::Vector;
+use nnhal::hal::{ErrorStatus, HalError, HalResult, Model, OperationType, Request};
+use std::collections::BTreeSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Runs `f`, turning a panic into an error message naming `what`.
+pub fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "non-string panic payload".into());
+        format!("{what} panicked: {msg}")
+    })
+}
+
+fn status_name(e: &HalError) -> &'static str {
+    e.status().name()
+}
+
+/// The outcome of one vector.
+#[derive(Clone, Debug, Default)]
+pub struct VectorReport {
+    pub name: String,
+    /// `None` when the vector passed.
+    pub failure: Option<String>,
+    /// Quant8 output elements compared in CONSTANT_COPY mode, and how many matched exactly
+    /// (counted in one mode only so each golden element counts once).
+    pub quant8_total: usize,
+    pub quant8_exact: usize,
+    /// Executions that ran and were compared (both modes, all examples).
+    pub executions: usize,
+}
+
+impl VectorReport {
+    pub fn passed(&self) -> bool {
+        self.failure.is_none()
+    }
+}
+
+/// Per-mode counters gathered while running.
+#[derive(Default)]
+struct ModeRun {
+    failures: Vec<String>,
+    quant8_total: usize,
+    quant8_exact: usize,
+    executions: usize,
+}
+
+fn unsupported_list(model: &Model, supported: &[bool]) -> String {
+    supported
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !**s)
+        .map(|(k, _)| {
+            let raw = model.operations[k].operation_type;
+            let name =
+                OperationType::from_raw(raw).map_or_else(|| raw.to_string(), |t| t.to_string());
+            format!("{k} ({name})")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, run: &mut ModeRun) {
+    let fail = |run: &mut ModeRun, msg: String| run.failures.push(format!("{mode}: {msg}"));
+    let model = match to_model(v, mode) {
+        Ok(m) => m,
+        Err(e) => return fail(run, format!("cannot build the model: {e}")),
+    };
+    match guarded("supported_operations", || {
+        device.supported_operations(&model)
+    }) {
+        Err(p) => return fail(run, p),
+        Ok(Err(e)) => return fail(run, format!("supported_operations returned {e}")),
+        Ok(Ok(s)) if s.len() != model.operations.len() => {
+            return fail(
+                run,
+                format!(
+                    "supported_operations answered {} flags for {} operations",
+                    s.len(),
+                    model.operations.len()
+                ),
+            )
+        }
+        Ok(Ok(s)) if s.iter().any(|x| !x) => {
+            return fail(
+                run,
+                format!(
+                    "operations reported unsupported: {}",
+                    unsupported_list(&model, &s)
+                ),
+            )
+        }
+        Ok(Ok(_)) => {}
+    }
+    let prepared = match guarded("prepare_model", || device.prepare_model(model)) {
+        Err(p) => return fail(run, p),
+        Ok(Err(e)) => return fail(run, format!("prepare_model returned {e}")),
+        Ok(Ok(p)) => p,
+    };
+    for (ex, example) in v.examples.iter().enumerate() {
+        let at = format!("example {ex}");
+        let built = match build_request(v, mode, example) {
+            Ok(b) => b,
+            Err(e) => {
+                fail(run, format!("{at}: cannot build the request: {e}"));
+                continue;
+            }
+        };
+        let result = match guarded("execute", || prepared.execute(&built.request)) {
+            Err(p) => {
+                fail(run, format!("{at}: {p}"));
+                continue;
+            }
+            Ok(Err(e)) => {
+                fail(run, format!("{at}: execute returned {e}"));
+                continue;
+            }
+            Ok(Ok(r)) => r,
+        };
+        run.executions += 1;
+        // 1.0 reports no shapes; when the driver does report them they must be the declared ones.
+        if !result.output_shapes.is_empty() {
+            let declared: Vec<Vec<u32>> =
+                built.outputs.iter().map(|s| s.dimensions.clone()).collect();
+            if result.output_shapes != declared {
+                fail(
+                    run,
+                    format!(
+                        "{at}: reported output shapes {:?}, declared {declared:?}",
+                        result.output_shapes
+                    ),
+                );
+            }
+        }
+        let actual = match built.read_outputs() {
+            Ok(a) => a,
+            Err(e) => {
+                fail(run, format!("{at}: cannot read the outputs back: {e}"));
+                continue;
+            }
+        };
+        for (slot, bytes) in built.outputs.iter().zip(&actual) {
+            if v.tolerance.ignored_outputs.contains(&slot.position) {
+                continue;
+            }
+            let Some(expected) = example.output(slot.position) else {
+                fail(
+                    run,
+                    format!("{at}: output {} has no expected values", slot.position),
+                );
+                continue;
+            };
+            let c = compare(slot.operand_type, expected, bytes, &v.tolerance);
+            if mode == ConstantMode::Copy {
+                run.quant8_total += c.quant8_total;
+                run.quant8_exact += c.quant8_exact;
+            }
+            if !c.passed() {
+                fail(
+                    run,
+                    format!(
+                        "{at} output {} (operand {}, {}): {}",
+                        slot.position,
+                        slot.operand,
+                        slot.operand_type,
+                        c.describe()
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Runs one vector in both constant modes.
+pub fn run_vector(device: &dyn Device, v: &Vector) -> VectorReport {
+    let mut run = ModeRun::default();
+    for mode in ConstantMode::ALL {
+        run_mode(device, v, mode, &mut run);
+    }
+    let failure = match run.failures.split_first() {
+        None => None,
+        Some((first, [])) => Some(first.clone()),
+        Some((first, rest)) => Some(format!(
+            "{first} [+{} more: {}]",
+            rest.len(),
+            rest.iter()
+                .take(3)
+                .map(|r| r.split(':').take(2).collect::<Vec<_>>().join(":"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )),
+    };
+    VectorReport {
+        name: v.name.clone(),
+        failure,
+        quant8_total: run.quant8_total,
+        quant8_exact: run.quant8_exact,
+        executions: run.executions,
+    }
+}
+
+/// Totals over many vectors.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    pub reports: Vec<VectorReport>,
+}
+
+impl Summary {
+    pub fn passed(&self) -> usize {
+        self.reports.iter().filter(|r| r.passed()).count()
+    }
+
+    pub fn failed(&self) -> usize {
+        self.reports.len() - self.passed()
+    }
+
+    /// (exactly matching, compared) quant8 elements over all vectors.
+    pub fn quant8(&self) -> (usize, usize) {
+        self.reports
+            .iter()
+            .fold((0, 0), |(e, t), r| (e + r.quant8_exact, t + r.quant8_total))
+    }
+
+    pub fn failures(&self) -> Vec<&VectorReport> {
+        self.reports.iter().filter(|r| !r.passed()).collect()
+    }
+}
+
+/// Runs every vector, calling `each` as soon as one finishes (for streaming output).
+pub fn run_vectors(
+    device: &dyn Device,
+    vectors: &[Vector],
+    mut each: impl FnMut(&VectorReport),
+) -> Summary {
+    let mut summary = Summary::default();
+    for v in vectors {
+        let report = run_vector(device, v);
+        each(&report);
+        summary.reports.push(report);
+    }
+    summary
+}
+
+// ---------------------------------------------------------------- mutations
+
+fn expect_invalid<T>(what: &str, result: Result<HalResult<T>, String>) -> Result<(), String> {
+    match result {
+        Err(panic) => Err(panic),
+        Ok(Ok(_)) => Err(format!("{what} succeeded")),
+        Ok(Err(e)) if e.status() == ErrorStatus::InvalidArgument => Ok(()),
+        Ok(Err(e)) => Err(format!(
+            "{what} returned {} instead of INVALID_ARGUMENT: {}",
+            status_name(&e),
+            e.message()
+        )),
+    }
+}
+
+/// Checks that both `supported_operations` and `prepare_model` reject `model` with
+/// INVALID_ARGUMENT, without panicking.
+pub fn check_invalid_model(device: &dyn Device, model: &Model) -> Result<(), String> {
+    let supported = expect_invalid(
+        "supported_operations",
+        guarded("supported_operations", || {
+            device.supported_operations(model)
+        }),
+    );
+    let prepared = expect_invalid(
+        "prepare_model",
+        guarded("prepare_model", || device.prepare_model(model.clone())),
+    );
+    match (supported, prepared) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(a), Ok(())) | (Ok(()), Err(a)) => Err(a),
+        (Err(a), Err(b)) => Err(format!("{a}; {b}")),
+    }
+}
+
+/// Checks that `execute` rejects `request` with INVALID_ARGUMENT, without panicking.
+pub fn check_invalid_request(prepared: &dyn Prepared, request: &Request) -> Result<(), String> {
+    expect_invalid("execute", guarded("execute", || prepared.execute(request)))
+}
+
+/// The outcome of one mutation class over a set of base models.
+#[derive(Clone, Debug, Default)]
+pub struct ClassReport {
+    /// `BI-xx name`.
+    pub class: String,
+    /// Vectors the class produced at least one variant for.
+    pub vectors: BTreeSet<String>,
+    /// Variants generated and checked.
+    pub variants: usize,
+    /// One line per failing variant (or unusable base model).
+    pub failures: Vec<String>,
+}
+
+impl ClassReport {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty() && self.variants > 0
+    }
+
+    /// A multi-line description of the failures, at most `limit` of them.
+    pub fn describe_failures(&self, limit: usize) -> String {
+        let mut s: Vec<String> = self.failures.iter().take(limit).cloned().collect();
+        if self.failures.len() > limit {
+            s.push(format!("... and {} more", self.failures.len() - limit));
+        }
+        s.join("\n")
+    }
+}
+
+/// Checks that `base` itself is a valid model; mutating an already rejected model would prove
+/// nothing.
+fn check_base(device: &dyn Device, base: &BaseModel) -> Result<(), String> {
+    match guarded("supported_operations", || {
+        device.supported_operations(&base.model)
+    }) {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!("{}: base model rejected: {e}", base.id())),
+        Err(p) => Err(format!("{}: base model: {p}", base.id())),
+    }
+}
+
+/// Applies one model mutation class to every base model and checks every variant.
+pub fn run_model_class(
+    device: &dyn Device,
+    mutator: &ModelMutator,
+    bases: &[BaseModel],
+) -> ClassReport {
+    let mut report = ClassReport {
+        class: format!("{} {}", mutator.bi, mutator.name),
+        ..ClassReport::default()
+    };
+    for v in (mutator.standalone)() {
+        report.variants += 1;
+        if let Err(e) = check_invalid_model(device, &v.model) {
+            report.failures.push(format!("{}: {e}", v.name));
+        }
+    }
+    for base in bases {
+        if let Err(e) = check_base(device, base) {
+            report.failures.push(e);
+            continue;
+        }
+        let variants = match guarded("mutator", || (mutator.mutate)(&base.model)) {
+            Ok(v) => v,
+            Err(p) => {
+                report.failures.push(format!("{}: {p}", base.id()));
+                continue;
+            }
+        };
+        if !variants.is_empty() {
+            report.vectors.insert(base.vector.clone());
+        }
+        for v in variants {
+            report.variants += 1;
+            if let Err(e) = check_invalid_model(device, &v.model) {
+                report
+                    .failures
+                    .push(format!("{}: {}: {e}", base.id(), v.name));
+            }
+        }
+    }
+    report
+}
+
+/// Applies one request mutation class to every base model that takes requests: prepares it,
+/// checks that its unmutated request executes, then checks every variant.
+pub fn run_request_class(
+    device: &dyn Device,
+    mutator: &RequestMutator,
+    bases: &[BaseModel],
+) -> ClassReport {
+    let mut report = ClassReport {
+        class: format!("{} {}", mutator.bi, mutator.name),
+        ..ClassReport::default()
+    };
+    for base in bases {
+        let prepared = match guarded("prepare_model", || device.prepare_model(base.model.clone())) {
+            Ok(Ok(p)) => p,
+            Ok(Err(e)) => {
+                report
+                    .failures
+                    .push(format!("{}: base model did not prepare: {e}", base.id()));
+                continue;
+            }
+            Err(p) => {
+                report.failures.push(format!("{}: {p}", base.id()));
+                continue;
+            }
+        };
+        let valid = (base.request)();
+        match guarded("execute", || prepared.execute(&valid)) {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                report
+                    .failures
+                    .push(format!("{}: base request failed: {e}", base.id()));
+                continue;
+            }
+            Err(p) => {
+                report
+                    .failures
+                    .push(format!("{}: base request: {p}", base.id()));
+                continue;
+            }
+        }
+        let build = || (base.request)();
+        let variants = (mutator.mutate)(&base.model, &build);
+        if !variants.is_empty() {
+            report.vectors.insert(base.vector.clone());
+        }
+        for v in variants {
+            report.variants += 1;
+            if let Err(e) = check_invalid_request(prepared.as_ref(), &v.request) {
+                report
+                    .failures
+                    .push(format!("{}: {}: {e}", base.id(), v.name));
+            }
+        }
+    }
+    report
+}

@@ -1,0 +1,217 @@
+//! The golden-vector file format (`conformance/README.md`): one JSON object per test model with
+//! its operands, operations, examples and the harness tolerance.
+//!
+//! The loader keeps the schema's spelling (operand types and lifetimes as `types.hal` names) and
+//! ignores fields it does not know, so newer converter output still loads. Every number is read
+//! as `f64`: that represents every INT32/UINT32/uint8 value exactly, and the float values are the
+//! shortest decimals that round to the intended float32 from float64 as well.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A problem with a vector file (unreadable, malformed, or inconsistent with itself).
+#[derive(Debug, thiserror::Error)]
+pub enum VectorError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// One test model with its examples.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Vector {
+    /// AOSP test name (`GeneratedTests.<name>`).
+    pub name: String,
+    #[serde(default)]
+    pub spec: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
+    pub model: VectorModel,
+    pub examples: Vec<Example>,
+    #[serde(default)]
+    pub tolerance: Tolerance,
+    #[serde(default)]
+    pub aosp: Aosp,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VectorModel {
+    pub operands: Vec<VectorOperand>,
+    pub operations: Vec<VectorOperation>,
+    /// Model inputs in request order; omitted optional inputs are not listed.
+    pub input_indexes: Vec<u32>,
+    pub output_indexes: Vec<u32>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VectorOperand {
+    /// `OperandType` name, e.g. `TENSOR_FLOAT32`.
+    #[serde(rename = "type")]
+    pub operand_type: String,
+    #[serde(default)]
+    pub dimensions: Vec<u32>,
+    #[serde(default)]
+    pub scale: f32,
+    #[serde(default)]
+    pub zero_point: i32,
+    /// `OperandLifeTime` name; `NO_VALUE` marks an omitted optional input.
+    pub lifetime: String,
+    /// Constant contents (CONSTANT_COPY only); scalars are one-element lists.
+    #[serde(default)]
+    pub value: Option<Vec<f64>>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct VectorOperation {
+    /// `OperationType` name, e.g. `CONV_2D`.
+    #[serde(rename = "type")]
+    pub operation_type: String,
+    pub inputs: Vec<u32>,
+    pub outputs: Vec<u32>,
+}
+
+/// Input values and expected outputs; keys are positions in the model's input/output lists.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Example {
+    pub inputs: BTreeMap<String, Vec<f64>>,
+    pub outputs: BTreeMap<String, Vec<f64>>,
+}
+
+impl Example {
+    /// Values for position `pos` of `model.inputIndexes`.
+    pub fn input(&self, pos: usize) -> Option<&[f64]> {
+        self.inputs.get(&pos.to_string()).map(Vec::as_slice)
+    }
+
+    /// Expected values for position `pos` of `model.outputIndexes`.
+    pub fn output(&self, pos: usize) -> Option<&[f64]> {
+        self.outputs.get(&pos.to_string()).map(Vec::as_slice)
+    }
+}
+
+/// The AOSP harness comparison rule for this test.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tolerance {
+    #[serde(default)]
+    pub float32: Float32Tolerance,
+    #[serde(default)]
+    pub quant8: IntTolerance<1>,
+    #[serde(default)]
+    pub int32: IntTolerance<0>,
+    /// Output positions the harness does not compare (scratch buffers, some states).
+    #[serde(default)]
+    pub ignored_outputs: Vec<usize>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+pub struct Float32Tolerance {
+    pub atol: f32,
+    pub rtol: f32,
+}
+
+impl Default for Float32Tolerance {
+    /// The harness defaults: `fpAtol = 1e-5f`, `fpRtol = 5 * FLT_EPSILON`.
+    fn default() -> Self {
+        Float32Tolerance {
+            atol: 1e-5,
+            rtol: 5.0 * f32::EPSILON,
+        }
+    }
+}
+
+/// An absolute limit on integer differences; `D` is the harness default.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IntTolerance<const D: i64> {
+    pub max_abs_diff: i64,
+}
+
+impl<const D: i64> Default for IntTolerance<D> {
+    fn default() -> Self {
+        IntTolerance { max_abs_diff: D }
+    }
+}
+
+/// Traceability back to the AOSP test; only the omitted-input lists matter for running.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Aosp {
+    #[serde(default)]
+    pub test_name: Option<String>,
+    /// AOSP's own input list, omitted optional inputs included.
+    #[serde(default)]
+    pub input_indexes: Option<Vec<u32>>,
+    /// Operands AOSP declares as inputs but never feeds (`hasNoValue` in every request).
+    #[serde(default)]
+    pub omitted_inputs: Vec<u32>,
+    #[serde(default)]
+    pub constant_lifetime: Option<String>,
+}
+
+impl Vector {
+    /// Parses one vector from JSON text; `origin` names it in errors.
+    pub fn from_json(text: &str, origin: &Path) -> Result<Vector, VectorError> {
+        serde_json::from_str(text).map_err(|source| VectorError::Json {
+            path: origin.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Reads one vector file.
+    pub fn from_file(path: &Path) -> Result<Vector, VectorError> {
+        let text = std::fs::read_to_string(path).map_err(|source| VectorError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Vector::from_json(&text, path)
+    }
+}
+
+/// The files `path` stands for: itself if it is a file, otherwise the `*.json` files directly
+/// inside it, sorted by name so runs are reproducible.
+pub fn vector_files(path: &Path) -> Result<Vec<PathBuf>, VectorError> {
+    let io = |source| VectorError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    if !path.is_dir() {
+        // Report a missing file now rather than as a confusing parse error later.
+        std::fs::metadata(path).map_err(io)?;
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(io)? {
+        let p = entry.map_err(io)?.path();
+        if p.is_file() && p.extension().is_some_and(|e| e == "json") {
+            files.push(p);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Loads a JSON file or every `*.json` file of a directory (sorted by file name).
+pub fn load(path: &Path) -> Result<Vec<Vector>, VectorError> {
+    vector_files(path)?
+        .iter()
+        .map(|p| Vector::from_file(p))
+        .collect()
+}
+
+/// The vectors shipped with this crate (`vts_tests/vectors`).
+pub fn bundled_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors")
+}

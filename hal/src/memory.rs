@@ -142,21 +142,11 @@ impl MappedPool {
                 meta.len()
             );
             let identity = Some((meta.dev(), meta.ino(), offset));
-            let backing =
-                if is_shrink_sealed(&file) {
-                    let mut opts = memmap2::MmapOptions::new();
-                    opts.offset(offset).len(len);
-                    let map = if writable {
-                        opts.map_raw(&file)
-                    } else {
-                        opts.map_raw_read_only(&file)
-                    };
-                    Backing::Map(map.map_err(|e| {
-                        HalError::InvalidArgument(format!("{what}: mmap failed: {e}"))
-                    })?)
-                } else {
-                    Backing::File { file, base: offset }
-                };
+            let backing = if is_shrink_sealed(&file) {
+                Backing::Map(map_region(&file, offset, len, writable, what)?)
+            } else {
+                Backing::File { file, base: offset }
+            };
             Ok(MappedPool {
                 backing,
                 size,
@@ -166,15 +156,7 @@ impl MappedPool {
         } else if ft.is_char_device() || ft.is_block_device() {
             // ashmem: the driver refuses a mapping longer than the region, and the region
             // cannot shrink, so a successful mapping stays valid.
-            let mut opts = memmap2::MmapOptions::new();
-            opts.offset(offset).len(len);
-            let map = if writable {
-                opts.map_raw(&file)
-            } else {
-                opts.map_raw_read_only(&file)
-            };
-            let map =
-                map.map_err(|e| HalError::InvalidArgument(format!("{what}: mmap failed: {e}")))?;
+            let map = map_region(&file, offset, len, writable, what)?;
             Ok(MappedPool {
                 backing: Backing::Map(map),
                 size,
@@ -284,6 +266,23 @@ impl MappedPool {
         self.read(offset, &mut v)?;
         Ok(v)
     }
+}
+
+fn map_region(
+    file: &File,
+    offset: u64,
+    len: usize,
+    writable: bool,
+    what: &str,
+) -> HalResult<memmap2::MmapRaw> {
+    let mut opts = memmap2::MmapOptions::new();
+    opts.offset(offset).len(len);
+    let map = if writable {
+        opts.map_raw(file)
+    } else {
+        opts.map_raw_read_only(file)
+    };
+    map.map_err(|e| HalError::InvalidArgument(format!("{what}: mmap failed: {e}")))
 }
 
 fn is_shrink_sealed(file: &File) -> bool {

@@ -9,7 +9,7 @@
 
 use crate::executor::{self, OpInputs};
 use crate::tensor::{Data, Tensor};
-use nnhal_hal::shape::{self, Arg, InferError};
+use nnhal_hal::shape::{self, Arg, InferError, Inferred};
 use nnhal_hal::validate::{self, BoundRequest, ValidModel};
 use nnhal_hal::{
     Capabilities, HalError, HalResult, Model, OperandLifeTime, OperandType, PerformanceInfo,
@@ -33,11 +33,32 @@ pub struct ExecutionResult {
     pub output_shapes: Vec<Vec<u32>>,
 }
 
+/// A model that passed validation: the synchronous half of prepareModel, handed to
+/// [`Driver::prepare_validated`] so the planning half does not validate again.
+pub struct ValidatedModel {
+    model: Model,
+    valid: ValidModel,
+}
+
+impl ValidatedModel {
+    /// Whether this driver runs each operation (getSupportedOperations).
+    pub fn supported(&self) -> &[bool] {
+        &self.valid.supported
+    }
+}
+
+/// A request that passed validation, with its pools mapped: the synchronous half of an
+/// execution, run by [`PreparedModel::execute_bound`].
+pub struct ValidatedRequest(BoundRequest);
+
 /// A validated, planned model; executions may run concurrently.
 pub struct PreparedModel {
     model: ValidModel,
     /// Decoded constant values, by operand index.
     constants: Vec<Option<Arc<Tensor>>>,
+    /// Per operation: output shapes and parameters when prepare could resolve them (every
+    /// input shape and scalar parameter static); `None` means infer at execution.
+    plan: Vec<Option<Inferred>>,
     pool: Arc<rayon::ThreadPool>,
 }
 
@@ -77,14 +98,21 @@ impl Driver {
         Ok(validate::validate_model(model)?.supported)
     }
 
-    /// Validates `model` only (the synchronous part of prepareModel).
-    pub fn validate_model(&self, model: &Model) -> HalResult<()> {
-        validate::validate_model(model).map(|_| ())
+    /// Validates `model` (the synchronous part of prepareModel).
+    pub fn validate_model(&self, model: Model) -> HalResult<ValidatedModel> {
+        let valid = validate::validate_model(&model)?;
+        Ok(ValidatedModel { model, valid })
     }
 
     /// Validates and plans `model`.
     pub fn prepare_model(&self, model: Model) -> HalResult<Arc<PreparedModel>> {
-        let valid = validate::validate_model(&model)?;
+        self.prepare_validated(self.validate_model(model)?)
+    }
+
+    /// Plans a validated model: decodes every constant once and keeps the shapes and
+    /// parameters validation could resolve, so executions only bind data.
+    pub fn prepare_validated(&self, validated: ValidatedModel) -> HalResult<Arc<PreparedModel>> {
+        let ValidatedModel { model, mut valid } = validated;
         if let Some(k) = valid.supported.iter().position(|s| !s) {
             return Err(HalError::GeneralFailure(format!(
                 "operation {k} ({}) is not supported by this driver",
@@ -105,24 +133,99 @@ impl Driver {
                 }));
             }
         }
+        let plan = valid
+            .operations
+            .iter()
+            .zip(&valid.static_params)
+            .map(|(op, params)| {
+                let params = params.clone()?;
+                let outputs = op
+                    .outputs
+                    .iter()
+                    .map(|&o| valid.static_dims[o].clone())
+                    .collect::<Option<_>>()?;
+                Some(Inferred { outputs, params })
+            })
+            .collect();
+        // Constants now live in `constants`; the model's mappings are no longer needed.
+        valid.pools.clear();
         Ok(Arc::new(PreparedModel {
             model: valid,
             constants,
+            plan,
             pool: self.pool.clone(),
         }))
     }
 }
 
 impl PreparedModel {
-    /// Validates `request` only (the synchronous part of execute).
-    pub fn validate_request(&self, request: &Request) -> HalResult<()> {
-        validate::validate_request(&self.model, request).map(|_| ())
+    /// Validates `request` and maps its pools (the synchronous part of execute).
+    pub fn validate_request(&self, request: &Request) -> HalResult<ValidatedRequest> {
+        validate::validate_request(&self.model, request).map(ValidatedRequest)
     }
 
     /// Validates `request`, runs the model, writes the outputs into the request's pools.
     pub fn execute(&self, request: &Request) -> HalResult<ExecutionResult> {
-        let bound = validate::validate_request(&self.model, request)?;
-        self.pool.install(|| self.run(&bound))
+        self.execute_bound(&self.validate_request(request)?)
+    }
+
+    /// Runs a request validated by [`PreparedModel::validate_request`].
+    pub fn execute_bound(&self, request: &ValidatedRequest) -> HalResult<ExecutionResult> {
+        self.pool.install(|| self.run(&request.0))
+    }
+
+    /// Output shapes and parameters of operation `k` from the values bound at execution
+    /// (runtime dimensions or scalar parameters); prepare resolved everything static.
+    fn infer_at_execution(&self, k: usize, slots: &[Option<Arc<Tensor>>]) -> HalResult<Inferred> {
+        let m = &self.model;
+        let op = &m.operations[k];
+        // Parameter bytes for inference: scalars and small integer tensors (shapes).
+        let param_bytes: Vec<Option<Vec<u8>>> = op
+            .inputs
+            .iter()
+            .map(|&i| {
+                let o = &m.operands[i];
+                let small = !o.ty.is_tensor() || (o.ty == OperandType::TensorInt32);
+                slots[i]
+                    .as_ref()
+                    .filter(|t| small && t.data.len() <= 256)
+                    .map(|t| t.data.to_le_bytes())
+            })
+            .collect();
+        let args: Vec<Option<Arg>> = op
+            .inputs
+            .iter()
+            .zip(&param_bytes)
+            .map(|(&i, bytes)| {
+                let o = &m.operands[i];
+                slots[i].as_ref().map(|t| Arg {
+                    ty: o.ty,
+                    dims: &t.dims,
+                    scale: o.scale,
+                    zero_point: o.zero_point,
+                    value: bytes.as_deref(),
+                })
+            })
+            .collect();
+        let inferred = match shape::infer(op.ty, &args) {
+            Ok(inferred) => inferred,
+            Err(InferError::Invalid(why)) => {
+                return Err(HalError::InvalidArgument(format!(
+                    "operation {k} ({}): {why}",
+                    op.ty
+                )))
+            }
+            Err(InferError::Unknown) => {
+                return Err(HalError::InvalidArgument(format!(
+                    "operation {k} ({}): a dimension or parameter is still unknown at execution",
+                    op.ty
+                )))
+            }
+        };
+        for (&o, dims) in op.outputs.iter().zip(&inferred.outputs) {
+            validate::check_declared(k, op.ty, o, &m.operands[o].dims, dims)?;
+        }
+        Ok(inferred)
     }
 
     fn run(&self, bound: &BoundRequest) -> HalResult<ExecutionResult> {
@@ -144,53 +247,17 @@ impl PreparedModel {
 
         let mut remaining: Vec<u32> = m.operands.iter().map(|o| o.consumers).collect();
         for (k, op) in m.operations.iter().enumerate() {
-            // Parameter bytes for inference: scalars and small integer tensors (shapes).
-            let param_bytes: Vec<Option<Vec<u8>>> = op
-                .inputs
-                .iter()
-                .map(|&i| {
-                    let o = &m.operands[i];
-                    let small = !o.ty.is_tensor() || (o.ty == OperandType::TensorInt32);
-                    slots[i]
-                        .as_ref()
-                        .filter(|t| small && t.data.len() <= 256)
-                        .map(|t| t.data.to_le_bytes())
-                })
-                .collect();
-            let args: Vec<Option<Arg>> = op
-                .inputs
-                .iter()
-                .zip(&param_bytes)
-                .map(|(&i, bytes)| {
-                    let o = &m.operands[i];
-                    slots[i].as_ref().map(|t| Arg {
-                        ty: o.ty,
-                        dims: &t.dims,
-                        scale: o.scale,
-                        zero_point: o.zero_point,
-                        value: bytes.as_deref(),
-                    })
-                })
-                .collect();
-            let inferred = match shape::infer(op.ty, &args) {
-                Ok(inferred) => inferred,
-                Err(InferError::Invalid(why)) => {
-                    return Err(HalError::InvalidArgument(format!(
-                        "operation {k} ({}): {why}",
-                        op.ty
-                    )))
-                }
-                Err(InferError::Unknown) => {
-                    return Err(HalError::InvalidArgument(format!(
-                    "operation {k} ({}): a dimension or parameter is still unknown at execution",
-                    op.ty
-                )))
+            let dynamic;
+            let inferred = match &self.plan[k] {
+                Some(inferred) => inferred,
+                None => {
+                    dynamic = self.infer_at_execution(k, &slots)?;
+                    &dynamic
                 }
             };
             let mut outs = Vec::with_capacity(op.outputs.len());
             for (&o, dims) in op.outputs.iter().zip(&inferred.outputs) {
                 let info = &m.operands[o];
-                validate::check_declared(k, op.ty, o, &info.dims, dims)?;
                 let count = shape::element_count(dims).map_err(HalError::InvalidArgument)?;
                 held = charge(held, count * info.ty.element_size().unwrap_or(1) as u64)?;
                 outs.push(Tensor {

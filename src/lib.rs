@@ -11,5 +11,5 @@ mod executor;
 pub mod probe;
 mod tensor;
 
-pub use driver::{Driver, ExecutionResult, PreparedModel};
+pub use driver::{Driver, ExecutionResult, PreparedModel, ValidatedModel, ValidatedRequest};
 pub use nnhal_hal as hal;

@@ -590,36 +590,15 @@ pub fn request_to_aidl(request: &Request) -> HalResult<AidlRequest> {
 mod tests {
     use super::*;
     use nnhal_hal::memory::create_memfd;
-    use nnhal_hal::{OperandLifeTime, OperationType};
 
+    /// The probe ADD model plus one memfd pool, so pool conversion is exercised too.
     fn add_model() -> Model {
-        let t = |lifetime| Operand::new(OperandType::TensorFloat32, &[1, 2, 2, 1], lifetime);
-        let mut act = Operand::new(OperandType::Int32, &[], OperandLifeTime::ConstantCopy);
-        act.location = DataLocation {
-            pool_index: 0,
-            offset: 0,
-            length: 4,
-        };
-        let mut a = t(OperandLifeTime::ModelInput);
-        a.number_of_consumers = 1;
-        let mut b = t(OperandLifeTime::ModelInput);
-        b.number_of_consumers = 1;
-        act.number_of_consumers = 1;
-        Model {
-            operands: vec![a, b, act, t(OperandLifeTime::ModelOutput)],
-            operations: vec![Operation {
-                operation_type: OperationType::Add.raw(),
-                inputs: vec![0, 1, 2],
-                outputs: vec![3],
-            }],
-            input_indexes: vec![0, 1],
-            output_indexes: vec![3],
-            operand_values: vec![0; 4],
-            pools: vec![Memory::shared(
-                create_memfd("c", &[1, 2], 64, true).unwrap(),
-                64,
-            )],
-        }
+        let mut model = crate::probe::add_model();
+        model.pools.push(Memory::shared(
+            create_memfd("c", &[1, 2], 64, true).unwrap(),
+            64,
+        ));
+        model
     }
 
     #[test]

@@ -31,7 +31,7 @@ use super::aidl::android::hardware::neuralnetworks::{
     Timing::Timing,
 };
 use super::convert;
-use crate::driver::{Driver, PreparedModel};
+use crate::driver::{Driver, PreparedModel, ValidatedModel};
 use nnhal_hal::{ErrorStatus, HalError, HalResult};
 use rsbinder::{BinderResult, Interface, ParcelFileDescriptor, Status, Strong};
 use std::os::fd::AsFd;
@@ -200,7 +200,7 @@ impl IDevice for Device {
         let call = "prepareModel";
         // Cache arguments are ignored: with (0, 0) cache files the client has nothing to send,
         // and the contract says cache problems must never fail a preparation.
-        let checked = (|| -> HalResult<nnhal_hal::Model> {
+        let checked = (|| -> HalResult<ValidatedModel> {
             if !(0..=2).contains(&preference.0) {
                 return Err(HalError::InvalidArgument(format!(
                     "execution preference {} is not a defined value",
@@ -214,9 +214,7 @@ impl IDevice for Device {
                 )));
             }
             check_optional_ns(deadline_ns, "deadlineNs")?;
-            let model = convert::model_from_aidl(model)?;
-            self.driver.validate_model(&model)?;
-            Ok(model)
+            self.driver.validate_model(convert::model_from_aidl(model)?)
         })();
         let model = match checked {
             Ok(model) => model,
@@ -237,7 +235,7 @@ impl IDevice for Device {
         let worker_callback = callback.clone();
         let spawned = std::thread::Builder::new()
             .name("nnhal-prepare".into())
-            .spawn(move || match driver.prepare_model(model) {
+            .spawn(move || match driver.prepare_validated(model) {
                 Ok(prepared) => {
                     let binder = BnPreparedModel::new_binder(PreparedModelService { prepared });
                     notify(&worker_callback, ErrorStatus::None, Some(&binder));
@@ -348,9 +346,8 @@ impl IPreparedModel for PreparedModelService {
             check_optional_ns(deadline_ns, "deadlineNs")?;
             check_loop_timeout(loop_timeout_ns)?;
             check_optional_ns(duration_ns, "durationNs")?;
-            let request = convert::request_from_aidl(request)?;
-            self.prepared.validate_request(&request)?;
-            Ok(request)
+            self.prepared
+                .validate_request(&convert::request_from_aidl(request)?)
         })()
         .map_err(|e| to_status(&e, call))?;
         check_deadline(deadline_ns, call)?;
@@ -360,7 +357,7 @@ impl IPreparedModel for PreparedModelService {
         // when the work finished before the call returned. The callback reports the outcome.
         wait_for_fences(wait_for).map_err(|e| to_status(&e, call))?;
         let fenced = Instant::now();
-        let outcome = self.prepared.execute(&request);
+        let outcome = self.prepared.execute_bound(&request);
         let (status, timing_launched, timing_fenced) = match outcome {
             Ok(_) if measure_timing => (
                 AidlStatus::NONE,

@@ -32,7 +32,7 @@ use super::aidl::android::hardware::neuralnetworks::{
 };
 use super::convert;
 use crate::driver::{Driver, PreparedModel};
-use nnhal_hal::{ErrorStatus, HalError, HalResult};
+use nnhal_hal::{HalError, HalResult};
 use rsbinder::{BinderResult, Interface, ParcelFileDescriptor, Status, Strong};
 use std::os::fd::AsFd;
 use std::sync::Arc;
@@ -70,12 +70,25 @@ fn aidl_status(status: AidlStatus, message: String, call: &str) -> Status {
 /// call fail; that is logged and dropped, the service goes on.
 fn notify(
     callback: &Strong<dyn IPreparedModelCallback>,
-    status: ErrorStatus,
+    status: AidlStatus,
     model: Option<&Strong<dyn IPreparedModel>>,
 ) {
-    if let Err(e) = callback.notify(convert::error_status_to_aidl(status), model) {
-        log::warn!("prepareModel: notify({status}) could not reach the client: {e}");
+    if let Err(e) = callback.notify(status, model) {
+        log::warn!("prepareModel: notify({status:?}) could not reach the client: {e}");
     }
+}
+
+/// The callback of a prepare call; a null one is INVALID_ARGUMENT (nobody could be told).
+fn require_callback<'a>(
+    callback: Option<&'a Strong<dyn IPreparedModelCallback>>,
+    call: &str,
+) -> BinderResult<&'a Strong<dyn IPreparedModelCallback>> {
+    callback.ok_or_else(|| {
+        to_status(
+            &HalError::InvalidArgument("the callback is null".into()),
+            call,
+        )
+    })
 }
 
 /// `deadlineNs` (and other `-1`-means-none durations) must be -1 or non-negative.
@@ -195,9 +208,10 @@ impl IDevice for Device {
         _model_cache: &[ParcelFileDescriptor],
         _data_cache: &[ParcelFileDescriptor],
         _token: &[u8],
-        callback: &Strong<dyn IPreparedModelCallback>,
+        callback: Option<&Strong<dyn IPreparedModelCallback>>,
     ) -> BinderResult<()> {
         let call = "prepareModel";
+        let callback = require_callback(callback, call)?;
         // Cache arguments are ignored: with (0, 0) cache files the client has nothing to send,
         // and the contract says cache problems must never fail a preparation.
         let checked = (|| -> HalResult<nnhal_hal::Model> {
@@ -222,14 +236,12 @@ impl IDevice for Device {
             Ok(model) => model,
             Err(e) => {
                 // Synchronous failure: the callback hears it once, the caller gets it too.
-                notify(callback, e.status(), None);
+                notify(callback, convert::error_status_to_aidl(e.status()), None);
                 return Err(to_status(&e, call));
             }
         };
         if let Err(status) = check_deadline(deadline_ns, call) {
-            if let Err(e) = callback.notify(AidlStatus::MISSED_DEADLINE_PERSISTENT, None) {
-                log::warn!("{call}: notify could not reach the client: {e}");
-            }
+            notify(callback, AidlStatus::MISSED_DEADLINE_PERSISTENT, None);
             return Err(status);
         }
 
@@ -240,18 +252,21 @@ impl IDevice for Device {
             .spawn(move || match driver.prepare_model(model) {
                 Ok(prepared) => {
                     let binder = BnPreparedModel::new_binder(PreparedModelService { prepared });
-                    notify(&worker_callback, ErrorStatus::None, Some(&binder));
+                    notify(&worker_callback, AidlStatus::NONE, Some(&binder));
                 }
                 Err(e) => {
-                    let status = e.status();
                     // Logged through the one mapping; the status travels in the callback.
                     let _ = to_status(&e, "prepareModel (worker)");
-                    notify(&worker_callback, status, None);
+                    notify(
+                        &worker_callback,
+                        convert::error_status_to_aidl(e.status()),
+                        None,
+                    );
                 }
             });
         if let Err(e) = spawned {
             let e = HalError::GeneralFailure(format!("cannot start the preparation thread: {e}"));
-            notify(callback, e.status(), None);
+            notify(callback, convert::error_status_to_aidl(e.status()), None);
             return Err(to_status(&e, call));
         }
         Ok(())
@@ -263,14 +278,15 @@ impl IDevice for Device {
         _model_cache: &[ParcelFileDescriptor],
         _data_cache: &[ParcelFileDescriptor],
         _token: &[u8],
-        callback: &Strong<dyn IPreparedModelCallback>,
+        callback: Option<&Strong<dyn IPreparedModelCallback>>,
     ) -> BinderResult<()> {
+        let callback = require_callback(callback, "prepareModelFromCache")?;
         // The contract: when caching is not supported, notify GENERAL_FAILURE with a null model
         // and return the same status.
         let e = HalError::GeneralFailure(
             "compilation caching is not supported (getNumberOfCacheFilesNeeded is 0, 0)".into(),
         );
-        notify(callback, e.status(), None);
+        notify(callback, convert::error_status_to_aidl(e.status()), None);
         Err(to_status(&e, "prepareModelFromCache"))
     }
 }

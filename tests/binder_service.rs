@@ -45,12 +45,17 @@ struct Service {
 
 impl Service {
     fn start() -> Service {
+        Service::start_instance("default")
+    }
+
+    fn start_instance(instance: &str) -> Service {
         let dir = TempDir::new();
-        let socket = dir.0.join("default.sock");
+        let socket = dir.0.join(format!("{instance}.sock"));
         let child = Command::new(env!("CARGO_BIN_EXE_nnhal-service"))
             .arg("--socket")
             .arg(&socket)
-            .args(["--threads", "2", "--log-level", "warn,rsbinder=error"])
+            .args(["--instance", instance, "--threads", "2"])
+            .args(["--log-level", "warn,rsbinder=error"])
             .stdin(Stdio::null())
             .spawn()
             .expect("start nnhal-service");
@@ -60,17 +65,21 @@ impl Service {
             _dir: dir,
         };
         // Wait until it accepts.
-        drop(service.connect());
+        drop(service.connect_instance(instance));
         service
     }
 
     fn connect(&self) -> RemoteDevice {
-        binder::connect_wait(
-            &self.socket,
-            &ConnectOptions::default(),
-            Duration::from_secs(20),
-        )
-        .expect("connect to nnhal-service")
+        self.connect_instance("default")
+    }
+
+    fn connect_instance(&self, instance: &str) -> RemoteDevice {
+        let options = ConnectOptions {
+            instance: instance.into(),
+            ..ConnectOptions::default()
+        };
+        binder::connect_wait(&self.socket, &options, Duration::from_secs(20))
+            .expect("connect to nnhal-service")
     }
 
     fn signal(&self, signal: Signal) {
@@ -176,6 +185,17 @@ fn info_cli_reports_the_device_and_every_operation() {
         text.contains("29 of 29 NNAPI 1.0 operations supported"),
         "{text}"
     );
+}
+
+#[test]
+fn the_instance_name_selects_the_service() {
+    let service = Service::start_instance("vendor-cpu");
+    let device = service.connect_instance("vendor-cpu");
+    assert_eq!(device.device_type().unwrap(), DeviceKind::Cpu);
+    let err = binder::connect(&service.socket)
+        .err()
+        .expect("found a default instance");
+    assert_eq!(status_of(err), ErrorStatus::DeviceUnavailable);
 }
 
 #[test]

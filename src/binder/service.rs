@@ -60,6 +60,21 @@ pub fn to_status(err: &HalError, call: &str) -> Status {
     Status::new_service_specific_error(err.status().raw(), Some(err.message().to_string()))
 }
 
+/// Runs driver code so that a panic in it becomes GENERAL_FAILURE for this one call instead
+/// of taking down the connection's thread (rsbinder does not catch panics in handlers).
+fn guarded<T>(what: &str, f: impl FnOnce() -> HalResult<T>) -> HalResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let reason = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(HalError::GeneralFailure(format!(
+            "the driver panicked in {what}: {reason}"
+        )))
+    })
+}
+
 /// A status the canonical error has no kind for (AIDL-only deadlines).
 fn aidl_status(status: AidlStatus, message: String, call: &str) -> Status {
     log::info!("{call}: {message}");
@@ -186,9 +201,7 @@ impl IDevice for Device {
     fn getSupportedOperations(&self, model: &AidlModel) -> BinderResult<Vec<bool>> {
         let call = "getSupportedOperations";
         let model = convert::model_from_aidl(model).map_err(|e| to_status(&e, call))?;
-        self.driver
-            .supported_operations(&model)
-            .map_err(|e| to_status(&e, call))
+        guarded(call, || self.driver.supported_operations(&model)).map_err(|e| to_status(&e, call))
     }
 
     fn getType(&self) -> BinderResult<DeviceType> {
@@ -229,7 +242,7 @@ impl IDevice for Device {
             }
             check_optional_ns(deadline_ns, "deadlineNs")?;
             let model = convert::model_from_aidl(model)?;
-            self.driver.validate_model(&model)?;
+            guarded(call, || self.driver.validate_model(&model))?;
             Ok(model)
         })();
         let model = match checked {
@@ -249,19 +262,24 @@ impl IDevice for Device {
         let worker_callback = callback.clone();
         let spawned = std::thread::Builder::new()
             .name("nnhal-prepare".into())
-            .spawn(move || match driver.prepare_model(model) {
-                Ok(prepared) => {
-                    let binder = BnPreparedModel::new_binder(PreparedModelService { prepared });
-                    notify(&worker_callback, AidlStatus::NONE, Some(&binder));
-                }
-                Err(e) => {
-                    // Logged through the one mapping; the status travels in the callback.
-                    let _ = to_status(&e, "prepareModel (worker)");
-                    notify(
-                        &worker_callback,
-                        convert::error_status_to_aidl(e.status()),
-                        None,
-                    );
+            .spawn(move || {
+                // A panic in the driver must still reach the client as a failure: the callback
+                // is waited on without a timeout.
+                let prepared = guarded("prepareModel", || driver.prepare_model(model));
+                match prepared {
+                    Ok(prepared) => {
+                        let binder = BnPreparedModel::new_binder(PreparedModelService { prepared });
+                        notify(&worker_callback, AidlStatus::NONE, Some(&binder));
+                    }
+                    Err(e) => {
+                        // Logged through the one mapping; the status travels in the callback.
+                        let _ = to_status(&e, "prepareModel (worker)");
+                        notify(
+                            &worker_callback,
+                            convert::error_status_to_aidl(e.status()),
+                            None,
+                        );
+                    }
                 }
             });
         if let Err(e) = spawned {
@@ -365,7 +383,7 @@ impl IPreparedModel for PreparedModelService {
             check_loop_timeout(loop_timeout_ns)?;
             check_optional_ns(duration_ns, "durationNs")?;
             let request = convert::request_from_aidl(request)?;
-            self.prepared.validate_request(&request)?;
+            guarded(call, || self.prepared.validate_request(&request))?;
             Ok(request)
         })()
         .map_err(|e| to_status(&e, call))?;
@@ -376,7 +394,7 @@ impl IPreparedModel for PreparedModelService {
         // when the work finished before the call returned. The callback reports the outcome.
         wait_for_fences(wait_for).map_err(|e| to_status(&e, call))?;
         let fenced = Instant::now();
-        let outcome = self.prepared.execute(&request);
+        let outcome = guarded(call, || self.prepared.execute(&request));
         let (status, timing_launched, timing_fenced) = match outcome {
             Ok(_) if measure_timing => (
                 AidlStatus::NONE,
@@ -536,6 +554,7 @@ impl IBurst for Burst {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nnhal_hal::ErrorStatus;
 
     #[test]
     fn every_error_kind_becomes_its_service_specific_code() {
@@ -565,5 +584,13 @@ mod tests {
         assert!(check_deadline(-1, "t").is_ok());
         assert!(check_deadline(1, "t").is_err());
         assert!(check_deadline(i64::MAX, "t").is_ok());
+    }
+
+    #[test]
+    fn a_panic_in_driver_code_is_a_general_failure() {
+        let err = guarded("test", || -> HalResult<()> { panic!("boom") }).unwrap_err();
+        assert_eq!(err.status(), ErrorStatus::GeneralFailure);
+        assert!(err.message().contains("boom"), "{err}");
+        assert_eq!(guarded("test", || Ok(3)).unwrap(), 3);
     }
 }

@@ -135,7 +135,9 @@ fn boot_time_ns() -> i64 {
 }
 
 /// `Err` with MISSED_DEADLINE_PERSISTENT when a deadline has already passed: the work would
-/// finish late whatever happens, so it is not started (as the AOSP sample driver does).
+/// finish late whatever happens, so it is not started. A deadline still ahead is not
+/// enforced: the contract lets a driver finish late work rather than abort it ("may be
+/// aborted").
 fn check_deadline(deadline_ns: i64, call: &str) -> BinderResult<()> {
     if deadline_ns >= 0 && boot_time_ns() > deadline_ns {
         return Err(aidl_status(

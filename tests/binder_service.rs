@@ -3,7 +3,10 @@
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use nnhal::binder::{self, ConnectOptions, DeviceKind, RemoteDevice};
+use nnhal::binder::{
+    self, ConnectOptions, DeviceKind, ExecuteOptions, PrepareOptions, RemoteDevice,
+    RemotePreparedModel,
+};
 use nnhal::hal::{DataLocation, ErrorStatus, HalError, Operand, OperandLifeTime, OperandType};
 use nnhal::probe::{self, AddRun};
 use std::path::{Path, PathBuf};
@@ -42,12 +45,17 @@ struct Service {
 
 impl Service {
     fn start() -> Service {
+        Service::start_instance("default")
+    }
+
+    fn start_instance(instance: &str) -> Service {
         let dir = TempDir::new();
-        let socket = dir.0.join("default.sock");
+        let socket = dir.0.join(format!("{instance}.sock"));
         let child = Command::new(env!("CARGO_BIN_EXE_nnhal-service"))
             .arg("--socket")
             .arg(&socket)
-            .args(["--threads", "2", "--log-level", "warn"])
+            .args(["--instance", instance, "--threads", "2"])
+            .args(["--log-level", "warn,rsbinder=error"])
             .stdin(Stdio::null())
             .spawn()
             .expect("start nnhal-service");
@@ -57,17 +65,21 @@ impl Service {
             _dir: dir,
         };
         // Wait until it accepts.
-        drop(service.connect());
+        drop(service.connect_instance(instance));
         service
     }
 
     fn connect(&self) -> RemoteDevice {
-        binder::connect_wait(
-            &self.socket,
-            &ConnectOptions::default(),
-            Duration::from_secs(20),
-        )
-        .expect("connect to nnhal-service")
+        self.connect_instance("default")
+    }
+
+    fn connect_instance(&self, instance: &str) -> RemoteDevice {
+        let options = ConnectOptions {
+            instance: instance.into(),
+            ..ConnectOptions::default()
+        };
+        binder::connect_wait(&self.socket, &options, Duration::from_secs(20))
+            .expect("connect to nnhal-service")
     }
 
     fn signal(&self, signal: Signal) {
@@ -176,6 +188,17 @@ fn info_cli_reports_the_device_and_every_operation() {
 }
 
 #[test]
+fn the_instance_name_selects_the_service() {
+    let service = Service::start_instance("vendor-cpu");
+    let device = service.connect_instance("vendor-cpu");
+    assert_eq!(device.device_type().unwrap(), DeviceKind::Cpu);
+    let err = binder::connect(&service.socket)
+        .err()
+        .expect("found a default instance");
+    assert_eq!(status_of(err), ErrorStatus::DeviceUnavailable);
+}
+
+#[test]
 fn add_executes_through_binder() {
     let service = Service::start();
     let device = service.connect();
@@ -266,6 +289,77 @@ fn malformed_input_is_invalid_argument() {
 
     // The service is still healthy.
     run_add(&device, [1.0; 4], [2.0; 4]);
+}
+
+#[test]
+fn null_and_out_of_range_arguments_are_refused() {
+    let service = Service::start();
+    let device = service.connect();
+    let model = probe::add_model();
+    let err = device.prepare_model_null_callback(&model).unwrap_err();
+    assert_eq!(status_of(err), ErrorStatus::InvalidArgument);
+    let bad_prepare = [
+        PrepareOptions {
+            preference: 3,
+            ..PrepareOptions::default()
+        },
+        PrepareOptions {
+            priority: -1,
+            ..PrepareOptions::default()
+        },
+        PrepareOptions {
+            deadline_ns: -2,
+            ..PrepareOptions::default()
+        },
+    ];
+    for options in bad_prepare {
+        let err = device.prepare_model_with(&model, &options).err().unwrap();
+        assert_eq!(status_of(err), ErrorStatus::InvalidArgument, "{options:?}");
+    }
+    // A deadline already in the past: MISSED_DEADLINE_PERSISTENT (AIDL code 6).
+    let past = PrepareOptions {
+        deadline_ns: 1,
+        ..PrepareOptions::default()
+    };
+    let err = device.prepare_model_with(&model, &past).err().unwrap();
+    assert!(err.message().contains("status 6"), "{err}");
+
+    let prepared = device.prepare_model(model).unwrap();
+    let run = AddRun::new(&[1.0; 4], &[1.0; 4]).unwrap();
+    let bad_execute = [
+        ExecuteOptions {
+            deadline_ns: -5,
+            ..ExecuteOptions::default()
+        },
+        ExecuteOptions {
+            loop_timeout_ns: 15_000_000_001,
+            ..ExecuteOptions::default()
+        },
+        ExecuteOptions {
+            loop_timeout_ns: -3,
+            ..ExecuteOptions::default()
+        },
+    ];
+    for options in bad_execute {
+        let err = prepared.execute_with(&run.request, &options).unwrap_err();
+        assert_eq!(status_of(err), ErrorStatus::InvalidArgument, "{options:?}");
+    }
+    prepared
+        .execute_with(
+            &run.request,
+            &ExecuteOptions {
+                loop_timeout_ns: 15_000_000_000,
+                ..ExecuteOptions::default()
+            },
+        )
+        .unwrap();
+}
+
+#[test]
+fn client_handles_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<RemoteDevice>();
+    check::<RemotePreparedModel>();
 }
 
 #[test]

@@ -79,42 +79,63 @@ fn perf(p: PerformanceInfo) -> String {
     }
 }
 
-fn info(target: &Target) -> Result<(), String> {
+/// `writeln!` into the command's output text (a `String` cannot fail to take it).
+macro_rules! outln {
+    ($out:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
+fn info(target: &Target, out: &mut String) -> Result<(), String> {
     let device = connect(target)?;
     let e = |e: nnhal::hal::HalError| e.to_string();
-    println!("service      {}", binder::service_name(&target.instance));
-    println!("version      {}", device.version_string().map_err(e)?);
-    println!("type         {}", device.device_type().map_err(e)?);
-    println!(
+    outln!(
+        out,
+        "service      {}",
+        binder::service_name(&target.instance)
+    );
+    outln!(out, "version      {}", device.version_string().map_err(e)?);
+    outln!(out, "type         {}", device.device_type().map_err(e)?);
+    outln!(
+        out,
         "interface    android.hardware.neuralnetworks V{} (hash {})",
         device.interface_version().map_err(e)?,
         device.interface_hash().map_err(e)?
     );
     let caps = device.capabilities_full().map_err(e)?;
-    println!("capabilities (relative to the CPU path; lower is better)");
-    println!(
+    outln!(
+        out,
+        "capabilities (relative to the CPU path; lower is better)"
+    );
+    outln!(
+        out,
         "  relaxed float32→float16 scalar  {}",
         perf(caps.relaxed_float32_to_float16_scalar)
     );
-    println!(
+    outln!(
+        out,
         "  relaxed float32→float16 tensor  {}",
         perf(caps.relaxed_float32_to_float16_tensor)
     );
     for (ty, p) in &caps.operand_performance {
         let name =
             OperandType::from_raw(*ty).map_or_else(|| format!("type {ty}"), |t| t.to_string());
-        println!("  {name:<31} {}", perf(*p));
+        outln!(out, "  {name:<31} {}", perf(*p));
     }
-    println!(
+    outln!(
+        out,
         "  IF                              {}",
         perf(caps.if_performance)
     );
-    println!(
+    outln!(
+        out,
         "  WHILE                           {}",
         perf(caps.while_performance)
     );
     let ext = device.supported_extensions().map_err(e)?;
-    println!(
+    outln!(
+        out,
         "extensions   {}",
         if ext.is_empty() {
             "none".into()
@@ -123,10 +144,13 @@ fn info(target: &Target) -> Result<(), String> {
         }
     );
     let (model_cache, data_cache) = device.number_of_cache_files().map_err(e)?;
-    println!("cache files  model {model_cache}, data {data_cache}");
+    outln!(out, "cache files  model {model_cache}, data {data_cache}");
 
     // Each operation is probed with getSupportedOperations on a one-operation model.
-    println!("operations   (getSupportedOperations on a one-operation model each)");
+    outln!(
+        out,
+        "operations   (getSupportedOperations on a one-operation model each)"
+    );
     let probes = probe::operation_probes();
     let probed = probes.len();
     let mut supported = 0;
@@ -139,17 +163,26 @@ fn info(target: &Target) -> Result<(), String> {
             Ok(v) => format!("not supported ({v:?})"),
             Err(err) => format!("error: {err}"),
         };
-        println!("  {:<31} {answer}", op.name());
+        outln!(out, "  {:<31} {answer}", op.name());
     }
-    println!(
+    outln!(
+        out,
         "  {:<31} not probed (no defined semantics)",
         OperationType::OemOperation.name()
     );
-    println!("  {supported} of {probed} NNAPI 1.0 operations supported");
+    outln!(
+        out,
+        "  {supported} of {probed} NNAPI 1.0 operations supported"
+    );
     Ok(())
 }
 
-fn bench(target: &Target, iterations: usize, warmup: usize) -> Result<(), String> {
+fn bench(
+    target: &Target,
+    iterations: usize,
+    warmup: usize,
+    out: &mut String,
+) -> Result<(), String> {
     let device = connect(target)?;
     let e = |e: nnhal::hal::HalError| e.to_string();
     let prepared = device.prepare_model(probe::add_model()).map_err(e)?;
@@ -202,17 +235,26 @@ fn bench(target: &Target, iterations: usize, warmup: usize) -> Result<(), String
     let (inproc_med, inproc_p99) = probe::median_p99(&mut inproc);
     let (driver_med, driver_p99) = probe::median_p99(&mut driver);
     let (exec_med, exec_p99) = probe::median_p99(&mut exec);
-    println!("{iterations} round trips each, after {warmup} warm-up");
-    println!("bare call (getType)             median {ping_med:8.1} µs   p99 {ping_p99:8.1} µs");
-    println!("execute ADD [1,2,2,1] float32   median {exec_med:8.1} µs   p99 {exec_p99:8.1} µs");
-    println!(
+    outln!(out, "{iterations} round trips each, after {warmup} warm-up");
+    outln!(
+        out,
+        "bare call (getType)             median {ping_med:8.1} µs   p99 {ping_p99:8.1} µs"
+    );
+    outln!(
+        out,
+        "execute ADD [1,2,2,1] float32   median {exec_med:8.1} µs   p99 {exec_p99:8.1} µs"
+    );
+    outln!(
+        out,
         "  of which inside the service   median {driver_med:8.1} µs   p99 {driver_p99:8.1} µs   \
          (measureTiming: request conversion, validation, pools, kernel)"
     );
-    println!(
+    outln!(
+        out,
         "in-process execute (no binder)  median {inproc_med:8.1} µs   p99 {inproc_p99:8.1} µs"
     );
-    println!(
+    outln!(
+        out,
         "execute / bare call             {:.2}x",
         exec_med / ping_med
     );
@@ -222,14 +264,17 @@ fn bench(target: &Target, iterations: usize, warmup: usize) -> Result<(), String
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
+    let mut out = String::new();
     let result = match &cli.command {
-        Command::Info { target } => info(target),
+        Command::Info { target } => info(target, &mut out),
         Command::BenchRpc {
             target,
             iterations,
             warmup,
-        } => bench(target, *iterations, *warmup),
+        } => bench(target, *iterations, *warmup, &mut out),
     };
+    // A closed pipe (`nnhal info | head`) is not an error worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes());
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

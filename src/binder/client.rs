@@ -71,6 +71,47 @@ impl Default for ConnectOptions {
     }
 }
 
+/// Raw `prepareModel` arguments (AIDL values, not checked here).
+#[derive(Clone, Copy, Debug)]
+pub struct PrepareOptions {
+    /// `ExecutionPreference`: 0 LOW_POWER, 1 FAST_SINGLE_ANSWER, 2 SUSTAINED_SPEED.
+    pub preference: i32,
+    /// `Priority`: 0 LOW, 1 MEDIUM, 2 HIGH.
+    pub priority: i32,
+    /// Nanoseconds since boot; -1 for none.
+    pub deadline_ns: i64,
+}
+
+impl Default for PrepareOptions {
+    fn default() -> Self {
+        PrepareOptions {
+            preference: ExecutionPreference::FAST_SINGLE_ANSWER.0,
+            priority: Priority::MEDIUM.0,
+            deadline_ns: -1,
+        }
+    }
+}
+
+/// Raw `executeSynchronously` arguments (AIDL values, not checked here).
+#[derive(Clone, Copy, Debug)]
+pub struct ExecuteOptions {
+    pub measure_timing: bool,
+    /// Nanoseconds since boot; -1 for none.
+    pub deadline_ns: i64,
+    /// -1 for the default.
+    pub loop_timeout_ns: i64,
+}
+
+impl Default for ExecuteOptions {
+    fn default() -> Self {
+        ExecuteOptions {
+            measure_timing: false,
+            deadline_ns: -1,
+            loop_timeout_ns: -1,
+        }
+    }
+}
+
 /// Ends the session when the last device or prepared-model handle goes away: its callback
 /// thread would otherwise keep it alive.
 struct Session(RpcSession);
@@ -248,7 +289,16 @@ impl RemoteDevice {
 
     /// `prepareModel` with a fresh callback object; waits for its notification.
     pub fn prepare_model(&self, model: Model) -> HalResult<RemotePreparedModel> {
-        let aidl = convert::model_to_aidl(&model)?;
+        self.prepare_model_with(&model, &PrepareOptions::default())
+    }
+
+    /// `prepareModel` with explicit (possibly invalid) arguments, for conformance tests.
+    pub fn prepare_model_with(
+        &self,
+        model: &Model,
+        options: &PrepareOptions,
+    ) -> HalResult<RemotePreparedModel> {
+        let aidl = convert::model_to_aidl(model)?;
         let (tx, rx) = mpsc::channel();
         let callback = BnPreparedModelCallback::new_binder(PrepareCallback {
             tx: Mutex::new(Some(tx)),
@@ -258,13 +308,13 @@ impl RemoteDevice {
         call(
             self.device.prepareModel(
                 &aidl,
-                ExecutionPreference::FAST_SINGLE_ANSWER,
-                Priority::MEDIUM,
-                -1,
+                ExecutionPreference(options.preference),
+                Priority(options.priority),
+                options.deadline_ns,
                 &[],
                 &[],
                 &token,
-                &callback,
+                Some(&callback),
             ),
             "prepareModel",
         )?;
@@ -283,6 +333,25 @@ impl RemoteDevice {
                 "prepareModel: preparation failed (reported by the callback)".into(),
             )),
         }
+    }
+
+    /// `prepareModel` with a null callback (the service must answer INVALID_ARGUMENT).
+    pub fn prepare_model_null_callback(&self, model: &Model) -> HalResult<()> {
+        let aidl = convert::model_to_aidl(model)?;
+        let o = PrepareOptions::default();
+        call(
+            self.device.prepareModel(
+                &aidl,
+                ExecutionPreference(o.preference),
+                Priority(o.priority),
+                o.deadline_ns,
+                &[],
+                &[],
+                &[0u8; 32],
+                None,
+            ),
+            "prepareModel",
+        )
     }
 
     /// Waits for a callback, noticing when the session dies underneath.
@@ -325,12 +394,8 @@ fn timing_from_aidl(t: &Timing) -> ExecutionTiming {
 impl RemotePreparedModel {
     /// `executeSynchronously`; outputs land in the request's pools.
     pub fn execute(&self, request: &Request) -> HalResult<ExecutionResult> {
-        let request = convert::request_to_aidl(request)?;
-        let result = call(
-            self.prepared.executeSynchronously(&request, false, -1, -1),
-            "executeSynchronously",
-        )?;
-        convert::execution_result_from_aidl(&result)
+        self.execute_with(request, &ExecuteOptions::default())
+            .map(|(result, _)| result)
     }
 
     /// `executeSynchronously` with `measureTiming` set.
@@ -338,9 +403,27 @@ impl RemotePreparedModel {
         &self,
         request: &Request,
     ) -> HalResult<(ExecutionResult, ExecutionTiming)> {
+        let options = ExecuteOptions {
+            measure_timing: true,
+            ..ExecuteOptions::default()
+        };
+        self.execute_with(request, &options)
+    }
+
+    /// `executeSynchronously` with explicit (possibly invalid) arguments.
+    pub fn execute_with(
+        &self,
+        request: &Request,
+        options: &ExecuteOptions,
+    ) -> HalResult<(ExecutionResult, ExecutionTiming)> {
         let request = convert::request_to_aidl(request)?;
         let result = call(
-            self.prepared.executeSynchronously(&request, true, -1, -1),
+            self.prepared.executeSynchronously(
+                &request,
+                options.measure_timing,
+                options.deadline_ns,
+                options.loop_timeout_ns,
+            ),
             "executeSynchronously",
         )?;
         let timing = timing_from_aidl(&result.timing);

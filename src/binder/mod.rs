@@ -29,8 +29,8 @@ pub mod server;
 mod service;
 
 pub use client::{
-    connect, connect_wait, connect_with, ConnectOptions, DeviceKind, ExecutionTiming, RemoteBurst,
-    RemoteDevice, RemotePreparedModel,
+    connect, connect_wait, connect_with, ConnectOptions, DeviceKind, ExecuteOptions,
+    ExecutionTiming, PrepareOptions, RemoteBurst, RemoteDevice, RemotePreparedModel,
 };
 pub use convert::{DeviceCapabilities, NO_PERFORMANCE};
 pub use server::{default_socket_path, serve, service_name, RunningServer};

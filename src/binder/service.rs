@@ -32,7 +32,7 @@ use super::aidl::android::hardware::neuralnetworks::{
 };
 use super::convert;
 use crate::driver::{Driver, PreparedModel, ValidatedModel};
-use nnhal_hal::{ErrorStatus, HalError, HalResult};
+use nnhal_hal::{HalError, HalResult};
 use rsbinder::{BinderResult, Interface, ParcelFileDescriptor, Status, Strong};
 use std::os::fd::AsFd;
 use std::sync::Arc;
@@ -60,6 +60,21 @@ pub fn to_status(err: &HalError, call: &str) -> Status {
     Status::new_service_specific_error(err.status().raw(), Some(err.message().to_string()))
 }
 
+/// Runs driver code so that a panic in it becomes GENERAL_FAILURE for this one call instead
+/// of taking down the connection's thread (rsbinder does not catch panics in handlers).
+fn guarded<T>(what: &str, f: impl FnOnce() -> HalResult<T>) -> HalResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let reason = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(HalError::GeneralFailure(format!(
+            "the driver panicked in {what}: {reason}"
+        )))
+    })
+}
+
 /// A status the canonical error has no kind for (AIDL-only deadlines).
 fn aidl_status(status: AidlStatus, message: String, call: &str) -> Status {
     log::info!("{call}: {message}");
@@ -70,12 +85,25 @@ fn aidl_status(status: AidlStatus, message: String, call: &str) -> Status {
 /// call fail; that is logged and dropped, the service goes on.
 fn notify(
     callback: &Strong<dyn IPreparedModelCallback>,
-    status: ErrorStatus,
+    status: AidlStatus,
     model: Option<&Strong<dyn IPreparedModel>>,
 ) {
-    if let Err(e) = callback.notify(convert::error_status_to_aidl(status), model) {
-        log::warn!("prepareModel: notify({status}) could not reach the client: {e}");
+    if let Err(e) = callback.notify(status, model) {
+        log::warn!("prepareModel: notify({status:?}) could not reach the client: {e}");
     }
+}
+
+/// The callback of a prepare call; a null one is INVALID_ARGUMENT (nobody could be told).
+fn require_callback<'a>(
+    callback: Option<&'a Strong<dyn IPreparedModelCallback>>,
+    call: &str,
+) -> BinderResult<&'a Strong<dyn IPreparedModelCallback>> {
+    callback.ok_or_else(|| {
+        to_status(
+            &HalError::InvalidArgument("the callback is null".into()),
+            call,
+        )
+    })
 }
 
 /// `deadlineNs` (and other `-1`-means-none durations) must be -1 or non-negative.
@@ -107,7 +135,9 @@ fn boot_time_ns() -> i64 {
 }
 
 /// `Err` with MISSED_DEADLINE_PERSISTENT when a deadline has already passed: the work would
-/// finish late whatever happens, so it is not started (as the AOSP sample driver does).
+/// finish late whatever happens, so it is not started. A deadline still ahead is not
+/// enforced: the contract lets a driver finish late work rather than abort it ("may be
+/// aborted").
 fn check_deadline(deadline_ns: i64, call: &str) -> BinderResult<()> {
     if deadline_ns >= 0 && boot_time_ns() > deadline_ns {
         return Err(aidl_status(
@@ -173,9 +203,7 @@ impl IDevice for Device {
     fn getSupportedOperations(&self, model: &AidlModel) -> BinderResult<Vec<bool>> {
         let call = "getSupportedOperations";
         let model = convert::model_from_aidl(model).map_err(|e| to_status(&e, call))?;
-        self.driver
-            .supported_operations(&model)
-            .map_err(|e| to_status(&e, call))
+        guarded(call, || self.driver.supported_operations(&model)).map_err(|e| to_status(&e, call))
     }
 
     fn getType(&self) -> BinderResult<DeviceType> {
@@ -195,9 +223,10 @@ impl IDevice for Device {
         _model_cache: &[ParcelFileDescriptor],
         _data_cache: &[ParcelFileDescriptor],
         _token: &[u8],
-        callback: &Strong<dyn IPreparedModelCallback>,
+        callback: Option<&Strong<dyn IPreparedModelCallback>>,
     ) -> BinderResult<()> {
         let call = "prepareModel";
+        let callback = require_callback(callback, call)?;
         // Cache arguments are ignored: with (0, 0) cache files the client has nothing to send,
         // and the contract says cache problems must never fail a preparation.
         let checked = (|| -> HalResult<ValidatedModel> {
@@ -214,20 +243,19 @@ impl IDevice for Device {
                 )));
             }
             check_optional_ns(deadline_ns, "deadlineNs")?;
-            self.driver.validate_model(convert::model_from_aidl(model)?)
+            let model = convert::model_from_aidl(model)?;
+            guarded(call, || self.driver.validate_model(model))
         })();
         let model = match checked {
             Ok(model) => model,
             Err(e) => {
                 // Synchronous failure: the callback hears it once, the caller gets it too.
-                notify(callback, e.status(), None);
+                notify(callback, convert::error_status_to_aidl(e.status()), None);
                 return Err(to_status(&e, call));
             }
         };
         if let Err(status) = check_deadline(deadline_ns, call) {
-            if let Err(e) = callback.notify(AidlStatus::MISSED_DEADLINE_PERSISTENT, None) {
-                log::warn!("{call}: notify could not reach the client: {e}");
-            }
+            notify(callback, AidlStatus::MISSED_DEADLINE_PERSISTENT, None);
             return Err(status);
         }
 
@@ -235,21 +263,29 @@ impl IDevice for Device {
         let worker_callback = callback.clone();
         let spawned = std::thread::Builder::new()
             .name("nnhal-prepare".into())
-            .spawn(move || match driver.prepare_validated(model) {
-                Ok(prepared) => {
-                    let binder = BnPreparedModel::new_binder(PreparedModelService { prepared });
-                    notify(&worker_callback, ErrorStatus::None, Some(&binder));
-                }
-                Err(e) => {
-                    let status = e.status();
-                    // Logged through the one mapping; the status travels in the callback.
-                    let _ = to_status(&e, "prepareModel (worker)");
-                    notify(&worker_callback, status, None);
+            .spawn(move || {
+                // A panic in the driver must still reach the client as a failure: the callback
+                // is waited on without a timeout.
+                let prepared = guarded("prepareModel", || driver.prepare_validated(model));
+                match prepared {
+                    Ok(prepared) => {
+                        let binder = BnPreparedModel::new_binder(PreparedModelService { prepared });
+                        notify(&worker_callback, AidlStatus::NONE, Some(&binder));
+                    }
+                    Err(e) => {
+                        // Logged through the one mapping; the status travels in the callback.
+                        let _ = to_status(&e, "prepareModel (worker)");
+                        notify(
+                            &worker_callback,
+                            convert::error_status_to_aidl(e.status()),
+                            None,
+                        );
+                    }
                 }
             });
         if let Err(e) = spawned {
             let e = HalError::GeneralFailure(format!("cannot start the preparation thread: {e}"));
-            notify(callback, e.status(), None);
+            notify(callback, convert::error_status_to_aidl(e.status()), None);
             return Err(to_status(&e, call));
         }
         Ok(())
@@ -261,14 +297,15 @@ impl IDevice for Device {
         _model_cache: &[ParcelFileDescriptor],
         _data_cache: &[ParcelFileDescriptor],
         _token: &[u8],
-        callback: &Strong<dyn IPreparedModelCallback>,
+        callback: Option<&Strong<dyn IPreparedModelCallback>>,
     ) -> BinderResult<()> {
+        let callback = require_callback(callback, "prepareModelFromCache")?;
         // The contract: when caching is not supported, notify GENERAL_FAILURE with a null model
         // and return the same status.
         let e = HalError::GeneralFailure(
             "compilation caching is not supported (getNumberOfCacheFilesNeeded is 0, 0)".into(),
         );
-        notify(callback, e.status(), None);
+        notify(callback, convert::error_status_to_aidl(e.status()), None);
         Err(to_status(&e, "prepareModelFromCache"))
     }
 }
@@ -346,8 +383,8 @@ impl IPreparedModel for PreparedModelService {
             check_optional_ns(deadline_ns, "deadlineNs")?;
             check_loop_timeout(loop_timeout_ns)?;
             check_optional_ns(duration_ns, "durationNs")?;
-            self.prepared
-                .validate_request(&convert::request_from_aidl(request)?)
+            let request = convert::request_from_aidl(request)?;
+            guarded(call, || self.prepared.validate_request(&request))
         })()
         .map_err(|e| to_status(&e, call))?;
         check_deadline(deadline_ns, call)?;
@@ -357,7 +394,7 @@ impl IPreparedModel for PreparedModelService {
         // when the work finished before the call returned. The callback reports the outcome.
         wait_for_fences(wait_for).map_err(|e| to_status(&e, call))?;
         let fenced = Instant::now();
-        let outcome = self.prepared.execute_bound(&request);
+        let outcome = guarded(call, || self.prepared.execute_bound(&request));
         let (status, timing_launched, timing_fenced) = match outcome {
             Ok(_) if measure_timing => (
                 AidlStatus::NONE,
@@ -517,6 +554,7 @@ impl IBurst for Burst {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nnhal_hal::ErrorStatus;
 
     #[test]
     fn every_error_kind_becomes_its_service_specific_code() {
@@ -546,5 +584,13 @@ mod tests {
         assert!(check_deadline(-1, "t").is_ok());
         assert!(check_deadline(1, "t").is_err());
         assert!(check_deadline(i64::MAX, "t").is_ok());
+    }
+
+    #[test]
+    fn a_panic_in_driver_code_is_a_general_failure() {
+        let err = guarded("test", || -> HalResult<()> { panic!("boom") }).unwrap_err();
+        assert_eq!(err.status(), ErrorStatus::GeneralFailure);
+        assert!(err.message().contains("boom"), "{err}");
+        assert_eq!(guarded("test", || Ok(3)).unwrap(), 3);
     }
 }

@@ -1,4 +1,9 @@
 // The driver. Method order fixes the transaction codes; do not reorder.
+//
+// The callback arguments carry @nullable, which the frozen API does not spell: a binder
+// reference is written the same way whether or not it may be null, so the wire is unchanged,
+// and a null callback reaches the service, which answers INVALID_ARGUMENT as the contract asks,
+// instead of failing to decode in the generated stub.
 // Frozen API: android.hardware.neuralnetworks, version 1.
 
 package android.hardware.neuralnetworks;
@@ -29,10 +34,10 @@ interface IDevice {
     void prepareModel(in Model model, in ExecutionPreference preference, in Priority priority,
             in long deadlineNs, in ParcelFileDescriptor[] modelCache,
             in ParcelFileDescriptor[] dataCache, in byte[] token,
-            in IPreparedModelCallback callback);
+            in @nullable IPreparedModelCallback callback);
     void prepareModelFromCache(in long deadlineNs, in ParcelFileDescriptor[] modelCache,
             in ParcelFileDescriptor[] dataCache, in byte[] token,
-            in IPreparedModelCallback callback);
+            in @nullable IPreparedModelCallback callback);
 
     const int BYTE_SIZE_OF_CACHE_TOKEN = 32;
     const int MAX_NUMBER_OF_CACHE_FILES = 32;

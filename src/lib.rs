@@ -10,6 +10,7 @@ pub mod driver;
 mod executor;
 pub mod probe;
 mod tensor;
+pub mod vector;
 
 pub use driver::{Driver, ExecutionResult, PreparedModel, ValidatedModel, ValidatedRequest};
 pub use nnhal_hal as hal;

@@ -187,6 +187,48 @@ fn info_cli_reports_the_device_and_every_operation() {
     );
 }
 
+/// `nnhal run` on a vector file; (exit status success, stdout).
+fn nnhal_run(service: &Service, args: &[&str], vector: &std::path::Path) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_nnhal"))
+        .arg("run")
+        .arg("--socket")
+        .arg(&service.socket)
+        .args(args)
+        .arg(vector)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.success(), text)
+}
+
+#[test]
+fn run_cli_checks_a_vector_through_the_service() {
+    let service = Service::start();
+    let vectors = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors");
+    for mode in ["copy", "reference"] {
+        let (ok, text) = nnhal_run(
+            &service,
+            &["--constants", mode],
+            &vectors.join("depthwise_conv2d_quant8.json"),
+        );
+        assert!(ok, "{text}");
+        assert!(text.contains("PASS example 0"), "{text}");
+        assert!(text.ends_with("1 passed, 0 failed\n"), "{text}");
+    }
+
+    // The same vector with one golden value changed must fail, and say where.
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(vectors.join("add.json")).unwrap()).unwrap();
+    let expected = &mut v["examples"][0]["outputs"]["0"][0];
+    *expected = serde_json::json!(expected.as_f64().unwrap() + 1.0);
+    let dir = TempDir::new();
+    let tampered = dir.0.join("add_tampered.json");
+    std::fs::write(&tampered, v.to_string()).unwrap();
+    let (ok, text) = nnhal_run(&service, &[], &tampered);
+    assert!(!ok, "{text}");
+    assert!(text.contains("FAIL example 0: output 0: 1 of"), "{text}");
+}
+
 #[test]
 fn the_instance_name_selects_the_service() {
     let service = Service::start_instance("vendor-cpu");
@@ -292,7 +334,7 @@ fn malformed_input_is_invalid_argument() {
 }
 
 #[test]
-fn null_and_out_of_range_arguments_are_refused() {
+fn bi57_null_callback_and_out_of_range_arguments() {
     let service = Service::start();
     let device = service.connect();
     let model = probe::add_model();
@@ -431,7 +473,7 @@ fn looping_client(socket: &Path) -> Child {
 }
 
 #[test]
-fn service_survives_a_client_killed_mid_execution() {
+fn bi58_client_killed_mid_execution_service_serves_the_next() {
     let service = Service::start();
     for round in 0..3 {
         let mut client = looping_client(&service.socket);

@@ -6,11 +6,8 @@
 //! when `XDG_RUNTIME_DIR` is unset.
 
 use clap::Parser;
-use nix::sys::signal::{SigSet, Signal};
 use nnhal::binder;
-use nnhal::Driver;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -43,38 +40,11 @@ fn main() {
     }
     logger.init();
 
-    // Block the termination signals before any thread exists, so every thread inherits the
-    // mask and the main thread alone receives them in `wait` below.
-    let mut signals = SigSet::empty();
-    signals.add(Signal::SIGINT);
-    signals.add(Signal::SIGTERM);
-    if let Err(e) = signals.thread_block() {
-        eprintln!("nnhal-service: cannot block SIGINT/SIGTERM: {e}");
-        std::process::exit(1);
-    }
-
-    let driver = match Driver::new(args.threads) {
-        Ok(d) => Arc::new(d),
-        Err(e) => {
-            eprintln!("nnhal-service: {e}");
-            std::process::exit(1);
-        }
-    };
     let socket = args
         .socket
         .unwrap_or_else(|| binder::default_socket_path(&args.instance));
-    let server = match binder::serve(driver, &socket, &args.instance) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("nnhal-service: {e}");
-            std::process::exit(1);
-        }
-    };
-
-    match signals.wait() {
-        Ok(sig) => log::info!("{sig}: shutting down"),
-        Err(e) => log::error!("waiting for a signal failed: {e}; shutting down"),
+    if let Err(e) = binder::serve_until_signal(&socket, &args.instance, args.threads) {
+        eprintln!("nnhal-service: {e}");
+        std::process::exit(1);
     }
-    server.shutdown();
-    log::info!("stopped; removed {}", socket.display());
 }

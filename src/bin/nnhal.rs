@@ -2,6 +2,9 @@
 //!
 //! ```text
 //! nnhal info      [--socket PATH] [--instance NAME]        what the device reports through binder
+//! nnhal run       [--socket PATH] [--instance NAME] [--constants copy|reference] VECTOR.json
+//!                                                        a golden vector's examples through the
+//!                                                        service, outputs and PASS/FAIL
 //! nnhal bench-rpc [--socket PATH] [--instance NAME] [-n N]  round-trip latency: ADD vs bare call
 //! ```
 
@@ -9,7 +12,10 @@ use clap::{Parser, Subcommand};
 use nnhal::binder::{self, ConnectOptions, RemoteDevice};
 use nnhal::hal::{OperandType, OperationType, PerformanceInfo};
 use nnhal::probe::{self, AddRun};
-use std::path::PathBuf;
+use nnhal::vector::compare::compare;
+use nnhal::vector::model::{build_request, decode, to_model, ConstantMode};
+use nnhal::vector::Vector;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -37,6 +43,21 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Run a golden vector's examples through the service: print each output and PASS/FAIL
+    /// against the expected values (the AOSP harness tolerance)
+    Run {
+        #[command(flatten)]
+        target: Target,
+        /// Where the model's constants travel: inline (CONSTANT_COPY) or in a shared-memory
+        /// pool (CONSTANT_REFERENCE)
+        #[arg(long, value_enum, default_value = "copy")]
+        constants: Constants,
+        /// Output values printed per output (all mismatches are counted regardless)
+        #[arg(long, value_name = "N", default_value_t = 16)]
+        show: usize,
+        /// Golden vector file (conformance JSON format)
+        vector: PathBuf,
+    },
     /// Median round trip of a one-operation ADD ([1,2,2,1] float32) executed through the
     /// service, beside the median of a bare binder call (getType) in the same run
     BenchRpc {
@@ -49,6 +70,12 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         warmup: usize,
     },
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Constants {
+    Copy,
+    Reference,
 }
 
 fn connect(target: &Target) -> Result<RemoteDevice, String> {
@@ -261,12 +288,123 @@ fn bench(
     Ok(())
 }
 
+/// The first `show` values of an output, decoded for display.
+fn preview(values: &[f64], show: usize) -> String {
+    // Integers as integers; float32 values at float32 precision (they were decoded to f64).
+    let show_one = |v: &f64| {
+        if v.fract() == 0.0 && v.abs() < 1e15 {
+            format!("{}", *v as i64)
+        } else {
+            format!("{}", *v as f32)
+        }
+    };
+    let mut text: Vec<String> = values.iter().take(show).map(show_one).collect();
+    if values.len() > show {
+        text.push(format!("… ({} values)", values.len()));
+    }
+    format!("[{}]", text.join(", "))
+}
+
+fn run(
+    target: &Target,
+    constants: Constants,
+    show: usize,
+    path: &Path,
+    out: &mut String,
+) -> Result<(), String> {
+    let v = Vector::from_file(path).map_err(|e| e.to_string())?;
+    let mode = match constants {
+        Constants::Copy => ConstantMode::Copy,
+        Constants::Reference => ConstantMode::Reference,
+    };
+    let model = to_model(&v, mode).map_err(|e| format!("{}: {e}", v.name))?;
+    let device = connect(target)?;
+    fn e(what: &'static str) -> impl Fn(nnhal::hal::HalError) -> String {
+        move |e| format!("{what}: {e}")
+    }
+    let supported = device
+        .supported_operations(&model)
+        .map_err(e("getSupportedOperations"))?;
+    outln!(
+        out,
+        "{}: {} operations ({} supported), {} examples, constants {mode}",
+        v.name,
+        supported.len(),
+        supported.iter().filter(|s| **s).count(),
+        v.examples.len()
+    );
+    let prepared = device.prepare_model(model).map_err(e("prepareModel"))?;
+    let mut failed = 0;
+    for (k, example) in v.examples.iter().enumerate() {
+        let built = build_request(&v, mode, example).map_err(|e| e.to_string())?;
+        let verdict = (|| -> Result<Vec<String>, String> {
+            prepared
+                .execute(&built.request)
+                .map_err(e("executeSynchronously"))?;
+            let actual = built
+                .read_outputs()
+                .map_err(|e| format!("reading outputs: {e}"))?;
+            let mut problems = Vec::new();
+            for (slot, bytes) in built.outputs.iter().zip(&actual) {
+                let ignored = v.tolerance.ignored_outputs.contains(&slot.position);
+                outln!(
+                    out,
+                    "  example {k} output {} {} {:?}{}: {}",
+                    slot.position,
+                    slot.operand_type,
+                    slot.dimensions,
+                    if ignored { " (not compared)" } else { "" },
+                    preview(&decode(slot.operand_type, bytes), show)
+                );
+                if ignored {
+                    continue;
+                }
+                let expected = example
+                    .output(slot.position)
+                    .ok_or_else(|| format!("output {} has no expected values", slot.position))?;
+                let c = compare(slot.operand_type, expected, bytes, &v.tolerance);
+                if !c.passed() {
+                    problems.push(format!("output {}: {}", slot.position, c.describe()));
+                }
+            }
+            Ok(problems)
+        })();
+        match verdict {
+            Ok(problems) if problems.is_empty() => outln!(out, "PASS example {k}"),
+            Ok(problems) => {
+                failed += 1;
+                outln!(out, "FAIL example {k}: {}", problems.join("; "));
+            }
+            Err(why) => {
+                failed += 1;
+                outln!(out, "FAIL example {k}: {why}");
+            }
+        }
+    }
+    outln!(out, "{} passed, {failed} failed", v.examples.len() - failed);
+    if failed == 0 {
+        Ok(())
+    } else {
+        Err(format!("{failed} of {} examples failed", v.examples.len()))
+    }
+}
+
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    // rsbinder reports the end of our own session (closed when the client exits) as a warning.
+    env_logger::Builder::from_env(
+        env_logger::Env::default().default_filter_or("warn,rsbinder=error"),
+    )
+    .init();
     let cli = Cli::parse();
     let mut out = String::new();
     let result = match &cli.command {
         Command::Info { target } => info(target, &mut out),
+        Command::Run {
+            target,
+            constants,
+            show,
+            vector,
+        } => run(target, *constants, *show, vector, &mut out),
         Command::BenchRpc {
             target,
             iterations,

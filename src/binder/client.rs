@@ -11,6 +11,7 @@
 //! `close_session` when the last handle is dropped.
 
 use super::aidl::android::hardware::neuralnetworks::{
+    BufferDesc::BufferDesc,
     DeviceType::DeviceType as AidlDeviceType,
     ErrorStatus::ErrorStatus as AidlStatus,
     ExecutionPreference::ExecutionPreference,
@@ -352,6 +353,41 @@ impl RemoteDevice {
             ),
             "prepareModel",
         )
+    }
+
+    /// `prepareModelFromCache` with no cache files and a zero token. The service keeps no
+    /// cache, so this is an error; when it is, the callback's status must agree with the
+    /// returned one, which is checked here.
+    pub fn prepare_model_from_cache(&self) -> HalResult<RemotePreparedModel> {
+        let (tx, rx) = mpsc::channel();
+        let callback = BnPreparedModelCallback::new_binder(PrepareCallback {
+            tx: Mutex::new(Some(tx)),
+        });
+        let launched = call(
+            self.device
+                .prepareModelFromCache(-1, &[], &[], &[0u8; 32], Some(&callback)),
+            "prepareModelFromCache",
+        );
+        let (status, prepared) = self.wait(&rx)?;
+        drop(callback);
+        match (launched, status, prepared) {
+            (Ok(()), AidlStatus::NONE, Some(prepared)) => Ok(RemotePreparedModel {
+                prepared,
+                _session: Arc::clone(&self.session),
+            }),
+            (Err(e), status, None) if status.0 == e.status().raw() => Err(e),
+            (launched, status, prepared) => Err(HalError::GeneralFailure(format!(
+                "prepareModelFromCache: returned {:?} but notified {status:?} with{} a model",
+                launched.err().map(|e| e.status()),
+                if prepared.is_some() { "" } else { "out" }
+            ))),
+        }
+    }
+
+    /// `allocate` of an unshaped buffer with no roles: this driver has no device buffers.
+    pub fn allocate_empty(&self) -> HalResult<()> {
+        let desc = BufferDesc { dimensions: vec![] };
+        call(self.device.allocate(&desc, &[], &[], &[]), "allocate").map(|_| ())
     }
 
     /// Waits for a callback, noticing when the session dies underneath.

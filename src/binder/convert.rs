@@ -445,12 +445,20 @@ pub fn execution_result_from_aidl(result: &AidlResult) -> HalResult<ExecutionRes
 
 // ---- canonical → AIDL (client side) -------------------------------------------------------
 
+/// A canonical value the AIDL wire cannot carry. This is the client's failure, not a verdict
+/// on the model: it must not read as the service's INVALID_ARGUMENT.
+fn unsendable<T>(message: String) -> HalResult<T> {
+    Err(HalError::GeneralFailure(format!("cannot send: {message}")))
+}
+
 fn to_i32(value: u32, what: &dyn Fn() -> String) -> HalResult<i32> {
-    i32::try_from(value).or_else(|_| invalid(format!("{} = {value} exceeds the AIDL int", what())))
+    i32::try_from(value)
+        .or_else(|_| unsendable(format!("{} = {value} exceeds the AIDL int", what())))
 }
 
 fn to_i64(value: u64, what: &dyn Fn() -> String) -> HalResult<i64> {
-    i64::try_from(value).or_else(|_| invalid(format!("{} = {value} exceeds the AIDL long", what())))
+    i64::try_from(value)
+        .or_else(|_| unsendable(format!("{} = {value} exceeds the AIDL long", what())))
 }
 
 fn i32_list(values: &[u32], what: &dyn Fn(usize) -> String) -> HalResult<Vec<i32>> {
@@ -496,7 +504,7 @@ pub fn memory_to_aidl(memory: &Memory, what: &str) -> HalResult<AidlMemory> {
             offset: to_i64(*offset, &|| format!("{what}.offset"))?,
         }),
         Memory::Unsupported(kind) => {
-            return invalid(format!("{what}: a {kind} pool cannot be sent over binder"))
+            return unsendable(format!("{what}: a {kind} pool has no AIDL form"))
         }
     })
 }

@@ -33,5 +33,5 @@ pub use client::{
     ExecutionTiming, PrepareOptions, RemoteBurst, RemoteDevice, RemotePreparedModel,
 };
 pub use convert::{DeviceCapabilities, NO_PERFORMANCE};
-pub use server::{default_socket_path, serve, service_name, RunningServer};
+pub use server::{default_socket_path, serve, serve_until_signal, service_name, RunningServer};
 pub use service::version_string;

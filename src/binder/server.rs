@@ -109,3 +109,28 @@ pub fn serve(driver: Arc<Driver>, socket: &Path, instance: &str) -> std::io::Res
         socket: socket.to_path_buf(),
     })
 }
+
+/// A whole host service: a driver with `threads` kernel workers serving `instance` on `socket`
+/// until SIGINT or SIGTERM, then a clean shutdown (sessions ended, socket removed).
+///
+/// Must be called before the process starts any thread: the termination signals are blocked
+/// here so every thread created afterwards inherits the mask and only the waiting caller
+/// receives them.
+pub fn serve_until_signal(socket: &Path, instance: &str, threads: usize) -> Result<(), String> {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut signals = SigSet::empty();
+    signals.add(Signal::SIGINT);
+    signals.add(Signal::SIGTERM);
+    signals
+        .thread_block()
+        .map_err(|e| format!("cannot block SIGINT/SIGTERM: {e}"))?;
+    let driver = Arc::new(Driver::new(threads).map_err(|e| e.to_string())?);
+    let server = serve(driver, socket, instance).map_err(|e| e.to_string())?;
+    match signals.wait() {
+        Ok(sig) => log::info!("{sig}: shutting down"),
+        Err(e) => log::error!("waiting for a signal failed: {e}; shutting down"),
+    }
+    server.shutdown();
+    log::info!("stopped; removed {}", socket.display());
+    Ok(())
+}

@@ -1,19 +1,22 @@
 //! `nnhal-vts`: runs the conformance suite against a driver from the command line.
 //!
 //! ```text
-//! nnhal-vts vectors   [--transport inproc] [--threads N] [-v] PATH...
-//! nnhal-vts mutations [--transport inproc] [--threads N] [--class N]... [--show N] [PATH...]
+//! nnhal-vts vectors   [--transport rpc|inproc] [--socket PATH] [-v] PATH...
+//! nnhal-vts mutations [--transport rpc|inproc] [--socket PATH] [--class N]... [--show N] [PATH...]
+//! nnhal-vts basic     [--socket PATH]
 //! ```
 //!
+//! The default transport is the service over binder RPC: with `--socket` the suite talks to a
+//! running `nnhal-service`, without it starts one on a temporary socket and stops it at the end.
 //! Each subcommand prints one `PASS`/`FAIL` line per item and ends with `N passed, M failed`;
 //! the exit status is 1 when anything failed, 2 when the device could not be opened.
-//! Transport selection is shared by every subcommand ([`TransportArgs`]), so a new transport
-//! only adds a [`TransportKind`] variant.
 
 use clap::{Args, Parser, Subcommand};
+use nnhal::hal::HalError;
+use nnhal_vts::basic;
 use nnhal_vts::mutations::{base_models, BaseModel, MODEL_MUTATORS, REQUEST_MUTATORS};
 use nnhal_vts::runner::{run_model_class, run_request_class, run_vector, ClassReport};
-use nnhal_vts::transport::{self, Device, TransportKind, TransportOptions};
+use nnhal_vts::transport::{self, Device, RpcDevice, TransportKind, TransportOptions};
 use nnhal_vts::vector::{bundled_dir, vector_files, Vector};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,27 +58,77 @@ enum Command {
         /// Vector files or directories; the bundled vectors when omitted.
         paths: Vec<PathBuf>,
     },
+    /// Serve the driver over binder RPC like nnhal-service (started by the rpc transport when no
+    /// nnhal-service binary is at hand).
+    #[command(hide = true)]
+    Serve {
+        #[arg(long)]
+        socket: PathBuf,
+        #[arg(long, default_value = "default")]
+        instance: String,
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+        #[arg(long, default_value = "warn")]
+        log_level: String,
+    },
+    /// The basic device tests over binder: status, capabilities, a cyclic model, null and
+    /// out-of-range arguments, fenced and burst execution, cache and allocate refusals.
+    Basic {
+        #[command(flatten)]
+        service: ServiceArgs,
+    },
 }
 
 /// How to reach the driver; shared by every subcommand.
 #[derive(Args)]
 struct TransportArgs {
-    #[arg(long, value_enum, default_value = "inproc")]
+    /// rpc: the service over binder; inproc: the driver library in this process.
+    #[arg(long, value_enum, default_value = "rpc")]
     transport: TransportKind,
-    /// Kernel worker threads of an in-process driver (0 = one per core).
+    #[command(flatten)]
+    service: ServiceArgs,
+}
+
+/// Where the service is, or how to start one.
+#[derive(Args)]
+struct ServiceArgs {
+    /// Socket of a running nnhal-service [default: start one on a temporary socket]
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Service instance name (android.hardware.neuralnetworks.IDevice/<NAME>)
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    instance: String,
+    /// The nnhal-service binary to start [default: $NNHAL_SERVICE, else next to nnhal-vts]
+    #[arg(long, value_name = "PATH")]
+    service: Option<PathBuf>,
+    /// Kernel worker threads of the driver, started or in-process (0 = one per core)
     #[arg(long, default_value_t = 0)]
     threads: usize,
 }
 
+impl ServiceArgs {
+    fn options(&self) -> TransportOptions {
+        TransportOptions {
+            threads: self.threads,
+            socket: self.socket.clone(),
+            instance: Some(self.instance.clone()),
+            service: self.service.clone(),
+            self_serve: true,
+        }
+    }
+}
+
+fn cannot_open(e: HalError) -> ExitCode {
+    eprintln!("cannot open the device: {e}");
+    ExitCode::from(2)
+}
+
 impl TransportArgs {
     fn open(&self) -> Result<Box<dyn Device>, ExitCode> {
-        let options = TransportOptions {
-            threads: self.threads,
-        };
-        transport::open(self.transport, &options).map_err(|e| {
-            eprintln!("cannot open the device: {e}");
-            ExitCode::from(2)
-        })
+        let device =
+            transport::open(self.transport, &self.service.options()).map_err(cannot_open)?;
+        eprintln!("device: {}", device.describe());
+        Ok(device)
     }
 }
 
@@ -145,6 +198,10 @@ fn vectors(transport: &TransportArgs, verbose: bool, paths: &[PathBuf]) -> ExitC
 fn print_class(report: &ClassReport, show: usize) -> (usize, usize) {
     let failed = report.failures.len();
     let passed = report.variants.saturating_sub(failed);
+    if let Some(why) = &report.skipped {
+        println!("SKIP {}: {why}", report.class);
+        return (0, 0);
+    }
     if report.passed() {
         println!(
             "PASS {}: {} variants on {} vectors",
@@ -215,10 +272,57 @@ fn mutations(
     }
 }
 
+fn basic(service: &ServiceArgs) -> ExitCode {
+    let device = match RpcDevice::open(&service.options()) {
+        Ok(d) => d,
+        Err(e) => return cannot_open(e),
+    };
+    eprintln!("device: {}", device.describe());
+    let remote = device.remote().expect("an rpc device has a binder client");
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for (name, outcome) in basic::run_all(remote) {
+        match outcome {
+            Ok(()) => {
+                passed += 1;
+                println!("PASS {name}");
+            }
+            Err(reason) => {
+                failed += 1;
+                println!("FAIL {name}: {reason}");
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
+    // rsbinder reports the end of our own session (closed when the client exits) as a warning.
+    let mut logger = env_logger::Builder::from_env(
+        env_logger::Env::default().default_filter_or("warn,rsbinder=error"),
+    );
+    if let Command::Serve { log_level, .. } = &cli.command {
+        logger.parse_filters(log_level);
+    }
+    logger.init();
     match &cli.command {
+        Command::Serve {
+            socket,
+            instance,
+            threads,
+            ..
+        } => match nnhal::binder::serve_until_signal(socket, instance, *threads) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("nnhal-vts serve: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Vectors {
             transport,
             verbose,
@@ -230,5 +334,6 @@ fn main() -> ExitCode {
             show,
             paths,
         } => mutations(transport, classes, *show, paths),
+        Command::Basic { service } => basic(service),
     }
 }

@@ -64,6 +64,10 @@ pub struct ModelMutator {
     pub mutate: fn(&Model) -> Vec<ModelVariant>,
     /// Fixed models of this class that derive from no vector (the VTS CycleTest model).
     pub standalone: fn() -> Vec<ModelVariant>,
+    /// The class damages `numberOfConsumers`, a field of the HIDL 1.0 `Operand` that the AIDL
+    /// wire does not carry (the service counts consumers itself), so it cannot be sent over
+    /// binder: the AIDL VTS has no such test.
+    pub hidl_only: bool,
 }
 
 /// A request mutation class.
@@ -82,6 +86,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "mutateOperandTypeTest",
         mutate: operand_type,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(2),
@@ -89,6 +94,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "mutateOperandRankTest",
         mutate: operand_rank,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(3),
@@ -96,6 +102,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "mutateOperandScaleTest",
         mutate: operand_scale,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(4),
@@ -103,6 +110,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "mutateOperandZeroPointTest",
         mutate: operand_zero_point,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(5),
@@ -110,6 +118,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "mutateOperandLifeTimeTest",
         mutate: operand_lifetime,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(6),
@@ -117,6 +126,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "mutateOperandInputOutputTest",
         mutate: operand_input_output,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(7),
@@ -124,6 +134,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "mutateOperandNumberOfConsumersTest",
         mutate: number_of_consumers,
         standalone: no_standalone,
+        hidl_only: true,
     },
     ModelMutator {
         bi: Bi(8),
@@ -131,6 +142,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "mutateOperandAddWriterTest",
         mutate: add_writer,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(9),
@@ -138,6 +150,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "mutateOperationRemoveWriteTest",
         mutate: remove_write,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(10),
@@ -145,6 +158,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "mutateExecutionOrderTest",
         mutate: execution_order,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(11),
@@ -152,6 +166,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "CycleTest",
         mutate: cycles,
         standalone: fixed_cycle,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(12),
@@ -159,6 +174,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "mutateOperationOperandTypeTest",
         mutate: operation_operand_type,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(13),
@@ -166,6 +182,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "mutateOperationTypeTest",
         mutate: operation_type,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(14),
@@ -173,6 +190,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "mutateOperationInputOperandIndexTest",
         mutate: operation_input_index,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(15),
@@ -180,6 +198,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "mutateOperationOutputOperandIndexTest",
         mutate: operation_output_index,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(16),
@@ -187,6 +206,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "8.1 negative test (inputIndexes)",
         mutate: model_io_index,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(17),
@@ -194,6 +214,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "removeOperandTest",
         mutate: remove_operand,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(18),
@@ -201,6 +222,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "removeOperationTest",
         mutate: remove_operation,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(19),
@@ -208,6 +230,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "removeOperationInputTest",
         mutate: remove_operation_input,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(20),
@@ -215,6 +238,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "removeOperationOutputTest",
         mutate: remove_operation_output,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(21),
@@ -222,6 +246,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "addOperationInputTest",
         mutate: add_operation_input,
         standalone: no_standalone,
+        hidl_only: false,
     },
     ModelMutator {
         bi: Bi(22),
@@ -229,6 +254,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         vts: "addOperationOutputTest",
         mutate: add_operation_output,
         standalone: no_standalone,
+        hidl_only: false,
     },
 ];
 

@@ -308,11 +308,14 @@ pub struct ClassReport {
     pub variants: usize,
     /// One line per failing variant (or unusable base model).
     pub failures: Vec<String>,
+    /// Why the class was not run on this device, when it cannot apply there.
+    pub skipped: Option<String>,
 }
 
 impl ClassReport {
+    /// Every variant was rejected as it must be (a skipped class neither passes nor fails).
     pub fn passed(&self) -> bool {
-        self.failures.is_empty() && self.variants > 0
+        self.skipped.is_none() && self.failures.is_empty() && self.variants > 0
     }
 
     /// A multi-line description of the failures, at most `limit` of them.
@@ -347,6 +350,13 @@ pub fn run_model_class(
         class: format!("{} {}", mutator.bi, mutator.name),
         ..ClassReport::default()
     };
+    if mutator.hidl_only && !device.carries_consumer_counts() {
+        report.skipped = Some(format!(
+            "{} has no form on this transport: the AIDL Operand has no numberOfConsumers",
+            mutator.vts
+        ));
+        return report;
+    }
     for v in (mutator.standalone)() {
         report.variants += 1;
         if let Err(e) = check_invalid_model(device, &v.model) {

@@ -6,9 +6,9 @@
 //!   well: the ±1 allowance hides rounding differences, and the count shows how many there are.
 //! * TENSOR_INT32 (and the other integer types): `|e − a| ≤ maxAbsDiff`, 0 by default (exact).
 
-use crate::model::decode;
-use crate::vector::Tolerance;
-use nnhal::hal::OperandType;
+use super::model::decode;
+use super::Tolerance;
+use nnhal_hal::OperandType;
 
 /// How many mismatching elements a comparison keeps for its report (the harness prints 10).
 pub const MAX_REPORTED: usize = 10;

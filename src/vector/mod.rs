@@ -1,10 +1,15 @@
-//! The golden-vector file format (`conformance/README.md`): one JSON object per test model with
-//! its operands, operations, examples and the harness tolerance.
+//! Golden test vectors: the file format (`conformance/README.md`: one JSON object per test model
+//! with its operands, operations, examples and the harness tolerance), [`model`] (the HAL model
+//! and requests a vector stands for) and [`compare`] (the AOSP harness tolerance rule). Shared by
+//! `nnhal run` and the conformance suite.
 //!
 //! The loader keeps the schema's spelling (operand types and lifetimes as `types.hal` names) and
 //! ignores fields it does not know, so newer converter output still loads. Every number is read
 //! as `f64`: that represents every INT32/UINT32/uint8 value exactly, and the float values are the
 //! shortest decimals that round to the intended float32 from float64 as well.
+
+pub mod compare;
+pub mod model;
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -209,9 +214,4 @@ pub fn load(path: &Path) -> Result<Vec<Vector>, VectorError> {
         .iter()
         .map(|p| Vector::from_file(p))
         .collect()
-}
-
-/// The vectors shipped with this crate (`vts_tests/vectors`).
-pub fn bundled_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors")
 }

@@ -11,9 +11,9 @@
 //! Requests use two sealed memfd pools (inputs in pool 0, outputs in pool 1) with every argument
 //! starting on a 4-byte boundary and no request dimensions, as VTS's `createRequest` does.
 
-use crate::vector::{Example, Vector, VectorError};
-use nnhal::hal::memory::create_memfd;
-use nnhal::hal::{
+use super::{Example, Vector, VectorError};
+use nnhal_hal::memory::create_memfd;
+use nnhal_hal::{
     DataLocation, HalError, HalResult, MappedPool, Memory, Model, Operand, OperandLifeTime,
     OperandType, Operation, OperationType, Request, RequestArgument,
 };
@@ -509,10 +509,12 @@ fn push_constant(model: &mut Model, template: &Operand, dims: &[u32], bytes: Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vector::{bundled_dir, Vector};
+    use crate::vector::Vector;
+    use std::path::Path;
 
     fn vector(name: &str) -> Vector {
-        Vector::from_file(&bundled_dir().join(format!("{name}.json"))).unwrap()
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors");
+        Vector::from_file(&dir.join(format!("{name}.json"))).unwrap()
     }
 
     #[test]

@@ -410,7 +410,7 @@ mod tests {
         let expected: Vec<OperationType> = OperationType::ALL
             .iter()
             .copied()
-            .filter(|op| *op != OperationType::OemOperation)
+            .filter(|op| op.in_nnapi_1_0() && *op != OperationType::OemOperation)
             .collect();
         assert_eq!(ops, expected, "one probe per NNAPI 1.0 operation");
         for (op, model) in &probes {

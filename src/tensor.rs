@@ -41,7 +41,8 @@ impl Data {
                 Data::I32(try_vec(len, 0)?)
             }
             OperandType::TensorQuant8Asymm => Data::U8(try_vec(len, 0)?),
-            OperandType::Oem | OperandType::TensorOemByte => {
+            // OEM and post-1.0 types only ever reach opaque (unsupported) operations.
+            _ => {
                 return Err(HalError::GeneralFailure(format!(
                     "{ty} operands cannot be executed"
                 )))

@@ -134,7 +134,9 @@ pub fn arity(op: OperationType) -> Arity {
             const S: &[Signature] = &[sig(&[F, F, F, F, F, SI, SI], &[F, F])];
             S
         }
-        OemOperation => return Arity::Any,
+        // OEM_OPERATION and the operations of later NNAPI versions: this table holds only
+        // NNAPI 1.0 signatures, so they are checked for structure alone (and never run).
+        _ => return Arity::Any,
     })
 }
 
@@ -152,5 +154,5 @@ pub fn is_optional_input(op: OperationType, position: usize) -> bool {
 
 /// Whether this driver executes `op` (every NNAPI 1.0 operation but OEM_OPERATION).
 pub fn is_supported(op: OperationType) -> bool {
-    op != OperationType::OemOperation
+    op.in_nnapi_1_0() && op != OperationType::OemOperation
 }

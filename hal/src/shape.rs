@@ -800,7 +800,7 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
                 },
             })
         }
-        OemOperation => bad!("OEM_OPERATION is not supported"),
+        _ => bad!("{op} is not run by this driver"),
     }
 }
 

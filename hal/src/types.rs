@@ -62,6 +62,17 @@ wire_enum!(
         TensorFloat32 = 3 => "TENSOR_FLOAT32",
         TensorInt32 = 4 => "TENSOR_INT32",
         TensorQuant8Asymm = 5 => "TENSOR_QUANT8_ASYMM",
+        // Added by later NNAPI versions; part of the AIDL interface, never run by this driver.
+        Bool = 6 => "BOOL",
+        TensorQuant16Symm = 7 => "TENSOR_QUANT16_SYMM",
+        TensorFloat16 = 8 => "TENSOR_FLOAT16",
+        TensorBool8 = 9 => "TENSOR_BOOL8",
+        Float16 = 10 => "FLOAT16",
+        TensorQuant8SymmPerChannel = 11 => "TENSOR_QUANT8_SYMM_PER_CHANNEL",
+        TensorQuant16Asymm = 12 => "TENSOR_QUANT16_ASYMM",
+        TensorQuant8Symm = 13 => "TENSOR_QUANT8_SYMM",
+        TensorQuant8AsymmSigned = 14 => "TENSOR_QUANT8_ASYMM_SIGNED",
+        Subgraph = 15 => "SUBGRAPH",
         Oem = 10000 => "OEM",
         TensorOemByte = 10001 => "TENSOR_OEM_BYTE",
     }
@@ -75,6 +86,13 @@ impl OperandType {
                 | OperandType::TensorInt32
                 | OperandType::TensorQuant8Asymm
                 | OperandType::TensorOemByte
+                | OperandType::TensorQuant16Symm
+                | OperandType::TensorFloat16
+                | OperandType::TensorBool8
+                | OperandType::TensorQuant8SymmPerChannel
+                | OperandType::TensorQuant16Asymm
+                | OperandType::TensorQuant8Symm
+                | OperandType::TensorQuant8AsymmSigned
         )
     }
 
@@ -82,7 +100,19 @@ impl OperandType {
         matches!(self, OperandType::Oem | OperandType::TensorOemByte)
     }
 
-    /// Bytes per element (per value for scalars); `None` for OEM, whose size is opaque.
+    /// One of the six types of NNAPI 1.0 `types.hal` (OEM types included).
+    pub fn in_nnapi_1_0(self) -> bool {
+        (0..=5).contains(&self.raw()) || self.is_oem()
+    }
+
+    /// A type this driver never interprets: OEM data, or a type newer than NNAPI 1.0.
+    /// Operations touching one are valid or not by structure alone and are unsupported.
+    pub fn is_opaque(self) -> bool {
+        !(0..=5).contains(&self.raw())
+    }
+
+    /// Bytes per element (per value for scalars); `None` for OEM, whose size is opaque, and
+    /// SUBGRAPH, which is a reference rather than data.
     pub fn element_size(self) -> Option<usize> {
         match self {
             OperandType::Float32
@@ -90,8 +120,18 @@ impl OperandType {
             | OperandType::UInt32
             | OperandType::TensorFloat32
             | OperandType::TensorInt32 => Some(4),
-            OperandType::TensorQuant8Asymm | OperandType::TensorOemByte => Some(1),
-            OperandType::Oem => None,
+            OperandType::TensorQuant8Asymm
+            | OperandType::TensorOemByte
+            | OperandType::Bool
+            | OperandType::TensorBool8
+            | OperandType::TensorQuant8SymmPerChannel
+            | OperandType::TensorQuant8Symm
+            | OperandType::TensorQuant8AsymmSigned => Some(1),
+            OperandType::TensorQuant16Symm
+            | OperandType::TensorFloat16
+            | OperandType::Float16
+            | OperandType::TensorQuant16Asymm => Some(2),
+            OperandType::Oem | OperandType::Subgraph => None,
         }
     }
 }
@@ -128,9 +168,90 @@ wire_enum!(
         SpaceToDepth = 26 => "SPACE_TO_DEPTH",
         Svdf = 27 => "SVDF",
         Tanh = 28 => "TANH",
+        // Added by later NNAPI versions; part of the AIDL interface, never run by this driver.
+        BatchToSpaceNd = 29 => "BATCH_TO_SPACE_ND",
+        Div = 30 => "DIV",
+        Mean = 31 => "MEAN",
+        Pad = 32 => "PAD",
+        SpaceToBatchNd = 33 => "SPACE_TO_BATCH_ND",
+        Squeeze = 34 => "SQUEEZE",
+        StridedSlice = 35 => "STRIDED_SLICE",
+        Sub = 36 => "SUB",
+        Transpose = 37 => "TRANSPOSE",
+        Abs = 38 => "ABS",
+        Argmax = 39 => "ARGMAX",
+        Argmin = 40 => "ARGMIN",
+        AxisAlignedBboxTransform = 41 => "AXIS_ALIGNED_BBOX_TRANSFORM",
+        BidirectionalSequenceLstm = 42 => "BIDIRECTIONAL_SEQUENCE_LSTM",
+        BidirectionalSequenceRnn = 43 => "BIDIRECTIONAL_SEQUENCE_RNN",
+        BoxWithNmsLimit = 44 => "BOX_WITH_NMS_LIMIT",
+        Cast = 45 => "CAST",
+        ChannelShuffle = 46 => "CHANNEL_SHUFFLE",
+        DetectionPostprocessing = 47 => "DETECTION_POSTPROCESSING",
+        Equal = 48 => "EQUAL",
+        Exp = 49 => "EXP",
+        ExpandDims = 50 => "EXPAND_DIMS",
+        Gather = 51 => "GATHER",
+        GenerateProposals = 52 => "GENERATE_PROPOSALS",
+        Greater = 53 => "GREATER",
+        GreaterEqual = 54 => "GREATER_EQUAL",
+        GroupedConv2d = 55 => "GROUPED_CONV_2D",
+        HeatmapMaxKeypoint = 56 => "HEATMAP_MAX_KEYPOINT",
+        InstanceNormalization = 57 => "INSTANCE_NORMALIZATION",
+        Less = 58 => "LESS",
+        LessEqual = 59 => "LESS_EQUAL",
+        Log = 60 => "LOG",
+        LogicalAnd = 61 => "LOGICAL_AND",
+        LogicalNot = 62 => "LOGICAL_NOT",
+        LogicalOr = 63 => "LOGICAL_OR",
+        LogSoftmax = 64 => "LOG_SOFTMAX",
+        Maximum = 65 => "MAXIMUM",
+        Minimum = 66 => "MINIMUM",
+        Neg = 67 => "NEG",
+        NotEqual = 68 => "NOT_EQUAL",
+        PadV2 = 69 => "PAD_V2",
+        Pow = 70 => "POW",
+        Prelu = 71 => "PRELU",
+        Quantize = 72 => "QUANTIZE",
+        Quantized16bitLstm = 73 => "QUANTIZED_16BIT_LSTM",
+        RandomMultinomial = 74 => "RANDOM_MULTINOMIAL",
+        ReduceAll = 75 => "REDUCE_ALL",
+        ReduceAny = 76 => "REDUCE_ANY",
+        ReduceMax = 77 => "REDUCE_MAX",
+        ReduceMin = 78 => "REDUCE_MIN",
+        ReduceProd = 79 => "REDUCE_PROD",
+        ReduceSum = 80 => "REDUCE_SUM",
+        RoiAlign = 81 => "ROI_ALIGN",
+        RoiPooling = 82 => "ROI_POOLING",
+        Rsqrt = 83 => "RSQRT",
+        Select = 84 => "SELECT",
+        Sin = 85 => "SIN",
+        Slice = 86 => "SLICE",
+        Split = 87 => "SPLIT",
+        Sqrt = 88 => "SQRT",
+        Tile = 89 => "TILE",
+        TopkV2 = 90 => "TOPK_V2",
+        TransposeConv2d = 91 => "TRANSPOSE_CONV_2D",
+        UnidirectionalSequenceLstm = 92 => "UNIDIRECTIONAL_SEQUENCE_LSTM",
+        UnidirectionalSequenceRnn = 93 => "UNIDIRECTIONAL_SEQUENCE_RNN",
+        ResizeNearestNeighbor = 94 => "RESIZE_NEAREST_NEIGHBOR",
+        QuantizedLstm = 95 => "QUANTIZED_LSTM",
+        If = 96 => "IF",
+        While = 97 => "WHILE",
+        Elu = 98 => "ELU",
+        HardSwish = 99 => "HARD_SWISH",
+        Fill = 100 => "FILL",
+        Rank = 101 => "RANK",
         OemOperation = 10000 => "OEM_OPERATION",
     }
 );
+
+impl OperationType {
+    /// One of the operations of NNAPI 1.0 `types.hal` (OEM_OPERATION included).
+    pub fn in_nnapi_1_0(self) -> bool {
+        (0..=28).contains(&self.raw()) || self == OperationType::OemOperation
+    }
+}
 
 wire_enum!(
     /// `OperandLifeTime`.
@@ -278,14 +399,20 @@ mod tests {
 
     #[test]
     fn decoders_reject_values_outside_the_enum() {
-        for raw in [-1, 6, 9999, 10002, i32::MIN, i32::MAX] {
+        for raw in [-1, 16, 9999, 10002, i32::MIN, i32::MAX] {
             assert_eq!(OperandType::from_raw(raw), None, "{raw}");
         }
-        for raw in [-1, 29, 9999, 10001, 0xDEADBEEFu32 as i32] {
+        for raw in [-1, 102, 9999, 10001, 0xDEADBEEFu32 as i32] {
             assert_eq!(OperationType::from_raw(raw), None, "{raw}");
         }
         assert_eq!(OperandLifeTime::from_raw(6), None);
-        assert_eq!(OperationType::ALL.len(), 30);
+        // The AIDL enumerations: 0..=101 and OEM_OPERATION; 0..=15 and the two OEM types.
+        assert_eq!(OperationType::ALL.len(), 103);
+        assert_eq!(OperandType::ALL.len(), 18);
+        let v1_0 = |raw: i32| OperationType::from_raw(raw).unwrap().in_nnapi_1_0();
+        assert!(v1_0(28) && !v1_0(29) && v1_0(10000));
+        let t1_0 = |raw: i32| OperandType::from_raw(raw).unwrap().in_nnapi_1_0();
+        assert!(t1_0(5) && !t1_0(6) && !t1_0(15) && t1_0(10001));
         for op in OperationType::ALL {
             assert_eq!(OperationType::from_raw(op.raw()), Some(*op));
             assert_eq!(OperationType::from_name(op.name()), Some(*op));

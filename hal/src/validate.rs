@@ -34,6 +34,10 @@ pub struct OperationInfo {
     pub ty: OperationType,
     pub inputs: Vec<usize>,
     pub outputs: Vec<usize>,
+    /// Checked for structure only and never run: OEM_OPERATION, an operation of a later NNAPI
+    /// version, or an NNAPI 1.0 operation on operand types a later version added (a signature
+    /// this driver's 1.0 tables cannot judge).
+    pub opaque: bool,
 }
 
 /// A model that passed validation.
@@ -91,10 +95,16 @@ fn validate_operand(i: usize, o: &Operand, model: &Model) -> HalResult<OperandIn
     let lifetime = OperandLifeTime::from_raw(o.lifetime).ok_or_else(|| {
         HalError::InvalidArgument(format!("operand {i}: unknown lifetime {}", o.lifetime))
     })?;
+    let constant = matches!(
+        lifetime,
+        OperandLifeTime::ConstantCopy | OperandLifeTime::ConstantReference
+    );
     if ty.is_tensor() {
+        // Later versions allow a tensor of unknown rank where its shape can still be inferred;
+        // a constant's shape is always its data's.
         ensure!(
-            !o.dimensions.is_empty(),
-            "operand {i}: {ty} must have rank ≥ 1 in NNAPI 1.0"
+            !o.dimensions.is_empty() || (!ty.in_nnapi_1_0() && !constant),
+            "operand {i}: {ty} must have rank ≥ 1"
         );
     } else {
         ensure!(
@@ -144,8 +154,43 @@ fn validate_operand(i: usize, o: &Operand, model: &Model) -> HalResult<OperandIn
             );
         }
         OperandType::Oem | OperandType::TensorOemByte => {}
+        // The types later NNAPI versions added (AIDL `OperandType`): their own scale and zero
+        // point rules, so a malformed one is refused even though none of them is ever run.
+        OperandType::Bool
+        | OperandType::Float16
+        | OperandType::TensorFloat16
+        | OperandType::TensorBool8
+        | OperandType::TensorQuant8SymmPerChannel
+        | OperandType::Subgraph => {
+            ensure!(
+                o.scale == 0.0 && o.zero_point == 0,
+                "operand {i}: {ty} must have scale 0 and zero point 0, has {} and {}",
+                o.scale,
+                o.zero_point
+            );
+        }
+        OperandType::TensorQuant8Symm
+        | OperandType::TensorQuant16Symm
+        | OperandType::TensorQuant16Asymm
+        | OperandType::TensorQuant8AsymmSigned => {
+            ensure!(
+                o.scale > 0.0 && o.scale.is_finite(),
+                "operand {i}: {ty} scale must be > 0 and finite, is {}",
+                o.scale
+            );
+            let zero_points = match ty {
+                OperandType::TensorQuant16Asymm => 0..=65535,
+                OperandType::TensorQuant8AsymmSigned => -128..=127,
+                _ => 0..=0,
+            };
+            ensure!(
+                zero_points.contains(&o.zero_point),
+                "operand {i}: {ty} zero point must be in {zero_points:?}, is {}",
+                o.zero_point
+            );
+        }
     }
-    if fully_specified(&o.dimensions) && !ty.is_oem() {
+    if fully_specified(&o.dimensions) && ty.element_size().is_some() {
         byte_size(ty, &o.dimensions)
             .map_err(|e| HalError::InvalidArgument(format!("operand {i}: {}", e.message())))?;
     }
@@ -192,7 +237,7 @@ fn validate_operand(i: usize, o: &Operand, model: &Model) -> HalResult<OperandIn
                 "operand {i}: constant with unspecified dimensions {:?}",
                 o.dimensions
             );
-            if !ty.is_oem() {
+            if ty.element_size().is_some() {
                 let need = byte_size(ty, &o.dimensions)?;
                 ensure!(
                     u64::from(loc.length) == need,
@@ -381,7 +426,26 @@ pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
                 );
             }
         }
-        check_signature(k, ty, operation, &operands)?;
+        let later_types: Vec<OperandType> = operation
+            .inputs
+            .iter()
+            .chain(&operation.outputs)
+            .map(|&i| operands[i as usize].ty)
+            .filter(|t| !t.in_nnapi_1_0())
+            .collect();
+        let opaque = matches!(ops::arity(ty), Arity::Any) || !later_types.is_empty();
+        if ty.in_nnapi_1_0() {
+            // No version lets an NNAPI 1.0 operation take a boolean tensor or a subgraph.
+            if let Some(t) = later_types
+                .iter()
+                .find(|t| matches!(t, OperandType::TensorBool8 | OperandType::Subgraph))
+            {
+                invalid!("operation {k} ({ty}) takes no {t} operand");
+            }
+        }
+        if !opaque {
+            check_signature(k, ty, operation, &operands)?;
+        }
         for &o in &operation.outputs {
             let lt = operands[o as usize].lifetime;
             ensure!(
@@ -393,9 +457,7 @@ pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
             );
         }
         for (pos, &i) in operation.inputs.iter().enumerate() {
-            if operands[i as usize].lifetime == OperandLifeTime::NoValue
-                && ty != OperationType::OemOperation
-            {
+            if operands[i as usize].lifetime == OperandLifeTime::NoValue && !opaque {
                 ensure!(
                     ops::is_optional_input(ty, pos),
                     "operation {k} ({ty}): input {pos} is required but operand {i} has no value"
@@ -406,8 +468,9 @@ pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
             ty,
             inputs: operation.inputs.iter().map(|&i| i as usize).collect(),
             outputs: operation.outputs.iter().map(|&i| i as usize).collect(),
+            opaque,
         };
-        if ty != OperationType::OemOperation {
+        if !opaque {
             check_quantization(k, &info, &operands)?;
         }
         operations.push(info);
@@ -519,7 +582,8 @@ pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
     let supported = operations
         .iter()
         .map(|op| {
-            ops::is_supported(op.ty)
+            !op.opaque
+                && ops::is_supported(op.ty)
                 && op
                     .inputs
                     .iter()
@@ -579,13 +643,13 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
         );
         let small =
             !o.ty.is_tensor() || (o.ty == OperandType::TensorInt32 && o.location.length <= 1024);
-        if is_const && small && !o.ty.is_oem() {
+        if is_const && small && !o.ty.is_opaque() {
             values.insert(i, valid.constant_bytes(model, i)?);
         }
     }
     let mut params = Vec::with_capacity(valid.operations.len());
     for (k, op) in valid.operations.iter().enumerate() {
-        if op.ty == OperationType::OemOperation {
+        if op.opaque {
             params.push(None);
             continue;
         }

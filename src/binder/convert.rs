@@ -108,9 +108,10 @@ fn operand_from_aidl(index: usize, operand: &AidlOperand, consumers: u32) -> Hal
     let what = || format!("operand {index}");
     if let Some(extra) = &operand.extraParams {
         // Per-channel quantization and extension data belong to operand types NNAPI 1.0 does
-        // not have; on a 1.0 type they are a malformed operand, on any other type the type
-        // itself is what validation refuses, so the parameters are never needed.
-        if OperandType::from_raw(operand.r#type.0).is_some() {
+        // not have; on a 1.0 type they are a malformed operand. Operations on the later types
+        // are never run (validation checks their structure only), so their parameters are not
+        // needed.
+        if let Some(ty) = OperandType::from_raw(operand.r#type.0).filter(|t| t.in_nnapi_1_0()) {
             return invalid(format!(
                 "{}: extraParams {} are not allowed on {}",
                 what(),
@@ -118,7 +119,7 @@ fn operand_from_aidl(index: usize, operand: &AidlOperand, consumers: u32) -> Hal
                     super::aidl::android::hardware::neuralnetworks::OperandExtraParams::OperandExtraParams::ChannelQuant(_) => "channelQuant",
                     super::aidl::android::hardware::neuralnetworks::OperandExtraParams::OperandExtraParams::Extension(_) => "extension",
                 },
-                OperandType::from_raw(operand.r#type.0).map_or("?", |t| t.name())
+                ty.name()
             ));
         }
     }

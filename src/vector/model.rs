@@ -96,9 +96,9 @@ pub fn encode(ty: OperandType, values: &[f64], what: &str) -> Result<Vec<u8>, Ve
                 }
                 out.push(v as u8)
             }
-            OperandType::Oem | OperandType::TensorOemByte => {
+            _ => {
                 return Err(invalid(format!(
-                    "{what}: OEM operand types carry no values"
+                    "{what}: {ty} values are not part of the vector format"
                 )))
             }
         }
@@ -125,7 +125,7 @@ pub fn decode(ty: OperandType, bytes: &[u8]) -> Vec<f64> {
         OperandType::TensorQuant8Asymm | OperandType::TensorOemByte => {
             bytes.iter().map(|&b| f64::from(b)).collect()
         }
-        OperandType::Oem => Vec::new(),
+        _ => Vec::new(),
     }
 }
 

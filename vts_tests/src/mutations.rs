@@ -399,10 +399,13 @@ fn lifetime_name(raw: i32) -> String {
 
 /// BI-01: each operand's type set to each value just outside the defined ranges.
 pub fn operand_type(model: &Model) -> Vec<ModelVariant> {
-    // Just below and above the fundamental range and the OEM range.
+    // Just below and above the fundamental range and the OEM range. The 1.0 VTS used
+    // TENSOR_QUANT8_ASYMM + 1 as "above"; the driver serves the AIDL interface, where that
+    // value is BOOL, so the first value above the AIDL range (SUBGRAPH + 1) is used, as the
+    // AIDL VTS does.
     let invalid = [
         OperandType::Float32.raw() - 1,
-        OperandType::TensorQuant8Asymm.raw() + 1,
+        OperandType::Subgraph.raw() + 1,
         OperandType::Oem.raw() - 1,
         OperandType::TensorOemByte.raw() + 1,
     ];
@@ -837,7 +840,7 @@ fn retype(operand: &mut Operand, ty: OperandType) {
             operand.dimensions = tensor_dims;
             operand.scale = if old.scale != 0.0 { old.scale } else { 1.0 };
         }
-        OperandType::Oem | OperandType::TensorOemByte => {}
+        _ => {}
     }
 }
 
@@ -854,8 +857,11 @@ pub fn operation_operand_type(model: &Model) -> Vec<ModelVariant> {
         if skip {
             continue;
         }
+        // The VTS list: the NNAPI 1.0 types. A later type on a 1.0 operation is a signature
+        // of a later version (valid, unsupported), not a malformed model.
         for &ty in OperandType::ALL {
-            if ty.is_oem() || ty.raw() == model.operands[operand].operand_type {
+            if ty.is_oem() || !ty.in_nnapi_1_0() || ty.raw() == model.operands[operand].operand_type
+            {
                 continue;
             }
             out.push(variant(
@@ -874,7 +880,10 @@ pub fn operation_operand_type(model: &Model) -> Vec<ModelVariant> {
 pub fn operation_type(model: &Model) -> Vec<ModelVariant> {
     let mut out = Vec::new();
     for operation in 0..model.operations.len() {
-        for raw in [-1, 29, 9999, 10001, 0xDEAD_BEEF_u32 as i32] {
+        // The 1.0 VTS values, except that 29 (ARGMAX in the AIDL interface) becomes the first
+        // value past the AIDL range, RANK + 1.
+        let past_aidl = OperationType::Rank.raw() + 1;
+        for raw in [-1, past_aidl, 9999, 10001, 0xDEAD_BEEF_u32 as i32] {
             out.push(variant(
                 13,
                 format!("mutateOperationTypeTest: operation {operation} set to value {raw}"),

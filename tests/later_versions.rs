@@ -1,0 +1,160 @@
+//! Models that use what later NNAPI versions added to the AIDL interface: operations past
+//! TANH and operand types past TENSOR_QUANT8_ASYMM. They are valid requests that this NNAPI 1.0
+//! driver cannot run, so `supported_operations` answers `false` for those operations (never
+//! INVALID_ARGUMENT), preparation fails with GENERAL_FAILURE, and a malformed use of the same
+//! types is still INVALID_ARGUMENT.
+
+use nnhal::hal::*;
+use nnhal::Driver;
+
+use OperandLifeTime::*;
+use OperandType::*;
+
+fn operand(ty: OperandType, dims: &[u32], lifetime: OperandLifeTime) -> Operand {
+    let mut o = Operand::new(ty, dims, lifetime);
+    if matches!(ty, TensorQuant8Asymm | TensorQuant8AsymmSigned) {
+        o.scale = 0.5;
+    }
+    o
+}
+
+/// `op(inputs…) -> output` on one-dimensional operands of `ty`, plus the INT32 activation
+/// scalar that binary arithmetic takes.
+fn one_op(op: OperationType, ty: OperandType, tensors_in: usize, activation: bool) -> Model {
+    let mut operands: Vec<Operand> = (0..tensors_in)
+        .map(|_| operand(ty, &[4], ModelInput))
+        .collect();
+    let mut inputs: Vec<u32> = (0..tensors_in as u32).collect();
+    let mut operand_values = Vec::new();
+    if activation {
+        let mut act = operand(Int32, &[], ConstantCopy);
+        act.location = DataLocation {
+            pool_index: 0,
+            offset: 0,
+            length: 4,
+        };
+        operand_values.extend_from_slice(&0i32.to_le_bytes());
+        operands.push(act);
+        inputs.push(tensors_in as u32);
+    }
+    operands.push(operand(ty, &[4], ModelOutput));
+    let output = operands.len() as u32 - 1;
+    for &i in &inputs {
+        operands[i as usize].number_of_consumers += 1;
+    }
+    Model {
+        operands,
+        operations: vec![Operation {
+            operation_type: op.raw(),
+            inputs,
+            outputs: vec![output],
+        }],
+        input_indexes: (0..tensors_in as u32).collect(),
+        output_indexes: vec![output],
+        operand_values,
+        pools: Vec::new(),
+    }
+}
+
+fn status<T>(result: HalResult<T>) -> ErrorStatus {
+    match result {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => e.status(),
+    }
+}
+
+#[test]
+fn a_later_operand_type_on_a_1_0_operation_is_valid_and_unsupported() {
+    let driver = Driver::new(1).unwrap();
+    for ty in [TensorFloat16, TensorQuant8AsymmSigned] {
+        let model = one_op(OperationType::Add, ty, 2, true);
+        assert_eq!(
+            driver.supported_operations(&model).unwrap(),
+            vec![false],
+            "{ty}"
+        );
+        assert_eq!(
+            status(driver.prepare_model(model)),
+            ErrorStatus::GeneralFailure
+        );
+    }
+}
+
+#[test]
+fn a_later_operation_is_valid_and_unsupported() {
+    let driver = Driver::new(1).unwrap();
+    let model = one_op(OperationType::Abs, TensorFloat32, 1, false);
+    assert_eq!(driver.supported_operations(&model).unwrap(), vec![false]);
+    assert_eq!(
+        status(driver.prepare_model(model)),
+        ErrorStatus::GeneralFailure
+    );
+}
+
+#[test]
+fn a_mixed_model_marks_only_the_later_operation() {
+    // ADD (1.0) writes a temporary that ABS (1.2) reads.
+    let mut model = one_op(OperationType::Add, TensorFloat32, 2, true);
+    let add_out = model.output_indexes[0];
+    model.operands[add_out as usize].lifetime = TemporaryVariable.raw();
+    model.operands[add_out as usize].number_of_consumers = 1;
+    model
+        .operands
+        .push(operand(TensorFloat32, &[4], ModelOutput));
+    let out = model.operands.len() as u32 - 1;
+    model.operations.push(Operation {
+        operation_type: OperationType::Abs.raw(),
+        inputs: vec![add_out],
+        outputs: vec![out],
+    });
+    model.output_indexes = vec![out];
+    let driver = Driver::new(1).unwrap();
+    assert_eq!(
+        driver.supported_operations(&model).unwrap(),
+        vec![true, false]
+    );
+}
+
+#[test]
+fn malformed_uses_of_later_types_are_still_invalid() {
+    let driver = Driver::new(1).unwrap();
+    let check = |model: Model, what: &str| {
+        assert_eq!(
+            status(driver.supported_operations(&model)),
+            ErrorStatus::InvalidArgument,
+            "{what}"
+        );
+        assert_eq!(
+            status(driver.prepare_model(model)),
+            ErrorStatus::InvalidArgument,
+            "{what}"
+        );
+    };
+
+    let mut m = one_op(OperationType::Add, TensorQuant8AsymmSigned, 2, true);
+    m.operands[0].zero_point = 200;
+    check(m, "signed quant8 zero point outside -128..127");
+
+    let mut m = one_op(OperationType::Add, TensorFloat16, 2, true);
+    m.operands[1].scale = 0.25;
+    check(m, "float16 tensor with a scale");
+
+    let m = one_op(OperationType::Add, TensorBool8, 2, true);
+    check(m, "ADD on boolean tensors");
+
+    let mut m = one_op(OperationType::Abs, TensorFloat32, 1, false);
+    m.operations[0].inputs = vec![7];
+    check(m, "later operation reading a missing operand");
+
+    let mut m = one_op(OperationType::Abs, TensorFloat32, 1, false);
+    m.operations[0].outputs = vec![0];
+    check(m, "later operation writing a model input");
+
+    let mut m = one_op(OperationType::Abs, TensorFloat32, 1, false);
+    m.operations[0].operation_type = OperationType::Rank.raw() + 1;
+    check(m, "operation type past the AIDL range");
+
+    let mut m = one_op(OperationType::Abs, TensorFloat32, 1, false);
+    m.operands[0].operand_type = Subgraph.raw() + 1;
+    check(m, "operand type past the AIDL range");
+}

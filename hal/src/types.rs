@@ -1,6 +1,8 @@
 //! The canonical NNAPI 1.0 data model (types.hal 1.0: `OperandType`, `OperationType`,
 //! `OperandLifeTime`, `DataLocation`, `Operand`, `Operation`, `Model`, `RequestArgument`,
-//! `Request`, `Capabilities`).
+//! `Request`, `Capabilities`). `OperandType` and `OperationType` also name the values later
+//! versions added to the AIDL interface, so validation can tell "valid but not run by this
+//! driver" from "not a value at all".
 //!
 //! Structures keep enumerations as the raw `i32` that arrived on the wire: any integer can arrive
 //! there, and an unknown value is a validation error, not something a decoder may assume away.

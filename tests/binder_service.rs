@@ -5,7 +5,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use nnhal::binder::{
     self, ConnectOptions, DeviceKind, ExecuteOptions, PrepareOptions, RemoteDevice,
-    RemotePreparedModel,
+    RemotePreparedModel, WireGarbage,
 };
 use nnhal::hal::{DataLocation, ErrorStatus, HalError, OperandType};
 use nnhal::probe::{self, AddRun};
@@ -506,4 +506,20 @@ fn sigterm_and_sigint_stop_the_service_and_remove_its_socket() {
         let err = device.ping().unwrap_err();
         assert_eq!(status_of(err), ErrorStatus::DeviceUnavailable);
     }
+}
+
+#[test]
+fn bi62_transport_garbage_is_refused_and_the_service_goes_on() {
+    let service = Service::start();
+    let device = service.connect();
+    for &kind in WireGarbage::ALL {
+        match device.send_garbage(kind) {
+            Ok(answer) => eprintln!("{kind:?}: {answer}"),
+            Err(e) => panic!("{kind:?}: {e}"),
+        }
+        // The same session still works.
+        assert_eq!(device.device_type().unwrap(), DeviceKind::Cpu, "{kind:?}");
+    }
+    run_add(&device, [1.0; 4], [2.0; 4]);
+    run_add(&service.connect(), [3.0; 4], [4.0; 4]);
 }

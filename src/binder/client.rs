@@ -534,3 +534,101 @@ impl RemoteBurst {
         convert::execution_result_from_aidl(&result)
     }
 }
+
+/// Malformed transactions a hostile client can send the device (bad-inputs BI-62), for
+/// conformance tests of the service's decoding. None of them can be built through the typed
+/// client calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WireGarbage {
+    /// A transaction code no IDevice method has.
+    UnknownCode,
+    /// `getType` without the interface header (the token check must refuse it).
+    MissingInterfaceToken,
+    /// `getSupportedOperations` whose Model parcelable claims 4 KiB and holds 4 bytes.
+    TruncatedModel,
+    /// `getSupportedOperations` whose operand vector claims `i32::MAX` elements.
+    HugeVectorLength,
+    /// `getSupportedOperations` whose operand vector has length -2.
+    NegativeVectorLength,
+    /// `prepareModel` with nothing after the header.
+    EmptyPrepareModel,
+}
+
+impl WireGarbage {
+    pub const ALL: &'static [WireGarbage] = &[
+        WireGarbage::UnknownCode,
+        WireGarbage::MissingInterfaceToken,
+        WireGarbage::TruncatedModel,
+        WireGarbage::HugeVectorLength,
+        WireGarbage::NegativeVectorLength,
+        WireGarbage::EmptyPrepareModel,
+    ];
+}
+
+impl RemoteDevice {
+    /// Sends one malformed transaction. `Ok(answer)` describes how the service refused it (a
+    /// transport status or a non-OK reply status); a reply of success is a `GeneralFailure`,
+    /// and no answer at all (a dead service) is `DeviceUnavailable`.
+    pub fn send_garbage(&self, kind: WireGarbage) -> HalResult<String> {
+        use rsbinder::{StatusCode, FIRST_CALL_TRANSACTION};
+        // The IDevice transaction codes: methods in declaration order from the first call.
+        const GET_SUPPORTED_OPERATIONS: u32 = FIRST_CALL_TRANSACTION + 4;
+        const GET_TYPE: u32 = FIRST_CALL_TRANSACTION + 5;
+        const PREPARE_MODEL: u32 = FIRST_CALL_TRANSACTION + 7;
+        let binder = self.device.as_binder();
+        let proxy = binder.as_remote().ok_or_else(|| {
+            HalError::GeneralFailure("the device handle is not a remote proxy".into())
+        })?;
+        let failed = |e: StatusCode| HalError::GeneralFailure(format!("{kind:?}: {e:?}"));
+        let mut data = proxy
+            .prepare_transact(kind != WireGarbage::MissingInterfaceToken)
+            .map_err(failed)?;
+        let code = match kind {
+            WireGarbage::UnknownCode => FIRST_CALL_TRANSACTION + 500,
+            WireGarbage::MissingInterfaceToken => {
+                data.write(&7i32).map_err(failed)?;
+                GET_TYPE
+            }
+            WireGarbage::TruncatedModel => {
+                // The argument's non-null marker, then a size the data does not have.
+                for word in [1i32, 4096, 1] {
+                    data.write(&word).map_err(failed)?;
+                }
+                GET_SUPPORTED_OPERATIONS
+            }
+            WireGarbage::HugeVectorLength | WireGarbage::NegativeVectorLength => {
+                let length = if kind == WireGarbage::HugeVectorLength {
+                    i32::MAX
+                } else {
+                    -2
+                };
+                // Model { main: Subgraph { operands: [..] } }: a parcelable opens with a
+                // non-null marker and its size in bytes, a vector with its length.
+                for word in [1, 64, 1, 56, length] {
+                    data.write(&word).map_err(failed)?;
+                }
+                for _ in 0..13 {
+                    data.write(&0i32).map_err(failed)?;
+                }
+                GET_SUPPORTED_OPERATIONS
+            }
+            WireGarbage::EmptyPrepareModel => PREPARE_MODEL,
+        };
+        match proxy.submit_transact(code, &data, 0) {
+            Err(StatusCode::DeadObject) => Err(HalError::DeviceUnavailable(format!(
+                "{kind:?}: the service is gone"
+            ))),
+            Err(e) => Ok(format!("transport status {e:?}")),
+            Ok(None) => Err(HalError::GeneralFailure(format!(
+                "{kind:?}: no reply to a two-way call"
+            ))),
+            Ok(Some(mut reply)) => match reply.read::<Status>() {
+                Ok(status) if status.is_ok() => Err(HalError::GeneralFailure(format!(
+                    "{kind:?}: the service answered success"
+                ))),
+                Ok(status) => Ok(format!("reply status {status}")),
+                Err(e) => Ok(format!("unreadable reply ({e:?})")),
+            },
+        }
+    }
+}

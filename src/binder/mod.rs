@@ -30,7 +30,7 @@ mod service;
 
 pub use client::{
     connect, connect_wait, connect_with, ConnectOptions, DeviceKind, ExecuteOptions,
-    ExecutionTiming, PrepareOptions, RemoteBurst, RemoteDevice, RemotePreparedModel,
+    ExecutionTiming, PrepareOptions, RemoteBurst, RemoteDevice, RemotePreparedModel, WireGarbage,
 };
 pub use convert::{DeviceCapabilities, NO_PERFORMANCE};
 pub use server::{default_socket_path, serve, serve_until_signal, service_name, RunningServer};

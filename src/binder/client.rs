@@ -23,7 +23,8 @@ use super::aidl::android::hardware::neuralnetworks::{
     Timing::Timing,
 };
 use super::convert::{self, DeviceCapabilities};
-use super::server::{service_name, WIRE_VERSION};
+use super::server::WIRE_VERSION;
+use super::service_name;
 use crate::driver::ExecutionResult;
 use nnhal_hal::{Capabilities, HalError, HalResult, Model, Request};
 use rsbinder::rpc::{FileDescriptorTransportMode, RpcClientConfig, RpcSession};

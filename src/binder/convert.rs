@@ -27,12 +27,12 @@ use super::aidl::android::hardware::neuralnetworks::{
     RequestMemoryPool::RequestMemoryPool as AidlRequestMemoryPool,
     Subgraph::Subgraph as AidlSubgraph, Timing::Timing as AidlTiming,
 };
+use super::ipc::ParcelFileDescriptor;
 use crate::driver::ExecutionResult;
 use nnhal_hal::{
     Capabilities, DataLocation, ErrorStatus, HalError, HalResult, Memory, Model, Operand,
     OperandType, Operation, PerformanceInfo, Request, RequestArgument,
 };
-use rsbinder::ParcelFileDescriptor;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 

@@ -1,37 +1,46 @@
 //! The binder edge of the driver: the only module that names AIDL or binder types
 //! (DESIGN.md §1–§3).
 //!
-//! - `aidl`: Rust stubs generated from `aidl/` (the frozen `android.hardware.neuralnetworks`
-//!   version 1 interface) by `build.rs`.
+//! - `ipc`: the binder crate and the generated AIDL stubs, selected per transport; nothing
+//!   else names a binder crate's common types.
 //! - `convert`: AIDL ↔ canonical `nnhal-hal` types.
 //! - `service`: `IDevice`, `IPreparedModel`, `IBurst`, `IFencedExecutionCallback` on top of
 //!   the in-process [`Driver`](crate::Driver); the one `HalError` → binder status mapping.
-//! - [`server`]: serving the device over binder RPC on a Unix socket (Linux hosts).
-//! - [`client`]: the matching client, in canonical types.
-//!
-//! The transport is the `rsbinder` crate; nothing outside this module depends on it, so an
-//! Android build can put AOSP's binder crates behind the same surface.
+//! - Linux hosts (cargo): `server` serves the device over binder RPC on a Unix socket with
+//!   `rsbinder`, and `client` is the matching client, in canonical types.
+//! - Android (Soong, cargo feature `aosp`): `servicemanager` registers the device with the
+//!   platform's servicemanager through AOSP's `libbinder_rs`. The RPC server and client are
+//!   left out.
 
-#[allow(
-    clippy::all,
-    unused,
-    non_snake_case,
-    non_camel_case_types,
-    non_upper_case_globals
-)]
-mod aidl {
-    rsbinder::include_aidl!("nnhal_aidl");
-}
-
+#[cfg(not(feature = "aosp"))]
 pub mod client;
+// The canonical → AIDL half of the conversions serves the host RPC client, which the Android
+// build leaves out.
+#[cfg_attr(feature = "aosp", allow(dead_code))]
 mod convert;
+mod ipc;
+#[cfg(not(feature = "aosp"))]
 pub mod server;
 mod service;
+#[cfg(feature = "aosp")]
+mod servicemanager;
 
+use self::ipc::aidl;
+
+#[cfg(not(feature = "aosp"))]
 pub use client::{
     connect, connect_wait, connect_with, ConnectOptions, DeviceKind, ExecuteOptions,
     ExecutionTiming, PrepareOptions, RemoteBurst, RemoteDevice, RemotePreparedModel, WireGarbage,
 };
 pub use convert::{DeviceCapabilities, NO_PERFORMANCE};
-pub use server::{default_socket_path, serve, serve_until_signal, service_name, RunningServer};
+#[cfg(not(feature = "aosp"))]
+pub use server::{default_socket_path, serve, serve_until_signal, RunningServer};
 pub use service::version_string;
+#[cfg(feature = "aosp")]
+pub use servicemanager::{join_thread_pool, register};
+
+/// `android.hardware.neuralnetworks.IDevice/<instance>`: the name the device is published
+/// under, in servicemanager on Android and in the RPC server's directory on a host.
+pub fn service_name(instance: &str) -> String {
+    format!("android.hardware.neuralnetworks.IDevice/{instance}")
+}

@@ -7,7 +7,9 @@
 //! same name it has in servicemanager on Android.
 
 use super::aidl::android::hardware::neuralnetworks::IDevice::BnDevice;
+use super::ipc;
 use super::service::Device;
+use super::service_name;
 use crate::driver::Driver;
 use rsbinder::rpc::{FileDescriptorTransportMode, RpcServer};
 use std::path::{Path, PathBuf};
@@ -20,11 +22,6 @@ pub(crate) const WIRE_VERSION: u32 = 2;
 /// Connections one client session may open towards the service: calls on one connection are
 /// serialized, so a client that wants concurrent executions opens several.
 pub const MAX_CONNECTIONS_PER_CLIENT: u32 = 16;
-
-/// `android.hardware.neuralnetworks.IDevice/<instance>`.
-pub fn service_name(instance: &str) -> String {
-    format!("android.hardware.neuralnetworks.IDevice/{instance}")
-}
 
 /// The default socket of an instance: `$XDG_RUNTIME_DIR/nnhal/<instance>.sock` when the
 /// runtime directory is set, else `/tmp/nnhal-<uid>/<instance>.sock`.
@@ -97,7 +94,7 @@ pub fn serve(driver: Arc<Driver>, socket: &Path, instance: &str) -> std::io::Res
     server.set_android13plus(WIRE_VERSION);
     server.set_supported_fd_modes(&[FileDescriptorTransportMode::Unix]);
     server.set_max_threads(MAX_CONNECTIONS_PER_CLIENT);
-    let device = BnDevice::new_binder(Device::new(driver));
+    let device = ipc::new_binder!(BnDevice, Device::new(driver));
     server
         .add_service(&service_name(instance), device.as_binder())
         .map_err(|e| to_io("cannot publish the device on", e))?;

@@ -31,9 +31,11 @@ use super::aidl::android::hardware::neuralnetworks::{
     Timing::Timing,
 };
 use super::convert;
+use super::ipc::{
+    self, BinderResult, Interface, ParcelFileDescriptor, PrepareCallbackArg, Status, Strong,
+};
 use crate::driver::{Driver, PreparedModel, ValidatedModel};
 use nnhal_hal::{HalError, HalResult};
-use rsbinder::{BinderResult, Interface, ParcelFileDescriptor, Status, Strong};
 use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Instant;
@@ -57,11 +59,13 @@ pub fn to_status(err: &HalError, call: &str) -> Status {
         }
     }
     // The code already says the kind; the message is the reason alone.
-    Status::new_service_specific_error(err.status().raw(), Some(err.message().to_string()))
+    ipc::service_specific_error(err.status().raw(), err.message())
 }
 
 /// Runs driver code so that a panic in it becomes GENERAL_FAILURE for this one call instead
-/// of taking down the connection's thread (rsbinder does not catch panics in handlers).
+/// of taking down the thread serving the call (neither binder crate catches panics in
+/// handlers). Soong compiles device code with `panic=abort`: there a panic still ends the
+/// process, clients see the binder die, and init restarts the service.
 fn guarded<T>(what: &str, f: impl FnOnce() -> HalResult<T>) -> HalResult<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
         let reason = panic
@@ -78,7 +82,7 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> HalResult<T>) -> HalResult<T> {
 /// A status the canonical error has no kind for (AIDL-only deadlines).
 fn aidl_status(status: AidlStatus, message: String, call: &str) -> Status {
     log::info!("{call}: {message}");
-    Status::new_service_specific_error(status.0, Some(message))
+    ipc::service_specific_error(status.0, &message)
 }
 
 /// Tells a prepare callback how preparation ended. A client that died meanwhile makes the
@@ -88,17 +92,17 @@ fn notify(
     status: AidlStatus,
     model: Option<&Strong<dyn IPreparedModel>>,
 ) {
-    if let Err(e) = callback.notify(status, model) {
+    if let Err(e) = ipc::notify_prepared(callback, status, model) {
         log::warn!("prepareModel: notify({status:?}) could not reach the client: {e}");
     }
 }
 
 /// The callback of a prepare call; a null one is INVALID_ARGUMENT (nobody could be told).
 fn require_callback<'a>(
-    callback: Option<&'a Strong<dyn IPreparedModelCallback>>,
+    callback: PrepareCallbackArg<'a>,
     call: &str,
 ) -> BinderResult<&'a Strong<dyn IPreparedModelCallback>> {
-    callback.ok_or_else(|| {
+    ipc::prepare_callback(callback).ok_or_else(|| {
         to_status(
             &HalError::InvalidArgument("the callback is null".into()),
             call,
@@ -223,7 +227,7 @@ impl IDevice for Device {
         _model_cache: &[ParcelFileDescriptor],
         _data_cache: &[ParcelFileDescriptor],
         _token: &[u8],
-        callback: Option<&Strong<dyn IPreparedModelCallback>>,
+        callback: PrepareCallbackArg<'_>,
     ) -> BinderResult<()> {
         let call = "prepareModel";
         let callback = require_callback(callback, call)?;
@@ -269,7 +273,8 @@ impl IDevice for Device {
                 let prepared = guarded("prepareModel", || driver.prepare_validated(model));
                 match prepared {
                     Ok(prepared) => {
-                        let binder = BnPreparedModel::new_binder(PreparedModelService { prepared });
+                        let binder =
+                            ipc::new_binder!(BnPreparedModel, PreparedModelService { prepared });
                         notify(&worker_callback, AidlStatus::NONE, Some(&binder));
                     }
                     Err(e) => {
@@ -297,7 +302,7 @@ impl IDevice for Device {
         _model_cache: &[ParcelFileDescriptor],
         _data_cache: &[ParcelFileDescriptor],
         _token: &[u8],
-        callback: Option<&Strong<dyn IPreparedModelCallback>>,
+        callback: PrepareCallbackArg<'_>,
     ) -> BinderResult<()> {
         let callback = require_callback(callback, "prepareModelFromCache")?;
         // The contract: when caching is not supported, notify GENERAL_FAILURE with a null model
@@ -418,19 +423,25 @@ impl IPreparedModel for PreparedModelService {
             }
         };
         Ok(FencedExecutionResult {
-            callback: Some(BnFencedExecutionCallback::new_binder(FencedCallback {
-                status,
-                timing_launched,
-                timing_fenced,
-            })),
+            callback: Some(ipc::new_binder!(
+                BnFencedExecutionCallback,
+                FencedCallback {
+                    status,
+                    timing_launched,
+                    timing_fenced,
+                }
+            )),
             syncFence: None,
         })
     }
 
     fn configureExecutionBurst(&self) -> BinderResult<Strong<dyn IBurst>> {
-        Ok(BnBurst::new_binder(Burst {
-            prepared: Arc::clone(&self.prepared),
-        }))
+        Ok(ipc::new_binder!(
+            BnBurst,
+            Burst {
+                prepared: Arc::clone(&self.prepared),
+            }
+        ))
     }
 }
 
@@ -556,6 +567,8 @@ mod tests {
     use super::*;
     use nnhal_hal::ErrorStatus;
 
+    // Reads the status back with rsbinder's accessors.
+    #[cfg(not(feature = "aosp"))]
     #[test]
     fn every_error_kind_becomes_its_service_specific_code() {
         for (err, code) in [

@@ -1,0 +1,733 @@
+//! Guards the Android packaging against drift (DESIGN.md §2–§3, hal-surface.md §11): the
+//! `Android.bp` modules, the init `.rc` file and the VINTF manifest fragment in `service/`, the
+//! example SELinux files and the frozen AIDL version in `aidl/` must name the same binary,
+//! instance and interface version. Nothing in the cargo build reads these files, so without
+//! this test a mismatch would first show on a device (a refused registration, an unlabelled
+//! binary).
+//!
+//! `Android.bp` is read with a small Blueprint parser (modules of properties: strings, booleans,
+//! integers, lists and maps; comments), so a check looks at a module's property rather than at
+//! text that merely resembles it.
+
+use std::path::PathBuf;
+
+/// The service binary's Soong module, which is also its installed file name.
+const SERVICE_MODULE: &str = "android.hardware.neuralnetworks-service.nnhal";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("cannot read {rel}: {e}"))
+}
+
+// ---- Blueprint ------------------------------------------------------------------------------
+
+#[derive(Clone, Debug, PartialEq)]
+enum Value {
+    Str(String),
+    Bool(bool),
+    Int(i64),
+    List(Vec<Value>),
+    Map(Vec<(String, Value)>),
+}
+
+#[derive(Debug)]
+struct Module {
+    kind: String,
+    props: Vec<(String, Value)>,
+}
+
+impl Module {
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.props.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.str(self.get("name")?)
+    }
+
+    fn str<'a>(&self, v: &'a Value) -> Option<&'a str> {
+        match v {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn string(&self, key: &str) -> Option<&str> {
+        self.str(self.get(key)?)
+    }
+
+    fn bool(&self, key: &str) -> Option<bool> {
+        match self.get(key)? {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// A list of strings; `None` when absent or not such a list.
+    fn strings(&self, key: &str) -> Option<Vec<&str>> {
+        match self.get(key)? {
+            Value::List(items) => items.iter().map(|v| self.str(v)).collect(),
+            _ => None,
+        }
+    }
+}
+
+struct Parser<'a> {
+    text: &'a [u8],
+    pos: usize,
+}
+
+impl Parser<'_> {
+    fn err<T>(&self, what: &str) -> Result<T, String> {
+        let line = self.text[..self.pos]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        Err(format!("Android.bp line {line}: {what}"))
+    }
+
+    fn skip(&mut self) -> Result<(), String> {
+        loop {
+            while self.pos < self.text.len() && self.text[self.pos].is_ascii_whitespace() {
+                self.pos += 1;
+            }
+            if self.text[self.pos..].starts_with(b"//") {
+                while self.pos < self.text.len() && self.text[self.pos] != b'\n' {
+                    self.pos += 1;
+                }
+            } else if self.text[self.pos..].starts_with(b"/*") {
+                let Some(end) = self.text[self.pos + 2..]
+                    .windows(2)
+                    .position(|w| w == b"*/")
+                else {
+                    return self.err("unterminated comment");
+                };
+                self.pos += 2 + end + 2;
+            } else {
+                return Ok(());
+            }
+        }
+    }
+
+    fn peek(&mut self) -> Result<Option<u8>, String> {
+        self.skip()?;
+        Ok(self.text.get(self.pos).copied())
+    }
+
+    fn expect(&mut self, byte: u8) -> Result<(), String> {
+        if self.peek()? != Some(byte) {
+            return self.err(&format!("expected `{}`", byte as char));
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    fn ident(&mut self) -> Result<String, String> {
+        self.skip()?;
+        let start = self.pos;
+        while self.pos < self.text.len()
+            && (self.text[self.pos].is_ascii_alphanumeric() || self.text[self.pos] == b'_')
+        {
+            self.pos += 1;
+        }
+        if start == self.pos {
+            return self.err("expected an identifier");
+        }
+        Ok(String::from_utf8_lossy(&self.text[start..self.pos]).into_owned())
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        self.expect(b'"')?;
+        let mut out = Vec::new();
+        loop {
+            match self.text.get(self.pos) {
+                None => return self.err("unterminated string"),
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(String::from_utf8_lossy(&out).into_owned());
+                }
+                Some(b'\\') => {
+                    out.push(*self.text.get(self.pos + 1).unwrap_or(&b'\\'));
+                    self.pos += 2;
+                }
+                Some(&b) => {
+                    out.push(b);
+                    self.pos += 1;
+                }
+            }
+        }
+    }
+
+    /// `{ key: value, … }` (the trailing comma is optional).
+    fn map(&mut self) -> Result<Vec<(String, Value)>, String> {
+        self.expect(b'{')?;
+        let mut props = Vec::new();
+        while self.peek()? != Some(b'}') {
+            let key = self.ident()?;
+            self.expect(b':')?;
+            let value = self.value()?;
+            if props.iter().any(|(k, _)| *k == key) {
+                return self.err(&format!("property `{key}` given twice"));
+            }
+            props.push((key, value));
+            if self.peek()? == Some(b',') {
+                self.pos += 1;
+            } else if self.peek()? != Some(b'}') {
+                return self.err("expected `,` or `}`");
+            }
+        }
+        self.pos += 1;
+        Ok(props)
+    }
+
+    fn value(&mut self) -> Result<Value, String> {
+        match self.peek()? {
+            Some(b'"') => Ok(Value::Str(self.string()?)),
+            Some(b'{') => Ok(Value::Map(self.map()?)),
+            Some(b'[') => {
+                self.pos += 1;
+                let mut items = Vec::new();
+                while self.peek()? != Some(b']') {
+                    items.push(self.value()?);
+                    if self.peek()? == Some(b',') {
+                        self.pos += 1;
+                    } else if self.peek()? != Some(b']') {
+                        return self.err("expected `,` or `]`");
+                    }
+                }
+                self.pos += 1;
+                Ok(Value::List(items))
+            }
+            Some(b) if b == b'-' || b.is_ascii_digit() => {
+                let start = self.pos;
+                self.pos += 1;
+                while self.pos < self.text.len() && self.text[self.pos].is_ascii_digit() {
+                    self.pos += 1;
+                }
+                let digits = String::from_utf8_lossy(&self.text[start..self.pos]).into_owned();
+                match digits.parse() {
+                    Ok(n) => Ok(Value::Int(n)),
+                    Err(_) => self.err(&format!("bad integer {digits}")),
+                }
+            }
+            _ => match self.ident()?.as_str() {
+                "true" => Ok(Value::Bool(true)),
+                "false" => Ok(Value::Bool(false)),
+                // Variables and `+` are valid Blueprint but unused here; refusing them keeps
+                // every value checkable.
+                other => self.err(&format!("unsupported value `{other}`")),
+            },
+        }
+    }
+}
+
+fn parse_blueprint(text: &str) -> Result<Vec<Module>, String> {
+    let mut p = Parser {
+        text: text.as_bytes(),
+        pos: 0,
+    };
+    let mut modules = Vec::new();
+    while p.peek()?.is_some() {
+        let kind = p.ident()?;
+        if p.peek()? != Some(b'{') {
+            return p.err(&format!("expected a module body after `{kind}`"));
+        }
+        let props = p.map()?;
+        modules.push(Module { kind, props });
+    }
+    Ok(modules)
+}
+
+// ---- the other formats -----------------------------------------------------------------------
+
+/// One init `service` stanza: name, executable, arguments and option lines.
+#[derive(Debug)]
+struct RcService {
+    path: String,
+    args: Vec<String>,
+    options: Vec<Vec<String>>,
+}
+
+fn parse_rc(text: &str) -> Result<Vec<RcService>, String> {
+    let mut services: Vec<RcService> = Vec::new();
+    let mut in_service = false;
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let words: Vec<String> = line.split_whitespace().map(String::from).collect();
+        match words[0].as_str() {
+            "service" => {
+                if words.len() < 3 {
+                    return Err(format!(
+                        ".rc line {}: service needs a name and a path",
+                        n + 1
+                    ));
+                }
+                services.push(RcService {
+                    path: words[2].clone(),
+                    args: words[3..].to_vec(),
+                    options: Vec::new(),
+                });
+                in_service = true;
+            }
+            "on" | "import" => in_service = false,
+            _ if in_service => services.last_mut().unwrap().options.push(words),
+            _ => return Err(format!(".rc line {}: option outside a service", n + 1)),
+        }
+    }
+    Ok(services)
+}
+
+/// The text of every `<tag>…</tag>` in `xml`, trimmed.
+fn tag_texts<'a>(xml: &'a str, tag: &str) -> Vec<&'a str> {
+    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+    let mut out = Vec::new();
+    let mut rest = xml;
+    while let Some(start) = rest.find(&open) {
+        let after = &rest[start + open.len()..];
+        let Some(end) = after.find(&close) else { break };
+        out.push(after[..end].trim());
+        rest = &after[end + close.len()..];
+    }
+    out
+}
+
+// ---- the checks ------------------------------------------------------------------------------
+
+/// The files the checks read, by path relative to the repository root, so a test can hand in
+/// altered copies.
+struct Files(Vec<(String, String)>);
+
+impl Files {
+    fn from_repo() -> Files {
+        let mut paths: Vec<String> = [
+            "Android.bp",
+            "build.rs",
+            "Cargo.toml",
+            "README.md",
+            "service/sepolicy/file_contexts",
+            "service/sepolicy/service_contexts",
+            "service/sepolicy/hal_neuralnetworks_nnhal.te",
+        ]
+        .map(String::from)
+        .to_vec();
+        // The .rc and VINTF files are whichever the binary module names.
+        paths.push(rc_path());
+        paths.push(vintf_path());
+        Files(
+            paths
+                .into_iter()
+                .map(|p| {
+                    let text = read(&p);
+                    (p, text)
+                })
+                .collect(),
+        )
+    }
+
+    fn get(&self, rel: &str) -> &str {
+        self.0
+            .iter()
+            .find(|(p, _)| p == rel)
+            .map(|(_, t)| t.as_str())
+            .unwrap_or_else(|| panic!("{rel} not loaded"))
+    }
+
+    fn replace(&mut self, rel: &str, from: &str, to: &str) {
+        let text = self.0.iter_mut().find(|(p, _)| *p == rel).unwrap();
+        assert!(text.1.contains(from), "{rel} has no {from:?}");
+        text.1 = text.1.replace(from, to);
+    }
+}
+
+fn service_module(modules: &[Module]) -> Option<&Module> {
+    modules.iter().find(|m| m.name() == Some(SERVICE_MODULE))
+}
+
+fn single_file(m: &Module, key: &str) -> String {
+    match m.strings(key).as_deref() {
+        Some([one]) => one.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// The one file the service module lists under `key`.
+fn service_file(key: &str) -> String {
+    let modules = parse_blueprint(&read("Android.bp")).expect("Android.bp parses");
+    let file = service_module(&modules).map_or(String::new(), |m| single_file(m, key));
+    assert!(
+        !file.is_empty(),
+        "Android.bp: {SERVICE_MODULE} has no single {key} file"
+    );
+    file
+}
+
+fn rc_path() -> String {
+    service_file("init_rc")
+}
+
+fn vintf_path() -> String {
+    service_file("vintf_fragments")
+}
+
+/// Records `what` unless `cond` holds.
+fn require(problems: &mut Vec<String>, cond: bool, what: String) {
+    if !cond {
+        problems.push(what);
+    }
+}
+
+/// Every inconsistency between the packaging files, as readable sentences.
+fn check(files: &Files) -> Vec<String> {
+    let mut problems = Vec::new();
+
+    let modules = match parse_blueprint(files.get("Android.bp")) {
+        Ok(m) => m,
+        Err(e) => return vec![e],
+    };
+    let by_name = |name: &str| modules.iter().find(|m| m.name() == Some(name));
+
+    // The frozen interface version: build.rs stamps it into the stubs, every declaration in
+    // aidl/ names it.
+    let build_rs = files.get("build.rs");
+    let aidl_version: Option<u32> = build_rs
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("const NN_VERSION: i32 = "))
+        .and_then(|v| v.trim_end_matches(';').parse().ok());
+    require(
+        &mut problems,
+        aidl_version.is_some(),
+        "build.rs: no `const NN_VERSION: i32 = N;`".into(),
+    );
+    let aidl_version = aidl_version.unwrap_or(0);
+    let aidl_dir = root().join("aidl/android/hardware/neuralnetworks");
+    let stated = format!("// Frozen API: android.hardware.neuralnetworks, version {aidl_version}.");
+    let mut unstated: Vec<String> = std::fs::read_dir(&aidl_dir)
+        .expect("aidl/ is readable")
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            !text.lines().any(|l| l.trim() == stated)
+        })
+        .map(|path| path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    unstated.sort();
+    require(
+        &mut problems,
+        unstated.is_empty(),
+        format!("aidl/android/hardware/neuralnetworks: {unstated:?} do not state `{stated}`"),
+    );
+
+    // Android.bp: the service binary.
+    let Some(service) = service_module(&modules) else {
+        problems.push(format!("Android.bp: no module named {SERVICE_MODULE}"));
+        return problems;
+    };
+    require(
+        &mut problems,
+        service.kind == "rust_binary",
+        format!("{SERVICE_MODULE} is a {}, not a rust_binary", service.kind),
+    );
+    require(
+        &mut problems,
+        service.bool("vendor") == Some(true),
+        format!("{SERVICE_MODULE}: not `vendor: true`"),
+    );
+    let install_dir = service.string("relative_install_path").unwrap_or("");
+    require(
+        &mut problems,
+        install_dir == "hw",
+        format!("{SERVICE_MODULE}: relative_install_path is {install_dir:?}, not \"hw\""),
+    );
+    let binary_path = format!("/vendor/bin/{install_dir}/{SERVICE_MODULE}");
+    require(
+        &mut problems,
+        service.strings("features") == Some(vec!["aosp"]),
+        format!("{SERVICE_MODULE}: features must be [\"aosp\"]"),
+    );
+    require(
+        &mut problems,
+        service.strings("srcs") == Some(vec!["src/bin/nnhal-service.rs"]),
+        format!("{SERVICE_MODULE}: srcs must be the nnhal-service binary"),
+    );
+    let rc_rel = single_file(service, "init_rc");
+    let vintf_rel = single_file(service, "vintf_fragments");
+    require(
+        &mut problems,
+        rc_rel.starts_with("service/") && rc_rel.ends_with(".rc"),
+        format!("{SERVICE_MODULE}: init_rc must be one service/*.rc file, is {rc_rel:?}"),
+    );
+    require(
+        &mut problems,
+        vintf_rel.starts_with("service/") && vintf_rel.ends_with(".xml"),
+        format!("{SERVICE_MODULE}: vintf_fragments must be one service/*.xml, is {vintf_rel:?}"),
+    );
+
+    // The libraries: module names, crate roots and the driver's feature and AIDL crate.
+    for (name, crate_name, root_file) in [
+        ("libnnhal_hal", "nnhal_hal", "hal/src/lib.rs"),
+        ("libnnhal_kernels", "nnhal_kernels", "kernels/src/lib.rs"),
+        ("libnnhal", "nnhal", "src/lib.rs"),
+        ("nnhal_hal_unit_tests", "nnhal_hal", "hal/src/lib.rs"),
+        (
+            "nnhal_kernels_unit_tests",
+            "nnhal_kernels",
+            "kernels/src/lib.rs",
+        ),
+    ] {
+        let Some(m) = by_name(name) else {
+            problems.push(format!("Android.bp: no module named {name}"));
+            continue;
+        };
+        require(
+            &mut problems,
+            m.string("crate_name") == Some(crate_name),
+            format!("{name}: crate_name must be {crate_name}"),
+        );
+        require(
+            &mut problems,
+            m.strings("srcs") == Some(vec![root_file]) && root().join(root_file).is_file(),
+            format!("{name}: srcs must be [\"{root_file}\"], an existing file"),
+        );
+    }
+    if let Some(lib) = by_name("libnnhal") {
+        require(
+            &mut problems,
+            lib.strings("features") == Some(vec!["aosp"]),
+            "libnnhal: features must be [\"aosp\"]".into(),
+        );
+        let aidl_crate = format!("android.hardware.neuralnetworks-V{aidl_version}-rust");
+        require(
+            &mut problems,
+            lib.strings("rustlibs")
+                .is_some_and(|libs| libs.contains(&aidl_crate.as_str())),
+            format!("libnnhal: rustlibs must hold {aidl_crate}, the frozen version in aidl/"),
+        );
+    }
+    require(
+        &mut problems,
+        files.get("Cargo.toml").contains("\naosp = ["),
+        "Cargo.toml: no `aosp` feature for Android.bp to set".into(),
+    );
+    let pkg_version = by_name("nnhal_defaults").and_then(|m| m.string("cargo_pkg_version"));
+    require(
+        &mut problems,
+        pkg_version == Some(env!("CARGO_PKG_VERSION")),
+        format!(
+            "nnhal_defaults: cargo_pkg_version {pkg_version:?} is not the crate version {}",
+            env!("CARGO_PKG_VERSION")
+        ),
+    );
+
+    // The init .rc file: one service running the installed binary as the VINTF instance.
+    let mut instance = String::new();
+    match parse_rc(files.get(&rc_rel)) {
+        Err(e) => problems.push(e),
+        Ok(services) if services.len() != 1 => {
+            problems.push(format!("{rc_rel}: {} services, expected 1", services.len()))
+        }
+        Ok(services) => {
+            let s = &services[0];
+            require(
+                &mut problems,
+                s.path == binary_path,
+                format!(
+                    "{rc_rel}: runs {}, but the binary installs as {binary_path}",
+                    s.path
+                ),
+            );
+            match s.args.iter().position(|a| a == "--instance") {
+                Some(i) if i + 1 < s.args.len() => instance = s.args[i + 1].clone(),
+                _ => problems.push(format!("{rc_rel}: no `--instance NAME` argument")),
+            }
+            for option in [["class", "hal"], ["user", "system"], ["group", "system"]] {
+                require(
+                    &mut problems,
+                    s.options.iter().any(|o| o[..] == option[..]),
+                    format!("{rc_rel}: no `{}` line", option.join(" ")),
+                );
+            }
+        }
+    }
+
+    // The VINTF fragment: the AIDL interface, its frozen version and the same instance.
+    let xml = files.get(&vintf_rel);
+    require(
+        &mut problems,
+        xml.contains("<hal format=\"aidl\">"),
+        format!("{vintf_rel}: no <hal format=\"aidl\">"),
+    );
+    require(
+        &mut problems,
+        tag_texts(xml, "name") == ["android.hardware.neuralnetworks"],
+        format!("{vintf_rel}: <name> must be android.hardware.neuralnetworks"),
+    );
+    let versions = tag_texts(xml, "version");
+    require(
+        &mut problems,
+        versions == [aidl_version.to_string().as_str()],
+        format!("{vintf_rel}: <version> {versions:?}, but aidl/ is version {aidl_version}"),
+    );
+    let fqnames = tag_texts(xml, "fqname");
+    let expected_fqname = format!("IDevice/{instance}");
+    require(
+        &mut problems,
+        fqnames == [expected_fqname.as_str()],
+        format!("{vintf_rel}: <fqname> {fqnames:?}, but the .rc registers {expected_fqname}"),
+    );
+
+    // SELinux examples: the binary's label and the registered service name.
+    let file_contexts = files.get("service/sepolicy/file_contexts");
+    let labelled = file_contexts
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|regex| regex.replace("\\.", "."))
+        .collect::<Vec<_>>();
+    require(
+        &mut problems,
+        labelled == [binary_path.clone()],
+        format!("file_contexts labels {labelled:?}, but the binary installs as {binary_path}"),
+    );
+    let exec_type = "u:object_r:hal_neuralnetworks_nnhal_exec:s0";
+    require(
+        &mut problems,
+        file_contexts.contains(exec_type)
+            && files
+                .get("service/sepolicy/hal_neuralnetworks_nnhal.te")
+                .contains("type hal_neuralnetworks_nnhal_exec,"),
+        format!("file_contexts must label the binary {exec_type}, a type the .te declares"),
+    );
+    let service_contexts = files.get("service/sepolicy/service_contexts");
+    let expected_service = nnhal::binder::service_name(&instance);
+    let named = service_contexts
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect::<Vec<_>>();
+    require(
+        &mut problems,
+        named == [expected_service.as_str()],
+        format!("service_contexts names {named:?}, but the service registers {expected_service}"),
+    );
+
+    // The README's build command names the module.
+    require(
+        &mut problems,
+        files
+            .get("README.md")
+            .contains(&format!("m {SERVICE_MODULE}")),
+        format!("README.md: no `m {SERVICE_MODULE}`"),
+    );
+    problems
+}
+
+#[test]
+fn packaging_files_agree() {
+    let problems = check(&Files::from_repo());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_service_binary_takes_the_instance_flag_the_rc_passes() {
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_nnhal-service"))
+        .arg("--help")
+        .output()
+        .expect("nnhal-service runs");
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--instance <NAME>"));
+}
+
+/// Each kind of drift is caught: the checks are not vacuous.
+#[test]
+fn drift_is_reported() {
+    let rc = rc_path();
+    let xml = vintf_path();
+    let cases: Vec<(&str, String, &str, &str)> = vec![
+        ("instance", xml.clone(), "IDevice/nnhal", "IDevice/other"),
+        (
+            "version",
+            xml,
+            "<version>1</version>",
+            "<version>2</version>",
+        ),
+        ("binary path", rc.clone(), "/vendor/bin/hw/", "/vendor/bin/"),
+        ("user", rc, "user system", "user root"),
+        (
+            "install dir",
+            "Android.bp".into(),
+            "relative_install_path: \"hw\"",
+            "relative_install_path: \"hal\"",
+        ),
+        (
+            "aidl crate",
+            "Android.bp".into(),
+            "android.hardware.neuralnetworks-V1-rust",
+            "android.hardware.neuralnetworks-V2-rust",
+        ),
+        (
+            "stamped version",
+            "build.rs".into(),
+            "const NN_VERSION: i32 = 1;",
+            "const NN_VERSION: i32 = 2;",
+        ),
+        (
+            "label",
+            "service/sepolicy/file_contexts".into(),
+            "service\\.nnhal",
+            "service\\.other",
+        ),
+        (
+            "service name",
+            "service/sepolicy/service_contexts".into(),
+            "IDevice/nnhal",
+            "IDevice/default",
+        ),
+        (
+            "syntax",
+            "Android.bp".into(),
+            "vendor: true,\n    relative_install_path",
+            "vendor: true\n    relative_install_path",
+        ),
+    ];
+    for (what, rel, from, to) in cases {
+        let mut files = Files::from_repo();
+        files.replace(&rel, from, to);
+        assert!(
+            !check(&files).is_empty(),
+            "{what}: drift in {rel} went unnoticed"
+        );
+    }
+}
+
+#[test]
+fn blueprint_parser_reads_values_and_rejects_what_it_cannot_check() {
+    let modules = parse_blueprint(
+        "// c\nrust_test { name: \"t\", /* c */ n: -3, ok: false, l: [\"a\", \"b\",], \
+         m: { x: [] } }",
+    )
+    .unwrap();
+    assert_eq!(modules.len(), 1);
+    assert_eq!(modules[0].kind, "rust_test");
+    assert_eq!(modules[0].name(), Some("t"));
+    assert_eq!(modules[0].get("n"), Some(&Value::Int(-3)));
+    assert_eq!(modules[0].bool("ok"), Some(false));
+    assert_eq!(modules[0].strings("l"), Some(vec!["a", "b"]));
+    assert!(matches!(modules[0].get("m"), Some(Value::Map(_))));
+    for bad in [
+        "x { a: b }",
+        "x { a: \"1\" \"2\" }",
+        "x { a: 1, a: 2 }",
+        "x = 1",
+        "x { a: [1 2] }",
+        "x { a: \"",
+    ] {
+        assert!(parse_blueprint(bad).is_err(), "{bad}");
+    }
+}

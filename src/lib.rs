@@ -11,6 +11,7 @@ mod executor;
 pub mod probe;
 mod tensor;
 pub mod vector;
+pub mod workers;
 
 pub use driver::{Driver, ExecutionResult, PreparedModel, ValidatedModel, ValidatedRequest};
 pub use nnhal_hal as hal;

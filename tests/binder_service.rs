@@ -523,3 +523,83 @@ fn bi62_transport_garbage_is_refused_and_the_service_goes_on() {
     run_add(&device, [1.0; 4], [2.0; 4]);
     run_add(&service.connect(), [3.0; 4], [4.0; 4]);
 }
+
+/// The service's thread count, from procfs.
+fn threads_of(service: &Service) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", service.child.id())).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("Threads: line")
+}
+
+/// ADD of a model input and a 16 MiB constant held in a sealed memfd pool: validation maps the
+/// pool, preparation copies the constant out, so each preparation takes a while.
+fn heavy_add_model() -> nnhal::hal::Model {
+    use nnhal::hal::memory::{create_memfd, Memory};
+    use nnhal::hal::{OperandLifeTime, OperationType};
+    const N: u32 = 4 << 20;
+    let mut model = probe::add_model();
+    for o in &mut model.operands {
+        if o.operand_type == OperandType::TensorFloat32.raw() {
+            o.dimensions = vec![N];
+        }
+    }
+    model.operands[1].lifetime = OperandLifeTime::ConstantReference.raw();
+    model.operands[1].location = DataLocation {
+        pool_index: 0,
+        offset: 0,
+        length: N * 4,
+    };
+    model.input_indexes = vec![0];
+    let pool = create_memfd("heavy", &[], u64::from(N) * 4, true).unwrap();
+    model.pools = vec![Memory::shared(pool, u64::from(N) * 4)];
+    assert_eq!(model.operations[0].operation_type, OperationType::Add.raw());
+    model
+}
+
+#[test]
+fn bi61_a_prepare_flood_is_bounded_and_refusals_are_notified() {
+    let service = Service::start();
+    let device = service.connect();
+    let baseline = threads_of(&service);
+    let model = heavy_add_model();
+    let options = PrepareOptions::default();
+    let mut pending = Vec::new();
+    let mut peak = baseline;
+    for _ in 0..400 {
+        pending.push(device.launch_prepare(&model, &options).unwrap());
+        peak = peak.max(threads_of(&service));
+    }
+    let refused = pending.iter().filter(|p| p.launched().is_err()).count();
+    for p in &pending {
+        if let Err(e) = p.launched() {
+            assert_eq!(e.status(), ErrorStatus::DeviceUnavailable, "{e}");
+        }
+    }
+    // Every preparation ends exactly as launched: accepted ones prepare, refused ones were
+    // notified with the refusal's own status (`wait` checks the two agree).
+    let mut prepared = 0;
+    for p in pending {
+        let accepted = p.launched().is_ok();
+        match p.wait() {
+            Ok(_) => {
+                assert!(accepted);
+                prepared += 1;
+            }
+            Err(e) => {
+                assert!(!accepted, "an accepted preparation failed: {e}");
+                assert_eq!(e.status(), ErrorStatus::DeviceUnavailable, "{e}");
+            }
+        }
+    }
+    assert!(refused > 0, "400 launches never filled the queue");
+    assert!(prepared >= 64, "only {prepared} preparations completed");
+    // A fixed set of preparers: no thread per call.
+    assert!(
+        peak <= baseline + 4,
+        "the service grew from {baseline} to {peak} threads"
+    );
+    run_add(&device, [1.0; 4], [2.0; 4]);
+}

@@ -294,12 +294,24 @@ impl RemoteDevice {
         self.prepare_model_with(&model, &PrepareOptions::default())
     }
 
-    /// `prepareModel` with explicit (possibly invalid) arguments, for conformance tests.
+    /// `prepareModel` with explicit (possibly invalid) arguments, for conformance tests. A
+    /// failed launch is returned once the callback has confirmed it with the same status.
     pub fn prepare_model_with(
         &self,
         model: &Model,
         options: &PrepareOptions,
     ) -> HalResult<RemotePreparedModel> {
+        self.launch_prepare(model, options)?.wait()
+    }
+
+    /// `prepareModel` without waiting for the callback: the launch's own answer is in
+    /// [`PendingPrepare::launched`], the callback's in [`PendingPrepare::wait`]. `Err` only
+    /// when the model cannot be sent.
+    pub fn launch_prepare(
+        &self,
+        model: &Model,
+        options: &PrepareOptions,
+    ) -> HalResult<PendingPrepare> {
         let aidl = convert::model_to_aidl(model)?;
         let (tx, rx) = mpsc::channel();
         let callback = BnPreparedModelCallback::new_binder(PrepareCallback {
@@ -307,7 +319,7 @@ impl RemoteDevice {
         });
         // No cache files are offered (the service needs none); the token is then ignored.
         let token = [0u8; 32];
-        call(
+        let launched = call(
             self.device.prepareModel(
                 &aidl,
                 ExecutionPreference(options.preference),
@@ -319,22 +331,13 @@ impl RemoteDevice {
                 Some(&callback),
             ),
             "prepareModel",
-        )?;
-        let (status, prepared) = self.wait(&rx)?;
-        drop(callback);
-        match (status, prepared) {
-            (AidlStatus::NONE, Some(prepared)) => Ok(RemotePreparedModel {
-                prepared,
-                _session: Arc::clone(&self.session),
-            }),
-            (AidlStatus::NONE, None) => Err(HalError::GeneralFailure(
-                "prepareModel: notified NONE without a prepared model".into(),
-            )),
-            (status, _) => Err(convert::error_from_code(
-                status.0,
-                "prepareModel: preparation failed (reported by the callback)".into(),
-            )),
-        }
+        );
+        Ok(PendingPrepare {
+            launched,
+            rx,
+            _callback: callback,
+            session: Arc::clone(&self.session),
+        })
     }
 
     /// `prepareModel` with a null callback (the service must answer INVALID_ARGUMENT).
@@ -369,7 +372,7 @@ impl RemoteDevice {
                 .prepareModelFromCache(-1, &[], &[], &[0u8; 32], Some(&callback)),
             "prepareModelFromCache",
         );
-        let (status, prepared) = self.wait(&rx)?;
+        let (status, prepared) = wait_notified(&self.session, &rx, None)?;
         drop(callback);
         match (launched, status, prepared) {
             (Ok(()), AidlStatus::NONE, Some(prepared)) => Ok(RemotePreparedModel {
@@ -390,19 +393,82 @@ impl RemoteDevice {
         let desc = BufferDesc { dimensions: vec![] };
         call(self.device.allocate(&desc, &[], &[], &[]), "allocate").map(|_| ())
     }
+}
 
-    /// Waits for a callback, noticing when the session dies underneath.
-    fn wait(&self, rx: &mpsc::Receiver<Prepared>) -> HalResult<Prepared> {
-        loop {
-            match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(v) => return Ok(v),
-                Err(mpsc::RecvTimeoutError::Timeout) if !self.session.0.is_ended() => continue,
-                Err(_) => {
-                    return Err(HalError::DeviceUnavailable(
-                        "prepareModel: the service went away before notifying".into(),
-                    ))
-                }
+/// Waits for a prepare callback, noticing when the session dies underneath; `limit` bounds the
+/// wait where the callback is owed already (after a failed launch).
+fn wait_notified(
+    session: &Session,
+    rx: &mpsc::Receiver<Prepared>,
+    limit: Option<Duration>,
+) -> HalResult<Prepared> {
+    let start = Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(v) => return Ok(v),
+            Err(mpsc::RecvTimeoutError::Timeout)
+                if !session.0.is_ended() && limit.is_none_or(|l| start.elapsed() < l) =>
+            {
+                continue
             }
+            Err(_) => {
+                return Err(HalError::GeneralFailure(
+                    "prepareModel: the callback was never notified".into(),
+                ))
+            }
+        }
+    }
+}
+
+/// A launched `prepareModel` whose callback has not been waited for yet.
+pub struct PendingPrepare {
+    launched: HalResult<()>,
+    rx: mpsc::Receiver<Prepared>,
+    // The callback object lives until its notification has been taken.
+    _callback: Strong<dyn IPreparedModelCallback>,
+    session: Arc<Session>,
+}
+
+impl PendingPrepare {
+    /// What `prepareModel` itself returned.
+    pub fn launched(&self) -> Result<(), &HalError> {
+        self.launched.as_ref().map(|_| ())
+    }
+
+    /// The callback's outcome. After a failed launch the callback must already carry the same
+    /// status (the contract notifies before returning); a mismatch or a missing notification
+    /// is a `GeneralFailure` naming both.
+    pub fn wait(self) -> HalResult<RemotePreparedModel> {
+        let limit = self.launched.is_err().then_some(Duration::from_secs(10));
+        let notified = wait_notified(&self.session, &self.rx, limit);
+        if self.session.0.is_ended() && notified.is_err() {
+            return Err(HalError::DeviceUnavailable(
+                "prepareModel: the service went away before notifying".into(),
+            ));
+        }
+        let (status, prepared) = notified?;
+        if let Err(e) = self.launched {
+            return match (status.0 == e.status().raw(), prepared) {
+                (true, None) => Err(e),
+                (_, prepared) => Err(HalError::GeneralFailure(format!(
+                    "prepareModel returned {} ({e}) but notified {status:?} with{} a model",
+                    e.status(),
+                    if prepared.is_some() { "" } else { "out" }
+                ))),
+            };
+        }
+        match (status, prepared) {
+            (AidlStatus::NONE, Some(prepared)) => Ok(RemotePreparedModel {
+                prepared,
+                _session: self.session,
+            }),
+            (AidlStatus::NONE, None) => Err(HalError::GeneralFailure(
+                "prepareModel: notified NONE without a prepared model".into(),
+            )),
+            (status, _) => Err(convert::error_from_code(
+                status.0,
+                "prepareModel: preparation failed (reported by the callback)".into(),
+            )),
         }
     }
 }

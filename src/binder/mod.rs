@@ -30,7 +30,8 @@ use self::ipc::aidl;
 #[cfg(not(feature = "aosp"))]
 pub use client::{
     connect, connect_wait, connect_with, ConnectOptions, DeviceKind, ExecuteOptions,
-    ExecutionTiming, PrepareOptions, RemoteBurst, RemoteDevice, RemotePreparedModel, WireGarbage,
+    ExecutionTiming, PendingPrepare, PrepareOptions, RemoteBurst, RemoteDevice,
+    RemotePreparedModel, WireGarbage,
 };
 pub use convert::{DeviceCapabilities, NO_PERFORMANCE};
 #[cfg(not(feature = "aosp"))]

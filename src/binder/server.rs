@@ -94,7 +94,7 @@ pub fn serve(driver: Arc<Driver>, socket: &Path, instance: &str) -> std::io::Res
     server.set_android13plus(WIRE_VERSION);
     server.set_supported_fd_modes(&[FileDescriptorTransportMode::Unix]);
     server.set_max_threads(MAX_CONNECTIONS_PER_CLIENT);
-    let device = ipc::new_binder!(BnDevice, Device::new(driver));
+    let device = ipc::new_binder!(BnDevice, Device::new(driver)?);
     server
         .add_service(&service_name(instance), device.as_binder())
         .map_err(|e| to_io("cannot publish the device on", e))?;

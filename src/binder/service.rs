@@ -35,6 +35,7 @@ use super::ipc::{
     self, BinderResult, Interface, ParcelFileDescriptor, PrepareCallbackArg, Status, Strong,
 };
 use crate::driver::{Driver, PreparedModel, ValidatedModel};
+use crate::workers::Workers;
 use nnhal_hal::{HalError, HalResult};
 use std::os::fd::AsFd;
 use std::sync::Arc;
@@ -160,11 +161,23 @@ fn elapsed_ns(since: Instant) -> i64 {
 /// `IDevice`.
 pub struct Device {
     driver: Arc<Driver>,
+    /// Where accepted preparations run once `prepareModel` has returned (BI-61).
+    preparers: Workers,
 }
 
+/// Threads planning prepared models. Preparation decodes constants and resolves shapes; the
+/// heavy arithmetic is in executions, so a couple suffice.
+const PREPARE_THREADS: usize = 2;
+/// Preparations that may wait for a preparer; beyond this `prepareModel` answers
+/// DEVICE_UNAVAILABLE at once instead of queueing without bound.
+pub const PREPARE_QUEUE_DEPTH: usize = 64;
+
 impl Device {
-    pub fn new(driver: Arc<Driver>) -> Device {
-        Device { driver }
+    pub fn new(driver: Arc<Driver>) -> std::io::Result<Device> {
+        Ok(Device {
+            driver,
+            preparers: Workers::new("nnhal-prepare", PREPARE_THREADS, PREPARE_QUEUE_DEPTH)?,
+        })
     }
 }
 
@@ -265,31 +278,29 @@ impl IDevice for Device {
 
         let driver = Arc::clone(&self.driver);
         let worker_callback = callback.clone();
-        let spawned = std::thread::Builder::new()
-            .name("nnhal-prepare".into())
-            .spawn(move || {
-                // A panic in the driver must still reach the client as a failure: the callback
-                // is waited on without a timeout.
-                let prepared = guarded("prepareModel", || driver.prepare_validated(model));
-                match prepared {
-                    Ok(prepared) => {
-                        let binder =
-                            ipc::new_binder!(BnPreparedModel, PreparedModelService { prepared });
-                        notify(&worker_callback, AidlStatus::NONE, Some(&binder));
-                    }
-                    Err(e) => {
-                        // Logged through the one mapping; the status travels in the callback.
-                        let _ = to_status(&e, "prepareModel (worker)");
-                        notify(
-                            &worker_callback,
-                            convert::error_status_to_aidl(e.status()),
-                            None,
-                        );
-                    }
+        let queued = self.preparers.submit(move || {
+            // A panic in the driver must still reach the client as a failure: the callback
+            // is waited on without a timeout.
+            let prepared = guarded("prepareModel", || driver.prepare_validated(model));
+            match prepared {
+                Ok(prepared) => {
+                    let binder =
+                        ipc::new_binder!(BnPreparedModel, PreparedModelService { prepared });
+                    notify(&worker_callback, AidlStatus::NONE, Some(&binder));
                 }
-            });
-        if let Err(e) = spawned {
-            let e = HalError::GeneralFailure(format!("cannot start the preparation thread: {e}"));
+                Err(e) => {
+                    // Logged through the one mapping; the status travels in the callback.
+                    let _ = to_status(&e, "prepareModel (worker)");
+                    notify(
+                        &worker_callback,
+                        convert::error_status_to_aidl(e.status()),
+                        None,
+                    );
+                }
+            }
+        });
+        if let Err(refused) = queued {
+            let e = HalError::DeviceUnavailable(format!("preparation not started: {refused}"));
             notify(callback, convert::error_status_to_aidl(e.status()), None);
             return Err(to_status(&e, call));
         }

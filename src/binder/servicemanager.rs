@@ -20,7 +20,8 @@ pub fn register(driver: Arc<Driver>, instance: &str, binder_threads: u32) -> Res
     // means a client that finds the device at once is already served.
     ProcessState::set_thread_pool_max_thread_count(binder_threads);
     ProcessState::start_thread_pool();
-    let device = ipc::new_binder!(BnDevice, Device::new(driver));
+    let device = Device::new(driver).map_err(|e| format!("cannot start the device: {e}"))?;
+    let device = ipc::new_binder!(BnDevice, device);
     let name = service_name(instance);
     add_service(&name, device.as_binder())
         .map_err(|status| format!("cannot register {name} with servicemanager: {status:?}"))?;

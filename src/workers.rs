@@ -169,7 +169,9 @@ mod tests {
         let ran = Arc::new(AtomicUsize::new(0));
         let r = Arc::clone(&ran);
         workers
-            .submit(move || drop(r.fetch_add(1, Ordering::SeqCst)))
+            .submit(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
             .unwrap();
         drop(workers);
         assert_eq!(ran.load(Ordering::SeqCst), 1);

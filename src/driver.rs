@@ -6,9 +6,13 @@
 //! shared memory, runs the operations in order on the driver's kernel pool, frees temporaries
 //! after their last reader, and copies outputs back. A prepared model holds no per-execution
 //! state, so any number of executions may run on it at once.
+//!
+//! Request-pool mappings are kept between executions in the prepared model's [`PoolCache`]:
+//! mapping and unmapping cost more than a small model's whole execution.
 
 use crate::executor::{self, OpInputs};
 use crate::tensor::{Data, Tensor};
+use nnhal_hal::memory::PoolCache;
 use nnhal_hal::shape::{self, Arg, InferError, Inferred};
 use nnhal_hal::validate::{self, BoundRequest, ValidModel};
 use nnhal_hal::{
@@ -59,6 +63,8 @@ pub struct PreparedModel {
     /// Per operation: output shapes and parameters when prepare could resolve them (every
     /// input shape and scalar parameter static); `None` means infer at execution.
     plan: Vec<Option<Inferred>>,
+    /// Request-pool mappings kept between executions; unmapped when the model is dropped.
+    pool_cache: PoolCache,
     pool: Arc<rayon::ThreadPool>,
 }
 
@@ -153,6 +159,7 @@ impl Driver {
             model: valid,
             constants,
             plan,
+            pool_cache: PoolCache::default(),
             pool: self.pool.clone(),
         }))
     }
@@ -161,7 +168,8 @@ impl Driver {
 impl PreparedModel {
     /// Validates `request` and maps its pools (the synchronous part of execute).
     pub fn validate_request(&self, request: &Request) -> HalResult<ValidatedRequest> {
-        validate::validate_request(&self.model, request).map(ValidatedRequest)
+        validate::validate_request(&self.model, request, Some(&self.pool_cache))
+            .map(ValidatedRequest)
     }
 
     /// Validates `request`, runs the model, writes the outputs into the request's pools.
@@ -172,6 +180,11 @@ impl PreparedModel {
     /// Runs a request validated by [`PreparedModel::validate_request`].
     pub fn execute_bound(&self, request: &ValidatedRequest) -> HalResult<ExecutionResult> {
         self.pool.install(|| self.run(&request.0))
+    }
+
+    /// The request-pool mappings this model keeps between executions.
+    pub fn pool_cache(&self) -> &PoolCache {
+        &self.pool_cache
     }
 
     /// Output shapes and parameters of operation `k` from the values bound at execution

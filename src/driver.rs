@@ -27,7 +27,7 @@ use std::sync::Arc;
 /// request that needs more fails with GENERAL_FAILURE instead of exhausting the service.
 pub const EXECUTION_MEMORY_BUDGET: u64 = 4 << 30;
 
-/// Plans whose estimated work ([`estimated_work`]; about one unit per multiply-add or element
+/// Plans whose estimated work (`estimated_work`: about one unit per multiply-add or element
 /// visited) is at most this run on the thread that asked for the execution. Handing an
 /// execution to the kernel pool means waking a worker and sleeping until it is done, some
 /// 10–25 µs; below this size the whole plan takes about that long on one core, so the pool

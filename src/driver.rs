@@ -6,10 +6,16 @@
 //! shared memory, runs the operations in order on the driver's kernel pool, frees temporaries
 //! after their last reader, and copies outputs back. A prepared model holds no per-execution
 //! state, so any number of executions may run on it at once.
+//!
+//! Small models are dominated by fixed costs, not arithmetic, so two of those are avoided:
+//! request-pool mappings are kept between executions in the prepared model's [`PoolCache`],
+//! and a plan whose estimated work is tiny runs on the calling thread instead of being handed
+//! to the kernel pool (see [`INLINE_MAX_WORK`]).
 
 use crate::executor::{self, OpInputs};
 use crate::tensor::{Data, Tensor};
-use nnhal_hal::shape::{self, Arg, InferError, Inferred};
+use nnhal_hal::memory::PoolCache;
+use nnhal_hal::shape::{self, Arg, InferError, Inferred, Params};
 use nnhal_hal::validate::{self, BoundRequest, ValidModel};
 use nnhal_hal::{
     Capabilities, HalError, HalResult, Model, OperandLifeTime, OperandType, PerformanceInfo,
@@ -20,6 +26,13 @@ use std::sync::Arc;
 /// Upper bound on the bytes of operand values one execution may hold at once. A model or
 /// request that needs more fails with GENERAL_FAILURE instead of exhausting the service.
 pub const EXECUTION_MEMORY_BUDGET: u64 = 4 << 30;
+
+/// Plans whose estimated work (`estimated_work`: about one unit per multiply-add or element
+/// visited) is at most this run on the thread that asked for the execution. Handing an
+/// execution to the kernel pool means waking a worker and sleeping until it is done, some
+/// 10–25 µs; below this size the whole plan takes about that long on one core, so the pool
+/// cannot win the hand-off back. Kernels called off the pool run sequentially.
+pub const INLINE_MAX_WORK: u64 = 1 << 15;
 
 /// The device: owns the kernel thread pool.
 pub struct Driver {
@@ -59,6 +72,11 @@ pub struct PreparedModel {
     /// Per operation: output shapes and parameters when prepare could resolve them (every
     /// input shape and scalar parameter static); `None` means infer at execution.
     plan: Vec<Option<Inferred>>,
+    /// Whether executions run on the calling thread (a static plan of at most
+    /// [`INLINE_MAX_WORK`]) rather than on `pool`.
+    inline: bool,
+    /// Request-pool mappings kept between executions; unmapped when the model is dropped.
+    pool_cache: PoolCache,
     pool: Arc<rayon::ThreadPool>,
 }
 
@@ -146,13 +164,16 @@ impl Driver {
                     .collect::<Option<_>>()?;
                 Some(Inferred { outputs, params })
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let inline = estimated_work(&valid, &plan).is_some_and(|w| w <= INLINE_MAX_WORK);
         // Constants now live in `constants`; the model's mappings are no longer needed.
         valid.pools.clear();
         Ok(Arc::new(PreparedModel {
             model: valid,
             constants,
             plan,
+            inline,
+            pool_cache: PoolCache::default(),
             pool: self.pool.clone(),
         }))
     }
@@ -161,7 +182,8 @@ impl Driver {
 impl PreparedModel {
     /// Validates `request` and maps its pools (the synchronous part of execute).
     pub fn validate_request(&self, request: &Request) -> HalResult<ValidatedRequest> {
-        validate::validate_request(&self.model, request).map(ValidatedRequest)
+        validate::validate_request(&self.model, request, Some(&self.pool_cache))
+            .map(ValidatedRequest)
     }
 
     /// Validates `request`, runs the model, writes the outputs into the request's pools.
@@ -171,7 +193,21 @@ impl PreparedModel {
 
     /// Runs a request validated by [`PreparedModel::validate_request`].
     pub fn execute_bound(&self, request: &ValidatedRequest) -> HalResult<ExecutionResult> {
-        self.pool.install(|| self.run(&request.0))
+        if self.inline {
+            self.run(&request.0)
+        } else {
+            self.pool.install(|| self.run(&request.0))
+        }
+    }
+
+    /// Whether executions of this model run on the calling thread (see [`INLINE_MAX_WORK`]).
+    pub fn runs_inline(&self) -> bool {
+        self.inline
+    }
+
+    /// The request-pool mappings this model keeps between executions.
+    pub fn pool_cache(&self) -> &PoolCache {
+        &self.pool_cache
     }
 
     /// Output shapes and parameters of operation `k` from the values bound at execution
@@ -237,8 +273,8 @@ impl PreparedModel {
             let info = &m.operands[m.inputs[pos]];
             let need = validate::byte_size(info.ty, &arg.dims)?;
             held = charge(held, need)?;
-            let bytes = bound.pools[arg.pool].read_vec(arg.offset, need as usize)?;
-            let data = Data::decode(info.ty, &bytes)?;
+            let count = shape::element_count(&arg.dims).map_err(HalError::InvalidArgument)?;
+            let data = Data::read(info.ty, &bound.pools[arg.pool], arg.offset, count as usize)?;
             slots[m.inputs[pos]] = Some(Arc::new(Tensor {
                 dims: arg.dims.clone(),
                 data,
@@ -301,19 +337,62 @@ impl PreparedModel {
                     t.dims, arg.dims
                 )));
             }
-            let bytes = t.data.to_le_bytes();
-            if bytes.len() as u64 > arg.length {
+            let need = t.data.byte_len();
+            if need as u64 > arg.length {
                 return Err(HalError::OutputInsufficientSize(format!(
-                    "output {pos}: {} bytes given, {} needed",
-                    arg.length,
-                    bytes.len()
+                    "output {pos}: {} bytes given, {need} needed",
+                    arg.length
                 )));
             }
-            bound.pools[arg.pool].write(arg.offset, &bytes)?;
+            t.data.write(&bound.pools[arg.pool], arg.offset)?;
             output_shapes.push(t.dims.clone());
         }
         Ok(ExecutionResult { output_shapes })
     }
+}
+
+/// A rough count of the arithmetic a fully static plan does: per operation, the elements it
+/// reads and writes, with each output element weighted by the inner loop that produces it
+/// (filter taps, dot-product length). `None` when a step is only known at execution.
+fn estimated_work(model: &ValidModel, plan: &[Option<Inferred>]) -> Option<u64> {
+    let elements = |dims: &[u32]| shape::element_count(dims).ok();
+    let mut total: u64 = 0;
+    for (op, step) in model.operations.iter().zip(plan) {
+        let step = step.as_ref()?;
+        let input_dims = |pos: usize| -> Option<&[u32]> {
+            model.static_dims.get(*op.inputs.get(pos)?)?.as_deref()
+        };
+        let mut read: u64 = 0;
+        for pos in 0..op.inputs.len() {
+            read = read.saturating_add(elements(input_dims(pos)?)?);
+        }
+        let mut written: u64 = 0;
+        for dims in &step.outputs {
+            written = written.saturating_add(elements(dims)?);
+        }
+        // The inner loops behind each output element, where there are any.
+        let taps = |n: u64| written.saturating_mul(n);
+        let inner: u64 = match &step.params {
+            // Filter [out_c, h, w, in_c]: each output sums h·w·in_c products.
+            Params::Conv { .. } => taps(elements(input_dims(1)?.get(1..)?)?),
+            Params::Depthwise { window, .. } | Params::Pool { window, .. } => {
+                taps(u64::from(window.filter_h) * u64::from(window.filter_w))
+            }
+            Params::FullyConnected { input_size, .. } => taps(u64::from(*input_size)),
+            Params::Lrn { radius, .. } => taps(u64::from(*radius).saturating_mul(2) + 1),
+            // Recurrent cells multiply every weight once per batch row.
+            Params::Lstm(p) => read.saturating_mul(u64::from(p.batch)),
+            Params::Rnn { batch, .. } | Params::Svdf { batch, .. } => {
+                read.saturating_mul(u64::from(*batch))
+            }
+            _ => 0,
+        };
+        total = total
+            .saturating_add(read)
+            .saturating_add(written)
+            .saturating_add(inner);
+    }
+    Some(total)
 }
 
 fn charge(held: u64, bytes: u64) -> HalResult<u64> {

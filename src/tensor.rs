@@ -3,7 +3,7 @@
 //! outputs). Copying at this boundary is what lets kernels take `&[f32]` safely: nothing typed
 //! ever points into shared memory.
 
-use nnhal_hal::{HalError, HalResult, OperandType};
+use nnhal_hal::{HalError, HalResult, MappedPool, OperandType};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Data {
@@ -73,6 +73,36 @@ impl Data {
                 Data::U8(v)
             }
         })
+    }
+
+    /// Reads `len` values of `ty` stored little-endian in `pool` from `offset` on, decoding
+    /// them on the way (no intermediate byte buffer for mapped pools).
+    pub fn read(ty: OperandType, pool: &MappedPool, offset: u64, len: usize) -> HalResult<Data> {
+        let mut data = Data::zeros(ty, len)?;
+        match &mut data {
+            Data::F32(v) => pool.read_values(offset, v, f32::from_le_bytes)?,
+            Data::I32(v) => pool.read_values(offset, v, i32::from_le_bytes)?,
+            Data::U8(v) => pool.read(offset, v)?,
+        }
+        Ok(data)
+    }
+
+    /// Writes the values little-endian into `pool` from `offset` on.
+    pub fn write(&self, pool: &MappedPool, offset: u64) -> HalResult<()> {
+        match self {
+            Data::F32(v) => pool.write_values(offset, v, |x| x.to_le_bytes()),
+            Data::I32(v) => pool.write_values(offset, v, |x| x.to_le_bytes()),
+            Data::U8(v) => pool.write(offset, v),
+        }
+    }
+
+    /// Bytes of the little-endian encoding.
+    pub fn byte_len(&self) -> usize {
+        match self {
+            Data::F32(v) => v.len() * 4,
+            Data::I32(v) => v.len() * 4,
+            Data::U8(v) => v.len(),
+        }
     }
 
     pub fn len(&self) -> usize {

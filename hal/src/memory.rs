@@ -12,12 +12,21 @@
 //!
 //! Data is copied in and out at this boundary with bounds checks in u64: no `&[f32]` is ever
 //! built over memory another process can write, and nothing here assumes alignment.
+//!
+//! Mapping and unmapping cost more than a small model's whole execution (mmap, the page faults
+//! of first touch, munmap's TLB shootdown), and clients reuse the same pools execution after
+//! execution. A [`PoolCache`] therefore keeps the mappings of shrink-sealed memfds between
+//! executions, keyed so that a hit is exactly what a fresh `mmap` of that fd would have
+//! produced (see [`PoolCache`]).
 
 use crate::error::{HalError, HalResult};
+use nix::fcntl::{fcntl, FcntlArg, OFlag, SealFlag};
+use nix::sys::stat::{fstat, SFlag};
+use std::collections::VecDeque;
 use std::fs::File;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
-use std::sync::Arc;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex};
 
 /// `PROT_READ` / `PROT_WRITE` as carried by a mappable-file pool.
 pub const PROT_READ: i32 = 0x1;
@@ -81,8 +90,8 @@ impl Memory {
 }
 
 enum Backing {
-    /// A mapping the client cannot shrink under us.
-    Map(memmap2::MmapRaw),
+    /// A mapping the client cannot shrink under us (shared with a [`PoolCache`] when cached).
+    Map(Arc<memmap2::MmapRaw>),
     /// Positional I/O on a (possibly shrinkable) file, starting at `base`.
     File { file: File, base: u64 },
 }
@@ -109,6 +118,12 @@ impl std::fmt::Debug for MappedPool {
 impl MappedPool {
     /// Makes `memory` accessible. `what` names the pool in error messages.
     pub fn map(memory: &Memory, what: &str) -> HalResult<MappedPool> {
+        Self::open(memory, what, None)
+    }
+
+    /// As [`MappedPool::map`], taking a mapping from `cache` (or adding one to it) when the
+    /// pool is a shrink-sealed regular file.
+    fn open(memory: &Memory, what: &str, cache: Option<&PoolCache>) -> HalResult<MappedPool> {
         memory.validate(what)?;
         let (fd, size, offset, writable) = match memory {
             Memory::Ashmem { fd, size } => (fd, *size, 0u64, true),
@@ -120,12 +135,8 @@ impl MappedPool {
             } => (fd, *size, *offset, prot & PROT_WRITE != 0),
             Memory::Unsupported(_) => unreachable!("rejected by validate"),
         };
-        let file =
-            File::from(fd.try_clone().map_err(|e| {
-                HalError::InvalidArgument(format!("{what}: cannot duplicate fd: {e}"))
-            })?);
-        let meta = file
-            .metadata()
+        let raw = fd.as_raw_fd();
+        let meta = fstat(raw)
             .map_err(|e| HalError::InvalidArgument(format!("{what}: fstat failed: {e}")))?;
         let len = usize::try_from(size).map_err(|_| {
             HalError::InvalidArgument(format!(
@@ -133,32 +144,45 @@ impl MappedPool {
             ))
         })?;
 
-        let ft = meta.file_type();
-        if ft.is_file() {
+        let ft = SFlag::from_bits_truncate(meta.st_mode & SFlag::S_IFMT.bits());
+        if ft == SFlag::S_IFREG {
             let end = offset + size; // cannot overflow: checked by validate
+            let file_len = u64::try_from(meta.st_size).unwrap_or(0);
             ensure!(
-                end <= meta.len(),
-                "{what}: region [{offset}, {end}) lies past the end of the file ({} bytes)",
-                meta.len()
+                end <= file_len,
+                "{what}: region [{offset}, {end}) lies past the end of the file ({file_len} bytes)"
             );
-            let identity = Some((meta.dev(), meta.ino(), offset));
-            let backing = if is_shrink_sealed(&file) {
-                Backing::Map(map_region(&file, offset, len, writable, what)?)
+            let (dev, ino) = (meta.st_dev, meta.st_ino);
+            let seals = seals(raw);
+            let backing = if seals.contains(SealFlag::F_SEAL_SHRINK) {
+                let key =
+                    cache.and_then(|_| PoolKey::new(raw, dev, ino, offset, size, writable, seals));
+                Backing::Map(match (cache, key) {
+                    (Some(cache), Some(key)) => match cache.get(&key) {
+                        Some(map) => map,
+                        None => cache.insert(key, map_region(raw, offset, len, writable, what)?),
+                    },
+                    _ => Arc::new(map_region(raw, offset, len, writable, what)?),
+                })
             } else {
+                let file = File::from(fd.try_clone().map_err(|e| {
+                    HalError::InvalidArgument(format!("{what}: cannot duplicate fd: {e}"))
+                })?);
                 Backing::File { file, base: offset }
             };
             Ok(MappedPool {
                 backing,
                 size,
                 writable,
-                identity,
+                identity: Some((dev, ino, offset)),
             })
-        } else if ft.is_char_device() || ft.is_block_device() {
+        } else if ft == SFlag::S_IFCHR || ft == SFlag::S_IFBLK {
             // ashmem: the driver refuses a mapping longer than the region, and the region
-            // cannot shrink, so a successful mapping stays valid.
-            let map = map_region(&file, offset, len, writable, what)?;
+            // cannot shrink, so a successful mapping stays valid. Never cached: every ashmem
+            // region reports the inode of /dev/ashmem, so (st_dev, st_ino) does not name one.
+            let map = map_region(raw, offset, len, writable, what)?;
             Ok(MappedPool {
-                backing: Backing::Map(map),
+                backing: Backing::Map(Arc::new(map)),
                 size,
                 writable,
                 identity: None,
@@ -266,10 +290,83 @@ impl MappedPool {
         self.read(offset, &mut v)?;
         Ok(v)
     }
+
+    /// Fills `out` with the values of `N` bytes each stored from `offset` on, converting each
+    /// with `decode`. A mapped pool is decoded straight from the mapping, with no byte buffer
+    /// in between.
+    pub fn read_values<T, const N: usize>(
+        &self,
+        offset: u64,
+        out: &mut [T],
+        decode: impl Fn([u8; N]) -> T,
+    ) -> HalResult<()> {
+        let len = out.len().checked_mul(N).ok_or_else(|| {
+            HalError::InvalidArgument(format!("read: {} values overflow", out.len()))
+        })?;
+        self.check(offset, len, "read")?;
+        match &self.backing {
+            Backing::Map(map) => {
+                let base = map.as_ptr().wrapping_add(offset as usize);
+                for (i, value) in out.iter_mut().enumerate() {
+                    // SAFETY: `check` keeps the `N` bytes at `base + i·N` inside the mapping,
+                    // which lives as long as `self` and cannot shrink (see `read`).
+                    // `read_unaligned` copies them into a local array: no reference to shared
+                    // memory is formed and no alignment is assumed.
+                    let bytes =
+                        unsafe { std::ptr::read_unaligned(base.add(i * N).cast::<[u8; N]>()) };
+                    *value = decode(bytes);
+                }
+            }
+            Backing::File { .. } => {
+                let bytes = self.read_vec(offset, len)?;
+                for (value, chunk) in out.iter_mut().zip(bytes.chunks_exact(N)) {
+                    *value = decode(chunk.try_into().expect("chunks_exact yields N bytes"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores `values` from `offset` on, `N` bytes each as `encode` gives them. A mapped pool
+    /// is written straight into the mapping, with no byte buffer in between.
+    pub fn write_values<T, const N: usize>(
+        &self,
+        offset: u64,
+        values: &[T],
+        encode: impl Fn(&T) -> [u8; N],
+    ) -> HalResult<()> {
+        ensure!(self.writable, "write: pool is read-only");
+        let len = values.len().checked_mul(N).ok_or_else(|| {
+            HalError::InvalidArgument(format!("write: {} values overflow", values.len()))
+        })?;
+        self.check(offset, len, "write")?;
+        match &self.backing {
+            Backing::Map(map) => {
+                let base = map.as_mut_ptr().wrapping_add(offset as usize);
+                for (i, value) in values.iter().enumerate() {
+                    // SAFETY: bounds as in `read_values`; the mapping was created writable
+                    // (`self.writable`), and the destination is raw shared memory, never
+                    // aliased by a Rust reference.
+                    unsafe {
+                        std::ptr::write_unaligned(base.add(i * N).cast::<[u8; N]>(), encode(value))
+                    };
+                }
+                Ok(())
+            }
+            Backing::File { .. } => {
+                let mut bytes = Vec::new();
+                bytes.try_reserve_exact(len).map_err(|_| {
+                    HalError::GeneralFailure(format!("cannot allocate {len} bytes"))
+                })?;
+                bytes.extend(values.iter().flat_map(encode));
+                self.write(offset, &bytes)
+            }
+        }
+    }
 }
 
 fn map_region(
-    file: &File,
+    fd: RawFd,
     offset: u64,
     len: usize,
     writable: bool,
@@ -278,18 +375,184 @@ fn map_region(
     let mut opts = memmap2::MmapOptions::new();
     opts.offset(offset).len(len);
     let map = if writable {
-        opts.map_raw(file)
+        opts.map_raw(fd)
     } else {
-        opts.map_raw_read_only(file)
+        opts.map_raw_read_only(fd)
     };
     map.map_err(|e| HalError::InvalidArgument(format!("{what}: mmap failed: {e}")))
 }
 
-fn is_shrink_sealed(file: &File) -> bool {
-    use nix::fcntl::{fcntl, FcntlArg, SealFlag};
-    match fcntl(file.as_raw_fd(), FcntlArg::F_GET_SEALS) {
-        Ok(bits) => SealFlag::from_bits_truncate(bits).contains(SealFlag::F_SEAL_SHRINK),
-        Err(_) => false,
+/// The seals of a file; none when its file system has no sealing (only memfds can carry
+/// `F_SEAL_SHRINK`).
+fn seals(fd: RawFd) -> SealFlag {
+    fcntl(fd, FcntlArg::F_GET_SEALS).map_or(SealFlag::empty(), SealFlag::from_bits_truncate)
+}
+
+/// What a cached mapping was made from. Two pools with equal keys would get equivalent
+/// mappings from `mmap`:
+///
+/// * `(dev, ino)` names the file. A cached mapping holds a reference to the file, so the inode
+///   cannot be freed and its number handed to another file while the entry exists.
+/// * `offset` and `size` are the region. The file is sealed against shrinking (seals are never
+///   removed), so a region that fitted once still fits; a grown file asked for a larger region
+///   is a different key and goes through the size check and `mmap` again.
+/// * `writable` is the protection asked for, and `access` the fd's own open mode (`O_ACCMODE`
+///   and `O_PATH` bits): `mmap` checks protection against the fd, so a mapping made through a
+///   read-write fd must never be handed to a read-only fd of the same file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PoolKey {
+    dev: u64,
+    ino: u64,
+    offset: u64,
+    size: u64,
+    writable: bool,
+    access: i32,
+}
+
+impl PoolKey {
+    /// `None` when the pool must not come from the cache: the open mode is unknown, or a
+    /// writable mapping is asked of a file sealed against writing, which `mmap` refuses now
+    /// even if a mapping made before the seal is still cached.
+    fn new(
+        fd: RawFd,
+        dev: u64,
+        ino: u64,
+        offset: u64,
+        size: u64,
+        writable: bool,
+        seals: SealFlag,
+    ) -> Option<PoolKey> {
+        if writable && seals.intersects(SealFlag::F_SEAL_WRITE | SealFlag::F_SEAL_FUTURE_WRITE) {
+            return None;
+        }
+        let flags = fcntl(fd, FcntlArg::F_GETFL).ok()?;
+        let access = flags & (OFlag::O_ACCMODE | OFlag::O_PATH).bits();
+        Some(PoolKey {
+            dev,
+            ino,
+            offset,
+            size,
+            writable,
+            access,
+        })
+    }
+}
+
+/// Request-pool mappings kept across executions: a small LRU list, bounded both in entries and
+/// in mapped bytes, safe to share between concurrent executions.
+///
+/// Only shrink-sealed regular files (memfds) are cached; anything a client could shrink keeps
+/// the positional-I/O path, and ashmem devices are mapped per execution. A pool larger than the
+/// byte bound is mapped per execution too. Dropping the cache (with its prepared model) or
+/// evicting an entry unmaps it once the executions still using it have finished.
+///
+/// A cached mapping keeps the client's memory alive after the client closed its fd, until the
+/// entry is evicted: the bounds cap what one cache can hold on to that way.
+pub struct PoolCache {
+    max_entries: usize,
+    max_bytes: u64,
+    state: Mutex<CacheState>,
+}
+
+#[derive(Default)]
+struct CacheState {
+    /// Most recently used first.
+    entries: VecDeque<(PoolKey, Arc<memmap2::MmapRaw>)>,
+    bytes: u64,
+}
+
+impl Default for PoolCache {
+    fn default() -> Self {
+        PoolCache::new(PoolCache::DEFAULT_ENTRIES, PoolCache::DEFAULT_BYTES)
+    }
+}
+
+impl std::fmt::Debug for PoolCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolCache")
+            .field("entries", &self.len())
+            .field("mapped_bytes", &self.mapped_bytes())
+            .finish()
+    }
+}
+
+impl PoolCache {
+    /// Entries a cache holds by default: more distinct pools than a client cycles through
+    /// for one model, few enough that a lookup is a short scan.
+    pub const DEFAULT_ENTRIES: usize = 16;
+    /// Mapped bytes a cache holds by default.
+    pub const DEFAULT_BYTES: u64 = 64 << 20;
+
+    /// A cache of at most `max_entries` mappings totalling at most `max_bytes`.
+    pub fn new(max_entries: usize, max_bytes: u64) -> PoolCache {
+        PoolCache {
+            max_entries,
+            max_bytes,
+            state: Mutex::new(CacheState::default()),
+        }
+    }
+
+    /// Makes `memory` accessible as [`MappedPool::map`] does, reusing a cached mapping of the
+    /// same region when there is one.
+    pub fn map(&self, memory: &Memory, what: &str) -> HalResult<MappedPool> {
+        MappedPool::open(memory, what, Some(self))
+    }
+
+    /// Number of cached mappings.
+    pub fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Total bytes of the cached mappings.
+    pub fn mapped_bytes(&self) -> u64 {
+        self.lock().bytes
+    }
+
+    /// Drops every cached mapping.
+    pub fn clear(&self) {
+        let mut state = self.lock();
+        state.entries.clear();
+        state.bytes = 0;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheState> {
+        // Every update leaves the state consistent, so a panic elsewhere cannot poison it.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn get(&self, key: &PoolKey) -> Option<Arc<memmap2::MmapRaw>> {
+        let mut state = self.lock();
+        let at = state.entries.iter().position(|(k, _)| k == key)?;
+        let entry = state.entries.remove(at)?;
+        let map = entry.1.clone();
+        state.entries.push_front(entry);
+        Some(map)
+    }
+
+    /// Adds a fresh mapping and returns the one to use: an equal entry added meanwhile by a
+    /// concurrent execution wins, so one region is mapped once.
+    fn insert(&self, key: PoolKey, map: memmap2::MmapRaw) -> Arc<memmap2::MmapRaw> {
+        let map = Arc::new(map);
+        if self.max_entries == 0 || key.size > self.max_bytes {
+            return map;
+        }
+        let mut state = self.lock();
+        if let Some((_, existing)) = state.entries.iter().find(|(k, _)| *k == key) {
+            return existing.clone();
+        }
+        state.entries.push_front((key, map.clone()));
+        state.bytes += key.size;
+        while state.entries.len() > self.max_entries || state.bytes > self.max_bytes {
+            let Some((old, _)) = state.entries.pop_back() else {
+                break;
+            };
+            state.bytes -= old.size;
+        }
+        map
     }
 }
 
@@ -375,6 +638,244 @@ mod tests {
             offset: 0,
         };
         assert!(MappedPool::map(&bad, "pool").is_err());
+    }
+
+    /// A memfd sealed against shrinking only: it may still grow, and take more seals.
+    fn growable_memfd(data: &[u8], size: u64) -> OwnedFd {
+        use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
+        let fd = memfd_create(
+            c"grow",
+            MemFdCreateFlag::MFD_CLOEXEC | MemFdCreateFlag::MFD_ALLOW_SEALING,
+        )
+        .unwrap();
+        let file = File::from(fd);
+        file.set_len(size).unwrap();
+        file.write_all_at(data, 0).unwrap();
+        fcntl(
+            file.as_raw_fd(),
+            FcntlArg::F_ADD_SEALS(SealFlag::F_SEAL_SHRINK),
+        )
+        .unwrap();
+        OwnedFd::from(file)
+    }
+
+    /// A second, read-only open of the same file (a new open file description).
+    fn reopen_read_only(fd: &OwnedFd) -> OwnedFd {
+        let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        OwnedFd::from(File::open(path).unwrap())
+    }
+
+    fn mapping(pool: &MappedPool) -> &Arc<memmap2::MmapRaw> {
+        match &pool.backing {
+            Backing::Map(map) => map,
+            Backing::File { .. } => panic!("pool is not mapped"),
+        }
+    }
+
+    #[test]
+    fn cached_mapping_is_reused_and_reads_fresh_contents() {
+        let fd = create_memfd("t", &[1; 64], 4096, true).unwrap();
+        let writer = File::from(fd.try_clone().unwrap());
+        let memory = Memory::shared(fd, 4096);
+        let cache = PoolCache::default();
+        let first = cache.map(&memory, "pool").unwrap();
+        let mut b = [0u8; 4];
+        first.read(0, &mut b).unwrap();
+        assert_eq!(b, [1; 4]);
+        // The client rewrites the pool between executions; the cached mapping shows it.
+        writer.write_all_at(&[2; 64], 0).unwrap();
+        let second = cache.map(&memory, "pool").unwrap();
+        assert!(Arc::ptr_eq(mapping(&first), mapping(&second)));
+        second.read(0, &mut b).unwrap();
+        assert_eq!(b, [2; 4]);
+        // Writes through the mapping reach the file.
+        second.write(8, &[9; 4]).unwrap();
+        let mut f = [0u8; 4];
+        writer.read_exact_at(&mut f, 8).unwrap();
+        assert_eq!(f, [9; 4]);
+        assert_eq!((cache.len(), cache.mapped_bytes()), (1, 4096));
+    }
+
+    #[test]
+    fn another_file_is_never_served_a_stale_mapping() {
+        let cache = PoolCache::default();
+        let a = create_memfd("a", &[1; 16], 4096, true).unwrap();
+        let pool_a = cache.map(&Memory::shared(a, 4096), "pool").unwrap();
+        drop(pool_a);
+        // The client closed every fd of the first file; the next one may reuse the number.
+        let b = create_memfd("b", &[2; 16], 4096, true).unwrap();
+        let pool_b = cache.map(&Memory::shared(b, 4096), "pool").unwrap();
+        let mut got = [0u8; 4];
+        pool_b.read(0, &mut got).unwrap();
+        assert_eq!(got, [2; 4]);
+        assert_eq!(cache.len(), 2);
+    }
+
+    #[test]
+    fn grown_file_is_checked_and_mapped_again() {
+        let fd = Arc::new(growable_memfd(&[1; 16], 4096));
+        let file = File::from(fd.try_clone().unwrap());
+        let cache = PoolCache::default();
+        let small = Memory::Ashmem {
+            fd: fd.clone(),
+            size: 4096,
+        };
+        cache.map(&small, "pool").unwrap();
+        let large = Memory::Ashmem { fd, size: 8192 };
+        assert!(
+            cache.map(&large, "pool").is_err(),
+            "past the end of the file"
+        );
+        file.set_len(8192).unwrap();
+        file.write_all_at(&[5; 4], 8000).unwrap();
+        let pool = cache.map(&large, "pool").unwrap();
+        let mut b = [0u8; 4];
+        pool.read(8000, &mut b).unwrap();
+        assert_eq!(b, [5; 4]);
+        assert_eq!(cache.len(), 2);
+    }
+
+    #[test]
+    fn read_only_fd_never_gets_a_writable_cached_mapping() {
+        let rw = create_memfd("t", &[3; 16], 4096, true).unwrap();
+        let ro = Arc::new(reopen_read_only(&rw));
+        let cache = PoolCache::default();
+        cache.map(&Memory::shared(rw, 4096), "pool").unwrap();
+        assert_eq!(cache.len(), 1);
+        // Asking for a writable pool through the read-only fd fails as mmap would.
+        let err = cache
+            .map(
+                &Memory::Ashmem {
+                    fd: ro.clone(),
+                    size: 4096,
+                },
+                "pool",
+            )
+            .unwrap_err();
+        assert_eq!(err.status(), crate::ErrorStatus::InvalidArgument, "{err}");
+        // Read access through it is fine, and read-only.
+        let read_only = Memory::MappableFile {
+            fd: ro,
+            size: 4096,
+            prot: PROT_READ,
+            offset: 0,
+        };
+        let pool = cache.map(&read_only, "pool").unwrap();
+        assert!(!pool.is_writable());
+        assert!(pool.write(0, &[1]).is_err());
+        let mut b = [0u8; 2];
+        pool.read(0, &mut b).unwrap();
+        assert_eq!(b, [3; 2]);
+    }
+
+    #[test]
+    fn write_sealed_file_gets_no_cached_writable_mapping() {
+        let fd = Arc::new(growable_memfd(&[0; 16], 4096));
+        let memory = Memory::Ashmem {
+            fd: fd.clone(),
+            size: 4096,
+        };
+        let cache = PoolCache::default();
+        cache.map(&memory, "pool").unwrap().write(0, &[1]).unwrap();
+        // Sealed against further writes: a fresh writable mmap is refused, so the cached one
+        // must not be handed out either.
+        fcntl(
+            fd.as_raw_fd(),
+            FcntlArg::F_ADD_SEALS(SealFlag::F_SEAL_FUTURE_WRITE),
+        )
+        .unwrap();
+        assert!(cache.map(&memory, "pool").is_err());
+    }
+
+    #[test]
+    fn cache_is_bounded_by_entries_and_bytes() {
+        let memfd = |size| Memory::shared(create_memfd("t", &[7], size, true).unwrap(), size);
+        let cache = PoolCache::new(3, 1 << 20);
+        let kept: Vec<_> = (0..5).map(|_| memfd(4096)).collect();
+        for m in &kept {
+            cache.map(m, "pool").unwrap();
+        }
+        assert_eq!((cache.len(), cache.mapped_bytes()), (3, 3 * 4096));
+
+        let cache = PoolCache::new(16, 8192);
+        for m in &kept[..3] {
+            cache.map(m, "pool").unwrap();
+        }
+        assert_eq!((cache.len(), cache.mapped_bytes()), (2, 8192));
+        // Larger than the whole budget: mapped for this use only.
+        let big = memfd(16384);
+        let pool = cache.map(&big, "pool").unwrap();
+        let mut b = [0u8; 1];
+        pool.read(0, &mut b).unwrap();
+        assert_eq!(b, [7]);
+        assert_eq!((cache.len(), cache.mapped_bytes()), (2, 8192));
+        cache.clear();
+        assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn least_recently_used_entry_is_evicted_and_stays_valid_for_its_user() {
+        let memfd = |v: u8| Memory::shared(create_memfd("t", &[v; 4], 4096, true).unwrap(), 4096);
+        let (a, b, c) = (memfd(1), memfd(2), memfd(3));
+        let cache = PoolCache::new(2, 1 << 20);
+        let in_use = cache.map(&a, "pool").unwrap();
+        let b_first = cache.map(&b, "pool").unwrap();
+        // `a` becomes the most recent, so `c` evicts `b`.
+        cache.map(&a, "pool").unwrap();
+        cache.map(&c, "pool").unwrap();
+        let b_again = cache.map(&b, "pool").unwrap();
+        assert!(!Arc::ptr_eq(mapping(&b_first), mapping(&b_again)));
+        // ... and `b` coming back evicted `a`, whose mapping its user still reads.
+        assert_eq!(cache.len(), 2);
+        let mut got = [0u8; 4];
+        in_use.read(0, &mut got).unwrap();
+        assert_eq!(got, [1; 4]);
+    }
+
+    #[test]
+    fn unsealed_and_device_pools_are_not_cached() {
+        let cache = PoolCache::default();
+        let fd = create_memfd("t", &[1; 16], 4096, false).unwrap();
+        let shrinker = File::from(fd.try_clone().unwrap());
+        let memory = Memory::shared(fd, 4096);
+        let pool = cache.map(&memory, "pool").unwrap();
+        assert!(matches!(pool.backing, Backing::File { .. }));
+        assert!(cache.is_empty());
+        shrinker.set_len(8).unwrap();
+        assert!(cache.map(&memory, "pool").is_err());
+
+        let zero = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/zero")
+            .unwrap();
+        let zero = OwnedFd::from(zero);
+        let pool = cache.map(&Memory::shared(zero, 4096), "pool").unwrap();
+        assert!(matches!(pool.backing, Backing::Map(_)));
+        assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn values_are_decoded_and_encoded_at_any_offset() {
+        for seal in [true, false] {
+            let fd = create_memfd("t", &[], 64, seal).unwrap();
+            let pool = MappedPool::map(&Memory::shared(fd, 64), "pool").unwrap();
+            assert_eq!(matches!(pool.backing, Backing::Map(_)), seal);
+            let values = [1.5f32, -2.0, 1e-3];
+            pool.write_values(3, &values, |x| x.to_le_bytes()).unwrap();
+            let mut raw = [0u8; 4];
+            pool.read(7, &mut raw).unwrap();
+            assert_eq!(f32::from_le_bytes(raw), -2.0);
+            let mut back = [0f32; 3];
+            pool.read_values(3, &mut back, f32::from_le_bytes).unwrap();
+            assert_eq!(back, values);
+            assert!(pool
+                .read_values(61, &mut back[..1], f32::from_le_bytes)
+                .is_err());
+            assert!(pool
+                .write_values(60, &values[..2], |x| x.to_le_bytes())
+                .is_err());
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! does the same for a request against a valid model and binds its memory pools.
 
 use crate::error::{HalError, HalResult};
-use crate::memory::MappedPool;
+use crate::memory::{MappedPool, PoolCache};
 use crate::ops::{self, Arity};
 use crate::shape::{self, Arg, InferError, Params};
 use crate::types::*;
@@ -715,8 +715,13 @@ pub fn check_declared(
     Ok(())
 }
 
-/// Validates `request` against `model` and maps its pools.
-pub fn validate_request(model: &ValidModel, request: &Request) -> HalResult<BoundRequest> {
+/// Validates `request` against `model` and maps its pools, through `cache` when given (the
+/// prepared model's mappings kept from earlier executions).
+pub fn validate_request(
+    model: &ValidModel,
+    request: &Request,
+    cache: Option<&PoolCache>,
+) -> HalResult<BoundRequest> {
     ensure!(
         request.inputs.len() == model.inputs.len(),
         "request has {} inputs, the model {}",
@@ -830,7 +835,13 @@ pub fn validate_request(model: &ValidModel, request: &Request) -> HalResult<Boun
         .pools
         .iter()
         .enumerate()
-        .map(|(p, m)| MappedPool::map(m, &format!("request pool {p}")))
+        .map(|(p, m)| {
+            let what = format!("request pool {p}");
+            match cache {
+                Some(cache) => cache.map(m, &what),
+                None => MappedPool::map(m, &what),
+            }
+        })
         .collect::<HalResult<Vec<_>>>()?;
     for (p, out) in outputs.iter().enumerate() {
         ensure!(

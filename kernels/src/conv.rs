@@ -166,18 +166,20 @@ fn debug_check_conv(w: &Window, input: usize, filter: usize, bias: usize, output
     debug_assert_eq!(w.input.n, w.output.n, "batch");
 }
 
-/// Runs `f(batch, out_y, row)` for every output row, in parallel. Rows are the unit of work:
-/// each one is independent and large enough to amortise the scheduling.
+/// Runs `f(batch, out_y, row)` for every output row, in parallel on a pool worker. Rows are the
+/// unit of work: each one is independent and large enough to amortise the scheduling.
 fn for_each_row<T: Send>(w: &Window, output: &mut [T], f: impl Fn(usize, usize, &mut [T]) + Sync) {
     let row_len = w.output.w * w.output.c;
     if row_len == 0 || w.output.h == 0 {
         return;
     }
     let out_h = w.output.h;
-    output
-        .par_chunks_mut(row_len)
-        .enumerate()
-        .for_each(|(r, row)| f(r / out_h, r % out_h, row));
+    let body = |(r, row): (usize, &mut [T])| f(r / out_h, r % out_h, row);
+    if crate::in_worker() {
+        output.par_chunks_mut(row_len).enumerate().for_each(body);
+    } else {
+        output.chunks_mut(row_len).enumerate().for_each(body);
+    }
 }
 
 /// CONV_2D, float32. `filter` is `[out_c, filter_h, filter_w, in_c]`, `bias` is `[out_c]`.
@@ -446,16 +448,21 @@ pub fn fully_connected_f32(
     if units == 0 {
         return;
     }
-    output
-        .par_iter_mut()
-        .enumerate()
-        .with_min_len(fc_grain(input_size))
-        .for_each(|(i, out)| {
-            let (b, u) = (i / units, i % units);
-            let x = &input[b * input_size..(b + 1) * input_size];
-            let wt = &weights[u * input_size..(u + 1) * input_size];
-            *out = act.apply_f32(dot_f32(0.0, x, wt) + bias[u]);
-        });
+    let body = |(i, out): (usize, &mut f32)| {
+        let (b, u) = (i / units, i % units);
+        let x = &input[b * input_size..(b + 1) * input_size];
+        let wt = &weights[u * input_size..(u + 1) * input_size];
+        *out = act.apply_f32(dot_f32(0.0, x, wt) + bias[u]);
+    };
+    if crate::in_worker() {
+        output
+            .par_iter_mut()
+            .enumerate()
+            .with_min_len(fc_grain(input_size))
+            .for_each(body);
+    } else {
+        output.iter_mut().enumerate().for_each(body);
+    }
 }
 
 /// FULLY_CONNECTED, quant8. Layouts as in [`fully_connected_f32`].
@@ -484,16 +491,21 @@ pub fn fully_connected_u8(
         return Ok(());
     }
     let (in_zp, w_zp) = (input_q.zero_point, weights_q.zero_point);
-    output
-        .par_iter_mut()
-        .enumerate()
-        .with_min_len(fc_grain(input_size))
-        .for_each(|(i, out)| {
-            let (b, u) = (i / units, i % units);
-            let x = &input[b * input_size..(b + 1) * input_size];
-            let wt = &weights[u * input_size..(u + 1) * input_size];
-            *out = rq.apply(dot_u8(x, in_zp, wt, w_zp).wrapping_add(bias[u]));
-        });
+    let body = |(i, out): (usize, &mut u8)| {
+        let (b, u) = (i / units, i % units);
+        let x = &input[b * input_size..(b + 1) * input_size];
+        let wt = &weights[u * input_size..(u + 1) * input_size];
+        *out = rq.apply(dot_u8(x, in_zp, wt, w_zp).wrapping_add(bias[u]));
+    };
+    if crate::in_worker() {
+        output
+            .par_iter_mut()
+            .enumerate()
+            .with_min_len(fc_grain(input_size))
+            .for_each(body);
+    } else {
+        output.iter_mut().enumerate().for_each(body);
+    }
     Ok(())
 }
 
@@ -529,6 +541,93 @@ mod tests {
             top: all,
             bottom: all,
         }
+    }
+
+    #[test]
+    fn rows_run_on_the_caller_outside_a_pool_and_on_workers_inside() {
+        let w = window(Nhwc::new(2, 6, 6, 3), 4, (3, 3), (1, 1), pad(1));
+        let mut out = vec![0u8; w.output.len()];
+        let seen = std::sync::Mutex::new(Vec::new());
+        let record = |_: usize, _: usize, _: &mut [u8]| {
+            seen.lock()
+                .unwrap()
+                .push((std::thread::current().id(), rayon::current_thread_index()));
+        };
+        for_each_row(&w, &mut out, record);
+        let caller = std::thread::current().id();
+        let off_pool = std::mem::take(&mut *seen.lock().unwrap());
+        assert_eq!(off_pool.len(), 12);
+        assert!(
+            off_pool.iter().all(|&s| s == (caller, None)),
+            "{off_pool:?}"
+        );
+
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        pool.install(|| for_each_row(&w, &mut out, record));
+        let on_pool = seen.lock().unwrap();
+        assert_eq!(on_pool.len(), 12);
+        assert!(
+            on_pool.iter().all(|(_, index)| index.is_some()),
+            "{on_pool:?}"
+        );
+    }
+
+    #[test]
+    fn pool_and_caller_thread_compute_the_same() {
+        let w = window(Nhwc::new(1, 9, 7, 3), 5, (3, 3), (2, 1), pad(1));
+        let input: Vec<f32> = (0..w.input.len())
+            .map(|i| (i % 13) as f32 * 0.25 - 1.0)
+            .collect();
+        let filter: Vec<f32> = (0..5 * 3 * 3 * 3)
+            .map(|i| (i % 7) as f32 * 0.5 - 1.5)
+            .collect();
+        let bias = [0.5, -0.25, 0.0, 1.0, 2.0];
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let mut seq = vec![0.0; w.output.len()];
+        conv2d_f32(&w, &input, &filter, &bias, Activation::None, &mut seq);
+        let mut par = vec![0.0; w.output.len()];
+        pool.install(|| conv2d_f32(&w, &input, &filter, &bias, Activation::None, &mut par));
+        assert_eq!(seq, par);
+
+        let (batch, input_size, units) = (3, 40, 600);
+        let x: Vec<f32> = (0..batch * input_size)
+            .map(|i| (i % 11) as f32 - 5.0)
+            .collect();
+        let wt: Vec<f32> = (0..units * input_size)
+            .map(|i| (i % 5) as f32 * 0.1)
+            .collect();
+        let b: Vec<f32> = (0..units).map(|i| i as f32).collect();
+        let mut seq = vec![0.0; batch * units];
+        fully_connected_f32(
+            batch,
+            input_size,
+            units,
+            &x,
+            &wt,
+            &b,
+            Activation::Relu,
+            &mut seq,
+        );
+        let mut par = vec![0.0; batch * units];
+        pool.install(|| {
+            fully_connected_f32(
+                batch,
+                input_size,
+                units,
+                &x,
+                &wt,
+                &b,
+                Activation::Relu,
+                &mut par,
+            )
+        });
+        assert_eq!(seq, par);
     }
 
     /// Straightforward six-loop convolution used to cross-check the clipped-span version.

@@ -390,7 +390,7 @@ fn broadcast_binary<T, U, F>(
             }
         });
     };
-    if out.len() >= PARALLEL_MIN_LEN {
+    if out.len() >= PARALLEL_MIN_LEN && crate::in_worker() {
         out.par_chunks_mut(PARALLEL_CHUNK)
             .enumerate()
             .for_each(|(i, chunk)| fill(i * PARALLEL_CHUNK, chunk));
@@ -412,7 +412,7 @@ where
             *d = f(s);
         }
     };
-    if output.len() >= PARALLEL_MIN_LEN {
+    if output.len() >= PARALLEL_MIN_LEN && crate::in_worker() {
         output
             .par_chunks_mut(PARALLEL_CHUNK)
             .zip(input.par_chunks(PARALLEL_CHUNK))

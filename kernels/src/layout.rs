@@ -149,7 +149,7 @@ pub fn resize_bilinear_f32(
             }
         }
     };
-    if output.len() >= PARALLEL_MIN_LEN {
+    if output.len() >= PARALLEL_MIN_LEN && crate::in_worker() {
         output
             .par_chunks_mut(row_len)
             .enumerate()

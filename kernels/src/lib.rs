@@ -13,6 +13,12 @@
 //! uint8 arithmetic follows the NNAPI 1.0 reference semantics: int32 accumulation with zero
 //! points, fixed-point requantization with the reference rounding (see [`quant`]) and fused
 //! activation clamps applied in the quantized domain.
+//!
+//! Parallel kernels split their work over the rayon pool they are running in, and only when
+//! they run on one of its worker threads (see [`in_worker`]). Called from any other thread they
+//! run sequentially on it: the driver runs small models on the calling thread, where handing
+//! work to a pool would cost more than the work, and nothing may fall through to rayon's
+//! implicit global pool, which would ignore the driver's thread count.
 
 pub mod conv;
 pub mod elementwise;
@@ -22,6 +28,12 @@ pub mod normalization;
 pub mod pool;
 pub mod quant;
 pub mod recurrent;
+
+/// Whether the caller runs on a rayon worker thread, so kernels may fan work out over its pool.
+#[inline]
+pub fn in_worker() -> bool {
+    rayon::current_thread_index().is_some()
+}
 
 /// A data-dependent failure found while running a kernel.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -36,7 +36,7 @@ where
             f(row_in, row_out);
         }
     };
-    if input.len() >= PARALLEL_MIN_LEN && input.len() > depth {
+    if input.len() >= PARALLEL_MIN_LEN && input.len() > depth && crate::in_worker() {
         let task = (PARALLEL_CHUNK / depth).max(1) * depth;
         output
             .par_chunks_mut(task)
@@ -313,7 +313,12 @@ mod tests {
             .map(|i| ((i % 251) as f32 - 125.0) * 0.03)
             .collect();
         let mut par = vec![0.0; x.len()];
-        softmax_f32(&x, 8, 0.5, &mut par);
+        // Kernels split work only on a pool worker.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        pool.install(|| softmax_f32(&x, 8, 0.5, &mut par));
         for (src, got) in x.chunks(8).zip(par.chunks(8)).step_by(997) {
             let mut seq = [0.0; 8];
             softmax_f32(src, 8, 0.5, &mut seq);

@@ -27,8 +27,8 @@ fn debug_check(w: &Window, input: usize, output: usize) {
     debug_assert_eq!(w.input.n, w.output.n, "batch");
 }
 
-/// Runs `f(batch, row_taps, column_taps, row)` for every output row in parallel, with the
-/// clipped windows already computed.
+/// Runs `f(batch, row_taps, column_taps, row)` for every output row (in parallel on a pool
+/// worker), with the clipped windows already computed.
 fn for_each_row<T: Send>(
     w: &Window,
     output: &mut [T],
@@ -40,10 +40,12 @@ fn for_each_row<T: Send>(
     }
     let out_h = w.output.h;
     let cols = column_taps(w);
-    output
-        .par_chunks_mut(row_len)
-        .enumerate()
-        .for_each(|(r, row)| f(r / out_h, row_taps(w, r % out_h), &cols, row));
+    let body = |(r, row): (usize, &mut [T])| f(r / out_h, row_taps(w, r % out_h), &cols, row);
+    if crate::in_worker() {
+        output.par_chunks_mut(row_len).enumerate().for_each(body);
+    } else {
+        output.chunks_mut(row_len).enumerate().for_each(body);
+    }
 }
 
 /// Folds every in-bounds input pixel of one window into `acc` (one slot per channel), in

@@ -516,8 +516,8 @@ impl IFencedExecutionCallback for FencedCallback {
 }
 
 /// `IBurst`: executions through the same path as `executeSynchronously`. Memory identifier
-/// tokens are checked for shape but not used to cache mappings: pools are mapped per
-/// execution either way.
+/// tokens are checked for shape but not used: the prepared model already keeps request-pool
+/// mappings between executions, keyed by the file itself rather than by a client's token.
 struct Burst {
     prepared: Arc<PreparedModel>,
 }

@@ -344,9 +344,7 @@ fn execute(
     .map_err(|e| to_status(&e, call))?;
     check_deadline(deadline_ns, call)?;
     let run = Instant::now();
-    let result = prepared
-        .execute(&request)
-        .map_err(|e| to_status(&e, call))?;
+    let result = guarded(call, || prepared.execute(&request)).map_err(|e| to_status(&e, call))?;
     let timing = if measure {
         Timing {
             timeOnDeviceNs: elapsed_ns(run),

@@ -24,7 +24,7 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag, SealFlag};
 use nix::sys::stat::{fstat, SFlag};
 use std::collections::VecDeque;
 use std::fs::File;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
 
@@ -136,7 +136,7 @@ impl MappedPool {
             Memory::Unsupported(_) => unreachable!("rejected by validate"),
         };
         let raw = fd.as_raw_fd();
-        let meta = fstat(raw)
+        let meta = fstat(fd.as_fd())
             .map_err(|e| HalError::InvalidArgument(format!("{what}: fstat failed: {e}")))?;
         let len = usize::try_from(size).map_err(|_| {
             HalError::InvalidArgument(format!(
@@ -153,10 +153,11 @@ impl MappedPool {
                 "{what}: region [{offset}, {end}) lies past the end of the file ({file_len} bytes)"
             );
             let (dev, ino) = (meta.st_dev, meta.st_ino);
-            let seals = seals(raw);
+            let seals = seals(fd.as_fd());
             let backing = if seals.contains(SealFlag::F_SEAL_SHRINK) {
-                let key =
-                    cache.and_then(|_| PoolKey::new(raw, dev, ino, offset, size, writable, seals));
+                let key = cache.and_then(|_| {
+                    PoolKey::new(fd.as_fd(), dev, ino, offset, size, writable, seals)
+                });
                 Backing::Map(match (cache, key) {
                     (Some(cache), Some(key)) => match cache.get(&key) {
                         Some(map) => map,
@@ -384,7 +385,7 @@ fn map_region(
 
 /// The seals of a file; none when its file system has no sealing (only memfds can carry
 /// `F_SEAL_SHRINK`).
-fn seals(fd: RawFd) -> SealFlag {
+fn seals(fd: BorrowedFd<'_>) -> SealFlag {
     fcntl(fd, FcntlArg::F_GET_SEALS).map_or(SealFlag::empty(), SealFlag::from_bits_truncate)
 }
 
@@ -414,7 +415,7 @@ impl PoolKey {
     /// writable mapping is asked of a file sealed against writing, which `mmap` refuses now
     /// even if a mapping made before the seal is still cached.
     fn new(
-        fd: RawFd,
+        fd: BorrowedFd<'_>,
         dev: u64,
         ino: u64,
         offset: u64,
@@ -559,21 +560,21 @@ impl PoolCache {
 /// Creates an anonymous shared-memory file of `size` bytes holding `data` at offset 0, sealed
 /// against shrinking when `seal` is set. Used by clients and tests on Linux hosts.
 pub fn create_memfd(name: &str, data: &[u8], size: u64, seal: bool) -> std::io::Result<OwnedFd> {
-    use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
+    use nix::sys::memfd::{memfd_create, MFdFlags};
     let cname =
         std::ffi::CString::new(name).map_err(|_| std::io::Error::other("name contains NUL"))?;
-    let mut flags = MemFdCreateFlag::MFD_CLOEXEC;
+    let mut flags = MFdFlags::MFD_CLOEXEC;
     if seal {
-        flags |= MemFdCreateFlag::MFD_ALLOW_SEALING;
+        flags |= MFdFlags::MFD_ALLOW_SEALING;
     }
-    let fd = memfd_create(&cname, flags).map_err(std::io::Error::from)?;
+    let fd = memfd_create(cname.as_c_str(), flags).map_err(std::io::Error::from)?;
     let file = File::from(fd);
     file.set_len(size)?;
     file.write_all_at(&data[..data.len().min(size as usize)], 0)?;
     if seal {
         use nix::fcntl::{fcntl, FcntlArg, SealFlag};
         fcntl(
-            file.as_raw_fd(),
+            file.as_fd(),
             FcntlArg::F_ADD_SEALS(
                 SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_SEAL,
             ),
@@ -642,20 +643,13 @@ mod tests {
 
     /// A memfd sealed against shrinking only: it may still grow, and take more seals.
     fn growable_memfd(data: &[u8], size: u64) -> OwnedFd {
-        use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
-        let fd = memfd_create(
-            c"grow",
-            MemFdCreateFlag::MFD_CLOEXEC | MemFdCreateFlag::MFD_ALLOW_SEALING,
-        )
-        .unwrap();
+        use nix::sys::memfd::{memfd_create, MFdFlags};
+        let fd =
+            memfd_create(c"grow", MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING).unwrap();
         let file = File::from(fd);
         file.set_len(size).unwrap();
         file.write_all_at(data, 0).unwrap();
-        fcntl(
-            file.as_raw_fd(),
-            FcntlArg::F_ADD_SEALS(SealFlag::F_SEAL_SHRINK),
-        )
-        .unwrap();
+        fcntl(file.as_fd(), FcntlArg::F_ADD_SEALS(SealFlag::F_SEAL_SHRINK)).unwrap();
         OwnedFd::from(file)
     }
 
@@ -780,7 +774,7 @@ mod tests {
         // Sealed against further writes: a fresh writable mmap is refused, so the cached one
         // must not be handed out either.
         fcntl(
-            fd.as_raw_fd(),
+            fd.as_fd(),
             FcntlArg::F_ADD_SEALS(SealFlag::F_SEAL_FUTURE_WRITE),
         )
         .unwrap();

@@ -454,15 +454,7 @@ pub fn fully_connected_f32(
         let wt = &weights[u * input_size..(u + 1) * input_size];
         *out = act.apply_f32(dot_f32(0.0, x, wt) + bias[u]);
     };
-    if crate::in_worker() {
-        output
-            .par_iter_mut()
-            .enumerate()
-            .with_min_len(fc_grain(input_size))
-            .for_each(body);
-    } else {
-        output.iter_mut().enumerate().for_each(body);
-    }
+    crate::for_each_element(output, fc_grain(input_size), body);
 }
 
 /// FULLY_CONNECTED, quant8. Layouts as in [`fully_connected_f32`].
@@ -497,15 +489,7 @@ pub fn fully_connected_u8(
         let wt = &weights[u * input_size..(u + 1) * input_size];
         *out = rq.apply(dot_u8(x, in_zp, wt, w_zp).wrapping_add(bias[u]));
     };
-    if crate::in_worker() {
-        output
-            .par_iter_mut()
-            .enumerate()
-            .with_min_len(fc_grain(input_size))
-            .for_each(body);
-    } else {
-        output.iter_mut().enumerate().for_each(body);
-    }
+    crate::for_each_element(output, fc_grain(input_size), body);
     Ok(())
 }
 

@@ -167,6 +167,35 @@ pub struct Aosp {
 }
 
 impl Vector {
+    /// The AOSP "all tensors as inputs" variant: every constant tensor (filters, biases, shape
+    /// and lookup tensors; not scalars) becomes a model input appended after the existing ones,
+    /// and every example supplies the constant's values there. The driver then sees weights
+    /// only at execution time. `None` when the vector has no constant tensor.
+    pub fn tensors_as_inputs(&self) -> Option<Vector> {
+        let mut v = self.clone();
+        let mut moved = Vec::new();
+        for (index, operand) in v.model.operands.iter_mut().enumerate() {
+            if operand.lifetime == "CONSTANT_COPY" && operand.operand_type.starts_with("TENSOR_") {
+                operand.lifetime = "MODEL_INPUT".into();
+                moved.push((index as u32, operand.value.take()?));
+            }
+        }
+        if moved.is_empty() {
+            return None;
+        }
+        for (index, values) in moved {
+            let position = v.model.input_indexes.len().to_string();
+            v.model.input_indexes.push(index);
+            for example in &mut v.examples {
+                example.inputs.insert(position.clone(), values.clone());
+            }
+        }
+        v.name = format!("{}_all_tensors_as_inputs", self.name);
+        // AOSP's own input list describes the original model only.
+        v.aosp = Aosp::default();
+        Some(v)
+    }
+
     /// Parses one vector from JSON text; `origin` names it in errors.
     pub fn from_json(text: &str, origin: &Path) -> Result<Vector, VectorError> {
         serde_json::from_str(text).map_err(|source| VectorError::Json {
@@ -214,4 +243,46 @@ pub fn load(path: &Path) -> Result<Vec<Vector>, VectorError> {
         .iter()
         .map(|p| Vector::from_file(p))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundled(name: &str) -> Vector {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors");
+        Vector::from_file(&dir.join(format!("{name}.json"))).unwrap()
+    }
+
+    #[test]
+    fn tensors_as_inputs_feeds_every_constant_tensor_and_keeps_scalars() {
+        let v = bundled("conv_float");
+        let t = v.tensors_as_inputs().unwrap();
+        let constants = |v: &Vector| {
+            v.model
+                .operands
+                .iter()
+                .filter(|o| o.lifetime == "CONSTANT_COPY")
+                .map(|o| o.operand_type.clone())
+                .collect::<Vec<_>>()
+        };
+        // Filter and bias move; the padding/stride/activation scalars stay constant.
+        assert!(constants(&t).iter().all(|ty| !ty.starts_with("TENSOR_")));
+        assert_eq!(constants(&t).len() + 2, constants(&v).len());
+        assert_eq!(t.model.input_indexes.len(), v.model.input_indexes.len() + 2);
+        for (k, example) in t.examples.iter().enumerate() {
+            for (pos, &operand) in t.model.input_indexes.iter().enumerate() {
+                let given = example.input(pos).unwrap();
+                if let Some(constant) = &v.model.operands[operand as usize].value {
+                    assert_eq!(given, constant.as_slice(), "example {k} input {pos}");
+                }
+            }
+        }
+        assert!(t.name.ends_with("_all_tensors_as_inputs"));
+    }
+
+    #[test]
+    fn a_vector_without_constant_tensors_has_no_such_variant() {
+        assert!(bundled("relu_float_1").tensors_as_inputs().is_none());
+    }
 }

@@ -1,7 +1,8 @@
 //! Runs golden vectors and mutation classes against a [`Device`] and reports what happened.
 //!
-//! A vector passes when, in both constant modes, the model is reported fully supported,
-//! prepares, and every example's outputs are within the harness tolerance (ignored outputs are
+//! A vector passes when, in both constant modes and with its constant tensors fed as inputs
+//! (AOSP's "all tensors as inputs" variant), the model is reported fully supported, prepares,
+//! and every example's outputs are within the harness tolerance (ignored outputs are
 //! supplied but not compared). Each example gets a fresh request, as in the AOSP harness.
 //!
 //! Every call into the device is wrapped in `catch_unwind`: a panic in an in-process driver is
@@ -76,8 +77,8 @@ fn unsupported_list(model: &Model, supported: &[bool]) -> String {
         .join(", ")
 }
 
-fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, run: &mut ModeRun) {
-    let fail = |run: &mut ModeRun, msg: String| run.failures.push(format!("{mode}: {msg}"));
+fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, label: &str, run: &mut ModeRun) {
+    let fail = |run: &mut ModeRun, msg: String| run.failures.push(format!("{label}: {msg}"));
     let model = match to_model(v, mode) {
         Ok(m) => m,
         Err(e) => return fail(run, format!("cannot build the model: {e}")),
@@ -167,7 +168,7 @@ fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, run: &mut ModeR
                 continue;
             };
             let c = compare(slot.operand_type, expected, bytes, &v.tolerance);
-            if mode == ConstantMode::Copy {
+            if label == ConstantMode::Copy.name() {
                 run.quant8_total += c.quant8_total;
                 run.quant8_exact += c.quant8_exact;
             }
@@ -191,7 +192,17 @@ fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, run: &mut ModeR
 pub fn run_vector(device: &dyn Device, v: &Vector) -> VectorReport {
     let mut run = ModeRun::default();
     for mode in ConstantMode::ALL {
-        run_mode(device, v, mode, &mut run);
+        run_mode(device, v, mode, mode.name(), &mut run);
+    }
+    // AOSP runs every test a third time with its constant tensors fed as inputs.
+    if let Some(variant) = v.tensors_as_inputs() {
+        run_mode(
+            device,
+            &variant,
+            ConstantMode::Copy,
+            "tensors as inputs",
+            &mut run,
+        );
     }
     let failure = match run.failures.split_first() {
         None => None,

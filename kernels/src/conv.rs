@@ -559,61 +559,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn pool_and_caller_thread_compute_the_same() {
-        let w = window(Nhwc::new(1, 9, 7, 3), 5, (3, 3), (2, 1), pad(1));
-        let input: Vec<f32> = (0..w.input.len())
-            .map(|i| (i % 13) as f32 * 0.25 - 1.0)
-            .collect();
-        let filter: Vec<f32> = (0..5 * 3 * 3 * 3)
-            .map(|i| (i % 7) as f32 * 0.5 - 1.5)
-            .collect();
-        let bias = [0.5, -0.25, 0.0, 1.0, 2.0];
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
-        let mut seq = vec![0.0; w.output.len()];
-        conv2d_f32(&w, &input, &filter, &bias, Activation::None, &mut seq);
-        let mut par = vec![0.0; w.output.len()];
-        pool.install(|| conv2d_f32(&w, &input, &filter, &bias, Activation::None, &mut par));
-        assert_eq!(seq, par);
-
-        let (batch, input_size, units) = (3, 40, 600);
-        let x: Vec<f32> = (0..batch * input_size)
-            .map(|i| (i % 11) as f32 - 5.0)
-            .collect();
-        let wt: Vec<f32> = (0..units * input_size)
-            .map(|i| (i % 5) as f32 * 0.1)
-            .collect();
-        let b: Vec<f32> = (0..units).map(|i| i as f32).collect();
-        let mut seq = vec![0.0; batch * units];
-        fully_connected_f32(
-            batch,
-            input_size,
-            units,
-            &x,
-            &wt,
-            &b,
-            Activation::Relu,
-            &mut seq,
-        );
-        let mut par = vec![0.0; batch * units];
-        pool.install(|| {
-            fully_connected_f32(
-                batch,
-                input_size,
-                units,
-                &x,
-                &wt,
-                &b,
-                Activation::Relu,
-                &mut par,
-            )
-        });
-        assert_eq!(seq, par);
-    }
-
     /// Straightforward six-loop convolution used to cross-check the clipped-span version.
     fn naive_conv(w: &Window, input: &[f32], filter: &[f32], bias: &[f32]) -> Vec<f32> {
         let mut out = vec![0.0; w.output.len()];

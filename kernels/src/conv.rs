@@ -168,7 +168,11 @@ fn debug_check_conv(w: &Window, input: usize, filter: usize, bias: usize, output
 
 /// Runs `f(batch, out_y, row)` for every output row, in parallel on a pool worker. Rows are the
 /// unit of work: each one is independent and large enough to amortise the scheduling.
-fn for_each_row<T: Send>(w: &Window, output: &mut [T], f: impl Fn(usize, usize, &mut [T]) + Sync) {
+pub(crate) fn for_each_row<T: Send>(
+    w: &Window,
+    output: &mut [T],
+    f: impl Fn(usize, usize, &mut [T]) + Sync,
+) {
     let row_len = w.output.w * w.output.c;
     if row_len == 0 || w.output.h == 0 {
         return;

@@ -15,9 +15,7 @@
 //!
 //! Work is split over (batch, output row) with rayon.
 
-use rayon::prelude::*;
-
-use crate::conv::{column_taps, row_taps, Taps};
+use crate::conv::{self, column_taps, row_taps, Taps};
 use crate::{Activation, QuantParams, Window};
 
 fn debug_check(w: &Window, input: usize, output: usize) {
@@ -27,25 +25,15 @@ fn debug_check(w: &Window, input: usize, output: usize) {
     debug_assert_eq!(w.input.n, w.output.n, "batch");
 }
 
-/// Runs `f(batch, row_taps, column_taps, row)` for every output row (in parallel on a pool
-/// worker), with the clipped windows already computed.
+/// Runs `f(batch, row_taps, column_taps, row)` for every output row, with the clipped
+/// windows already computed; rows are spread over the pool as convolution spreads them.
 fn for_each_row<T: Send>(
     w: &Window,
     output: &mut [T],
     f: impl Fn(usize, Taps, &[Taps], &mut [T]) + Sync,
 ) {
-    let row_len = w.output.w * w.output.c;
-    if row_len == 0 || w.output.h == 0 {
-        return;
-    }
-    let out_h = w.output.h;
     let cols = column_taps(w);
-    let body = |(r, row): (usize, &mut [T])| f(r / out_h, row_taps(w, r % out_h), &cols, row);
-    if crate::in_worker() {
-        output.par_chunks_mut(row_len).enumerate().for_each(body);
-    } else {
-        output.chunks_mut(row_len).enumerate().for_each(body);
-    }
+    conv::for_each_row(w, output, |b, oy, row| f(b, row_taps(w, oy), &cols, row));
 }
 
 /// Folds every in-bounds input pixel of one window into `acc` (one slot per channel), in
@@ -74,6 +62,19 @@ fn fold_window<T: Copy, A>(
 
 /// AVERAGE_POOL_2D, float32.
 pub fn average_pool_f32(w: &Window, input: &[f32], act: Activation, output: &mut [f32]) {
+    mean_pool_f32(w, input, act, output, |x| x, |mean| mean);
+}
+
+/// The mean of `term(x)` over each in-bounds window, then `finish`: AVERAGE_POOL_2D and
+/// L2_POOL_2D differ only in those two steps.
+fn mean_pool_f32(
+    w: &Window,
+    input: &[f32],
+    act: Activation,
+    output: &mut [f32],
+    term: impl Fn(f32) -> f32 + Sync,
+    finish: impl Fn(f32) -> f32 + Sync,
+) {
     debug_check(w, input.len(), output.len());
     let c = w.output.c;
     for_each_row(w, output, |b, ty, cols, row| {
@@ -84,10 +85,10 @@ pub fn average_pool_f32(w: &Window, input: &[f32], act: Activation, output: &mut
                 out_px.iter_mut().for_each(|o| *o = act.apply_f32(0.0));
                 continue;
             }
-            fold_window(w, input, b, ty, tx, out_px, |a, x| *a += x);
+            fold_window(w, input, b, ty, tx, out_px, |a, x| *a += term(x));
             let n = count as f32;
             for o in out_px.iter_mut() {
-                *o = act.apply_f32(*o / n);
+                *o = act.apply_f32(finish(*o / n));
             }
         }
     });
@@ -175,23 +176,7 @@ pub fn max_pool_u8(w: &Window, input: &[u8], q: QuantParams, act: Activation, ou
 
 /// L2_POOL_2D, float32: `sqrt(Σ x² / count)` over the in-bounds window.
 pub fn l2_pool_f32(w: &Window, input: &[f32], act: Activation, output: &mut [f32]) {
-    debug_check(w, input.len(), output.len());
-    let c = w.output.c;
-    for_each_row(w, output, |b, ty, cols, row| {
-        for (out_px, &tx) in row.chunks_exact_mut(c).zip(cols) {
-            out_px.fill(0.0);
-            let count = ty.len * tx.len;
-            if count == 0 {
-                out_px.iter_mut().for_each(|o| *o = act.apply_f32(0.0));
-                continue;
-            }
-            fold_window(w, input, b, ty, tx, out_px, |a, x| *a += x * x);
-            let n = count as f32;
-            for o in out_px.iter_mut() {
-                *o = act.apply_f32((*o / n).sqrt());
-            }
-        }
-    });
+    mean_pool_f32(w, input, act, output, |x| x * x, f32::sqrt);
 }
 
 #[cfg(test)]

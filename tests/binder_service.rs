@@ -334,6 +334,31 @@ fn malformed_input_is_invalid_argument() {
 }
 
 #[test]
+fn every_prepare_callback_is_notified_exactly_once() {
+    let service = Service::start();
+    let device = service.connect();
+    let options = PrepareOptions::default();
+    let mut invalid = probe::add_model();
+    invalid.operations[0].inputs[1] = 99;
+    let mut counts = Vec::new();
+    for (model, valid) in [(invalid, false), (probe::add_model(), true)] {
+        let pending = device.launch_prepare(&model, &options).unwrap();
+        assert_eq!(pending.launched().is_ok(), valid);
+        counts.push(pending.notifications());
+        let outcome = pending.wait();
+        assert_eq!(outcome.is_ok(), valid);
+        if let Err(e) = outcome {
+            assert_eq!(status_of(e), ErrorStatus::InvalidArgument);
+        }
+    }
+    // A late second notification would have arrived by now.
+    std::thread::sleep(Duration::from_millis(300));
+    for n in counts {
+        assert_eq!(n.count(), 1);
+    }
+}
+
+#[test]
 fn bi57_null_callback_and_out_of_range_arguments() {
     let service = Service::start();
     let device = service.connect();

@@ -30,6 +30,7 @@ use nnhal_hal::{Capabilities, HalError, HalResult, Model, Request};
 use rsbinder::rpc::{FileDescriptorTransportMode, RpcClientConfig, RpcSession};
 use rsbinder::{BinderResult, ExceptionCode, Interface, Status, Strong};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -200,6 +201,26 @@ type Prepared = (AidlStatus, Option<Strong<dyn IPreparedModel>>);
 
 struct PrepareCallback {
     tx: Mutex<Option<mpsc::Sender<Prepared>>>,
+    notified: Arc<AtomicUsize>,
+}
+
+impl PrepareCallback {
+    fn new(tx: mpsc::Sender<Prepared>) -> PrepareCallback {
+        PrepareCallback {
+            tx: Mutex::new(Some(tx)),
+            notified: Arc::default(),
+        }
+    }
+}
+
+/// How many times a prepare callback has been notified so far; the contract allows one.
+#[derive(Clone, Debug)]
+pub struct Notifications(Arc<AtomicUsize>);
+
+impl Notifications {
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
 impl Interface for PrepareCallback {}
@@ -210,6 +231,7 @@ impl IPreparedModelCallback for PrepareCallback {
         status: AidlStatus,
         prepared: Option<&Strong<dyn IPreparedModel>>,
     ) -> BinderResult<()> {
+        self.notified.fetch_add(1, Ordering::SeqCst);
         let sender = self.tx.lock().unwrap_or_else(|p| p.into_inner()).take();
         match sender {
             Some(tx) => {
@@ -314,9 +336,9 @@ impl RemoteDevice {
     ) -> HalResult<PendingPrepare> {
         let aidl = convert::model_to_aidl(model)?;
         let (tx, rx) = mpsc::channel();
-        let callback = BnPreparedModelCallback::new_binder(PrepareCallback {
-            tx: Mutex::new(Some(tx)),
-        });
+        let callback = PrepareCallback::new(tx);
+        let notified = Notifications(Arc::clone(&callback.notified));
+        let callback = BnPreparedModelCallback::new_binder(callback);
         // No cache files are offered (the service needs none); the token is then ignored.
         let token = [0u8; 32];
         let launched = call(
@@ -334,6 +356,7 @@ impl RemoteDevice {
         );
         Ok(PendingPrepare {
             launched,
+            notified,
             rx,
             _callback: callback,
             session: Arc::clone(&self.session),
@@ -364,9 +387,7 @@ impl RemoteDevice {
     /// returned one, which is checked here.
     pub fn prepare_model_from_cache(&self) -> HalResult<RemotePreparedModel> {
         let (tx, rx) = mpsc::channel();
-        let callback = BnPreparedModelCallback::new_binder(PrepareCallback {
-            tx: Mutex::new(Some(tx)),
-        });
+        let callback = BnPreparedModelCallback::new_binder(PrepareCallback::new(tx));
         let launched = call(
             self.device
                 .prepareModelFromCache(-1, &[], &[], &[0u8; 32], Some(&callback)),
@@ -423,6 +444,7 @@ fn wait_notified(
 /// A launched `prepareModel` whose callback has not been waited for yet.
 pub struct PendingPrepare {
     launched: HalResult<()>,
+    notified: Notifications,
     rx: mpsc::Receiver<Prepared>,
     // The callback object lives until its notification has been taken.
     _callback: Strong<dyn IPreparedModelCallback>,
@@ -430,6 +452,11 @@ pub struct PendingPrepare {
 }
 
 impl PendingPrepare {
+    /// The callback's notification count, to check later that it stays at one.
+    pub fn notifications(&self) -> Notifications {
+        self.notified.clone()
+    }
+
     /// What `prepareModel` itself returned.
     pub fn launched(&self) -> Result<(), &HalError> {
         self.launched.as_ref().map(|_| ())

@@ -30,7 +30,7 @@ use self::ipc::aidl;
 #[cfg(not(feature = "aosp"))]
 pub use client::{
     connect, connect_wait, connect_with, ConnectOptions, DeviceKind, ExecuteOptions,
-    ExecutionTiming, PendingPrepare, PrepareOptions, RemoteBurst, RemoteDevice,
+    ExecutionTiming, Notifications, PendingPrepare, PrepareOptions, RemoteBurst, RemoteDevice,
     RemotePreparedModel, WireGarbage,
 };
 pub use convert::{DeviceCapabilities, NO_PERFORMANCE};

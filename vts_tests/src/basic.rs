@@ -149,8 +149,10 @@ fn capabilities(device: &RemoteDevice) -> Result<(), String> {
         check(positive(p), || {
             format!("operandPerformance[{ty}] is not positive: {p:?}")
         })?;
-        // SUBGRAPH (11) has no performance of its own.
-        check(*ty != 11, || "operandPerformance lists SUBGRAPH".into())?;
+        // SUBGRAPH has no performance of its own.
+        check(*ty != OperandType::Subgraph.raw(), || {
+            "operandPerformance lists SUBGRAPH".into()
+        })?;
     }
     let types: Vec<i32> = caps.operand_performance.iter().map(|(t, _)| *t).collect();
     check(types.windows(2).all(|w| w[0] < w[1]), || {

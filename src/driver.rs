@@ -21,7 +21,9 @@ use nnhal_hal::{
     Capabilities, HalError, HalResult, Model, OperandLifeTime, OperandType, PerformanceInfo,
     Request,
 };
+use nnhal_kernels::ukernels::{self, Isa, Ukernels};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Upper bound on the bytes of operand values one execution may hold at once. A model or
 /// request that needs more fails with GENERAL_FAILURE instead of exhausting the service.
@@ -34,9 +36,10 @@ pub const EXECUTION_MEMORY_BUDGET: u64 = 4 << 30;
 /// cannot win the hand-off back. Kernels called off the pool run sequentially.
 pub const INLINE_MAX_WORK: u64 = 1 << 15;
 
-/// The device: owns the kernel thread pool.
+/// The device: owns the kernel thread pool and the micro-kernel table its plans use.
 pub struct Driver {
     pool: Arc<rayon::ThreadPool>,
+    kernels: &'static Ukernels,
 }
 
 /// What one execution reports besides the bytes written to the output pools.
@@ -81,8 +84,15 @@ pub struct PreparedModel {
 }
 
 impl Driver {
-    /// A driver whose kernels run on `threads` worker threads (0 = one per core).
+    /// A driver whose kernels run on `threads` worker threads (0 = one per core), with the
+    /// process-wide micro-kernel table ([`ukernels::best`]: the best level the processor
+    /// supports, or the one `NNHAL_ISA` names).
     pub fn new(threads: usize) -> HalResult<Driver> {
+        Driver::with_kernels(threads, ukernels::best())
+    }
+
+    /// A driver that runs `kernels` (any supported level, see [`ukernels::table`]).
+    pub fn with_kernels(threads: usize, kernels: &'static Ukernels) -> HalResult<Driver> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("nnhal-kernel-{i}"))
@@ -90,7 +100,13 @@ impl Driver {
             .map_err(|e| HalError::GeneralFailure(format!("cannot start the kernel pool: {e}")))?;
         Ok(Driver {
             pool: Arc::new(pool),
+            kernels,
         })
+    }
+
+    /// The instruction-set level of the micro-kernels this driver runs.
+    pub fn isa(&self) -> Isa {
+        self.kernels.isa
     }
 
     /// Number of kernel worker threads.
@@ -194,10 +210,26 @@ impl PreparedModel {
     /// Runs a request validated by [`PreparedModel::validate_request`].
     pub fn execute_bound(&self, request: &ValidatedRequest) -> HalResult<ExecutionResult> {
         if self.inline {
-            self.run(&request.0)
+            self.run(&request.0, None)
         } else {
-            self.pool.install(|| self.run(&request.0))
+            self.pool.install(|| self.run(&request.0, None))
         }
+    }
+
+    /// Like [`PreparedModel::execute`], and also measures the wall time of every operation
+    /// (in model order), for `nnhal bench --profile`.
+    pub fn execute_profiled(
+        &self,
+        request: &Request,
+    ) -> HalResult<(ExecutionResult, Vec<Duration>)> {
+        let bound = self.validate_request(request)?;
+        let mut times = Vec::with_capacity(self.model.operations.len());
+        let result = if self.inline {
+            self.run(&bound.0, Some(&mut times))
+        } else {
+            self.pool.install(|| self.run(&bound.0, Some(&mut times)))
+        }?;
+        Ok((result, times))
     }
 
     /// Whether executions of this model run on the calling thread (see [`INLINE_MAX_WORK`]).
@@ -264,7 +296,11 @@ impl PreparedModel {
         Ok(inferred)
     }
 
-    fn run(&self, bound: &BoundRequest) -> HalResult<ExecutionResult> {
+    fn run(
+        &self,
+        bound: &BoundRequest,
+        mut profile: Option<&mut Vec<Duration>>,
+    ) -> HalResult<ExecutionResult> {
         let m = &self.model;
         let mut slots: Vec<Option<Arc<Tensor>>> = self.constants.clone();
         let mut held: u64 = 0;
@@ -307,7 +343,11 @@ impl PreparedModel {
                     infos: op.inputs.iter().map(|&i| &m.operands[i]).collect(),
                 };
                 let out_infos: Vec<_> = op.outputs.iter().map(|&o| &m.operands[o]).collect();
+                let started = profile.is_some().then(Instant::now);
                 executor::run(op, &inferred.params, &ins, &out_infos, &mut outs)?;
+                if let (Some(times), Some(t0)) = (profile.as_deref_mut(), started) {
+                    times.push(t0.elapsed());
+                }
             }
             for (&o, t) in op.outputs.iter().zip(outs) {
                 slots[o] = Some(Arc::new(t));

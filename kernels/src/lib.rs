@@ -20,14 +20,18 @@
 //! work to a pool would cost more than the work, and nothing may fall through to rayon's
 //! implicit global pool, which would ignore the driver's thread count.
 
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
 pub mod conv;
 pub mod elementwise;
 pub mod layout;
 pub mod lookup;
 pub mod normalization;
+pub mod ops;
 pub mod pool;
 pub mod quant;
 pub mod recurrent;
+pub mod ukernels;
 
 /// Whether the caller runs on a rayon worker thread, so kernels may fan work out over its pool.
 #[inline]

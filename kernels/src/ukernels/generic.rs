@@ -1,0 +1,1 @@
+//! Portable micro-kernels: plain Rust, every platform, and the fallback of every table slot.

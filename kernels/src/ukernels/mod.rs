@@ -1,0 +1,210 @@
+//! Micro-kernels and the one dispatch table that picks them (DESIGN.md §6).
+//!
+//! A micro-kernel computes one register tile of an operation (for example a 7×32 block of a
+//! float32 GEMM) on raw pointers; the operator loops in [`crate::ops`] tile the whole operation
+//! over it and split the tiles over the thread pool. Kernels are named
+//! `<dtype>_<op>_<isa>_<tile>` (`f32_gemm_avx512_7x32`) and live in one file per instruction
+//! set: [`generic`] (portable Rust, every platform) and `x86_64/{avx2,avx512,avx512vnni}.rs`,
+//! `aarch64/{neon,dotprod}.rs`. All intrinsics and inline assembly stay under those folders.
+//!
+//! [`Ukernels`] gathers one entry per kernel family. [`Ukernels::generic`] fills every slot
+//! with the portable kernel; each instruction-set level then overrides the slots it does
+//! better, in order (AVX2, then AVX-512, then AVX-512 VNNI; NEON, then dotprod), so a level
+//! always has a complete table. The table is chosen once per process by runtime feature
+//! detection ([`best`]); `NNHAL_ISA` lowers the choice for tests and comparisons, and
+//! [`table`] gives any supported level explicitly.
+
+use std::fmt;
+use std::sync::OnceLock;
+
+pub mod generic;
+
+#[cfg(target_arch = "x86_64")]
+pub mod x86_64;
+
+#[cfg(target_arch = "aarch64")]
+pub mod aarch64;
+
+/// An instruction-set level. Levels of one architecture are ordered: each includes the ones
+/// before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Isa {
+    /// Portable Rust only.
+    Generic,
+    /// x86_64 AVX2 with FMA3.
+    Avx2,
+    /// x86_64 AVX-512 F, BW, DQ and VL.
+    Avx512,
+    /// AVX-512 with VNNI (`vpdpbusd`).
+    Avx512Vnni,
+    /// aarch64 Advanced SIMD.
+    Neon,
+    /// aarch64 Advanced SIMD with the dot-product extension (`sdot`/`udot`).
+    Dotprod,
+}
+
+impl Isa {
+    /// Every level of the architecture this was compiled for, lowest first.
+    pub const fn levels() -> &'static [Isa] {
+        #[cfg(target_arch = "x86_64")]
+        {
+            &[Isa::Generic, Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni]
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            &[Isa::Generic, Isa::Neon, Isa::Dotprod]
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            &[Isa::Generic]
+        }
+    }
+
+    /// The name `NNHAL_ISA` and `--isa` accept.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Isa::Generic => "generic",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+            Isa::Avx512Vnni => "avx512vnni",
+            Isa::Neon => "neon",
+            Isa::Dotprod => "dotprod",
+        }
+    }
+
+    /// The level called `name` on this architecture.
+    pub fn parse(name: &str) -> Result<Isa, IsaError> {
+        Isa::levels()
+            .iter()
+            .copied()
+            .find(|l| l.name().eq_ignore_ascii_case(name.trim()))
+            .ok_or_else(|| IsaError::Unknown(name.to_string()))
+    }
+
+    /// Whether this processor can run the level.
+    pub fn is_supported(self) -> bool {
+        match self {
+            Isa::Generic => true,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => {
+                Isa::Avx2.is_supported()
+                    && std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512dq")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512Vnni => {
+                Isa::Avx512.is_supported() && std::arch::is_x86_feature_detected!("avx512vnni")
+            }
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => std::arch::is_aarch64_feature_detected!("neon"),
+            #[cfg(target_arch = "aarch64")]
+            Isa::Dotprod => {
+                Isa::Neon.is_supported() && std::arch::is_aarch64_feature_detected!("dotprod")
+            }
+            #[allow(unreachable_patterns)]
+            _ => false,
+        }
+    }
+
+    /// The highest level this processor supports.
+    pub fn detect() -> Isa {
+        Isa::levels()
+            .iter()
+            .rev()
+            .copied()
+            .find(|l| l.is_supported())
+            .unwrap_or(Isa::Generic)
+    }
+}
+
+impl fmt::Display for Isa {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a level cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum IsaError {
+    #[error("unknown instruction set {0:?} (this build knows: {known})", known = known())]
+    Unknown(String),
+    #[error("this processor does not support {0}")]
+    Unsupported(Isa),
+}
+
+fn known() -> String {
+    Isa::levels()
+        .iter()
+        .map(|l| l.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One kernel per family, all of the same instruction-set level or below.
+#[derive(Clone, Debug)]
+pub struct Ukernels {
+    /// The level this table was built for (its best kernels may come from lower levels).
+    pub isa: Isa,
+}
+
+impl Ukernels {
+    /// The portable table: every slot filled with the generic kernel.
+    pub fn generic() -> Ukernels {
+        Ukernels { isa: Isa::Generic }
+    }
+
+    /// The generic table with every level up to `isa` applied on top, lowest first.
+    fn build(isa: Isa) -> Ukernels {
+        #[allow(unused_mut)]
+        let mut t = Ukernels::generic();
+        #[cfg(target_arch = "x86_64")]
+        x86_64::apply(&mut t, isa);
+        #[cfg(target_arch = "aarch64")]
+        aarch64::apply(&mut t, isa);
+        t.isa = isa;
+        t
+    }
+}
+
+/// The table for `isa`, built once per process.
+pub fn table(isa: Isa) -> Result<&'static Ukernels, IsaError> {
+    static TABLES: [OnceLock<Ukernels>; 6] = [const { OnceLock::new() }; 6];
+    if !Isa::levels().contains(&isa) {
+        return Err(IsaError::Unknown(isa.name().to_string()));
+    }
+    if !isa.is_supported() {
+        return Err(IsaError::Unsupported(isa));
+    }
+    Ok(TABLES[isa as usize].get_or_init(|| Ukernels::build(isa)))
+}
+
+/// The level [`best`] uses: the highest the processor supports, or the one `NNHAL_ISA` names
+/// when that is supported (it can only lower the choice). An unusable `NNHAL_ISA` is reported
+/// as an error so a forced comparison never silently runs something else.
+pub fn configured_isa() -> Result<Isa, IsaError> {
+    match std::env::var("NNHAL_ISA") {
+        Ok(name) if !name.trim().is_empty() => {
+            let isa = Isa::parse(&name)?;
+            if isa.is_supported() {
+                Ok(isa)
+            } else {
+                Err(IsaError::Unsupported(isa))
+            }
+        }
+        _ => Ok(Isa::detect()),
+    }
+}
+
+/// The process-wide table: [`configured_isa`], falling back to the detected level when
+/// `NNHAL_ISA` is unusable.
+pub fn best() -> &'static Ukernels {
+    let isa = configured_isa().unwrap_or_else(|_| Isa::detect());
+    table(isa).unwrap_or_else(|_| table(Isa::Generic).expect("generic is always supported"))
+}

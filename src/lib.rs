@@ -7,9 +7,10 @@
 
 pub mod binder;
 pub mod driver;
-mod executor;
+pub mod executor;
+pub mod plan;
 pub mod probe;
-mod tensor;
+pub mod tensor;
 pub mod vector;
 pub mod workers;
 

@@ -16,3 +16,4 @@ pub mod workers;
 
 pub use driver::{Driver, ExecutionResult, PreparedModel, ValidatedModel, ValidatedRequest};
 pub use nnhal_hal as hal;
+pub use nnhal_kernels as kernels;

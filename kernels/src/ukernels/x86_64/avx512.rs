@@ -59,13 +59,12 @@ unsafe fn gemm<const R: usize>(p: &F32GemmArgs) {
         *a = p.a.wrapping_add(r * p.a_stride);
     }
     while left > 0 {
-        // SAFETY (loads below): the packed block holds 32 bias values then k rows of 32
-        // weights (contract), and A row r holds k values.
+        // SAFETY: the packed block holds 32 bias values then k rows of 32 weights (contract).
         let (mut lo, mut hi) =
             unsafe { ([_mm512_loadu_ps(w); R], [_mm512_loadu_ps(w.add(16)); R]) };
         let mut b = w.wrapping_add(F32_NR);
         for k in 0..p.k {
-            // SAFETY: see above; `b` walks the k weight rows of this block.
+            // SAFETY: `b` walks the k weight rows of this block; A row r holds k values.
             unsafe {
                 let b0 = _mm512_loadu_ps(b);
                 let b1 = _mm512_loadu_ps(b.add(16));

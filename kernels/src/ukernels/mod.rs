@@ -147,17 +147,78 @@ fn known() -> String {
         .join(", ")
 }
 
+/// Most rows any float32 GEMM micro-kernel computes at once.
+pub const F32_GEMM_MAX_MR: usize = 8;
+
+/// One call of a float32 GEMM micro-kernel: `rows` output rows (fixed by the kernel chosen,
+/// see [`F32Gemm::kernel`]) by `nc` output columns,
+/// `c[r][j] = clamp(bias[j] + Σ_k a[r][k] · b[k][j], min, max)`.
+///
+/// Row `r` of A starts at `a + r·a_stride` and holds `k` values; row `r` of C starts at
+/// `c + r·c_stride` and receives `nc` values. `w` points at the first of `ceil(nc / nr)`
+/// consecutive packed blocks, each `[bias: nr][k = 0: nr weights]…[k − 1: nr]` with the
+/// columns past the last real one zero-filled, so a kernel reads whole blocks and only its
+/// stores are cut to `nc`.
+#[derive(Clone, Copy, Debug)]
+pub struct F32GemmArgs {
+    pub a: *const f32,
+    pub a_stride: usize,
+    pub k: usize,
+    pub w: *const f32,
+    pub c: *mut f32,
+    pub c_stride: usize,
+    pub nc: usize,
+    pub min: f32,
+    pub max: f32,
+}
+
+/// A float32 GEMM micro-kernel.
+///
+/// # Safety
+/// Every A row named by the arguments must be readable for `k` values, the packed blocks for
+/// `ceil(nc / nr)·(k + 1)·nr` values, every C row writable for `nc` values, and C must not
+/// overlap A or the packed blocks. The processor must support the kernel's instruction set
+/// (guaranteed for kernels taken from a [`table`]).
+pub type F32GemmFn = unsafe fn(&F32GemmArgs);
+
+/// The float32 GEMM family: a register tile of `mr` rows by `nr` columns, with one kernel per
+/// row count `1..=mr` so row tails cost no wasted work and never touch rows outside C.
+#[derive(Clone, Copy, Debug)]
+pub struct F32Gemm {
+    /// Kernel name for reports, e.g. `f32_gemm_avx512_7x32`.
+    pub name: &'static str,
+    pub mr: usize,
+    pub nr: usize,
+    /// `rows[r − 1]` computes `r` rows; entries past `mr` are unused.
+    pub rows: [F32GemmFn; F32_GEMM_MAX_MR],
+}
+
+impl F32Gemm {
+    /// The kernel computing `rows` rows, `1 ≤ rows ≤ mr`.
+    #[inline]
+    pub fn kernel(&self, rows: usize) -> F32GemmFn {
+        debug_assert!((1..=self.mr).contains(&rows));
+        self.rows[rows - 1]
+    }
+}
+
 /// One kernel per family, all of the same instruction-set level or below.
 #[derive(Clone, Debug)]
 pub struct Ukernels {
     /// The level this table was built for (its best kernels may come from lower levels).
     pub isa: Isa,
+    /// Float32 GEMM with bias and clamp: 1×1 convolutions, fully connected layers, and every
+    /// other convolution after an im2col of its input.
+    pub f32_gemm: F32Gemm,
 }
 
 impl Ukernels {
     /// The portable table: every slot filled with the generic kernel.
     pub fn generic() -> Ukernels {
-        Ukernels { isa: Isa::Generic }
+        Ukernels {
+            isa: Isa::Generic,
+            f32_gemm: generic::F32_GEMM,
+        }
     }
 
     /// The generic table with every level up to `isa` applied on top, lowest first.

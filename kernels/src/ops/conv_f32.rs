@@ -1,0 +1,341 @@
+//! Float32 CONV_2D and FULLY_CONNECTED on the GEMM micro-kernel of a [`Ukernels`] table.
+//!
+//! A convolution in NHWC is the GEMM `C[M × N] = A[M × K] · B[K × N] + bias`, with one row per
+//! output pixel (`M = batch · out_h · out_w`), `N = out_c` and `K = kh · kw · in_c`: the HAL
+//! filter layout `[out_c, kh, kw, in_c]` is already `Bᵀ`. A 1×1, stride-1, unpadded convolution
+//! and FULLY_CONNECTED read A straight from the input; every other convolution first gathers
+//! one register tile of A rows (im2col, padding taps as zeros) into a reusable per-thread
+//! scratch, so there is no allocation per call once a thread has seen its largest layer.
+//!
+//! Loop order: the output columns are walked in panels of packed weights small enough to stay
+//! in L2 while every row tile of the task streams past them; within a panel one micro-kernel
+//! call covers one row tile and all of the panel's column blocks, so the tile's A rows stay
+//! in L1 across them.
+//!
+//! Threads: called on a pool worker, one fork-join splits the output into one task per
+//! thread, over row tiles when there are many rows and over column blocks when there are few
+//! (the 14×14, 7×7 and 1×1 layers), so each task still reuses its share of the weights.
+
+use std::cell::RefCell;
+
+use rayon::prelude::*;
+
+use super::{AlignedBuf, FilterShape};
+use crate::conv::taps;
+use crate::ukernels::{F32Gemm, F32GemmArgs, Ukernels};
+use crate::{Activation, Window};
+
+/// Bytes of packed weights one column panel may hold: a quarter of Zen 4's 1 MiB L2, leaving
+/// room for the A rows a task streams and for the other data of the layer.
+const PANEL_BYTES: usize = 256 << 10;
+
+/// Below this many multiply-adds a fork-join costs more than it saves.
+const PARALLEL_MIN_MACS: usize = 1 << 17;
+
+/// With at most this many rows the work is split over column blocks instead of row tiles.
+const SPLIT_COLUMNS_MAX_ROWS: usize = 256;
+
+/// Filter and bias of one CONV_2D or FULLY_CONNECTED, packed for one GEMM micro-kernel.
+///
+/// Layout: per block of `nr` output channels, `[bias: nr][k = 0: nr weights]…[k = K − 1: nr]`
+/// with `K = kh · kw · in_c` in the filter's own `(ky, kx, c)` order and the channels past
+/// `out_c` zero-filled, blocks back to back in a 64-byte aligned buffer.
+#[derive(Clone, Debug)]
+pub struct PackedConvF32 {
+    shape: FilterShape,
+    gemm: F32Gemm,
+    weights: AlignedBuf<f32>,
+}
+
+impl PackedConvF32 {
+    /// CONV_2D filter `[out_c, kh, kw, in_c]` row-major + bias `[out_c]` (FULLY_CONNECTED:
+    /// `kh = kw = 1`), packed for the float32 GEMM kernel of `uk`.
+    pub fn pack(uk: &Ukernels, shape: FilterShape, filter: &[f32], bias: &[f32]) -> PackedConvF32 {
+        assert_eq!(filter.len(), shape.out_c * shape.taps(), "filter length");
+        assert_eq!(bias.len(), shape.out_c, "bias length");
+        let gemm = uk.f32_gemm;
+        let (k, nr) = (shape.taps(), gemm.nr);
+        let block = nr * (k + 1);
+        let mut weights = AlignedBuf::zeroed(shape.out_c.div_ceil(nr) * block);
+        for (j, blk) in weights.chunks_exact_mut(block).enumerate() {
+            let first = j * nr;
+            for (i, oc) in (first..shape.out_c.min(first + nr)).enumerate() {
+                blk[i] = bias[oc];
+                let row = &filter[oc * k..(oc + 1) * k];
+                for (kk, &v) in row.iter().enumerate() {
+                    blk[nr * (kk + 1) + i] = v;
+                }
+            }
+        }
+        PackedConvF32 {
+            shape,
+            gemm,
+            weights,
+        }
+    }
+
+    pub fn shape(&self) -> FilterShape {
+        self.shape
+    }
+
+    /// Size of the packed weights and biases.
+    pub fn packed_bytes(&self) -> usize {
+        self.weights.len() * std::mem::size_of::<f32>()
+    }
+
+    /// Name of the micro-kernel the weights were packed for.
+    pub fn kernel_name(&self) -> &'static str {
+        self.gemm.name
+    }
+}
+
+/// CONV_2D float32, NHWC, explicit padding (padded taps contribute 0), fused activation, any
+/// batch. Equal to [`crate::conv::conv2d_f32`] up to the order of the float sums.
+pub fn conv2d_f32(
+    w: &Window,
+    packed: &PackedConvF32,
+    input: &[f32],
+    act: Activation,
+    output: &mut [f32],
+) {
+    let s = packed.shape;
+    assert_eq!(
+        (s.out_c, s.kh, s.kw, s.in_c),
+        (w.output.c, w.filter_h, w.filter_w, w.input.c),
+        "filter shape does not match the window"
+    );
+    assert_eq!(w.input.n, w.output.n, "batch");
+    assert_eq!(input.len(), w.input.len(), "input length");
+    assert_eq!(output.len(), w.output.len(), "output length");
+    assert!(w.stride_h > 0 && w.stride_w > 0, "stride");
+    let pointwise = s.kh == 1
+        && s.kw == 1
+        && w.padding == crate::Padding::default()
+        && (w.input.h, w.input.w) == (w.output.h, w.output.w)
+        && (w.stride_h == 1 || w.input.h == 1)
+        && (w.stride_w == 1 || w.input.w == 1);
+    let rows = if pointwise {
+        Rows::Direct(input)
+    } else {
+        Rows::Im2col { w, input }
+    };
+    Gemm::new(packed, rows, w.output.n * w.output.h * w.output.w, act).execute(output);
+}
+
+/// FULLY_CONNECTED float32: `rows × in_c` input to `rows × out_c` output (reference:
+/// [`crate::conv::fully_connected_f32`]).
+pub fn fully_connected_f32(
+    packed: &PackedConvF32,
+    rows: usize,
+    input: &[f32],
+    act: Activation,
+    output: &mut [f32],
+) {
+    let s = packed.shape;
+    assert_eq!(input.len(), rows * s.taps(), "input length");
+    assert_eq!(output.len(), rows * s.out_c, "output length");
+    Gemm::new(packed, Rows::Direct(input), rows, act).execute(output);
+}
+
+/// Where the rows of A come from.
+#[derive(Clone, Copy)]
+enum Rows<'a> {
+    /// A is the `M × K` row-major slice itself.
+    Direct(&'a [f32]),
+    /// Row `m` is the receptive field of output pixel `m` of a convolution, gathered on demand.
+    Im2col { w: &'a Window, input: &'a [f32] },
+}
+
+/// One GEMM over a packed filter: `m` rows, `out_c` columns, `taps` deep.
+struct Gemm<'a> {
+    packed: &'a PackedConvF32,
+    rows: Rows<'a>,
+    m: usize,
+    min: f32,
+    max: f32,
+}
+
+/// A rectangle of the output: row tiles' rows `m0..m1` by column blocks `b0..b1`.
+#[derive(Clone, Copy, Debug)]
+struct Task {
+    m0: usize,
+    m1: usize,
+    b0: usize,
+    b1: usize,
+}
+
+/// The output as a raw pointer that parallel tasks share.
+#[derive(Clone, Copy)]
+struct OutPtr {
+    ptr: *mut f32,
+    len: usize,
+}
+
+// SAFETY: the pointer comes from one `&mut [f32]` borrowed for the whole fork-join, and the
+// tasks of `Gemm::execute` cover disjoint output rectangles, so no element is written by two
+// threads and nothing else touches the slice meanwhile.
+unsafe impl Send for OutPtr {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for OutPtr {}
+
+thread_local! {
+    /// Per-thread im2col rows: one register tile, `mr × K` values, grown on first need.
+    static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+impl<'a> Gemm<'a> {
+    fn new(packed: &'a PackedConvF32, rows: Rows<'a>, m: usize, act: Activation) -> Self {
+        let (min, max) = act.range_f32();
+        Gemm {
+            packed,
+            rows,
+            m,
+            min,
+            max,
+        }
+    }
+
+    fn execute(&self, output: &mut [f32]) {
+        let g = &self.packed.gemm;
+        let n = self.packed.shape.out_c;
+        debug_assert_eq!(output.len(), self.m * n);
+        if self.m == 0 || n == 0 {
+            return;
+        }
+        let out = OutPtr {
+            ptr: output.as_mut_ptr(),
+            len: output.len(),
+        };
+        let (tiles, blocks) = (self.m.div_ceil(g.mr), n.div_ceil(g.nr));
+        let whole = Task {
+            m0: 0,
+            m1: self.m,
+            b0: 0,
+            b1: blocks,
+        };
+        let threads = if crate::in_worker() {
+            rayon::current_num_threads()
+        } else {
+            1
+        };
+        let macs = self.m * n * self.packed.shape.taps().max(1);
+        if threads <= 1 || macs < PARALLEL_MIN_MACS {
+            self.run(whole, out);
+            return;
+        }
+        let by_rows = (self.m > SPLIT_COLUMNS_MAX_ROWS && tiles >= threads) || blocks < threads;
+        let units = if by_rows { tiles } else { blocks };
+        let parts = threads.min(units);
+        if parts <= 1 {
+            self.run(whole, out);
+            return;
+        }
+        let task = |i: usize| {
+            let (u0, u1) = (i * units / parts, (i + 1) * units / parts);
+            if by_rows {
+                Task {
+                    m0: u0 * g.mr,
+                    m1: (u1 * g.mr).min(self.m),
+                    ..whole
+                }
+            } else {
+                Task {
+                    b0: u0,
+                    b1: u1,
+                    ..whole
+                }
+            }
+        };
+        (0..parts)
+            .into_par_iter()
+            .with_max_len(1)
+            .for_each(|i| self.run(task(i), out));
+    }
+
+    /// Computes the output rectangle `t`.
+    fn run(&self, t: Task, out: OutPtr) {
+        let g = &self.packed.gemm;
+        let (n, k) = (self.packed.shape.out_c, self.packed.shape.taps());
+        let block = g.nr * (k + 1);
+        let panel = (PANEL_BYTES / (block * std::mem::size_of::<f32>())).max(1);
+        let weights = self.packed.weights.as_slice();
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            if matches!(self.rows, Rows::Im2col { .. }) && scratch.len() < g.mr * k {
+                scratch.resize(g.mr * k, 0.0);
+            }
+            let mut p0 = t.b0;
+            while p0 < t.b1 {
+                let p1 = (p0 + panel).min(t.b1);
+                let col0 = p0 * g.nr;
+                let nc = (p1 * g.nr).min(n) - col0;
+                let w = &weights[p0 * block..p1 * block];
+                let mut m0 = t.m0;
+                while m0 < t.m1 {
+                    let rows = g.mr.min(t.m1 - m0);
+                    let a: &[f32] = match self.rows {
+                        Rows::Direct(a) => &a[m0 * k..(m0 + rows) * k],
+                        Rows::Im2col { w, input } => {
+                            let dst = &mut scratch[..rows * k];
+                            im2col(w, input, m0, dst);
+                            dst
+                        }
+                    };
+                    let c0 = m0 * n + col0;
+                    assert!(c0 + (rows - 1) * n + nc <= out.len, "output rectangle");
+                    let args = F32GemmArgs {
+                        a: a.as_ptr(),
+                        a_stride: k,
+                        k,
+                        w: w.as_ptr(),
+                        c: out.ptr.wrapping_add(c0),
+                        c_stride: n,
+                        nc,
+                        min: self.min,
+                        max: self.max,
+                    };
+                    // SAFETY: `a` holds `rows` rows of k values; `w` holds the p1 − p0 ≥
+                    // ceil(nc / nr) packed blocks of (k + 1)·nr values; C rows
+                    // m0..m0 + rows, columns col0..col0 + nc lie inside the output (asserted
+                    // above), which is a separate `&mut` borrow from A and the weights, and
+                    // belong to this task alone (see `OutPtr`). The kernel came from a table,
+                    // so the processor runs it.
+                    unsafe { g.kernel(rows)(&args) };
+                    m0 += rows;
+                }
+                p0 = p1;
+            }
+        });
+    }
+}
+
+/// Gathers the receptive fields of output pixels `m0..m0 + dst.len() / K` into `dst`, one row
+/// of `K = kh · kw · in_c` values per pixel in the filter's `(ky, kx, c)` order, padding taps
+/// as zeros.
+fn im2col(w: &Window, input: &[f32], m0: usize, dst: &mut [f32]) {
+    let in_c = w.input.c;
+    let seg = w.filter_w * in_c;
+    let k = w.filter_h * seg;
+    if k == 0 {
+        return;
+    }
+    let (oh, ow) = (w.output.h, w.output.w);
+    for (r, row) in dst.chunks_exact_mut(k).enumerate() {
+        let m = m0 + r;
+        let (b, oy, ox) = (m / (oh * ow), (m / ow) % oh, m % ow);
+        let tx = taps(ox, w.stride_w, w.padding.left, w.filter_w, w.input.w);
+        let ty = taps(oy, w.stride_h, w.padding.top, w.filter_h, w.input.h);
+        let (x0, x1) = (tx.first_tap * in_c, (tx.first_tap + tx.len) * in_c);
+        for (ky, s) in row.chunks_exact_mut(seg).enumerate() {
+            if ky < ty.first_tap || ky >= ty.first_tap + ty.len || tx.len == 0 {
+                s.fill(0.0);
+                continue;
+            }
+            let iy = ty.first_input + (ky - ty.first_tap);
+            let src = w.input.offset(b, iy, tx.first_input, 0);
+            s[..x0].fill(0.0);
+            s[x0..x1].copy_from_slice(&input[src..src + (x1 - x0)]);
+            s[x1..].fill(0.0);
+        }
+    }
+}

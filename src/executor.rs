@@ -12,6 +12,7 @@ use crate::tensor::{DataMut, DataRef, Tensor, TensorMut, TensorRef};
 use nnhal_hal::shape::{LshKind, Params, WindowParams};
 use nnhal_hal::validate::{OperandInfo, OperationInfo, ValidModel};
 use nnhal_hal::{FusedActivationFunc, HalError, HalResult, OperandType, OperationType};
+use nnhal_kernels::ops::{self as fast, FilterShape, PackedConvF32};
 use nnhal_kernels::ukernels::Ukernels;
 use nnhal_kernels::{
     conv, elementwise as ew, layout, lookup as lk, normalization as norm, pool, recurrent,
@@ -21,7 +22,10 @@ use std::sync::Arc;
 
 /// Constant operands re-laid out for an operation's fast kernel, built once at prepare.
 #[derive(Debug)]
-pub enum Packed {}
+pub enum Packed {
+    /// CONV_2D / FULLY_CONNECTED float32 filter and bias.
+    ConvF32(PackedConvF32),
+}
 
 /// What packing sees: the operation, its resolved parameters and the model's constants.
 pub struct PackArgs<'a> {
@@ -192,7 +196,7 @@ registration!(MAX_POOL_F32, max_pool_f32, window_work);
 registration!(MAX_POOL_U8, max_pool_u8, window_work);
 registration!(L2_POOL_F32, l2_pool_f32, window_work);
 registration!(CONCATENATION, concatenation, elementwise);
-registration!(CONV_F32, conv_f32, conv_work);
+registration!(CONV_F32, pack_conv_f32, conv_f32, conv_work, true);
 registration!(CONV_U8, conv_u8, conv_work);
 registration!(DEPTHWISE_F32, depthwise_f32, window_work);
 registration!(DEPTHWISE_U8, depthwise_u8, window_work);
@@ -201,7 +205,13 @@ registration!(DEQUANTIZE, dequantize, elementwise);
 registration!(EMBEDDING_LOOKUP, embedding_lookup, elementwise, partial);
 registration!(HASHTABLE_LOOKUP, hashtable_lookup, elementwise, partial);
 registration!(FLOOR, |c, o| unary_f32(c, o, ew::floor_f32), elementwise);
-registration!(FULLY_CONNECTED_F32, fully_connected_f32, fc_work);
+registration!(
+    FULLY_CONNECTED_F32,
+    pack_fc_f32,
+    fully_connected_f32,
+    fc_work,
+    true
+);
 registration!(FULLY_CONNECTED_U8, fully_connected_u8, fc_work);
 registration!(L2_NORMALIZATION, l2_normalization, elementwise, partial);
 registration!(LRN, local_response_normalization, lrn_work, partial);
@@ -507,10 +517,48 @@ fn l2_pool_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
 
 // ---- convolutions ----------------------------------------------------------------------------
 
+/// The filter `[out_c, kh, kw, in_c]` (FULLY_CONNECTED `[units, input_size]`) and bias, when
+/// both are constants of the expected types.
+fn constant_filter<'a>(a: &PackArgs<'a>) -> Option<(FilterShape, TensorRef<'a>, TensorRef<'a>)> {
+    let (filter, bias) = (a.constant(1)?, a.constant(2)?);
+    let d: Vec<usize> = filter.dims.iter().map(|&x| x as usize).collect();
+    let shape = match *d.as_slice() {
+        [out_c, kh, kw, in_c] => FilterShape {
+            out_c,
+            kh,
+            kw,
+            in_c,
+        },
+        [out_c, in_c] => FilterShape {
+            out_c,
+            kh: 1,
+            kw: 1,
+            in_c,
+        },
+        _ => return None,
+    };
+    Some((shape, filter, bias))
+}
+
+fn pack_conv_f32(a: &PackArgs) -> HalResult<Option<Packed>> {
+    let Some((shape, filter, bias)) = constant_filter(a) else {
+        return Ok(None);
+    };
+    Ok(Some(Packed::ConvF32(PackedConvF32::pack(
+        a.kernels,
+        shape,
+        filter.f32()?,
+        bias.f32()?,
+    ))))
+}
+
 fn conv_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, o) = (fused(c)?, out0(outs)?);
     let win = call_window(c, o)?;
-    conv::conv2d_f32(&win, c.f(0)?, c.f(1)?, c.f(2)?, a, o.f32_mut()?);
+    match c.packed {
+        Some(Packed::ConvF32(p)) => fast::conv_f32::conv2d_f32(&win, p, c.f(0)?, a, o.f32_mut()?),
+        _ => conv::conv2d_f32(&win, c.f(0)?, c.f(1)?, c.f(2)?, a, o.f32_mut()?),
+    }
     Ok(())
 }
 
@@ -576,10 +624,19 @@ fn fc_dims(c: &Call) -> HalResult<(usize, usize, usize)> {
     }
 }
 
+fn pack_fc_f32(a: &PackArgs) -> HalResult<Option<Packed>> {
+    pack_conv_f32(a)
+}
+
 fn fully_connected_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let ((b, n, u), a) = (fc_dims(c)?, fused(c)?);
     let o = out0(outs)?;
-    conv::fully_connected_f32(b, n, u, c.f(0)?, c.f(1)?, c.f(2)?, a, o.f32_mut()?);
+    match c.packed {
+        Some(Packed::ConvF32(p)) if p.shape().in_c == n && p.shape().out_c == u => {
+            fast::conv_f32::fully_connected_f32(p, b, c.f(0)?, a, o.f32_mut()?)
+        }
+        _ => conv::fully_connected_f32(b, n, u, c.f(0)?, c.f(1)?, c.f(2)?, a, o.f32_mut()?),
+    }
     Ok(())
 }
 

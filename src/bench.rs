@@ -15,7 +15,9 @@
 use crate::binder::{self, ConnectOptions, RemoteDevice, RemotePreparedModel};
 use crate::mobilenet;
 use crate::vector::compare::compare;
-use crate::vector::model::{build_request, decode, to_model, BuiltRequest, ConstantMode, OutputSlot};
+use crate::vector::model::{
+    build_request, decode, to_model, BuiltRequest, ConstantMode, OutputSlot,
+};
 use crate::vector::{Tolerance, Vector};
 use crate::{Driver, PreparedModel};
 use nnhal_hal::memory::create_memfd;
@@ -183,9 +185,7 @@ pub fn op_costs(model: &Model) -> Vec<OpCost> {
                 Some(OperationType::DepthwiseConv2d) if filter.len() == 4 => {
                     elements(&filter[1..3])
                 }
-                Some(OperationType::FullyConnected) if filter.len() == 2 => {
-                    u64::from(filter[1])
-                }
+                Some(OperationType::FullyConnected) if filter.len() == 2 => u64::from(filter[1]),
                 _ => 0,
             };
             let quantized = op.outputs.first().is_some_and(|&o| {
@@ -327,13 +327,12 @@ impl Report {
         let unit = if self.quantized { "GOP/s" } else { "GFLOP/s" };
         let _ = writeln!(
             out,
-            "model      {} ({} operations, {:.3} G{} per execution)",
+            "model      {} ({} operations, {} per execution)",
             self.model,
             self.operations,
-            2.0 * self.macs as f64 / 1e9,
-            if self.quantized { "OP" } else { "FLOP" }
+            amount(2 * self.macs, if self.quantized { "OP" } else { "FLOP" })
         );
-        let shown = |v: Option<String>| v.unwrap_or_else(|| "as the service is set up".into());
+        let shown = |v: Option<String>| v.unwrap_or_else(|| "(the service's own)".into());
         let _ = writeln!(
             out,
             "device     {}{}, isa {}, threads {}",
@@ -348,10 +347,7 @@ impl Report {
         let _ = writeln!(out, "prepare    {:.2} ms", self.prepare_ms);
         let s = &self.latency;
         let rate = if s.median > 0.0 {
-            format!(
-                ", {:.1} {unit}",
-                2.0 * self.macs as f64 / (s.median * 1e6)
-            )
+            format!(", {:.1} {unit}", 2.0 * self.macs as f64 / (s.median * 1e6))
         } else {
             String::new()
         };
@@ -361,13 +357,8 @@ impl Report {
              warm-up{rate})",
             s.median, s.p10, s.p90, s.min, self.iterations, self.warmup
         );
-        let verdict = |v: &Verdict| {
-            format!(
-                "{} {}",
-                if v.ok { "correct:" } else { "WRONG:" },
-                v.summary
-            )
-        };
+        let verdict =
+            |v: &Verdict| format!("{} {}", if v.ok { "correct:" } else { "WRONG:" }, v.summary);
         let _ = writeln!(out, "output     {}", verdict(&self.output));
         if let Some(l) = &self.logits {
             let _ = writeln!(
@@ -381,6 +372,17 @@ impl Report {
             out.push_str(&profile_table(rows, unit));
         }
         out
+    }
+}
+
+/// `count` with an SI prefix: "1.137 GFLOP", "32 FLOP".
+fn amount(count: u64, unit: &str) -> String {
+    let c = count as f64;
+    match count {
+        0..1_000 => format!("{count} {unit}"),
+        1_000..1_000_000 => format!("{:.3} k{unit}", c / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.3} M{unit}", c / 1e6),
+        _ => format!("{:.3} G{unit}", c / 1e9),
     }
 }
 
@@ -426,12 +428,7 @@ fn profile_table(rows: &[ProfileRow], unit: &str) -> String {
     let _ = writeln!(
         out,
         "{:>4}  {:<26} {:<20} {:>11.1} {:>6.1}% {:>9}",
-        "",
-        "total",
-        "",
-        total,
-        100.0,
-        rate
+        "", "total", "", total, 100.0, rate
     );
     out
 }
@@ -479,23 +476,18 @@ fn judge_reference(bytes: &[u8]) -> Verdict {
     let mut max_diff = 0f32;
     let mut outside = 0usize;
     for (&g, &r) in got.iter().zip(&reference) {
+        // A NaN output is outside and the largest difference (NaN sorts above infinity).
         let d = (g - r).abs();
-        // NaN compares false everywhere: count it as outside and as the largest difference.
-        if !(d <= mobilenet::REFERENCE_TOLERANCE) {
+        if d.is_nan() || d > mobilenet::REFERENCE_TOLERANCE {
             outside += 1;
         }
-        if !(d <= max_diff) {
+        if d.total_cmp(&max_diff).is_gt() {
             max_diff = d;
         }
     }
     let top_ok = top5 == mobilenet::REFERENCE_TOP5;
     let ok = got.len() == reference.len() && top_ok && outside == 0;
-    let list = |v: &[usize]| {
-        v.iter()
-            .map(usize::to_string)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    let list = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(" ");
     let mut summary = format!(
         "top-5 {} ({}), max |Δp| {:.2e} vs the ONNX Runtime reference (limit {:.0e})",
         list(&top5),
@@ -739,16 +731,15 @@ pub fn output_variant(v: &Vector, operand: u32, values: Vec<f64>) -> Result<Vect
 
 /// The vector at `path` and, when it names golden logits, its logits variant.
 fn load_vector(path: &Path) -> Result<(Workload, Option<Workload>), BenchError> {
-    let not_a_vector = |why: String| {
-        BenchError::Usage(format!("not a vector file: {}: {why}", path.display()))
-    };
+    let not_a_vector =
+        |why: String| BenchError::Usage(format!("not a vector file: {}: {why}", path.display()));
     let text = std::fs::read_to_string(path).map_err(|e| not_a_vector(e.to_string()))?;
     let v = Vector::from_json(&text, path).map_err(|e| match e {
         crate::vector::VectorError::Json { source, .. } => not_a_vector(source.to_string()),
         other => not_a_vector(other.to_string()),
     })?;
-    let origin: WithOrigin = serde_json::from_str(&text)
-        .map_err(|e| not_a_vector(format!("origin: {e}")))?;
+    let origin: WithOrigin =
+        serde_json::from_str(&text).map_err(|e| not_a_vector(format!("origin: {e}")))?;
     let workload = vector_workload(&v)?;
     let logits = match origin.origin.and_then(|o| o.golden_logits) {
         Some(g) => {
@@ -770,7 +761,7 @@ enum Device {
     Rpc {
         // Declared first so the session closes before a child service is stopped.
         device: RemoteDevice,
-        child: Option<ServiceChild>,
+        _child: Option<ServiceChild>,
         endpoint: String,
     },
 }
@@ -939,13 +930,16 @@ fn parse_isa(name: &str) -> Result<Isa, BenchError> {
 }
 
 /// The device, threads and isa the report names.
-fn open(options: &Options) -> Result<(Device, Option<usize>, Option<Isa>), BenchError> {
-    let isa = options.isa.as_deref().map(parse_isa).transpose()?;
+fn open(
+    options: &Options,
+    isa: Option<Isa>,
+) -> Result<(Device, Option<usize>, Option<Isa>), BenchError> {
     match options.transport {
         Transport::Inproc => {
             let driver = match isa {
                 Some(isa) => {
-                    let table = ukernels::table(isa).map_err(|e| BenchError::Usage(e.to_string()))?;
+                    let table =
+                        ukernels::table(isa).map_err(|e| BenchError::Usage(e.to_string()))?;
                     Driver::with_kernels(options.threads, table)
                 }
                 None => Driver::new(options.threads),
@@ -956,26 +950,18 @@ fn open(options: &Options) -> Result<(Device, Option<usize>, Option<Isa>), Bench
         }
         Transport::Rpc => match &options.socket {
             Some(socket) => {
-                if isa.is_some() {
-                    return Err(BenchError::Usage(
-                        "--isa cannot change a running service (--socket); start it with \
-                         NNHAL_ISA=<level> instead"
-                            .into(),
-                    ));
-                }
-                let device = binder::connect_with(socket, &ConnectOptions::default()).map_err(
-                    |e| {
+                let device =
+                    binder::connect_with(socket, &ConnectOptions::default()).map_err(|e| {
                         BenchError::Failed(format!(
                             "{e} (is nnhal-service running on {}?)",
                             socket.display()
                         ))
-                    },
-                )?;
+                    })?;
                 let endpoint = format!("service on {}", socket.display());
                 Ok((
                     Device::Rpc {
                         device,
-                        child: None,
+                        _child: None,
                         endpoint,
                     },
                     None,
@@ -996,7 +982,7 @@ fn open(options: &Options) -> Result<(Device, Option<usize>, Option<Isa>), Bench
                 Ok((
                     Device::Rpc {
                         device,
-                        child: Some(child),
+                        _child: Some(child),
                         endpoint,
                     },
                     Some(threads),
@@ -1036,11 +1022,20 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
     if options.socket.is_some() && options.transport != Transport::Rpc {
         return Err(BenchError::Usage("--socket needs --transport rpc".into()));
     }
+    // Checked before a large vector is read.
+    let isa = options.isa.as_deref().map(parse_isa).transpose()?;
+    if isa.is_some() && options.socket.is_some() {
+        return Err(BenchError::Usage(
+            "--isa cannot change a running service (--socket); start it with \
+             NNHAL_ISA=<level> instead"
+                .into(),
+        ));
+    }
     let (workload, logits) = match &options.source {
         Source::Builtin(name) => (builtin(name)?, None),
         Source::Vector(path) => load_vector(path)?,
     };
-    let (device, threads, isa) = open(options)?;
+    let (device, threads, isa) = open(options, isa)?;
     let costs = op_costs(&workload.model);
     let operations = workload.model.operations.len();
     let profile_model = options.profile.then(|| workload.model.clone());
@@ -1106,10 +1101,6 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
         Device::Rpc { endpoint, .. } => Some(endpoint.clone()),
         Device::Inproc(_) => None,
     };
-    if let Device::Rpc { child, .. } = &device {
-        // Keep the child alive until here.
-        let _ = child.as_ref().map(|c| c.process.id());
-    }
     Ok(Report {
         model: workload.name,
         operations,
@@ -1161,8 +1152,10 @@ fn profile(
         .enumerate()
         .map(|(k, op)| ProfileRow {
             index: k,
-            operation: OperationType::from_raw(op.operation_type)
-                .map_or_else(|| format!("type {}", op.operation_type), |t| t.name().into()),
+            operation: OperationType::from_raw(op.operation_type).map_or_else(
+                || format!("type {}", op.operation_type),
+                |t| t.name().into(),
+            ),
             output_dims: op
                 .outputs
                 .first()
@@ -1199,16 +1192,52 @@ mod tests {
         assert!(costs.iter().all(|c| !c.quantized));
     }
 
+    /// `t = a + b` (3), `u = relu(t)` (4), `y = u * c` (6): a chain with a constant (5) that
+    /// only the last operation reads.
+    const CHAIN: &str = r#"{"name": "chain", "model": {
+        "operands": [
+          {"type": "TENSOR_FLOAT32", "dimensions": [2], "lifetime": "MODEL_INPUT"},
+          {"type": "TENSOR_FLOAT32", "dimensions": [2], "lifetime": "MODEL_INPUT"},
+          {"type": "INT32", "dimensions": [], "lifetime": "CONSTANT_COPY", "value": [0]},
+          {"type": "TENSOR_FLOAT32", "dimensions": [2], "lifetime": "TEMPORARY_VARIABLE"},
+          {"type": "TENSOR_FLOAT32", "dimensions": [2], "lifetime": "TEMPORARY_VARIABLE"},
+          {"type": "TENSOR_FLOAT32", "dimensions": [2], "lifetime": "CONSTANT_COPY",
+           "value": [2, 3]},
+          {"type": "TENSOR_FLOAT32", "dimensions": [2], "lifetime": "MODEL_OUTPUT"}],
+        "operations": [
+          {"type": "ADD", "inputs": [0, 1, 2], "outputs": [3]},
+          {"type": "RELU", "inputs": [3], "outputs": [4]},
+          {"type": "MUL", "inputs": [4, 5, 2], "outputs": [6]}],
+        "inputIndexes": [0, 1], "outputIndexes": [6]},
+      "examples": [{"inputs": {"0": [1, -5], "1": [2, 2]}, "outputs": {"0": [6, 0]}}]}"#;
+
     #[test]
-    fn logits_variant_of_a_chain() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors");
-        let v = Vector::from_file(&dir.join("conv_float.json")).unwrap();
-        // Cut at the model's own output: the same model, renumbered identically.
-        let out = v.model.output_indexes[0];
-        let same = output_variant(&v, out, vec![0.0; 4]).unwrap();
-        assert_eq!(same.model.operands.len(), v.model.operands.len());
-        assert_eq!(same.model.operations.len(), v.model.operations.len());
-        assert_eq!(same.tolerance.float32.atol, 0.0);
-        assert!(output_variant(&v, 0, vec![]).is_err(), "an input has no producer");
+    fn output_variant_drops_what_only_later_operations_use() {
+        let v = Vector::from_json(CHAIN, Path::new("chain.json")).unwrap();
+        let t = output_variant(&v, 3, vec![3.0, -3.0]).unwrap();
+        assert_eq!(t.model.operations.len(), 1);
+        assert_eq!(t.model.operands.len(), 4);
+        assert_eq!(t.model.operands[3].lifetime, "MODEL_OUTPUT");
+        assert_eq!(t.model.output_indexes, [3]);
+        assert_eq!(t.examples[0].output(0), Some(&[3.0, -3.0][..]));
+        assert_eq!(t.tolerance.float32.atol, 0.0);
+
+        // Cutting after RELU keeps operands 0..=4 and renumbers nothing.
+        let u = output_variant(&v, 4, vec![3.0, 0.0]).unwrap();
+        assert_eq!(u.model.operands.len(), 5);
+        assert_eq!(u.model.operations[1].inputs, [3]);
+        assert_eq!(u.model.operands[3].lifetime, "TEMPORARY_VARIABLE");
+
+        // The variant is a runnable model computing the cut operand.
+        let w = vector_workload(&t).unwrap();
+        let driver = Driver::new(1).unwrap();
+        let prepared = Prepared::Inproc(driver.prepare_model(w.model.clone()).unwrap());
+        assert!(w.judge(&run_once(&prepared, &w).unwrap()).ok);
+
+        assert!(
+            output_variant(&v, 0, vec![]).is_err(),
+            "an input has no producer"
+        );
+        assert!(output_variant(&v, 99, vec![]).is_err());
     }
 }

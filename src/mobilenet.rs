@@ -342,7 +342,14 @@ pub fn model() -> Model {
             LayerKind::Depthwise => b.operation(
                 OperationType::DepthwiseConv2d,
                 &[
-                    previous, filter, bias, op::ONE, stride, stride, op::ONE, activation,
+                    previous,
+                    filter,
+                    bias,
+                    op::ONE,
+                    stride,
+                    stride,
+                    op::ONE,
+                    activation,
                 ],
                 out,
             ),
@@ -405,10 +412,20 @@ mod tests {
     #[test]
     fn generator_check_values() {
         assert_eq!(SplitMix64::new(1).next_u64(), 0x910a_2dec_8902_5cc1);
+        // The check values are printed to a fixed number of decimals: compare at that precision.
+        let printed = |values: &[f32], expected: &[&str]| {
+            for (v, e) in values.iter().zip(expected) {
+                let decimals = e.len() - e.find('.').unwrap() - 1;
+                assert_eq!(format!("{v:.decimals$}"), *e, "{v}");
+            }
+        };
         let w = weights();
-        assert_eq!(w[0].filter[..3], [0.0627548, 0.23172523, 0.4440656]);
-        assert_eq!(w[0].bias[..2], [-0.06816145, 0.01145169]);
-        assert_eq!(input()[..4], [0.18237936, 0.49829936, 0.19127607, 0.53083825]);
+        printed(&w[0].filter[..3], &["0.0627548", "0.23172523", "0.4440656"]);
+        printed(&w[0].bias[..2], &["-0.06816145", "0.01145169"]);
+        printed(
+            &input()[..4],
+            &["0.18237936", "0.49829936", "0.19127607", "0.53083825"],
+        );
     }
 
     #[test]
@@ -447,14 +464,47 @@ mod tests {
         assert_eq!(m.operations[29].inputs, [90, 91]);
         assert_eq!(m.operations[30].inputs, [92, 93]);
         assert_eq!(m.output_indexes, [94]);
-        // Every float32 parameter is in operand_values, plus 6 scalars, the shape and beta.
-        assert!(m.operand_values.len() >= PARAMETERS * 4 + 6 * 4 + 8 + 4);
+        // Every float32 parameter is in operand_values, beside 5 INT32 scalars, the RESHAPE
+        // shape (2 × INT32) and beta.
+        assert_eq!(m.operand_values.len(), PARAMETERS * 4 + 5 * 4 + 8 + 4);
         crate::Driver::new(1)
             .unwrap()
             .supported_operations(&m)
             .unwrap()
             .iter()
             .for_each(|&s| assert!(s));
+    }
+
+    #[test]
+    fn same_graph_as_the_uint8_vector() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("perf/mobilenet_v1_u8.json");
+        let v = crate::vector::Vector::from_file(&path).unwrap();
+        let m = model();
+        assert_eq!(m.operations.len(), v.model.operations.len());
+        for (k, (a, b)) in m.operations.iter().zip(&v.model.operations).enumerate() {
+            let ty = OperationType::from_raw(a.operation_type).unwrap();
+            assert_eq!(ty.name(), b.operation_type, "operation {k}");
+            assert_eq!(
+                (&a.inputs, &a.outputs),
+                (&b.inputs, &b.outputs),
+                "operation {k}"
+            );
+        }
+        assert_eq!(m.operands.len(), v.model.operands.len());
+        for (i, (a, b)) in m.operands.iter().zip(&v.model.operands).enumerate() {
+            assert_eq!(a.dimensions, b.dimensions, "operand {i}");
+            let lifetime = OperandLifeTime::from_raw(a.lifetime).unwrap();
+            assert_eq!(lifetime.name(), b.lifetime, "operand {i}");
+            if a.operand_type != OperandType::TensorFloat32.raw() {
+                // Scalars and the shape: the same values in both models.
+                let start = a.location.offset as usize;
+                let bytes = &m.operand_values[start..start + a.location.length as usize];
+                let ty = OperandType::from_raw(a.operand_type).unwrap();
+                let values = crate::vector::model::decode(ty, bytes);
+                assert_eq!(Some(&values), b.value.as_ref(), "operand {i}");
+            }
+        }
     }
 
     #[test]

@@ -483,7 +483,11 @@ fn bench_model(a: &BenchArgs, out: &mut String) -> Result<(), Failure> {
     let source = match (&a.workload.builtin, &a.workload.vector) {
         (Some(name), _) => Source::Builtin(name.clone()),
         (None, Some(path)) => Source::Vector(path.clone()),
-        (None, None) => return Err(Failure::Usage("give --builtin NAME or a vector file".into())),
+        (None, None) => {
+            return Err(Failure::Usage(
+                "give --builtin NAME or a vector file".into(),
+            ))
+        }
     };
     let options = bench::Options {
         source,

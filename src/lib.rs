@@ -5,9 +5,12 @@
 //! [`PreparedModel::execute`]. The binder adapter, the CLI, the conformance suite and the
 //! benchmarks all go through it.
 
+#[cfg(not(feature = "aosp"))]
+pub mod bench;
 pub mod binder;
 pub mod driver;
 pub mod executor;
+pub mod mobilenet;
 pub mod plan;
 pub mod probe;
 pub mod tensor;

@@ -453,6 +453,9 @@ impl Plan {
         }
         for step in &self.steps {
             if step.aliased {
+                if let Some(times) = profile.as_deref_mut() {
+                    times.push(Duration::ZERO);
+                }
                 continue;
             }
             let started = profile.is_some().then(Instant::now);

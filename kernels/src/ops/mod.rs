@@ -5,6 +5,9 @@
 //! oracles these loops are tested against.
 
 pub mod aligned;
+pub mod dwconv_f32;
+pub mod elementwise_f32;
+pub mod pool_f32;
 
 pub use aligned::AlignedBuf;
 

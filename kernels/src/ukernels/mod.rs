@@ -17,7 +17,9 @@
 use std::fmt;
 use std::sync::OnceLock;
 
+pub mod f32_small;
 pub mod generic;
+pub(crate) mod simd;
 
 #[cfg(target_arch = "x86_64")]
 pub mod x86_64;
@@ -152,12 +154,23 @@ fn known() -> String {
 pub struct Ukernels {
     /// The level this table was built for (its best kernels may come from lower levels).
     pub isa: Isa,
+    /// float32 DEPTHWISE_CONV_2D.
+    pub f32_dw: f32_small::F32Dw,
+    /// float32 AVERAGE_POOL_2D and MAX_POOL_2D.
+    pub f32_pool: f32_small::F32Pool,
+    /// float32 element-wise operations and SOFTMAX.
+    pub f32_vec: f32_small::F32Vec,
 }
 
 impl Ukernels {
     /// The portable table: every slot filled with the generic kernel.
     pub fn generic() -> Ukernels {
-        Ukernels { isa: Isa::Generic }
+        Ukernels {
+            isa: Isa::Generic,
+            f32_dw: generic::f32_small::F32_DW,
+            f32_pool: generic::f32_small::F32_POOL,
+            f32_vec: generic::f32_small::F32_VEC,
+        }
     }
 
     /// The generic table with every level up to `isa` applied on top, lowest first.

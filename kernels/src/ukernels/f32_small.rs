@@ -190,7 +190,8 @@ unsafe fn store_n<V: F32Simd>(v: V, p: *mut f32, n: usize) {
     }
 }
 
-/// [`F32Dw::window`].
+/// [`F32Dw::window`]. Pixel-major: all channels of a pixel are contiguous, so walking them
+/// streams through memory, whatever the channel count.
 ///
 /// # Safety
 /// The processor runs `V`'s level; the memory contract of [`F32Dw::window`].
@@ -202,65 +203,95 @@ pub(crate) unsafe fn dw_window<V: F32Simd>(a: &DwRun, c: &DwClip) {
     // SAFETY: every pointer below stays inside the run's taps, its channels' packed blocks
     // and its output pixels, which the caller makes accessible.
     unsafe {
-        for c0 in (0..a.channels).step_by(l) {
-            let n = l.min(a.channels - c0);
-            let wb = a.weights.add(c0 / l * block);
-            let bias = V::load(wb);
-            for p in 0..a.pixels {
-                let src = a.input.add(p * a.stride * a.in_px + c0);
+        for p in 0..a.pixels {
+            let src = a.input.add(p * a.stride * a.in_px);
+            let dst = a.output.add(p * a.out_px);
+            for c0 in (0..a.channels).step_by(l) {
+                let n = l.min(a.channels - c0);
+                let wb = a.weights.add(c0 / l * block);
                 let mut acc = V::splat(0.0);
                 for ky in 0..c.rows {
-                    let row = src.add(ky * a.in_row);
+                    let row = src.add(ky * a.in_row + c0);
                     let wrow = wb.add((1 + (c.ky0 + ky) * c.kw + c.kx0) * l);
                     for kx in 0..c.cols {
                         let x = load_n::<V>(row.add(kx * a.in_px), n);
                         acc = x.mul_add(V::load(wrow.add(kx * l)), acc);
                     }
                 }
-                let y = clamp(acc.add(bias), lo, hi, a.clamp.nan_to_lo);
-                store_n(y, a.output.add(p * a.out_px + c0), n);
+                let y = clamp(acc.add(V::load(wb)), lo, hi, a.clamp.nan_to_lo);
+                store_n(y, dst.add(c0), n);
             }
         }
     }
 }
 
-/// [`F32Dw::conv3x3`] with stride `S`, `P` pixels per pass.
+/// Channel blocks whose packed weights stay in L1 while a run sweeps its pixel tiles over them
+/// (8 blocks of 16 lanes: 5 KiB).
+const DW_GROUP_BLOCKS: usize = 8;
+
+/// [`F32Dw::conv3x3`] with stride `S`, tiles of `P`, then 4, 2 and 1 pixels.
+///
+/// Loop order: groups of [`DW_GROUP_BLOCKS`] channel blocks, pixel tiles, blocks. A tile's
+/// input of one group is a few contiguous lines per pixel (sweeping one block across a whole
+/// row instead would stride by the pixel size, which for 512 or 1024 channels is 2 or 4 KiB
+/// and maps every access to the same few L1 sets). Each block's nine weights and bias are
+/// reloaded per tile from L1 and then held in registers for the tile's `9·P` FMAs.
 ///
 /// # Safety
 /// The processor runs `V`'s level; the memory contract of [`F32Dw::conv3x3`]; `a.stride == S`.
 #[inline(always)]
 pub(crate) unsafe fn dw_conv3x3<V: F32Simd, const S: usize, const P: usize>(a: &DwRun) {
-    let l = V::LANES;
-    let block = 10 * l;
+    let blocks = a.channels.div_ceil(V::LANES);
     // SAFETY: as in `dw_window`; the nine taps of every pixel are in bounds.
     unsafe {
-        for c0 in (0..a.channels).step_by(l) {
+        for g0 in (0..blocks).step_by(DW_GROUP_BLOCKS) {
+            let g1 = (g0 + DW_GROUP_BLOCKS).min(blocks);
+            let mut p = 0;
+            while p + P <= a.pixels {
+                dw3x3_group::<V, S, P>(a, g0, g1, p);
+                p += P;
+            }
+            if P > 4 && p + 4 <= a.pixels {
+                dw3x3_group::<V, S, 4>(a, g0, g1, p);
+                p += 4;
+            }
+            if P > 2 && p + 2 <= a.pixels {
+                dw3x3_group::<V, S, 2>(a, g0, g1, p);
+                p += 2;
+            }
+            while p < a.pixels {
+                dw3x3_group::<V, S, 1>(a, g0, g1, p);
+                p += 1;
+            }
+        }
+    }
+}
+
+/// Pixels `p..p+Q` of channel blocks `g0..g1`.
+#[inline(always)]
+unsafe fn dw3x3_group<V: F32Simd, const S: usize, const Q: usize>(
+    a: &DwRun,
+    g0: usize,
+    g1: usize,
+    p: usize,
+) {
+    let l = V::LANES;
+    // SAFETY: blocks g0..g1 hold channels of the run (the last possibly partial, its packed
+    // block zero-padded); the pixels are in the run (caller).
+    unsafe {
+        for j in g0..g1 {
+            let c0 = j * l;
             let n = l.min(a.channels - c0);
-            let wb = a.weights.add(c0 / l * block);
+            let wb = a.weights.add(j * 10 * l);
             let mut w = [V::splat(0.0); 9];
             for (t, w) in w.iter_mut().enumerate() {
                 *w = V::load(wb.add((t + 1) * l));
             }
             let bias = V::load(wb);
-            let mut p = 0;
             if n == l {
-                while p + P <= a.pixels {
-                    dw3x3_tile::<V, S, P, false>(a, &w, bias, c0, p, n);
-                    p += P;
-                }
-                while p < a.pixels {
-                    dw3x3_tile::<V, S, 1, false>(a, &w, bias, c0, p, n);
-                    p += 1;
-                }
+                dw3x3_tile::<V, S, Q, false>(a, &w, bias, c0, p, n);
             } else {
-                while p + P <= a.pixels {
-                    dw3x3_tile::<V, S, P, true>(a, &w, bias, c0, p, n);
-                    p += P;
-                }
-                while p < a.pixels {
-                    dw3x3_tile::<V, S, 1, true>(a, &w, bias, c0, p, n);
-                    p += 1;
-                }
+                dw3x3_tile::<V, S, Q, true>(a, &w, bias, c0, p, n);
             }
         }
     }

@@ -201,8 +201,8 @@ unsafe fn conv_row(
         weights,
         taps: kh * kw,
         channels: c1 - c0,
-        // SAFETY (of the offset): out_row + ox·c + c0 < output length for ox < ow.
-        output: unsafe { output.add(out_row + ox * c + c0) },
+        // In bounds: out_row + ox·c + c0 < output length for ox < ow.
+        output: output.wrapping_add(out_row + ox * c + c0),
         out_px: c,
         pixels,
         stride: sw,

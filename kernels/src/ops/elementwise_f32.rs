@@ -28,26 +28,28 @@ type Unary = unsafe fn(&[f32], &mut [f32]);
 fn binary(f: Binary, a: &[f32], b: &[f32], c: ClampF32, out: &mut [f32]) {
     assert_eq!(a.len(), out.len(), "first operand length");
     assert_eq!(b.len(), out.len(), "second operand length");
-    // SAFETY (both calls): table slots only hold kernels the processor runs.
     if parallel(out.len()) {
         let n = chunk_len(out.len());
         out.par_chunks_mut(n)
             .zip(a.par_chunks(n).zip(b.par_chunks(n)))
+            // SAFETY: table slots only hold kernels the processor runs.
             .for_each(|(o, (a, b))| unsafe { f(a, b, o, c) });
     } else {
+        // SAFETY: table slots only hold kernels the processor runs.
         unsafe { f(a, b, out, c) }
     }
 }
 
 fn unary(f: Unary, input: &[f32], out: &mut [f32]) {
     assert_eq!(input.len(), out.len(), "input length");
-    // SAFETY (both calls): table slots only hold kernels the processor runs.
     if parallel(out.len()) {
         let n = chunk_len(out.len());
         out.par_chunks_mut(n)
             .zip(input.par_chunks(n))
+            // SAFETY: table slots only hold kernels the processor runs.
             .for_each(|(o, x)| unsafe { f(x, o) });
     } else {
+        // SAFETY: table slots only hold kernels the processor runs.
         unsafe { f(input, out) }
     }
 }
@@ -67,13 +69,14 @@ pub fn clamp_f32(uk: &Ukernels, act: Activation, input: &[f32], out: &mut [f32])
     let c = ClampF32::passing_nan(act);
     let f = uk.f32_vec.clamp;
     assert_eq!(input.len(), out.len(), "input length");
-    // SAFETY (both calls): table slots only hold kernels the processor runs.
     if parallel(out.len()) {
         let n = chunk_len(out.len());
         out.par_chunks_mut(n)
             .zip(input.par_chunks(n))
+            // SAFETY: table slots only hold kernels the processor runs.
             .for_each(|(o, x)| unsafe { f(x, o, c) });
     } else {
+        // SAFETY: table slots only hold kernels the processor runs.
         unsafe { f(input, out, c) }
     }
 }

@@ -562,14 +562,20 @@ macro_rules! f32_small_entries {
     ) => {
         use $crate::ukernels::f32_small as fs;
 
-        /// General depthwise window. Safety: see [`fs::F32Dw::window`].
+        /// General depthwise window.
+        ///
+        /// # Safety
+        /// The processor runs this level; the memory contract of [`fs::F32Dw::window`].
         $(#[$feat])*
         pub unsafe fn $dw(a: &fs::DwRun, c: &fs::DwClip) {
             // SAFETY: this level is supported (table) and the caller keeps the memory contract.
             unsafe { fs::dw_window::<$v>(a, c) }
         }
 
-        /// Full 3×3 depthwise windows. Safety: see [`fs::F32Dw::conv3x3`].
+        /// Full 3×3 depthwise windows, stride 1 or 2.
+        ///
+        /// # Safety
+        /// The processor runs this level; the memory contract of [`fs::F32Dw::conv3x3`].
         $(#[$feat])*
         pub unsafe fn $dw3(a: &fs::DwRun) {
             // SAFETY: as in the general window kernel; the stride picks the instantiation.
@@ -583,70 +589,100 @@ macro_rules! f32_small_entries {
             }
         }
 
-        /// AVERAGE_POOL_2D pixel. Safety: see [`fs::F32Pool::avg`].
+        /// AVERAGE_POOL_2D pixel.
+        ///
+        /// # Safety
+        /// The processor runs this level; the memory contract of [`fs::F32Pool::avg`].
         $(#[$feat])*
         pub unsafe fn $avg(a: &fs::PoolPixel) {
             // SAFETY: this level is supported (table) and the caller keeps the memory contract.
             unsafe { fs::avg_pool::<$v>(a) }
         }
 
-        /// MAX_POOL_2D pixel. Safety: see [`fs::F32Pool::max`].
+        /// MAX_POOL_2D pixel.
+        ///
+        /// # Safety
+        /// The processor runs this level; the memory contract of [`fs::F32Pool::max`].
         $(#[$feat])*
         pub unsafe fn $maxp(a: &fs::PoolPixel) {
             // SAFETY: this level is supported (table) and the caller keeps the memory contract.
             unsafe { fs::max_pool::<$v>(a) }
         }
 
-        /// Safety: the processor runs this level.
+        /// One [`fs::F32Vec`] loop.
+        ///
+        /// # Safety
+        /// The processor runs this level.
         $(#[$feat])*
         pub unsafe fn $add(a: &[f32], b: &[f32], out: &mut [f32], c: fs::ClampF32) {
             // SAFETY: this level is supported (caller).
             unsafe { fs::vadd::<$v>(a, b, out, c) }
         }
 
-        /// Safety: the processor runs this level.
+        /// One [`fs::F32Vec`] loop.
+        ///
+        /// # Safety
+        /// The processor runs this level.
         $(#[$feat])*
         pub unsafe fn $mul(a: &[f32], b: &[f32], out: &mut [f32], c: fs::ClampF32) {
             // SAFETY: this level is supported (caller).
             unsafe { fs::vmul::<$v>(a, b, out, c) }
         }
 
-        /// Safety: the processor runs this level.
+        /// One [`fs::F32Vec`] loop.
+        ///
+        /// # Safety
+        /// The processor runs this level.
         $(#[$feat])*
         pub unsafe fn $clamp(x: &[f32], out: &mut [f32], c: fs::ClampF32) {
             // SAFETY: this level is supported (caller).
             unsafe { fs::vclamp::<$v>(x, out, c) }
         }
 
-        /// Safety: the processor runs this level.
+        /// One [`fs::F32Vec`] loop.
+        ///
+        /// # Safety
+        /// The processor runs this level.
         $(#[$feat])*
         pub unsafe fn $logistic(x: &[f32], out: &mut [f32]) {
             // SAFETY: this level is supported (caller).
             unsafe { fs::vlogistic::<$v>(x, out) }
         }
 
-        /// Safety: the processor runs this level.
+        /// One [`fs::F32Vec`] loop.
+        ///
+        /// # Safety
+        /// The processor runs this level.
         $(#[$feat])*
         pub unsafe fn $tanh(x: &[f32], out: &mut [f32]) {
             // SAFETY: this level is supported (caller).
             unsafe { fs::vtanh::<$v>(x, out) }
         }
 
-        /// Safety: the processor runs this level.
+        /// One [`fs::F32Vec`] loop.
+        ///
+        /// # Safety
+        /// The processor runs this level.
         $(#[$feat])*
         pub unsafe fn $rmax(x: &[f32]) -> f32 {
             // SAFETY: this level is supported (caller).
             unsafe { fs::vmax::<$v>(x) }
         }
 
-        /// Safety: the processor runs this level.
+        /// One [`fs::F32Vec`] loop.
+        ///
+        /// # Safety
+        /// The processor runs this level.
         $(#[$feat])*
         pub unsafe fn $expsum(x: &[f32], out: &mut [f32], shift: f32, beta: f32) -> f32 {
             // SAFETY: this level is supported (caller).
             unsafe { fs::vexp_sum::<$v>(x, out, shift, beta) }
         }
 
-        /// Safety: the processor runs this level.
+        /// One [`fs::F32Vec`] loop.
+        ///
+        /// # Safety
+        /// The processor runs this level.
         $(#[$feat])*
         pub unsafe fn $div(out: &mut [f32], d: f32) {
             // SAFETY: this level is supported (caller).

@@ -110,8 +110,9 @@ pub(crate) unsafe trait F32Simd: Copy {
 #[inline(always)]
 fn exp_reduce<V: F32Simd>(x: V) -> (V, V) {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
-    const LN2_HI: f32 = 0.693_145_751_953_125;
-    const LN2_LO: f32 = 1.428_606_820_309_417_2e-6;
+    // 0.693145751953125 exactly (0x3F317200), and ln2 minus that, rounded to float32.
+    const LN2_HI: f32 = 0.693_145_75;
+    const LN2_LO: f32 = 1.428_606_8e-6;
     let n = x.mul(V::splat(LOG2E)).round();
     let r = n.mul_add(V::splat(-LN2_HI), x);
     let r = n.mul_add(V::splat(-LN2_LO), r);

@@ -12,6 +12,7 @@ use crate::tensor::{DataMut, DataRef, Tensor, TensorMut, TensorRef};
 use nnhal_hal::shape::{LshKind, Params, WindowParams};
 use nnhal_hal::validate::{OperandInfo, OperationInfo, ValidModel};
 use nnhal_hal::{FusedActivationFunc, HalError, HalResult, OperandType, OperationType};
+use nnhal_kernels::ops::dwconv_f32::PackedDwF32;
 use nnhal_kernels::ops::{self as fast, FilterShape, PackedConvF32};
 use nnhal_kernels::ukernels::Ukernels;
 use nnhal_kernels::{
@@ -25,6 +26,8 @@ use std::sync::Arc;
 pub enum Packed {
     /// CONV_2D / FULLY_CONNECTED float32 filter and bias.
     ConvF32(PackedConvF32),
+    /// DEPTHWISE_CONV_2D float32 filter and bias.
+    DwF32(PackedDwF32),
 }
 
 /// What packing sees: the operation, its resolved parameters and the model's constants.
@@ -60,6 +63,8 @@ pub struct Call<'a> {
     pub op: &'a OperationInfo,
     pub params: &'a Params,
     pub packed: Option<&'a Packed>,
+    /// The micro-kernels the plan was compiled for.
+    pub kernels: &'static Ukernels,
     pub values: &'a [Option<TensorRef<'a>>],
 }
 
@@ -186,8 +191,16 @@ macro_rules! registration {
     };
 }
 
-registration!(ADD_F32, |c, o| binary_f32(c, o, ew::add_f32), elementwise);
-registration!(MUL_F32, |c, o| binary_f32(c, o, ew::mul_f32), elementwise);
+registration!(
+    ADD_F32,
+    |c, o| binary_f32(c, o, fast::elementwise_f32::add_f32, ew::add_f32),
+    elementwise
+);
+registration!(
+    MUL_F32,
+    |c, o| binary_f32(c, o, fast::elementwise_f32::mul_f32, ew::mul_f32),
+    elementwise
+);
 registration!(ADD_U8, |c, o| binary_u8(c, o, ew::add_u8), elementwise);
 registration!(MUL_U8, |c, o| binary_u8(c, o, ew::mul_u8), elementwise);
 registration!(AVERAGE_POOL_F32, average_pool_f32, window_work);
@@ -198,13 +211,26 @@ registration!(L2_POOL_F32, l2_pool_f32, window_work);
 registration!(CONCATENATION, concatenation, elementwise);
 registration!(CONV_F32, pack_conv_f32, conv_f32, conv_work, true);
 registration!(CONV_U8, conv_u8, conv_work);
-registration!(DEPTHWISE_F32, depthwise_f32, window_work);
+registration!(
+    DEPTHWISE_F32,
+    pack_depthwise_f32,
+    depthwise_f32,
+    window_work,
+    true
+);
 registration!(DEPTHWISE_U8, depthwise_u8, window_work);
 registration!(BLOCK_REARRANGE, block_rearrange, elementwise, partial);
 registration!(DEQUANTIZE, dequantize, elementwise);
 registration!(EMBEDDING_LOOKUP, embedding_lookup, elementwise, partial);
 registration!(HASHTABLE_LOOKUP, hashtable_lookup, elementwise, partial);
-registration!(FLOOR, |c, o| unary_f32(c, o, ew::floor_f32), elementwise);
+registration!(
+    FLOOR,
+    |c, o| {
+        ew::floor_f32(c.f(0)?, out0(o)?.f32_mut()?);
+        Ok(())
+    },
+    elementwise
+);
 registration!(
     FULLY_CONNECTED_F32,
     pack_fc_f32,
@@ -217,7 +243,7 @@ registration!(L2_NORMALIZATION, l2_normalization, elementwise, partial);
 registration!(LRN, local_response_normalization, lrn_work, partial);
 registration!(
     LOGISTIC_F32,
-    |c, o| unary_f32(c, o, ew::logistic_f32),
+    |c, o| unary_f32(c, o, fast::elementwise_f32::logistic_f32),
     elementwise
 );
 registration!(LOGISTIC_U8, logistic_u8, elementwise);
@@ -231,7 +257,11 @@ registration!(RNN, rnn, recurrent_work, partial);
 registration!(SOFTMAX_F32, softmax_f32, elementwise);
 registration!(SOFTMAX_U8, softmax_u8, elementwise);
 registration!(SVDF, svdf, recurrent_work, partial);
-registration!(TANH, |c, o| unary_f32(c, o, ew::tanh_f32), elementwise);
+registration!(
+    TANH,
+    |c, o| unary_f32(c, o, fast::elementwise_f32::tanh_f32),
+    elementwise
+);
 
 fn no_pack(_: &PackArgs) -> HalResult<Option<Packed>> {
     Ok(None)
@@ -371,12 +401,23 @@ fn call_window(c: &Call, out: &TensorMut) -> HalResult<Window> {
 // ---- element-wise ----------------------------------------------------------------------------
 
 type BinaryF32 = fn(&[f32], &[usize], &[f32], &[usize], Activation, &mut [f32], &[usize]);
+type SameShapeF32 = fn(&Ukernels, &[f32], &[f32], Activation, &mut [f32]);
 
-fn binary_f32(c: &Call, outs: &mut [TensorMut], f: BinaryF32) -> HalResult<()> {
+/// Same-shape operands take the vector kernel; broadcasting ones the reference.
+fn binary_f32(
+    c: &Call,
+    outs: &mut [TensorMut],
+    same: SameShapeF32,
+    broadcast: BinaryF32,
+) -> HalResult<()> {
     let a = fused(c)?;
     let o = out0(outs)?;
-    let (ad, bd, od) = (shape(c.dims(0)?), shape(c.dims(1)?), shape(o.dims));
-    f(c.f(0)?, &ad, c.f(1)?, &bd, a, o.f32_mut()?, &od);
+    if c.dims(0)? == o.dims && c.dims(1)? == o.dims {
+        same(c.kernels, c.f(0)?, c.f(1)?, a, o.f32_mut()?);
+    } else {
+        let (ad, bd, od) = (shape(c.dims(0)?), shape(c.dims(1)?), shape(o.dims));
+        broadcast(c.f(0)?, &ad, c.f(1)?, &bd, a, o.f32_mut()?, &od);
+    }
     Ok(())
 }
 
@@ -413,8 +454,12 @@ fn binary_u8(c: &Call, outs: &mut [TensorMut], f: BinaryU8) -> HalResult<()> {
     .map_err(kernel_error)
 }
 
-fn unary_f32(c: &Call, outs: &mut [TensorMut], f: fn(&[f32], &mut [f32])) -> HalResult<()> {
-    f(c.f(0)?, out0(outs)?.f32_mut()?);
+fn unary_f32(
+    c: &Call,
+    outs: &mut [TensorMut],
+    f: fn(&Ukernels, &[f32], &mut [f32]),
+) -> HalResult<()> {
+    f(c.kernels, c.f(0)?, out0(outs)?.f32_mut()?);
     Ok(())
 }
 
@@ -427,7 +472,8 @@ fn clamp_kind(c: &Call) -> Activation {
 }
 
 fn clamp_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
-    ew::clamp_f32(clamp_kind(c), c.f(0)?, out0(outs)?.f32_mut()?);
+    let o = out0(outs)?.f32_mut()?;
+    fast::elementwise_f32::clamp_f32(c.kernels, clamp_kind(c), c.f(0)?, o);
     Ok(())
 }
 
@@ -483,7 +529,7 @@ fn concatenation(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
 fn average_pool_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, o) = (fused(c)?, out0(outs)?);
     let win = call_window(c, o)?;
-    pool::average_pool_f32(&win, c.f(0)?, a, o.f32_mut()?);
+    fast::pool_f32::average_pool_f32(c.kernels, &win, c.f(0)?, a, o.f32_mut()?);
     Ok(())
 }
 
@@ -497,7 +543,7 @@ fn average_pool_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
 fn max_pool_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, o) = (fused(c)?, out0(outs)?);
     let win = call_window(c, o)?;
-    pool::max_pool_f32(&win, c.f(0)?, a, o.f32_mut()?);
+    fast::pool_f32::max_pool_f32(c.kernels, &win, c.f(0)?, a, o.f32_mut()?);
     Ok(())
 }
 
@@ -586,10 +632,31 @@ fn multiplier(c: &Call) -> HalResult<usize> {
     }
 }
 
+fn pack_depthwise_f32(a: &PackArgs) -> HalResult<Option<Packed>> {
+    let (Some(filter), Some(bias)) = (a.constant(1), a.constant(2)) else {
+        return Ok(None);
+    };
+    let &[1, kh, kw, out_c] = filter.dims else {
+        return Ok(None);
+    };
+    Ok(Some(Packed::DwF32(PackedDwF32::pack(
+        a.kernels,
+        kh as usize,
+        kw as usize,
+        out_c as usize,
+        filter.f32()?,
+        bias.f32()?,
+    ))))
+}
+
 fn depthwise_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, m, o) = (fused(c)?, multiplier(c)?, out0(outs)?);
     let win = call_window(c, o)?;
-    conv::depthwise_conv2d_f32(&win, m, c.f(0)?, c.f(1)?, c.f(2)?, a, o.f32_mut()?);
+    let (input, out) = (c.f(0)?, o.f32_mut()?);
+    match c.packed {
+        Some(Packed::DwF32(p)) => fast::dwconv_f32::depthwise_conv2d_f32(&win, m, p, input, a, out),
+        _ => conv::depthwise_conv2d_f32(&win, m, input, c.f(1)?, c.f(2)?, a, out),
+    }
     Ok(())
 }
 
@@ -803,7 +870,8 @@ fn softmax_params(c: &Call) -> HalResult<(f32, usize)> {
 
 fn softmax_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (beta, depth) = softmax_params(c)?;
-    norm::softmax_f32(c.f(0)?, depth, beta, out0(outs)?.f32_mut()?);
+    let o = out0(outs)?.f32_mut()?;
+    fast::elementwise_f32::softmax_f32(c.kernels, beta, depth, c.f(0)?, o);
     Ok(())
 }
 

@@ -491,6 +491,7 @@ impl Plan {
                 op,
                 params: &inferred.params,
                 packed: step.packed.as_ref(),
+                kernels: self.kernels,
                 values: &values,
             };
             (step.imp.run)(&call, &mut out_views)?;
@@ -629,6 +630,7 @@ impl Plan {
                     op,
                     params: &inferred.params,
                     packed: step.packed.as_ref(),
+                    kernels: self.kernels,
                     values: &values,
                 };
                 (step.imp.run)(&call, &mut out_views)?;

@@ -6,6 +6,9 @@
 
 pub mod aligned;
 pub mod conv_f32;
+pub mod dwconv_f32;
+pub mod elementwise_f32;
+pub mod pool_f32;
 
 pub use aligned::AlignedBuf;
 pub use conv_f32::PackedConvF32;

@@ -3,6 +3,7 @@
 //! whatever the baseline target offers (SSE2 on x86_64, NEON on aarch64).
 
 use super::{F32Gemm, F32GemmArgs, F32GemmFn};
+pub mod f32_small;
 
 /// Float32 GEMM tile: 4 rows × 8 columns is 8 baseline 128-bit accumulators, which fits the
 /// 16 SSE registers with room for the B row and the broadcast A value.

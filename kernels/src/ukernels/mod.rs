@@ -17,7 +17,9 @@
 use std::fmt;
 use std::sync::OnceLock;
 
+pub mod f32_small;
 pub mod generic;
+pub(crate) mod simd;
 
 #[cfg(target_arch = "x86_64")]
 pub mod x86_64;
@@ -210,6 +212,12 @@ pub struct Ukernels {
     /// Float32 GEMM with bias and clamp: 1×1 convolutions, fully connected layers, and every
     /// other convolution after an im2col of its input.
     pub f32_gemm: F32Gemm,
+    /// float32 DEPTHWISE_CONV_2D.
+    pub f32_dw: f32_small::F32Dw,
+    /// float32 AVERAGE_POOL_2D and MAX_POOL_2D.
+    pub f32_pool: f32_small::F32Pool,
+    /// float32 element-wise operations and SOFTMAX.
+    pub f32_vec: f32_small::F32Vec,
 }
 
 impl Ukernels {
@@ -218,6 +226,9 @@ impl Ukernels {
         Ukernels {
             isa: Isa::Generic,
             f32_gemm: generic::F32_GEMM,
+            f32_dw: generic::f32_small::F32_DW,
+            f32_pool: generic::f32_small::F32_POOL,
+            f32_vec: generic::f32_small::F32_VEC,
         }
     }
 

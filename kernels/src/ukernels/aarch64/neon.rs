@@ -4,9 +4,12 @@ use std::arch::aarch64::*;
 
 use crate::ukernels::{F32Gemm, F32GemmArgs, F32GemmFn, Ukernels};
 
+pub mod f32_small;
+
 /// Puts this level's kernels into `t`.
 pub(crate) fn fill(t: &mut Ukernels) {
     t.f32_gemm = F32_GEMM;
+    f32_small::fill_f32_small(t);
 }
 
 /// Float32 GEMM tile: 8 rows × 8 columns = 16 q accumulators, 8 q holding four k-steps of

@@ -4,9 +4,12 @@ use std::arch::x86_64::*;
 
 use crate::ukernels::{F32Gemm, F32GemmArgs, F32GemmFn, Ukernels};
 
+pub mod f32_small;
+
 /// Puts this level's kernels into `t`.
 pub(crate) fn fill(t: &mut Ukernels) {
     t.f32_gemm = F32_GEMM;
+    f32_small::fill_f32_small(t);
 }
 
 /// Float32 GEMM tile: 7 rows × 32 columns = 14 zmm accumulators. Zen 4 retires one zmm FMA

@@ -18,6 +18,7 @@ use std::fmt;
 use std::sync::OnceLock;
 
 pub mod generic;
+pub mod quant8;
 
 #[cfg(target_arch = "x86_64")]
 pub mod x86_64;
@@ -152,12 +153,20 @@ fn known() -> String {
 pub struct Ukernels {
     /// The level this table was built for (its best kernels may come from lower levels).
     pub isa: Isa,
+    /// uint8 GEMM tile (CONV_2D, FULLY_CONNECTED).
+    pub u8_gemm: quant8::U8Gemm,
+    /// uint8 depthwise convolution row.
+    pub u8_dw: quant8::U8Dw,
 }
 
 impl Ukernels {
     /// The portable table: every slot filled with the generic kernel.
     pub fn generic() -> Ukernels {
-        Ukernels { isa: Isa::Generic }
+        Ukernels {
+            isa: Isa::Generic,
+            u8_gemm: generic::U8_GEMM,
+            u8_dw: generic::U8_DW,
+        }
     }
 
     /// The generic table with every level up to `isa` applied on top, lowest first.

@@ -1,8 +1,160 @@
-//! AVX512 micro-kernels.
+//! AVX-512 (F, BW, DQ, VL) micro-kernels, and the exact vector requantization the AVX-512 VNNI
+//! kernels share.
 
+use std::arch::x86_64::*;
+
+use crate::ukernels::quant8::{Requant8, U8Dw, U8DwArgs, DW_BLOCK};
 use crate::ukernels::Ukernels;
 
 /// Puts this level's kernels into `t`.
 pub(crate) fn fill(t: &mut Ukernels) {
-    let _ = t;
+    t.u8_dw = U8Dw {
+        kernel: u8_dw_avx512_16c,
+        name: "u8_dw_avx512_16c",
+    };
+}
+
+/// [`Requant8`] broadcast into registers.
+#[derive(Clone, Copy)]
+pub(super) struct Rq512 {
+    mult: __m512i,
+    round: __m512i,
+    mask: __m512i,
+    half: __m512i,
+    one: __m512i,
+    shift: __m128i,
+    lo: __m512i,
+    hi: __m512i,
+    zp: __m512i,
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+pub(super) fn rq512(rq: &Requant8) -> Rq512 {
+    let mask = ((1i64 << rq.shift) - 1) as i32;
+    Rq512 {
+        mult: _mm512_set1_epi32(rq.multiplier),
+        round: _mm512_set1_epi64(1 << 30),
+        mask: _mm512_set1_epi32(mask),
+        half: _mm512_set1_epi32(mask >> 1),
+        one: _mm512_set1_epi32(1),
+        shift: _mm_cvtsi32_si128(rq.shift as i32),
+        lo: _mm512_set1_epi32(rq.lo),
+        hi: _mm512_set1_epi32(rq.hi),
+        zp: _mm512_set1_epi32(rq.zero_point),
+    }
+}
+
+/// [`Requant8::apply`] on 16 lanes, narrowed to 16 bytes.
+///
+/// SaturatingRoundingDoublingHighMul is `floor((x·m + 2^30) / 2^31)` (the multiplier is never
+/// `i32::MIN`, so it never saturates): 64-bit products of the even lanes and of the odd lanes
+/// (`vpmuldq`), plus 2^30, and bits 31..62 of each sum picked out by a 64-bit shift right by
+/// 31 (even lanes, low dword) or left by 1 (odd lanes, high dword). RoundingDivideByPOT is the
+/// reference's mask/threshold form. The clamp to `[lo, hi]` (bounds already minus the zero
+/// point) comes before the zero point is added, so the final values lie in 0..=255 and the
+/// truncating `vpmovdb` is exact.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn requant512(x: __m512i, c: &Rq512) -> __m128i {
+    let even = _mm512_mul_epi32(x, c.mult);
+    let odd = _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), c.mult);
+    let even = _mm512_srli_epi64::<31>(_mm512_add_epi64(even, c.round));
+    let odd = _mm512_slli_epi64::<1>(_mm512_add_epi64(odd, c.round));
+    let h = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    let rem = _mm512_and_si512(h, c.mask);
+    let threshold = _mm512_add_epi32(c.half, _mm512_srli_epi32::<31>(h));
+    let q = _mm512_sra_epi32(h, c.shift);
+    let up = _mm512_cmpgt_epi32_mask(rem, threshold);
+    let q = _mm512_mask_add_epi32(q, up, q, c.one);
+    let q = _mm512_min_epi32(_mm512_max_epi32(q, c.lo), c.hi);
+    _mm512_cvtepi32_epi8(_mm512_add_epi32(q, c.zp))
+}
+
+/// Lane mask of the first `n ≤ 16` lanes.
+#[inline]
+pub(super) fn mask16(n: usize) -> u16 {
+    if n >= 16 {
+        u16::MAX
+    } else {
+        (1u16 << n) - 1
+    }
+}
+
+/// The depthwise row loop of [`U8DwArgs`] with a 16-channel multiply-accumulate `$mac`
+/// (`acc + a·w` on int32 lanes whose upper 16 bits of `a` are zero). Channel blocks outside,
+/// pixels inside, so a 3×3 block's nine weight vectors stay in registers across the row.
+macro_rules! dw_row_512 {
+    ($p:expr, $mac:ident) => {{
+        let p: &U8DwArgs = $p;
+        let c = rq512(&p.rq);
+        let nt = p.ntaps;
+        let per_block = (1 + nt) * DW_BLOCK;
+        for blk in 0..p.channels.div_ceil(DW_BLOCK) {
+            let off = blk * DW_BLOCK;
+            let m = mask16(p.channels - off);
+            let wb = p.w.wrapping_add(blk * per_block);
+            // SAFETY: the packed weights hold `1 + nt` aligned 16-lane groups per block.
+            let bias = unsafe { _mm512_load_si512(wb.cast()) };
+            // Input bytes of tap `t` of pixel `px`, zero-extended to int32 lanes.
+            let load = |px: usize, t: usize| {
+                // SAFETY: the contract gives `width·nt` tap pointers, each to `channels`
+                // readable bytes; the masked load reads only channels off..off+n.
+                unsafe {
+                    let src = (*p.taps.add(px * nt + t)).add(off);
+                    _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, src.cast()))
+                }
+            };
+            let store = |px: usize, acc: __m512i| {
+                // SAFETY: the contract allows writing `channels` bytes at each output pixel;
+                // the masked store writes only channels off..off+n.
+                unsafe {
+                    _mm_mask_storeu_epi8(
+                        p.out.add(px * p.out_stride + off).cast(),
+                        m,
+                        requant512(acc, &c),
+                    )
+                }
+            };
+            if nt == 9 {
+                // SAFETY: as for `bias`.
+                let w: [__m512i; 9] = std::array::from_fn(|t| unsafe {
+                    _mm512_load_si512(wb.add((1 + t) * DW_BLOCK).cast())
+                });
+                for px in 0..p.width {
+                    let mut acc = bias;
+                    for (t, &wt) in w.iter().enumerate() {
+                        acc = $mac(acc, load(px, t), wt);
+                    }
+                    store(px, acc);
+                }
+            } else {
+                for px in 0..p.width {
+                    let mut acc = bias;
+                    for t in 0..nt {
+                        // SAFETY: as for `bias`.
+                        let wt = unsafe { _mm512_load_si512(wb.add((1 + t) * DW_BLOCK).cast()) };
+                        acc = $mac(acc, load(px, t), wt);
+                    }
+                    store(px, acc);
+                }
+            }
+        }
+    }};
+}
+pub(super) use dw_row_512;
+
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+fn mac_madd(acc: __m512i, a: __m512i, w: __m512i) -> __m512i {
+    // The upper halves of `a` are zero, so the pair sum is a·w exactly.
+    _mm512_add_epi32(acc, _mm512_madd_epi16(a, w))
+}
+
+/// uint8 depthwise row, 16 channels per vector (see [`U8DwArgs`]).
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL and `p` satisfies the contract of [`U8DwArgs`].
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+pub unsafe fn u8_dw_avx512_16c(p: &U8DwArgs) {
+    dw_row_512!(p, mac_madd)
 }

@@ -139,7 +139,7 @@ fn main() {
             output: QuantParams::new(0.02 * 0.01 / mult, 0),
             act: Activation::Relu6,
         };
-        let (macs, mut run, kernel): (u64, Box<dyn FnMut(&mut [u8])>, &str) = match l.kind {
+        let (macs, mut run, kernel): (u64, Box<dyn FnMut(&mut [u8]) + Send>, &str) = match l.kind {
             Kind::Conv => {
                 let shape = FilterShape {
                     out_c: w.output.c,

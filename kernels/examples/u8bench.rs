@@ -4,7 +4,7 @@
 //! 128, filter zero point 120, multipliers 0.001–0.005, ReLU6).
 //!
 //! `cargo run -p nnhal-kernels --release --example u8bench -- [--isa NAME] [--threads N]
-//! [--reps N]`
+//! [--reps N] [--layer NAME]`
 
 use std::time::Instant;
 
@@ -99,7 +99,10 @@ fn layers() -> Vec<Layer> {
 struct Rng(u64);
 impl Rng {
     fn byte(&mut self) -> u8 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 56) as u8
     }
 }
@@ -112,23 +115,34 @@ fn median(mut xs: Vec<f64>) -> f64 {
 fn main() {
     let mut args = std::env::args().skip(1);
     let (mut isa, mut threads, mut reps) = (Isa::detect(), 1usize, 50usize);
+    let mut only: Option<String> = None;
     while let Some(a) = args.next() {
         let val = args.next().expect("option value");
         match a.as_str() {
             "--isa" => isa = Isa::parse(&val).expect("isa"),
             "--threads" => threads = val.parse().expect("threads"),
             "--reps" => reps = val.parse().expect("reps"),
+            "--layer" => only = Some(val),
             _ => panic!("unknown option {a}"),
         }
     }
     let uk: &Ukernels = ukernels::table(isa).expect("isa not supported");
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
     let mut rng = Rng(1);
     let mut total = 0.0;
     let mut total_macs = 0u64;
     println!("isa {isa} threads {threads} reps {reps}");
-    println!("{:<8} {:>10} {:>10} {:>8}  kernel", "layer", "µs", "GOP/s", "MMAC");
+    println!(
+        "{:<8} {:>10} {:>10} {:>8}  kernel",
+        "layer", "µs", "GOP/s", "MMAC"
+    );
     for (i, l) in layers().iter().enumerate() {
+        if only.as_ref().is_some_and(|o| *o != l.name) {
+            continue;
+        }
         let w = l.w;
         let input: Vec<u8> = (0..w.input.len()).map(|_| rng.byte()).collect();
         let mut output = vec![0u8; w.output.len()];
@@ -147,13 +161,21 @@ fn main() {
                     kw: w.filter_w,
                     in_c: w.input.c,
                 };
-                let filter: Vec<u8> = (0..shape.out_c * shape.taps()).map(|_| rng.byte()).collect();
-                let bias: Vec<i32> = (0..shape.out_c).map(|i| (i as i32 * 37) % 2000 - 1000).collect();
+                let filter: Vec<u8> = (0..shape.out_c * shape.taps())
+                    .map(|_| rng.byte())
+                    .collect();
+                let bias: Vec<i32> = (0..shape.out_c)
+                    .map(|i| (i as i32 * 37) % 2000 - 1000)
+                    .collect();
                 let p = PackedConvU8::pack(uk, shape, &filter, &bias, q).unwrap();
                 let name = p.kernel_name();
                 let macs = (w.output.len() * shape.taps()) as u64;
                 let input = input.clone();
-                (macs, Box::new(move |o: &mut [u8]| conv2d_u8(&w, &p, &input, o)), name)
+                (
+                    macs,
+                    Box::new(move |o: &mut [u8]| conv2d_u8(&w, &p, &input, o)),
+                    name,
+                )
             }
             Kind::Dw => {
                 let c = w.output.c;
@@ -173,7 +195,14 @@ fn main() {
                 (
                     0,
                     Box::new(move |o: &mut [u8]| {
-                        average_pool_u8(uk, &w, &input, QuantParams::new(0.02, 0), Activation::None, o)
+                        average_pool_u8(
+                            uk,
+                            &w,
+                            &input,
+                            QuantParams::new(0.02, 0),
+                            Activation::None,
+                            o,
+                        )
                     }),
                     "portable",
                 )

@@ -28,7 +28,7 @@ use rayon::prelude::*;
 use super::{AlignedBuf, FilterShape};
 use crate::conv::taps;
 use crate::quant::Requantize;
-use crate::ukernels::quant8::{Requant8, U8Gemm, U8GemmArgs};
+use crate::ukernels::quant8::{Requant8, U8Gemm, U8GemmArgs, U8RowSum};
 use crate::ukernels::Ukernels;
 use crate::{Activation, KernelError, QuantParams, Window};
 
@@ -129,6 +129,7 @@ enum ConvImpl {
 #[derive(Debug)]
 struct FastConv {
     gemm: U8Gemm,
+    row_sum: U8RowSum,
     /// Taps per output (`kh·kw·in_c`) and that rounded up to a multiple of 4.
     k: usize,
     kp: usize,
@@ -196,6 +197,7 @@ impl PackedConvU8 {
             shape,
             imp: ConvImpl::Fast(FastConv {
                 gemm: g,
+                row_sum: uk.u8_row_sum,
                 k,
                 kp,
                 w,
@@ -233,9 +235,16 @@ enum Source<'a> {
 /// Rows per A panel: the row corrections of a panel live in a stack array of this size.
 const PANEL_MAX: usize = 64;
 
+/// A per-thread im2col panel. Its row layout `(k, kp)` is remembered: the bytes from `k` to
+/// `kp` of every row are zeroed when the panel is (re)laid out and never written afterwards.
+#[derive(Default)]
+struct Im2col {
+    buf: AlignedBuf<u8>,
+    layout: (usize, usize),
+}
+
 thread_local! {
-    /// Per-thread im2col panel, grown on first use and reused afterwards.
-    static IM2COL: RefCell<AlignedBuf<u8>> = RefCell::new(AlignedBuf::default());
+    static IM2COL: RefCell<Im2col> = RefCell::new(Im2col::default());
 }
 
 /// CONV_2D, uint8, bit-exact with [`crate::conv::conv2d_u8`]. `input` and `output` are NHWC
@@ -346,15 +355,18 @@ fn region(
                 let a = &a[p0 * stride..(p0 + np - 1) * stride + f.k];
                 panel_gemm(f, n, a, stride, f.k, p0, np, out, blocks.clone());
             }
-            Source::Im2col { w, input } => IM2COL.with(|buf| {
-                let mut buf = buf.borrow_mut();
-                if buf.len() < np * f.kp {
-                    *buf = AlignedBuf::zeroed(panel * f.kp);
+            Source::Im2col { w, input } => IM2COL.with(|s| {
+                let mut s = s.borrow_mut();
+                if s.layout != (f.k, f.kp) || s.buf.len() < panel * f.kp {
+                    if s.buf.len() < panel * f.kp {
+                        s.buf = AlignedBuf::zeroed(panel * f.kp);
+                    } else {
+                        s.buf.fill(0);
+                    }
+                    s.layout = (f.k, f.kp);
                 }
-                let a = &mut buf[..np * f.kp];
-                for (i, row) in a.chunks_exact_mut(f.kp).enumerate() {
-                    im2col_row(w, input, f.za, p0 + i, row);
-                }
+                let a = &mut s.buf[..np * f.kp];
+                im2col_panel(w, input, f.za, p0, a, f.kp);
                 panel_gemm(f, n, a, f.kp, f.kp, p0, np, out, blocks.clone());
             }),
         }
@@ -362,34 +374,67 @@ fn region(
     }
 }
 
-/// Writes the `kh·kw·in_c` taps of output pixel `m` (padding as `za`) and zeroes the rest.
-fn im2col_row(w: &Window, input: &[u8], za: u8, m: usize, row: &mut [u8]) {
-    let per_image = w.output.h * w.output.w;
-    let (b, yx) = (m / per_image, m % per_image);
-    let (oy, ox) = (yx / w.output.w, yx % w.output.w);
-    let c = w.input.c;
-    let span = w.filter_w * c;
-    let ty = taps(oy, w.stride_h, w.padding.top, w.filter_h, w.input.h);
-    let tx = taps(ox, w.stride_w, w.padding.left, w.filter_w, w.input.w);
-    let (head, body) = (tx.first_tap * c, tx.len * c);
-    for (fy, seg) in row[..w.filter_h * span].chunks_exact_mut(span).enumerate() {
-        if fy < ty.first_tap || fy >= ty.first_tap + ty.len || body == 0 {
-            seg.fill(za);
-            continue;
+/// `dst.copy_from_slice(src)` for the short spans of im2col (a window row of a thin input
+/// is a few bytes): fixed-size, possibly overlapping moves instead of a `memcpy` call.
+#[inline]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = dst.len();
+    debug_assert_eq!(n, src.len());
+    if n >= 32 {
+        dst.copy_from_slice(src);
+    } else if n >= 16 {
+        dst[..16].copy_from_slice(&src[..16]);
+        dst[n - 16..].copy_from_slice(&src[n - 16..]);
+    } else if n >= 8 {
+        dst[..8].copy_from_slice(&src[..8]);
+        dst[n - 8..].copy_from_slice(&src[n - 8..]);
+    } else if n >= 4 {
+        dst[..4].copy_from_slice(&src[..4]);
+        dst[n - 4..].copy_from_slice(&src[n - 4..]);
+    } else {
+        for (d, &s) in dst.iter_mut().zip(src) {
+            *d = s;
         }
-        let iy = ty.first_input + (fy - ty.first_tap);
-        let start = w.input.offset(b, iy, tx.first_input, 0);
-        seg[..head].fill(za);
-        seg[head..head + body].copy_from_slice(&input[start..start + body]);
-        seg[head + body..].fill(za);
     }
-    row[w.filter_h * span..].fill(0);
 }
 
-/// `Σ a` over one row, modulo 2^32.
-#[inline]
-fn row_sum(row: &[u8]) -> i32 {
-    row.iter().fold(0u32, |s, &x| s.wrapping_add(u32::from(x))) as i32
+/// Writes the im2col rows (the first `kh·kw·in_c` of every `kp` bytes: the taps, padding as
+/// `za`) of the output pixels `p0 ..` into `panel`.
+fn im2col_panel(w: &Window, input: &[u8], za: u8, p0: usize, panel: &mut [u8], kp: usize) {
+    let per_image = w.output.h * w.output.w;
+    let (mut b, yx) = (p0 / per_image, p0 % per_image);
+    let (mut oy, mut ox) = (yx / w.output.w, yx % w.output.w);
+    let c = w.input.c;
+    let span = w.filter_w * c;
+    let k = w.filter_h * span;
+    let mut ty = taps(oy, w.stride_h, w.padding.top, w.filter_h, w.input.h);
+    for row in panel.chunks_exact_mut(kp) {
+        let tx = taps(ox, w.stride_w, w.padding.left, w.filter_w, w.input.w);
+        let (head, body) = (tx.first_tap * c, tx.len * c);
+        for (fy, seg) in row[..k].chunks_exact_mut(span).enumerate() {
+            if fy < ty.first_tap || fy >= ty.first_tap + ty.len || body == 0 {
+                seg.fill(za);
+                continue;
+            }
+            let iy = ty.first_input + (fy - ty.first_tap);
+            let start = w.input.offset(b, iy, tx.first_input, 0);
+            if body < span {
+                seg[..head].fill(za);
+                seg[head + body..].fill(za);
+            }
+            copy_short(&mut seg[head..head + body], &input[start..start + body]);
+        }
+        ox += 1;
+        if ox == w.output.w {
+            ox = 0;
+            oy += 1;
+            if oy == w.output.h {
+                oy = 0;
+                b += 1;
+            }
+            ty = taps(oy, w.stride_h, w.padding.top, w.filter_h, w.input.h);
+        }
+    }
 }
 
 /// One panel of `np ≤ PANEL_MAX` rows starting at output row `p0`, whose A rows are `k`
@@ -407,14 +452,12 @@ fn panel_gemm(
     blocks: Range<usize>,
 ) {
     let g = f.gemm;
-    debug_assert!(np <= PANEL_MAX && (np - 1) * stride + k <= a.len());
+    assert!(np <= PANEL_MAX && (np - 1) * stride + k <= a.len());
     let mut corr = [0i32; PANEL_MAX];
     if f.zw != 0 {
-        for (i, c) in corr[..np].iter_mut().enumerate() {
-            *c =
-                f.zw.wrapping_mul(row_sum(&a[i * stride..i * stride + k]))
-                    .wrapping_neg();
-        }
+        // SAFETY: rows i < np are `k` bytes at `a[i·stride ..]` inside `a` (asserted above)
+        // and `corr` has room for `np ≤ PANEL_MAX` values.
+        unsafe { (f.row_sum.kernel)(a.as_ptr(), stride, np, k, f.zw, corr.as_mut_ptr()) };
     }
     let block_bytes = f.kp * g.nr;
     for j in blocks {

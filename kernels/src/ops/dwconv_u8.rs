@@ -43,8 +43,6 @@ struct FastDw {
     dw: U8Dw,
     /// Per block of `DW_BLOCK` channels: biases, then `kh·kw` weight blocks.
     w: AlignedBuf<i32>,
-    /// `out_c` copies of the input zero point: the target of padding taps.
-    zeros: AlignedBuf<u8>,
     za: u8,
     rq: Requant8,
 }
@@ -89,8 +87,6 @@ impl PackedDwU8 {
             }
             w[base] = b.wrapping_sub(za.wrapping_mul(sum));
         }
-        let mut zeros = AlignedBuf::<u8>::zeroed(out_c);
-        zeros.fill(za as u8);
         Ok(PackedDwU8 {
             kh,
             kw,
@@ -98,7 +94,6 @@ impl PackedDwU8 {
             imp: DwImpl::Fast(FastDw {
                 dw: uk.u8_dw,
                 w,
-                zeros,
                 za: za as u8,
                 rq,
             }),
@@ -114,9 +109,16 @@ impl PackedDwU8 {
     }
 }
 
+/// Per-thread scratch of the depthwise rows: the tap pointers of one kernel call and a run of
+/// input zero points long enough to stand in for a whole padded input row.
+#[derive(Default)]
+struct Scratch {
+    taps: Vec<*const u8>,
+    zero_row: Vec<u8>,
+}
+
 thread_local! {
-    /// Per-thread indirection buffer (tap pointers of one output row), reused.
-    static TAPS: RefCell<Vec<*const u8>> = const { RefCell::new(Vec::new()) };
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
 /// DEPTHWISE_CONV_2D, uint8, bit-exact with [`crate::conv::depthwise_conv2d_u8`]: output
@@ -177,36 +179,72 @@ fn tap_offset(w: &Window, b: usize, oy: usize, ox: usize, fy: usize, fx: usize) 
     (iy < w.input.h && ix < w.input.w).then(|| w.input.offset(b, iy, ix, 0))
 }
 
+/// The output columns whose whole window is inside the input horizontally.
+fn interior_columns(w: &Window) -> (usize, usize) {
+    let ow = w.output.w;
+    let lo = w.padding.left.div_ceil(w.stride_w).min(ow);
+    let hi = if w.input.w + w.padding.left >= w.filter_w {
+        ((w.input.w + w.padding.left - w.filter_w) / w.stride_w + 1).min(ow)
+    } else {
+        0
+    };
+    (lo, hi.max(lo))
+}
+
+/// One output row: every border pixel is its own kernel call with per-tap pointers (padding
+/// taps on the zero row); the interior columns are one call whose taps advance by
+/// `stride_w·c` per pixel (a vertically padded tap walks along the zero row).
 fn row_fast(w: &Window, f: &FastDw, input: &[u8], b: usize, oy: usize, row: &mut [u8]) {
     let c = w.output.c;
+    let step = w.stride_w * c;
     let ntaps = w.filter_h * w.filter_w;
-    TAPS.with(|t| {
-        let mut taps = t.borrow_mut();
-        taps.clear();
-        for ox in 0..w.output.w {
+    let (lo, hi) = interior_columns(w);
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        let s = &mut *s;
+        let zero_len = w.output.w * step + c;
+        if s.zero_row.len() < zero_len || s.zero_row.first() != Some(&f.za) {
+            s.zero_row.clear();
+            s.zero_row.resize(zero_len, f.za);
+        }
+        let zeros = s.zero_row.as_ptr();
+        let mut call = |taps: &mut Vec<*const u8>, ox: usize, width: usize| {
+            taps.clear();
             for fy in 0..w.filter_h {
                 for fx in 0..w.filter_w {
                     taps.push(match tap_offset(w, b, oy, ox, fy, fx) {
                         Some(off) => input[off..off + c].as_ptr(),
-                        None => f.zeros.as_ptr(),
+                        None => zeros,
                     });
                 }
             }
-        }
-        let args = U8DwArgs {
-            taps: taps.as_ptr(),
-            ntaps,
-            width: w.output.w,
-            channels: c,
-            w: f.w.as_ptr(),
-            out: row.as_mut_ptr(),
-            out_stride: c,
-            rq: f.rq,
+            let out = &mut row[ox * c..(ox + width) * c];
+            let args = U8DwArgs {
+                taps: taps.as_ptr(),
+                pixel_step: step,
+                ntaps,
+                width,
+                channels: c,
+                w: f.w.as_ptr(),
+                out: out.as_mut_ptr(),
+                out_stride: c,
+                rq: f.rq,
+            };
+            // SAFETY: `taps` holds `ntaps` pointers. For a single pixel each addresses `c`
+            // readable bytes. For the interior run every pixel's window is inside the input
+            // horizontally, so an in-bounds tap advanced by `p·stride_w·c` stays inside its
+            // input row, and a padding tap stays inside the zero row (`ow·step + c` bytes).
+            // The packed weights cover `ceil(c/16)` blocks of `1 + ntaps` groups, and `out`
+            // holds `width` pixels of `c` bytes.
+            unsafe { (f.dw.kernel)(&args) };
         };
-        // SAFETY: `taps` holds `width·ntaps` pointers, each to `c` readable bytes (an input
-        // pixel or the `out_c = c` zero points), the packed weights cover `ceil(c/16)` blocks
-        // of `1 + ntaps` groups, and `row` holds `width` pixels of `c` bytes.
-        unsafe { (f.dw.kernel)(&args) };
+        let taps = &mut s.taps;
+        for ox in (0..lo).chain(hi..w.output.w) {
+            call(taps, ox, 1);
+        }
+        if hi > lo {
+            call(taps, lo, hi - lo);
+        }
     });
 }
 

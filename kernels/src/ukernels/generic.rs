@@ -1,6 +1,6 @@
 //! Portable micro-kernels: plain Rust, every platform, and the fallback of every table slot.
 
-use super::quant8::{U8Dw, U8DwArgs, U8Gemm, U8GemmArgs, DW_BLOCK};
+use super::quant8::{U8Dw, U8DwArgs, U8Gemm, U8GemmArgs, U8RowSum, DW_BLOCK};
 
 /// The portable uint8 GEMM slot: 4×16 tiles, weights stored as `w − 128` in signed bytes.
 pub const U8_GEMM: U8Gemm = U8Gemm {
@@ -9,6 +9,12 @@ pub const U8_GEMM: U8Gemm = U8Gemm {
     weight_shift: 128,
     kernel: u8_gemm_generic_4x16,
     name: "u8_gemm_generic_4x16",
+};
+
+/// The portable row-correction slot.
+pub const U8_ROW_SUM: U8RowSum = U8RowSum {
+    kernel: u8_row_sum_generic,
+    name: "u8_row_sum_generic",
 };
 
 /// The portable uint8 depthwise slot.
@@ -63,6 +69,31 @@ pub unsafe fn u8_gemm_generic_4x16(p: &U8GemmArgs) {
     }
 }
 
+/// Portable row corrections (see [`super::quant8::U8RowSumFn`]).
+///
+/// # Safety
+/// Rows `r < rows` are `k` readable bytes at `a + r·stride`; `out` holds `rows` values.
+pub unsafe fn u8_row_sum_generic(
+    a: *const u8,
+    stride: usize,
+    rows: usize,
+    k: usize,
+    scale: i32,
+    out: *mut i32,
+) {
+    for r in 0..rows {
+        // SAFETY: row `r` is `k` readable bytes; `out` has `rows` slots.
+        let (row, o) = unsafe {
+            (
+                std::slice::from_raw_parts(a.add(r * stride), k),
+                &mut *out.add(r),
+            )
+        };
+        let sum = row.iter().fold(0u32, |s, &x| s.wrapping_add(u32::from(x)));
+        *o = scale.wrapping_mul(sum as i32).wrapping_neg();
+    }
+}
+
 /// Portable uint8 depthwise row (see [`U8DwArgs`]).
 ///
 /// # Safety
@@ -70,14 +101,14 @@ pub unsafe fn u8_gemm_generic_4x16(p: &U8GemmArgs) {
 pub unsafe fn u8_dw_generic_16c(p: &U8DwArgs) {
     let blocks = p.channels.div_ceil(DW_BLOCK);
     let per_block = (1 + p.ntaps) * DW_BLOCK;
-    // SAFETY: the contract gives `blocks·per_block` packed values and `width·ntaps` pointers.
+    // SAFETY: the contract gives `blocks·per_block` packed values and `ntaps` pointers.
     let (w, taps) = unsafe {
         (
             std::slice::from_raw_parts(p.w, blocks * per_block),
-            std::slice::from_raw_parts(p.taps, p.width * p.ntaps),
+            std::slice::from_raw_parts(p.taps, p.ntaps),
         )
     };
-    for (px, px_taps) in taps.chunks_exact(p.ntaps.max(1)).enumerate() {
+    for px in 0..p.width {
         // SAFETY: the contract allows writing `channels` bytes at each output pixel.
         let out =
             unsafe { std::slice::from_raw_parts_mut(p.out.add(px * p.out_stride), p.channels) };
@@ -86,9 +117,11 @@ pub unsafe fn u8_dw_generic_16c(p: &U8DwArgs) {
             let n = out_blk.len();
             let mut acc = [0i32; DW_BLOCK];
             acc[..n].copy_from_slice(&wb[..n]);
-            for (t, &tap) in px_taps.iter().enumerate() {
-                // SAFETY: every tap pointer addresses `channels` readable bytes.
-                let src = unsafe { std::slice::from_raw_parts(tap.add(b * DW_BLOCK), n) };
+            for (t, &tap) in taps.iter().enumerate() {
+                // SAFETY: tap `t` of pixel `px` addresses `channels` readable bytes.
+                let src = unsafe {
+                    std::slice::from_raw_parts(tap.add(px * p.pixel_step + b * DW_BLOCK), n)
+                };
                 let wt = &wb[(1 + t) * DW_BLOCK..(1 + t) * DW_BLOCK + n];
                 for ((a, &x), &f) in acc.iter_mut().zip(src).zip(wt) {
                     *a = a.wrapping_add(i32::from(x) * f);

@@ -155,6 +155,8 @@ pub struct Ukernels {
     pub isa: Isa,
     /// uint8 GEMM tile (CONV_2D, FULLY_CONNECTED).
     pub u8_gemm: quant8::U8Gemm,
+    /// Row sums (zero-point corrections) of the uint8 GEMM.
+    pub u8_row_sum: quant8::U8RowSum,
     /// uint8 depthwise convolution row.
     pub u8_dw: quant8::U8Dw,
 }
@@ -165,6 +167,7 @@ impl Ukernels {
         Ukernels {
             isa: Isa::Generic,
             u8_gemm: generic::U8_GEMM,
+            u8_row_sum: generic::U8_ROW_SUM,
             u8_dw: generic::U8_DW,
         }
     }

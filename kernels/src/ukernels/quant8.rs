@@ -83,15 +83,28 @@ pub struct U8Gemm {
     pub name: &'static str,
 }
 
+/// Row corrections of the uint8 GEMM: for `r < rows`, `out[r] = −scale · Σ_k a[r][k]`
+/// (wrapping int32), where row `r` is the `k` bytes at `a + r·stride` (nothing else is read)
+/// and `out` holds `rows` values.
+pub type U8RowSumFn =
+    unsafe fn(a: *const u8, stride: usize, rows: usize, k: usize, scale: i32, out: *mut i32);
+
+/// The row-correction slot of the uint8 GEMM.
+#[derive(Clone, Copy, Debug)]
+pub struct U8RowSum {
+    pub kernel: U8RowSumFn,
+    pub name: &'static str,
+}
+
 /// Channels per packed block of the depthwise weights.
 pub const DW_BLOCK: usize = 16;
 
-/// One output row of a depthwise convolution with depth multiplier 1.
+/// A run of output pixels of a depthwise convolution with depth multiplier 1.
 ///
-/// Pixel `p < width` reads `ntaps` tap pointers at `taps[p·ntaps ..]`, each addressing
-/// `channels` input bytes (a padding tap points at bytes equal to the input zero point), and
-/// writes `channels` bytes at `out + p·out_stride`:
-/// `requant(bias[c] + Σ_t tap_t[c]·w_t[c])`, wrapping int32.
+/// Tap `t` of pixel `p < width` is the `channels` input bytes at `taps[t] + p·pixel_step`
+/// (a padding tap points into a run of bytes equal to the input zero point). Pixel `p` writes
+/// `channels` bytes at `out + p·out_stride`: `requant(bias[c] + Σ_t tap_t[c]·w_t[c])`,
+/// wrapping int32.
 ///
 /// `w` is packed per block of [`DW_BLOCK`] channels: the bias block, then one block per tap,
 /// `(1 + ntaps)·DW_BLOCK` int32 per channel block (tails zero-filled), 64-byte aligned. Each
@@ -100,6 +113,7 @@ pub const DW_BLOCK: usize = 16;
 #[derive(Clone, Copy, Debug)]
 pub struct U8DwArgs {
     pub taps: *const *const u8,
+    pub pixel_step: usize,
     pub ntaps: usize,
     pub width: usize,
     pub channels: usize,

@@ -3,11 +3,15 @@
 
 use std::arch::x86_64::*;
 
-use crate::ukernels::quant8::{Requant8, U8Dw, U8DwArgs, DW_BLOCK};
+use crate::ukernels::quant8::{Requant8, U8Dw, U8DwArgs, U8RowSum, DW_BLOCK};
 use crate::ukernels::Ukernels;
 
 /// Puts this level's kernels into `t`.
 pub(crate) fn fill(t: &mut Ukernels) {
+    t.u8_row_sum = U8RowSum {
+        kernel: u8_row_sum_avx512,
+        name: "u8_row_sum_avx512",
+    };
     t.u8_dw = U8Dw {
         kernel: u8_dw_avx512_16c,
         name: "u8_dw_avx512_16c",
@@ -70,6 +74,23 @@ pub(super) fn requant512(x: __m512i, c: &Rq512) -> __m128i {
     _mm512_cvtepi32_epi8(_mm512_add_epi32(q, c.zp))
 }
 
+/// Stores the 16 bytes of `v` at `dst`, only the lanes of `m`. A full mask takes a plain
+/// store (masked stores to memory are slow on some cores).
+///
+/// # Safety
+/// The bytes of `dst` selected by `m` are writable.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) unsafe fn store16(dst: *mut u8, m: u16, v: __m128i) {
+    if m == u16::MAX {
+        // SAFETY: all 16 bytes are writable (full mask).
+        unsafe { _mm_storeu_si128(dst.cast(), v) }
+    } else {
+        // SAFETY: only the selected bytes are written.
+        unsafe { _mm_mask_storeu_epi8(dst.cast(), m, v) }
+    }
+}
+
 /// Lane mask of the first `n ≤ 16` lanes.
 #[inline]
 pub(super) fn mask16(n: usize) -> u16 {
@@ -97,23 +118,21 @@ macro_rules! dw_row_512 {
             let bias = unsafe { _mm512_load_si512(wb.cast()) };
             // Input bytes of tap `t` of pixel `px`, zero-extended to int32 lanes.
             let load = |px: usize, t: usize| {
-                // SAFETY: the contract gives `width·nt` tap pointers, each to `channels`
-                // readable bytes; the masked load reads only channels off..off+n.
+                // SAFETY: tap `t` of pixel `px` addresses `channels` readable bytes; a full
+                // block reads channels off..off+16, a tail block only the masked ones.
                 unsafe {
-                    let src = (*p.taps.add(px * nt + t)).add(off);
-                    _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, src.cast()))
+                    let src = (*p.taps.add(t)).add(px * p.pixel_step + off);
+                    if m == u16::MAX {
+                        _mm512_cvtepu8_epi32(_mm_loadu_si128(src.cast()))
+                    } else {
+                        _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, src.cast()))
+                    }
                 }
             };
             let store = |px: usize, acc: __m512i| {
                 // SAFETY: the contract allows writing `channels` bytes at each output pixel;
                 // the masked store writes only channels off..off+n.
-                unsafe {
-                    _mm_mask_storeu_epi8(
-                        p.out.add(px * p.out_stride + off).cast(),
-                        m,
-                        requant512(acc, &c),
-                    )
-                }
+                unsafe { store16(p.out.add(px * p.out_stride + off), m, requant512(acc, &c)) }
             };
             if nt == 9 {
                 // SAFETY: as for `bias`.
@@ -121,11 +140,15 @@ macro_rules! dw_row_512 {
                     _mm512_load_si512(wb.add((1 + t) * DW_BLOCK).cast())
                 });
                 for px in 0..p.width {
-                    let mut acc = bias;
-                    for (t, &wt) in w.iter().enumerate() {
-                        acc = $mac(acc, load(px, t), wt);
+                    // Two dependency chains: the multiply-accumulate latency, not its
+                    // throughput, would otherwise bound a pixel.
+                    let mut acc = $mac(bias, load(px, 0), w[0]);
+                    let mut acc2 = _mm512_setzero_si512();
+                    for t in (1..9).step_by(2) {
+                        acc2 = $mac(acc2, load(px, t), w[t]);
+                        acc = $mac(acc, load(px, t + 1), w[t + 1]);
                     }
-                    store(px, acc);
+                    store(px, _mm512_add_epi32(acc, acc2));
                 }
             } else {
                 for px in 0..p.width {
@@ -157,4 +180,45 @@ fn mac_madd(acc: __m512i, a: __m512i, w: __m512i) -> __m512i {
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
 pub unsafe fn u8_dw_avx512_16c(p: &U8DwArgs) {
     dw_row_512!(p, mac_madd)
+}
+
+/// Row corrections with `vpsadbw` (sums of eight bytes per 64-bit lane), 64 bytes per step
+/// and a masked load for the tail (see [`crate::ukernels::quant8::U8RowSumFn`]).
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL; rows `r < rows` are `k` readable bytes at
+/// `a + r·stride`; `out` holds `rows` values.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+pub unsafe fn u8_row_sum_avx512(
+    a: *const u8,
+    stride: usize,
+    rows: usize,
+    k: usize,
+    scale: i32,
+    out: *mut i32,
+) {
+    let zero = _mm512_setzero_si512();
+    let (full, tail) = (k / 64, k % 64);
+    let tail_mask = if tail == 0 {
+        0
+    } else {
+        u64::MAX >> (64 - tail)
+    };
+    for r in 0..rows {
+        let row = a.wrapping_add(r * stride);
+        let mut acc = zero;
+        for i in 0..full {
+            // SAFETY: bytes 64i..64i+64 ≤ k of row r.
+            let x = unsafe { _mm512_loadu_si512(row.add(64 * i).cast()) };
+            acc = _mm512_add_epi64(acc, _mm512_sad_epu8(x, zero));
+        }
+        if tail != 0 {
+            // SAFETY: the masked load reads bytes 64·full..k of row r only.
+            let x = unsafe { _mm512_maskz_loadu_epi8(tail_mask, row.add(64 * full).cast()) };
+            acc = _mm512_add_epi64(acc, _mm512_sad_epu8(x, zero));
+        }
+        let sum = _mm512_reduce_add_epi64(acc) as i32;
+        // SAFETY: `out` has `rows` slots.
+        unsafe { *out.add(r) = scale.wrapping_mul(sum).wrapping_neg() };
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::arch::x86_64::*;
 
-use super::avx512::{dw_row_512, mask16, requant512, rq512};
+use super::avx512::{dw_row_512, mask16, requant512, rq512, store16};
 use crate::ukernels::quant8::{U8Dw, U8DwArgs, U8Gemm, U8GemmArgs, DW_BLOCK};
 use crate::ukernels::Ukernels;
 
@@ -102,7 +102,7 @@ pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
             let out = p.out.wrapping_add(r * p.out_stride + 16 * v);
             // SAFETY: the masked store writes columns 16v..min(cols, 16v+16) of row r only;
             // with an empty mask it touches no memory.
-            unsafe { _mm_mask_storeu_epi8(out.cast(), masks[v], requant512(x, &c)) };
+            unsafe { store16(out, masks[v], requant512(x, &c)) };
         }
     }
 }

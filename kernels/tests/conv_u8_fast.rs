@@ -55,7 +55,14 @@ fn tables() -> Vec<&'static Ukernels> {
     Isa::levels()
         .iter()
         .filter(|l| l.is_supported())
-        .map(|&l| ukernels::table(l).unwrap())
+        .map(|&l| {
+            let t = ukernels::table(l).unwrap();
+            eprintln!(
+                "{l}: {} {} {}",
+                t.u8_gemm.name, t.u8_row_sum.name, t.u8_dw.name
+            );
+            t
+        })
         .collect()
 }
 

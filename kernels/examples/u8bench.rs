@@ -96,6 +96,9 @@ fn layers() -> Vec<Layer> {
     v
 }
 
+/// One layer's timed call.
+type Runner = Box<dyn FnMut(&mut [u8]) + Send>;
+
 struct Rng(u64);
 impl Rng {
     fn byte(&mut self) -> u8 {
@@ -153,7 +156,7 @@ fn main() {
             output: QuantParams::new(0.02 * 0.01 / mult, 0),
             act: Activation::Relu6,
         };
-        let (macs, mut run, kernel): (u64, Box<dyn FnMut(&mut [u8]) + Send>, &str) = match l.kind {
+        let (macs, mut run, kernel): (u64, Runner, &str) = match l.kind {
             Kind::Conv => {
                 let shape = FilterShape {
                     out_c: w.output.c,

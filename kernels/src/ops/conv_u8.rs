@@ -58,9 +58,11 @@ pub(crate) fn requant8(q: &ConvQuant) -> Result<Option<Requant8>, KernelError> {
         )));
     }
     let byte = |z: i32| (0..=255).contains(&z);
-    if !(byte(q.input.zero_point) && byte(q.filter.zero_point) && byte(q.output.zero_point))
-        || !(0..=31).contains(&rq.right_shift)
-    {
+    let representable = byte(q.input.zero_point)
+        && byte(q.filter.zero_point)
+        && byte(q.output.zero_point)
+        && (0..=31).contains(&rq.right_shift);
+    if !representable {
         return Ok(None);
     }
     Ok(Some(Requant8 {

@@ -12,7 +12,9 @@ use crate::tensor::{DataMut, DataRef, Tensor, TensorMut, TensorRef};
 use nnhal_hal::shape::{LshKind, Params, WindowParams};
 use nnhal_hal::validate::{OperandInfo, OperationInfo, ValidModel};
 use nnhal_hal::{FusedActivationFunc, HalError, HalResult, OperandType, OperationType};
+use nnhal_kernels::ops::conv_u8::{ConvQuant, PackedConvU8};
 use nnhal_kernels::ops::dwconv_f32::PackedDwF32;
+use nnhal_kernels::ops::dwconv_u8::PackedDwU8;
 use nnhal_kernels::ops::{self as fast, FilterShape, PackedConvF32};
 use nnhal_kernels::ukernels::Ukernels;
 use nnhal_kernels::{
@@ -28,6 +30,11 @@ pub enum Packed {
     ConvF32(PackedConvF32),
     /// DEPTHWISE_CONV_2D float32 filter and bias.
     DwF32(PackedDwF32),
+    /// CONV_2D / FULLY_CONNECTED uint8 filter, with the zero-point corrections folded into
+    /// the bias and the requantization precomputed.
+    ConvU8(PackedConvU8),
+    /// DEPTHWISE_CONV_2D uint8 filter, bias and requantization.
+    DwU8(PackedDwU8),
 }
 
 /// What packing sees: the operation, its resolved parameters and the model's constants.
@@ -210,7 +217,7 @@ registration!(MAX_POOL_U8, max_pool_u8, window_work);
 registration!(L2_POOL_F32, l2_pool_f32, window_work);
 registration!(CONCATENATION, concatenation, elementwise);
 registration!(CONV_F32, pack_conv_f32, conv_f32, conv_work, true);
-registration!(CONV_U8, conv_u8, conv_work);
+registration!(CONV_U8, pack_conv_u8, conv_u8, conv_work, true);
 registration!(
     DEPTHWISE_F32,
     pack_depthwise_f32,
@@ -218,7 +225,13 @@ registration!(
     window_work,
     true
 );
-registration!(DEPTHWISE_U8, depthwise_u8, window_work);
+registration!(
+    DEPTHWISE_U8,
+    pack_depthwise_u8,
+    depthwise_u8,
+    window_work,
+    true
+);
 registration!(BLOCK_REARRANGE, block_rearrange, elementwise, partial);
 registration!(DEQUANTIZE, dequantize, elementwise);
 registration!(EMBEDDING_LOOKUP, embedding_lookup, elementwise, partial);
@@ -238,7 +251,13 @@ registration!(
     fc_work,
     true
 );
-registration!(FULLY_CONNECTED_U8, fully_connected_u8, fc_work);
+registration!(
+    FULLY_CONNECTED_U8,
+    pack_conv_u8,
+    fully_connected_u8,
+    fc_work,
+    true
+);
 registration!(L2_NORMALIZATION, l2_normalization, elementwise, partial);
 registration!(LRN, local_response_normalization, lrn_work, partial);
 registration!(
@@ -536,7 +555,7 @@ fn average_pool_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
 fn average_pool_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, o) = (fused(c)?, out0(outs)?);
     let win = call_window(c, o)?;
-    pool::average_pool_u8(&win, c.u(0)?, c.q(0), a, o.u8_mut()?);
+    fast::pool_u8::average_pool_u8(c.kernels, &win, c.u(0)?, c.q(0), a, o.u8_mut()?);
     Ok(())
 }
 
@@ -550,7 +569,7 @@ fn max_pool_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
 fn max_pool_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, o) = (fused(c)?, out0(outs)?);
     let win = call_window(c, o)?;
-    pool::max_pool_u8(&win, c.u(0)?, c.q(0), a, o.u8_mut()?);
+    fast::pool_u8::max_pool_u8(c.kernels, &win, c.u(0)?, c.q(0), a, o.u8_mut()?);
     Ok(())
 }
 
@@ -608,9 +627,42 @@ fn conv_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     Ok(())
 }
 
+/// The quantization of a convolution-like operation from its operands and parameters.
+fn conv_quant(a: &PackArgs) -> Option<ConvQuant> {
+    let act = match a.params {
+        Params::Conv { act, .. }
+        | Params::Depthwise { act, .. }
+        | Params::FullyConnected { act, .. } => self::act(*act),
+        _ => return None,
+    };
+    Some(ConvQuant {
+        input: quant(a.info(0)),
+        filter: quant(a.info(1)),
+        output: quant(a.out_info(0)),
+        act,
+    })
+}
+
+/// Parameters the packer refuses are left to the reference kernel, which reports them at
+/// execution exactly as an unpacked model would.
+fn pack_conv_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
+    let (Some((shape, filter, bias)), Some(q)) = (constant_filter(a), conv_quant(a)) else {
+        return Ok(None);
+    };
+    Ok(
+        PackedConvU8::pack(a.kernels, shape, filter.u8()?, bias.i32()?, q)
+            .ok()
+            .map(Packed::ConvU8),
+    )
+}
+
 fn conv_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, oq, o) = (fused(c)?, c.out_q(0), out0(outs)?);
     let win = call_window(c, o)?;
+    if let Some(Packed::ConvU8(p)) = c.packed {
+        fast::conv_u8::conv2d_u8(&win, p, c.u(0)?, o.u8_mut()?);
+        return Ok(());
+    }
     conv::conv2d_u8(
         &win,
         c.u(0)?,
@@ -660,9 +712,28 @@ fn depthwise_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     Ok(())
 }
 
+fn pack_depthwise_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
+    let (Some(filter), Some(bias), Some(q)) = (a.constant(1), a.constant(2), conv_quant(a)) else {
+        return Ok(None);
+    };
+    let &[1, kh, kw, out_c] = filter.dims else {
+        return Ok(None);
+    };
+    let (kh, kw, out_c) = (kh as usize, kw as usize, out_c as usize);
+    Ok(
+        PackedDwU8::pack(a.kernels, kh, kw, out_c, filter.u8()?, bias.i32()?, q)
+            .ok()
+            .map(Packed::DwU8),
+    )
+}
+
 fn depthwise_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, m, oq, o) = (fused(c)?, multiplier(c)?, c.out_q(0), out0(outs)?);
     let win = call_window(c, o)?;
+    if let Some(Packed::DwU8(p)) = c.packed {
+        fast::dwconv_u8::depthwise_conv2d_u8(&win, m, p, c.u(0)?, o.u8_mut()?);
+        return Ok(());
+    }
     conv::depthwise_conv2d_u8(
         &win,
         m,
@@ -710,6 +781,12 @@ fn fully_connected_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
 fn fully_connected_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let ((b, n, u), a, oq) = (fc_dims(c)?, fused(c)?, c.out_q(0));
     let o = out0(outs)?;
+    if let Some(Packed::ConvU8(p)) = c.packed {
+        if p.shape().in_c == n && p.shape().out_c == u {
+            fast::conv_u8::fully_connected_u8(p, b, c.u(0)?, o.u8_mut()?);
+            return Ok(());
+        }
+    }
     conv::fully_connected_u8(
         b,
         n,

@@ -29,3 +29,7 @@ impl FilterShape {
         self.kh * self.kw * self.in_c
     }
 }
+
+pub mod conv_u8;
+pub mod dwconv_u8;
+pub mod pool_u8;

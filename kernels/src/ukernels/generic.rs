@@ -2,7 +2,9 @@
 //! Written as fixed-size array loops the compiler can keep in registers and vectorise with
 //! whatever the baseline target offers (SSE2 on x86_64, NEON on aarch64).
 
+use super::quant8::{U8Dw, U8DwArgs, U8Gemm, U8GemmArgs, U8RowSum, DW_BLOCK};
 use super::{F32Gemm, F32GemmArgs, F32GemmFn};
+
 pub mod f32_small;
 
 /// Float32 GEMM tile: 4 rows × 8 columns is 8 baseline 128-bit accumulators, which fits the
@@ -88,6 +90,138 @@ unsafe fn f32_gemm_rows<const R: usize>(p: &F32GemmArgs) {
         unsafe {
             w = w.add(F32_NR * (p.k + 1));
             c = c.add(n);
+        }
+    }
+}
+
+/// The portable uint8 GEMM slot: 4×16 tiles, weights stored as `w − 128` in signed bytes.
+pub const U8_GEMM: U8Gemm = U8Gemm {
+    mr: 4,
+    nr: 16,
+    weight_shift: 128,
+    kernel: u8_gemm_generic_4x16,
+    name: "u8_gemm_generic_4x16",
+};
+
+/// The portable row-correction slot.
+pub const U8_ROW_SUM: U8RowSum = U8RowSum {
+    kernel: u8_row_sum_generic,
+    name: "u8_row_sum_generic",
+};
+
+/// The portable uint8 depthwise slot.
+pub const U8_DW: U8Dw = U8Dw {
+    kernel: u8_dw_generic_16c,
+    name: "u8_dw_generic_16c",
+};
+
+/// Portable uint8 GEMM tile (see [`U8GemmArgs`]).
+///
+/// # Safety
+/// The pointers in `p` must satisfy the memory contract of [`U8GemmArgs`] with `mr = 4`,
+/// `nr = 16`.
+pub unsafe fn u8_gemm_generic_4x16(p: &U8GemmArgs) {
+    const NR: usize = 16;
+    debug_assert!(p.rows <= 4 && p.cols <= NR);
+    let groups = p.k.div_ceil(4);
+    // SAFETY: the contract gives `groups·NR·4` weight bytes and `NR` biases.
+    let (w, bias) = unsafe {
+        (
+            std::slice::from_raw_parts(p.w.cast::<i8>(), groups * NR * 4),
+            std::slice::from_raw_parts(p.bias, NR),
+        )
+    };
+    for r in 0..p.rows {
+        // SAFETY: row `r < rows` of A is `k` readable bytes and `row_corr` has `rows` values.
+        let (a, corr) = unsafe {
+            (
+                std::slice::from_raw_parts(p.a.add(r * p.a_stride), p.k),
+                *p.row_corr.add(r),
+            )
+        };
+        let mut acc = [0i32; NR];
+        for (n, slot) in acc.iter_mut().enumerate() {
+            *slot = bias[n].wrapping_add(corr);
+        }
+        for (g, chunk) in a.chunks(4).enumerate() {
+            let wg = &w[g * NR * 4..(g + 1) * NR * 4];
+            for (n, slot) in acc.iter_mut().enumerate() {
+                let mut s = 0i32;
+                for (j, &x) in chunk.iter().enumerate() {
+                    s += i32::from(x) * i32::from(wg[n * 4 + j]);
+                }
+                *slot = slot.wrapping_add(s);
+            }
+        }
+        // SAFETY: the contract allows writing `cols` bytes of output row `r`.
+        let out = unsafe { std::slice::from_raw_parts_mut(p.out.add(r * p.out_stride), p.cols) };
+        for (o, &v) in out.iter_mut().zip(&acc) {
+            *o = p.rq.apply(v);
+        }
+    }
+}
+
+/// Portable row corrections (see [`super::quant8::U8RowSumFn`]).
+///
+/// # Safety
+/// Rows `r < rows` are `k` readable bytes at `a + r·stride`; `out` holds `rows` values.
+pub unsafe fn u8_row_sum_generic(
+    a: *const u8,
+    stride: usize,
+    rows: usize,
+    k: usize,
+    scale: i32,
+    out: *mut i32,
+) {
+    for r in 0..rows {
+        // SAFETY: row `r` is `k` readable bytes; `out` has `rows` slots.
+        let (row, o) = unsafe {
+            (
+                std::slice::from_raw_parts(a.add(r * stride), k),
+                &mut *out.add(r),
+            )
+        };
+        let sum = row.iter().fold(0u32, |s, &x| s.wrapping_add(u32::from(x)));
+        *o = scale.wrapping_mul(sum as i32).wrapping_neg();
+    }
+}
+
+/// Portable uint8 depthwise row (see [`U8DwArgs`]).
+///
+/// # Safety
+/// The pointers in `p` must satisfy the memory contract of [`U8DwArgs`].
+pub unsafe fn u8_dw_generic_16c(p: &U8DwArgs) {
+    let blocks = p.channels.div_ceil(DW_BLOCK);
+    let per_block = (1 + p.ntaps) * DW_BLOCK;
+    // SAFETY: the contract gives `blocks·per_block` packed values and `ntaps` pointers.
+    let (w, taps) = unsafe {
+        (
+            std::slice::from_raw_parts(p.w, blocks * per_block),
+            std::slice::from_raw_parts(p.taps, p.ntaps),
+        )
+    };
+    for px in 0..p.width {
+        // SAFETY: the contract allows writing `channels` bytes at each output pixel.
+        let out =
+            unsafe { std::slice::from_raw_parts_mut(p.out.add(px * p.out_stride), p.channels) };
+        for (b, out_blk) in out.chunks_mut(DW_BLOCK).enumerate() {
+            let wb = &w[b * per_block..(b + 1) * per_block];
+            let n = out_blk.len();
+            let mut acc = [0i32; DW_BLOCK];
+            acc[..n].copy_from_slice(&wb[..n]);
+            for (t, &tap) in taps.iter().enumerate() {
+                // SAFETY: tap `t` of pixel `px` addresses `channels` readable bytes.
+                let src = unsafe {
+                    std::slice::from_raw_parts(tap.add(px * p.pixel_step + b * DW_BLOCK), n)
+                };
+                let wt = &wb[(1 + t) * DW_BLOCK..(1 + t) * DW_BLOCK + n];
+                for ((a, &x), &f) in acc.iter_mut().zip(src).zip(wt) {
+                    *a = a.wrapping_add(i32::from(x) * f);
+                }
+            }
+            for (o, &v) in out_blk.iter_mut().zip(&acc) {
+                *o = p.rq.apply(v);
+            }
         }
     }
 }

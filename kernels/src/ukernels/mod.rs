@@ -19,6 +19,7 @@ use std::sync::OnceLock;
 
 pub mod f32_small;
 pub mod generic;
+pub mod quant8;
 pub(crate) mod simd;
 
 #[cfg(target_arch = "x86_64")]
@@ -218,6 +219,12 @@ pub struct Ukernels {
     pub f32_pool: f32_small::F32Pool,
     /// float32 element-wise operations and SOFTMAX.
     pub f32_vec: f32_small::F32Vec,
+    /// uint8 GEMM tile (CONV_2D, FULLY_CONNECTED).
+    pub u8_gemm: quant8::U8Gemm,
+    /// Row sums (zero-point corrections) of the uint8 GEMM.
+    pub u8_row_sum: quant8::U8RowSum,
+    /// uint8 depthwise convolution row.
+    pub u8_dw: quant8::U8Dw,
 }
 
 impl Ukernels {
@@ -229,6 +236,9 @@ impl Ukernels {
             f32_dw: generic::f32_small::F32_DW,
             f32_pool: generic::f32_small::F32_POOL,
             f32_vec: generic::f32_small::F32_VEC,
+            u8_gemm: generic::U8_GEMM,
+            u8_row_sum: generic::U8_ROW_SUM,
+            u8_dw: generic::U8_DW,
         }
     }
 

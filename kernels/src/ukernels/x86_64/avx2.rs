@@ -1,7 +1,12 @@
-//! AVX2 (+FMA3) micro-kernels.
+//! AVX2 (+FMA3) micro-kernels (also the uint8 GEMM of the AVX-512 level without VNNI).
+//!
+//! No 8-bit dot product here: `vpmaddubsw` saturates its int16 pair sums (255·127·2 > 32767),
+//! so the uint8 kernels widen both operands to int16 and use `vpmaddwd`, whose pair sums of two
+//! products (|·| ≤ 2·255·128) are exact in int32.
 
 use std::arch::x86_64::*;
 
+use crate::ukernels::quant8::{Requant8, U8Dw, U8DwArgs, U8Gemm, U8GemmArgs, DW_BLOCK};
 use crate::ukernels::{F32Gemm, F32GemmArgs, F32GemmFn, Ukernels};
 
 pub mod f32_small;
@@ -10,6 +15,17 @@ pub mod f32_small;
 pub(crate) fn fill(t: &mut Ukernels) {
     t.f32_gemm = F32_GEMM;
     f32_small::fill_f32_small(t);
+    t.u8_gemm = U8Gemm {
+        mr: 4,
+        nr: 8,
+        weight_shift: 128,
+        kernel: u8_gemm_avx2_4x8,
+        name: "u8_gemm_avx2_4x8",
+    };
+    t.u8_dw = U8Dw {
+        kernel: u8_dw_avx2_16c,
+        name: "u8_dw_avx2_16c",
+    };
 }
 
 /// Float32 GEMM tile: 6 rows × 16 columns = 12 ymm accumulators (FMA latency 4 × 2 pipes
@@ -126,5 +142,173 @@ unsafe fn gemm<const R: usize>(p: &F32GemmArgs) {
         }
         w = w.wrapping_add(F32_NR * (p.k + 1));
         c = c.wrapping_add(F32_NR);
+    }
+}
+
+/// [`Requant8`] broadcast into registers.
+#[derive(Clone, Copy)]
+struct Rq256 {
+    mult: __m256i,
+    round: __m256i,
+    mask: __m256i,
+    half: __m256i,
+    shift: __m128i,
+    lo: __m256i,
+    hi: __m256i,
+    zp: __m256i,
+}
+
+#[target_feature(enable = "avx2,fma")]
+fn rq256(rq: &Requant8) -> Rq256 {
+    let mask = ((1i64 << rq.shift) - 1) as i32;
+    Rq256 {
+        mult: _mm256_set1_epi32(rq.multiplier),
+        round: _mm256_set1_epi64x(1 << 30),
+        mask: _mm256_set1_epi32(mask),
+        half: _mm256_set1_epi32(mask >> 1),
+        shift: _mm_cvtsi32_si128(rq.shift as i32),
+        lo: _mm256_set1_epi32(rq.lo),
+        hi: _mm256_set1_epi32(rq.hi),
+        zp: _mm256_set1_epi32(rq.zero_point),
+    }
+}
+
+/// [`Requant8::apply`] on 8 lanes, narrowed to the low 8 bytes. Same sequence as the AVX-512
+/// version (`vpmuldq` on even and odd lanes, bits 31..62 of `x·m + 2^30`, mask/threshold
+/// rounding division, clamp before the zero point); the compare's −1 is subtracted to round up.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn requant256(x: __m256i, c: &Rq256) -> __m128i {
+    let even = _mm256_mul_epi32(x, c.mult);
+    let odd = _mm256_mul_epi32(_mm256_srli_epi64::<32>(x), c.mult);
+    let even = _mm256_srli_epi64::<31>(_mm256_add_epi64(even, c.round));
+    let odd = _mm256_slli_epi64::<1>(_mm256_add_epi64(odd, c.round));
+    let h = _mm256_blend_epi32::<0xAA>(even, odd);
+    let rem = _mm256_and_si256(h, c.mask);
+    let threshold = _mm256_add_epi32(c.half, _mm256_srli_epi32::<31>(h));
+    let q = _mm256_sra_epi32(h, c.shift);
+    let q = _mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, threshold));
+    let q = _mm256_min_epi32(_mm256_max_epi32(q, c.lo), c.hi);
+    let q = _mm256_add_epi32(q, c.zp);
+    // Values are in 0..=255: the saturating packs are exact.
+    let w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
+    _mm_packus_epi16(w, w)
+}
+
+/// Stores the low `n ≤ 8` bytes of `v` at `dst`.
+///
+/// # Safety
+/// `n` bytes at `dst` are writable.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn store8(dst: *mut u8, n: usize, v: __m128i) {
+    if n == 8 {
+        // SAFETY: 8 writable bytes.
+        unsafe { _mm_storel_epi64(dst.cast(), v) };
+    } else {
+        let bytes = _mm_cvtsi128_si64(v).to_le_bytes();
+        // SAFETY: `n ≤ 8` writable bytes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, n) };
+    }
+}
+
+/// uint8 GEMM tile, 4 rows × 8 channels (see [`U8GemmArgs`]; weights stored as `w − 128`).
+/// Each packed group (8 channels × 4 k) is sign-extended to two int16 vectors of four channels;
+/// a row's four bytes, zero-extended, are broadcast as one 64-bit pattern; `vpmaddwd` leaves
+/// two partial sums per channel, added pairwise (`vphaddd`) in the epilogue.
+///
+/// # Safety
+/// The processor supports AVX2 and `p` satisfies the contract of [`U8GemmArgs`] with
+/// `mr = 4`, `nr = 8`.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn u8_gemm_avx2_4x8(p: &U8GemmArgs) {
+    const MR: usize = 4;
+    let mut a = [p.a; MR];
+    for r in 1..MR {
+        a[r] = if r < p.rows {
+            p.a.wrapping_add(r * p.a_stride)
+        } else {
+            a[r - 1]
+        };
+    }
+    let mut acc = [[_mm256_setzero_si256(); 2]; MR];
+    let groups = p.k.div_ceil(4);
+    for g in 0..groups {
+        // SAFETY: group g of the packed block (32 bytes).
+        let wb = unsafe { _mm256_loadu_si256(p.w.add(32 * g).cast()) };
+        let w0 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(wb));
+        let w1 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256::<1>(wb));
+        for r in 0..MR {
+            let x = if 4 * g + 4 <= p.k {
+                // SAFETY: bytes 4g..4g+4 ≤ k of row r.
+                unsafe { a[r].add(4 * g).cast::<u32>().read_unaligned() }
+            } else {
+                let mut x = 0u32;
+                for j in 0..p.k - 4 * g {
+                    // SAFETY: byte 4g + j < k of row r.
+                    x |= u32::from(unsafe { *a[r].add(4 * g + j) }) << (8 * j);
+                }
+                x
+            };
+            let av = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(x as i32)));
+            acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(w0, av));
+            acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(w1, av));
+        }
+    }
+    let c = rq256(&p.rq);
+    // SAFETY: the bias block holds 8 values.
+    let bias = unsafe { _mm256_loadu_si256(p.bias.cast()) };
+    let order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+    for (r, acc_r) in acc.iter().enumerate() {
+        if r >= p.rows {
+            break;
+        }
+        // hadd per 128-bit lane gives channels (0, 1, 4, 5 | 2, 3, 6, 7).
+        let sums = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(acc_r[0], acc_r[1]), order);
+        // SAFETY: `row_corr` holds `rows` values.
+        let corr = _mm256_set1_epi32(unsafe { *p.row_corr.add(r) });
+        let x = _mm256_add_epi32(_mm256_add_epi32(sums, bias), corr);
+        // SAFETY: row r of the output has `cols ≤ 8` writable bytes.
+        unsafe { store8(p.out.add(r * p.out_stride), p.cols, requant256(x, &c)) };
+    }
+}
+
+/// uint8 depthwise run, 16 channels per block as two 8-lane halves (see [`U8DwArgs`]).
+///
+/// # Safety
+/// The processor supports AVX2 and `p` satisfies the contract of [`U8DwArgs`].
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn u8_dw_avx2_16c(p: &U8DwArgs) {
+    let c = rq256(&p.rq);
+    let per_block = (1 + p.ntaps) * DW_BLOCK;
+    for half in 0..p.channels.div_ceil(8) {
+        let off = half * 8;
+        let n = (p.channels - off).min(8);
+        let (blk, lane) = (half / 2, (half % 2) * 8);
+        let wb = p.w.wrapping_add(blk * per_block + lane);
+        for px in 0..p.width {
+            // SAFETY: the packed block starts with 16 biases.
+            let mut acc = unsafe { _mm256_load_si256(wb.cast()) };
+            for t in 0..p.ntaps {
+                // SAFETY: tap t of pixel px addresses `channels` bytes; `n ≤ 8` are read.
+                let x = unsafe {
+                    let src = (*p.taps.add(t)).add(px * p.pixel_step + off);
+                    if n == 8 {
+                        src.cast::<u64>().read_unaligned()
+                    } else {
+                        let mut b = [0u8; 8];
+                        std::ptr::copy_nonoverlapping(src, b.as_mut_ptr(), n);
+                        u64::from_le_bytes(b)
+                    }
+                };
+                let xv = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(x as i64));
+                // SAFETY: tap t's weight block holds 16 values.
+                let wt = unsafe { _mm256_load_si256(wb.add((1 + t) * DW_BLOCK).cast()) };
+                // The upper halves of `xv` are zero, so the pair sum is x·w exactly.
+                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(xv, wt));
+            }
+            // SAFETY: `channels` writable bytes at each output pixel; `n` are written.
+            unsafe { store8(p.out.add(px * p.out_stride + off), n, requant256(acc, &c)) };
+        }
     }
 }

@@ -1,7 +1,9 @@
-//! AVX-512 micro-kernels (F, BW, DQ, VL).
+//! AVX-512 micro-kernels (F, BW, DQ, VL), and the exact vector requantization the AVX-512 VNNI
+//! kernels share.
 
 use std::arch::x86_64::*;
 
+use crate::ukernels::quant8::{Requant8, U8Dw, U8DwArgs, U8RowSum, DW_BLOCK};
 use crate::ukernels::{F32Gemm, F32GemmArgs, F32GemmFn, Ukernels};
 
 pub mod f32_small;
@@ -10,6 +12,14 @@ pub mod f32_small;
 pub(crate) fn fill(t: &mut Ukernels) {
     t.f32_gemm = F32_GEMM;
     f32_small::fill_f32_small(t);
+    t.u8_row_sum = U8RowSum {
+        kernel: u8_row_sum_avx512,
+        name: "u8_row_sum_avx512",
+    };
+    t.u8_dw = U8Dw {
+        kernel: u8_dw_avx512_16c,
+        name: "u8_dw_avx512_16c",
+    };
 }
 
 /// Float32 GEMM tile: 7 rows × 32 columns = 14 zmm accumulators. Zen 4 retires one zmm FMA
@@ -118,5 +128,210 @@ unsafe fn gemm<const R: usize>(p: &F32GemmArgs) {
         }
         w = w.wrapping_add(F32_NR * (p.k + 1));
         c = c.wrapping_add(F32_NR);
+    }
+}
+
+/// [`Requant8`] broadcast into registers.
+#[derive(Clone, Copy)]
+pub(super) struct Rq512 {
+    mult: __m512i,
+    round: __m512i,
+    mask: __m512i,
+    half: __m512i,
+    one: __m512i,
+    shift: __m128i,
+    lo: __m512i,
+    hi: __m512i,
+    zp: __m512i,
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+pub(super) fn rq512(rq: &Requant8) -> Rq512 {
+    let mask = ((1i64 << rq.shift) - 1) as i32;
+    Rq512 {
+        mult: _mm512_set1_epi32(rq.multiplier),
+        round: _mm512_set1_epi64(1 << 30),
+        mask: _mm512_set1_epi32(mask),
+        half: _mm512_set1_epi32(mask >> 1),
+        one: _mm512_set1_epi32(1),
+        shift: _mm_cvtsi32_si128(rq.shift as i32),
+        lo: _mm512_set1_epi32(rq.lo),
+        hi: _mm512_set1_epi32(rq.hi),
+        zp: _mm512_set1_epi32(rq.zero_point),
+    }
+}
+
+/// [`Requant8::apply`] on 16 lanes, narrowed to 16 bytes.
+///
+/// SaturatingRoundingDoublingHighMul is `floor((x·m + 2^30) / 2^31)` (the multiplier is never
+/// `i32::MIN`, so it never saturates): 64-bit products of the even lanes and of the odd lanes
+/// (`vpmuldq`), plus 2^30, and bits 31..62 of each sum picked out by a 64-bit shift right by
+/// 31 (even lanes, low dword) or left by 1 (odd lanes, high dword). RoundingDivideByPOT is the
+/// reference's mask/threshold form. The clamp to `[lo, hi]` (bounds already minus the zero
+/// point) comes before the zero point is added, so the final values lie in 0..=255 and the
+/// truncating `vpmovdb` is exact.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn requant512(x: __m512i, c: &Rq512) -> __m128i {
+    let even = _mm512_mul_epi32(x, c.mult);
+    let odd = _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), c.mult);
+    let even = _mm512_srli_epi64::<31>(_mm512_add_epi64(even, c.round));
+    let odd = _mm512_slli_epi64::<1>(_mm512_add_epi64(odd, c.round));
+    let h = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    let rem = _mm512_and_si512(h, c.mask);
+    let threshold = _mm512_add_epi32(c.half, _mm512_srli_epi32::<31>(h));
+    let q = _mm512_sra_epi32(h, c.shift);
+    let up = _mm512_cmpgt_epi32_mask(rem, threshold);
+    let q = _mm512_mask_add_epi32(q, up, q, c.one);
+    let q = _mm512_min_epi32(_mm512_max_epi32(q, c.lo), c.hi);
+    _mm512_cvtepi32_epi8(_mm512_add_epi32(q, c.zp))
+}
+
+/// Stores the 16 bytes of `v` at `dst`, only the lanes of `m`. A full mask takes a plain
+/// store (masked stores to memory are slow on some cores).
+///
+/// # Safety
+/// The bytes of `dst` selected by `m` are writable.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) unsafe fn store16(dst: *mut u8, m: u16, v: __m128i) {
+    if m == u16::MAX {
+        // SAFETY: all 16 bytes are writable (full mask).
+        unsafe { _mm_storeu_si128(dst.cast(), v) }
+    } else {
+        // SAFETY: only the selected bytes are written.
+        unsafe { _mm_mask_storeu_epi8(dst.cast(), m, v) }
+    }
+}
+
+/// Lane mask of the first `n ≤ 16` lanes.
+#[inline]
+pub(super) fn mask16(n: usize) -> u16 {
+    if n >= 16 {
+        u16::MAX
+    } else {
+        (1u16 << n) - 1
+    }
+}
+
+/// The depthwise row loop of [`U8DwArgs`] with a 16-channel multiply-accumulate `$mac`
+/// (`acc + a·w` on int32 lanes whose upper 16 bits of `a` are zero). Channel blocks outside,
+/// pixels inside, so a 3×3 block's nine weight vectors stay in registers across the row.
+macro_rules! dw_row_512 {
+    ($p:expr, $mac:ident) => {{
+        let p: &U8DwArgs = $p;
+        let c = rq512(&p.rq);
+        let nt = p.ntaps;
+        let per_block = (1 + nt) * DW_BLOCK;
+        for blk in 0..p.channels.div_ceil(DW_BLOCK) {
+            let off = blk * DW_BLOCK;
+            let m = mask16(p.channels - off);
+            let wb = p.w.wrapping_add(blk * per_block);
+            // SAFETY: the packed weights hold `1 + nt` aligned 16-lane groups per block.
+            let bias = unsafe { _mm512_load_si512(wb.cast()) };
+            // Input bytes of tap `t` of pixel `px`, zero-extended to int32 lanes.
+            let load = |px: usize, t: usize| {
+                // SAFETY: tap `t` of pixel `px` addresses `channels` readable bytes; a full
+                // block reads channels off..off+16, a tail block only the masked ones.
+                unsafe {
+                    let src = (*p.taps.add(t)).add(px * p.pixel_step + off);
+                    if m == u16::MAX {
+                        _mm512_cvtepu8_epi32(_mm_loadu_si128(src.cast()))
+                    } else {
+                        _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, src.cast()))
+                    }
+                }
+            };
+            let store = |px: usize, acc: __m512i| {
+                // SAFETY: the contract allows writing `channels` bytes at each output pixel;
+                // the masked store writes only channels off..off+n.
+                unsafe { store16(p.out.add(px * p.out_stride + off), m, requant512(acc, &c)) }
+            };
+            if nt == 9 {
+                // SAFETY: as for `bias`.
+                let w: [__m512i; 9] = std::array::from_fn(|t| unsafe {
+                    _mm512_load_si512(wb.add((1 + t) * DW_BLOCK).cast())
+                });
+                for px in 0..p.width {
+                    // Two dependency chains: the multiply-accumulate latency, not its
+                    // throughput, would otherwise bound a pixel.
+                    let mut acc = $mac(bias, load(px, 0), w[0]);
+                    let mut acc2 = _mm512_setzero_si512();
+                    for t in (1..9).step_by(2) {
+                        acc2 = $mac(acc2, load(px, t), w[t]);
+                        acc = $mac(acc, load(px, t + 1), w[t + 1]);
+                    }
+                    store(px, _mm512_add_epi32(acc, acc2));
+                }
+            } else {
+                for px in 0..p.width {
+                    let mut acc = bias;
+                    for t in 0..nt {
+                        // SAFETY: as for `bias`.
+                        let wt = unsafe { _mm512_load_si512(wb.add((1 + t) * DW_BLOCK).cast()) };
+                        acc = $mac(acc, load(px, t), wt);
+                    }
+                    store(px, acc);
+                }
+            }
+        }
+    }};
+}
+pub(super) use dw_row_512;
+
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+fn mac_madd(acc: __m512i, a: __m512i, w: __m512i) -> __m512i {
+    // The upper halves of `a` are zero, so the pair sum is a·w exactly.
+    _mm512_add_epi32(acc, _mm512_madd_epi16(a, w))
+}
+
+/// uint8 depthwise row, 16 channels per vector (see [`U8DwArgs`]).
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL and `p` satisfies the contract of [`U8DwArgs`].
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+pub unsafe fn u8_dw_avx512_16c(p: &U8DwArgs) {
+    dw_row_512!(p, mac_madd)
+}
+
+/// Row corrections with `vpsadbw` (sums of eight bytes per 64-bit lane), 64 bytes per step
+/// and a masked load for the tail (see [`crate::ukernels::quant8::U8RowSumFn`]).
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL; rows `r < rows` are `k` readable bytes at
+/// `a + r·stride`; `out` holds `rows` values.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+pub unsafe fn u8_row_sum_avx512(
+    a: *const u8,
+    stride: usize,
+    rows: usize,
+    k: usize,
+    scale: i32,
+    out: *mut i32,
+) {
+    let zero = _mm512_setzero_si512();
+    let (full, tail) = (k / 64, k % 64);
+    let tail_mask = if tail == 0 {
+        0
+    } else {
+        u64::MAX >> (64 - tail)
+    };
+    for r in 0..rows {
+        let row = a.wrapping_add(r * stride);
+        let mut acc = zero;
+        for i in 0..full {
+            // SAFETY: bytes 64i..64i+64 ≤ k of row r.
+            let x = unsafe { _mm512_loadu_si512(row.add(64 * i).cast()) };
+            acc = _mm512_add_epi64(acc, _mm512_sad_epu8(x, zero));
+        }
+        if tail != 0 {
+            // SAFETY: the masked load reads bytes 64·full..k of row r only.
+            let x = unsafe { _mm512_maskz_loadu_epi8(tail_mask, row.add(64 * full).cast()) };
+            acc = _mm512_add_epi64(acc, _mm512_sad_epu8(x, zero));
+        }
+        let sum = _mm512_reduce_add_epi64(acc) as i32;
+        // SAFETY: `out` has `rows` slots.
+        unsafe { *out.add(r) = scale.wrapping_mul(sum).wrapping_neg() };
     }
 }

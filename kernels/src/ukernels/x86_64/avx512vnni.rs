@@ -1,8 +1,125 @@
-//! AVX512VNNI micro-kernels.
+//! AVX-512 VNNI micro-kernels: `vpdpbusd` (u8 × s8, four products per int32 lane) for the
+//! uint8 GEMM, `vpdpwssd` for the depthwise multiply-accumulate.
 
+use std::arch::x86_64::*;
+
+use super::avx512::{dw_row_512, mask16, requant512, rq512, store16};
+use crate::ukernels::quant8::{U8Dw, U8DwArgs, U8Gemm, U8GemmArgs, DW_BLOCK};
 use crate::ukernels::Ukernels;
 
 /// Puts this level's kernels into `t`.
 pub(crate) fn fill(t: &mut Ukernels) {
-    let _ = t;
+    t.u8_gemm = U8Gemm {
+        mr: 7,
+        nr: 32,
+        weight_shift: 128,
+        kernel: u8_gemm_avx512vnni_7x32,
+        name: "u8_gemm_avx512vnni_7x32",
+    };
+    t.u8_dw = U8Dw {
+        kernel: u8_dw_avx512vnni_16c,
+        name: "u8_dw_avx512vnni_16c",
+    };
+}
+
+/// uint8 GEMM tile, 7 rows × 32 channels (see [`U8GemmArgs`]): 14 accumulators, two weight
+/// vectors and one broadcast per k-step of four. The accumulation wraps (`vpdpbusd`, not the
+/// saturating `vpdpbusds`), matching the reference's int32 arithmetic in any order.
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL/VNNI and `p` satisfies the contract of
+/// [`U8GemmArgs`] with `mr = 7`, `nr = 32`.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
+    const MR: usize = 7;
+    debug_assert!((1..=MR).contains(&p.rows) && p.cols <= 32);
+    // Rows past `rows` repeat the last real row: computed, never stored.
+    let mut a = [p.a; MR];
+    for r in 1..MR {
+        a[r] = if r < p.rows {
+            p.a.wrapping_add(r * p.a_stride)
+        } else {
+            a[r - 1]
+        };
+    }
+    let mut acc = [[_mm512_setzero_si512(); 2]; MR];
+    let groups = p.k / 4;
+    let mut w = p.w;
+    for g in 0..groups {
+        // SAFETY: group g < ceil(k/4) of the aligned packed block (128 bytes per group).
+        let (w0, w1) = unsafe {
+            (
+                _mm512_load_si512(w.cast()),
+                _mm512_load_si512(w.add(64).cast()),
+            )
+        };
+        for r in 0..MR {
+            // SAFETY: bytes 4g..4g+4 ≤ k of a row of A.
+            let x = unsafe { a[r].add(4 * g).cast::<i32>().read_unaligned() };
+            let av = _mm512_set1_epi32(x);
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, w0);
+            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, w1);
+        }
+        w = w.wrapping_add(128);
+    }
+    let tail = p.k % 4;
+    if tail != 0 {
+        // SAFETY: the last, zero-padded group of the packed block.
+        let (w0, w1) = unsafe {
+            (
+                _mm512_load_si512(w.cast()),
+                _mm512_load_si512(w.add(64).cast()),
+            )
+        };
+        for r in 0..MR {
+            let mut x = 0u32;
+            for j in 0..tail {
+                // SAFETY: byte 4·groups + j < k of a row of A.
+                x |= u32::from(unsafe { *a[r].add(4 * groups + j) }) << (8 * j);
+            }
+            let av = _mm512_set1_epi32(x as i32);
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, w0);
+            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, w1);
+        }
+    }
+    let c = rq512(&p.rq);
+    // SAFETY: the bias block holds 32 values.
+    let bias = unsafe {
+        [
+            _mm512_loadu_si512(p.bias.cast()),
+            _mm512_loadu_si512(p.bias.add(16).cast()),
+        ]
+    };
+    let masks = [mask16(p.cols), mask16(p.cols.saturating_sub(16))];
+    for (r, acc_r) in acc.iter().enumerate() {
+        if r >= p.rows {
+            break;
+        }
+        // SAFETY: `row_corr` holds `rows` values.
+        let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
+        for v in 0..2 {
+            let x = _mm512_add_epi32(_mm512_add_epi32(acc_r[v], bias[v]), corr);
+            let out = p.out.wrapping_add(r * p.out_stride + 16 * v);
+            // SAFETY: the masked store writes columns 16v..min(cols, 16v+16) of row r only;
+            // with an empty mask it touches no memory.
+            unsafe { store16(out, masks[v], requant512(x, &c)) };
+        }
+    }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+#[inline]
+fn mac_dpwssd(acc: __m512i, a: __m512i, w: __m512i) -> __m512i {
+    // The upper halves of `a` are zero, so the pair sum is a·w exactly.
+    _mm512_dpwssd_epi32(acc, a, w)
+}
+
+/// uint8 depthwise row with `vpdpwssd`, 16 channels per vector (see [`U8DwArgs`]).
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL/VNNI and `p` satisfies the contract of
+/// [`U8DwArgs`].
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+pub unsafe fn u8_dw_avx512vnni_16c(p: &U8DwArgs) {
+    dw_row_512!(p, mac_dpwssd)
 }

@@ -5,9 +5,6 @@
 use super::{Isa, Ukernels};
 
 pub mod avx2;
-// The AVX-512 intrinsics are stable since Rust 1.89, above the workspace's declared MSRV
-// (1.86); the project builds with 1.95.
-#[clippy::msrv = "1.89"]
 pub mod avx512;
 pub mod avx512vnni;
 

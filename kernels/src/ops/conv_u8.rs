@@ -1,0 +1,494 @@
+//! uint8 CONV_2D and FULLY_CONNECTED on the GEMM micro-kernel of the table
+//! ([`crate::ukernels::quant8::U8Gemm`]), bit-exact with [`crate::conv::conv2d_u8`] and
+//! [`crate::conv::fully_connected_u8`].
+//!
+//! Zero-point algebra. With `s` the slot's weight shift, stored weights `w' = w − s` and
+//! `zw' = zw − s`, over the K taps of one output:
+//!
+//! `Σ (a − za)(w − zw) = Σ a·w' − zw'·Σa − za·Σw' + K·za·zw'`
+//!
+//! The last two terms are per output channel and go into the packed bias at packing time;
+//! `−zw'·Σa` is per output pixel and is computed once per row of A (a pass over A that costs
+//! about 1/N of the GEMM). Everything holds modulo 2^32, so wrapping int32 arithmetic in any
+//! order gives exactly the reference's wrapping accumulator. Spatial padding taps are
+//! materialised as `a = za` (their `(a − za)` is 0 and they count in K); the bytes that round K
+//! up to a multiple of 4 are `a = 0` with `w' = 0` and count nowhere.
+//!
+//! 1×1 stride-1 unpadded convolutions and FULLY_CONNECTED run the GEMM directly on the input
+//! rows; every other convolution copies panels of im2col rows into a per-thread scratch buffer.
+//!
+//! Parameters the fast path cannot represent but the reference accepts (zero points outside
+//! 0..=255, a right shift above 31) are delegated to the reference kernels unchanged.
+
+use std::cell::RefCell;
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::{AlignedBuf, FilterShape};
+use crate::conv::taps;
+use crate::quant::Requantize;
+use crate::ukernels::quant8::{Requant8, U8Gemm, U8GemmArgs, U8RowSum};
+use crate::ukernels::Ukernels;
+use crate::{Activation, KernelError, QuantParams, Window};
+
+/// Quantization of a convolution-like op: input/filter/output params and the fused activation.
+#[derive(Clone, Copy, Debug)]
+pub struct ConvQuant {
+    pub input: QuantParams,
+    pub filter: QuantParams,
+    pub output: QuantParams,
+    pub act: Activation,
+}
+
+/// The requantizer of `q` as the reference builds it. `Err` exactly when the reference
+/// fails; `Ok(None)` when the reference works but the fast kernels cannot represent the
+/// parameters.
+pub(crate) fn requant8(q: &ConvQuant) -> Result<Option<Requant8>, KernelError> {
+    let rq = Requantize::for_conv(q.input, q.filter, q.output, q.act).ok_or_else(|| {
+        KernelError::InvalidData(format!(
+            "quantized multiplier {} · {} / {} is not in [0, 1)",
+            q.input.scale, q.filter.scale, q.output.scale
+        ))
+    })?;
+    if rq.min > rq.max {
+        return Err(KernelError::InvalidData(format!(
+            "empty activation range {}..={} for output zero point {}",
+            rq.min, rq.max, q.output.zero_point
+        )));
+    }
+    let byte = |z: i32| (0..=255).contains(&z);
+    let representable = byte(q.input.zero_point)
+        && byte(q.filter.zero_point)
+        && byte(q.output.zero_point)
+        && (0..=31).contains(&rq.right_shift);
+    if !representable {
+        return Ok(None);
+    }
+    Ok(Some(Requant8 {
+        multiplier: rq.multiplier,
+        shift: rq.right_shift as u32,
+        zero_point: rq.zero_point,
+        lo: rq.min - rq.zero_point,
+        hi: rq.max - rq.zero_point,
+    }))
+}
+
+/// Output base pointer shared by the tasks of one operation, each of which writes a disjoint
+/// set of output elements.
+#[derive(Clone, Copy)]
+pub(crate) struct OutPtr(pub *mut u8);
+// SAFETY: the pointer is only dereferenced by micro-kernels on output regions that the
+// operator loop hands to exactly one task, so sharing it between threads creates no aliasing.
+unsafe impl Send for OutPtr {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for OutPtr {}
+
+impl OutPtr {
+    /// The address `offset` bytes past the base (computing it is safe; writing through it is
+    /// the caller's business).
+    #[inline]
+    pub(crate) fn at(self, offset: usize) -> *mut u8 {
+        self.0.wrapping_add(offset)
+    }
+}
+
+/// Runs `body` on `units` work units: split into about two contiguous ranges per thread
+/// (one fork-join) on a pool worker, in one piece on any other thread.
+pub(crate) fn split_units(units: usize, body: impl Fn(Range<usize>) + Sync) {
+    let threads = if crate::in_worker() {
+        rayon::current_num_threads()
+    } else {
+        1
+    };
+    let chunks = (2 * threads).min(units);
+    if threads <= 1 || chunks <= 1 {
+        body(0..units);
+        return;
+    }
+    (0..chunks)
+        .into_par_iter()
+        .for_each(|c| body(c * units / chunks..(c + 1) * units / chunks));
+}
+
+/// Packed weights of a uint8 CONV_2D or FULLY_CONNECTED for one kernel table.
+#[derive(Debug)]
+pub struct PackedConvU8 {
+    shape: FilterShape,
+    imp: ConvImpl,
+}
+
+#[derive(Debug)]
+enum ConvImpl {
+    Fast(FastConv),
+    Reference {
+        filter: Vec<u8>,
+        bias: Vec<i32>,
+        q: ConvQuant,
+    },
+}
+
+#[derive(Debug)]
+struct FastConv {
+    gemm: U8Gemm,
+    row_sum: U8RowSum,
+    /// Taps per output (`kh·kw·in_c`) and that rounded up to a multiple of 4.
+    k: usize,
+    kp: usize,
+    /// Blocks of `nr` channels: `kp/4` groups of `nr × 4` bytes each.
+    w: AlignedBuf<u8>,
+    /// `bias + K·za·zw' − za·Σw'` per channel, padded to whole blocks.
+    bias: AlignedBuf<i32>,
+    /// `zw' = zw − weight_shift`.
+    zw: i32,
+    za: u8,
+    rq: Requant8,
+}
+
+impl PackedConvU8 {
+    /// filter [out_c, kh, kw, in_c] u8 + bias [out_c] i32 (FULLY_CONNECTED: kh = kw = 1).
+    /// Errors exactly when the reference would (multiplier not representable, empty
+    /// activation range).
+    pub fn pack(
+        uk: &Ukernels,
+        shape: FilterShape,
+        filter: &[u8],
+        bias: &[i32],
+        q: ConvQuant,
+    ) -> Result<PackedConvU8, KernelError> {
+        let (n, k) = (shape.out_c, shape.taps());
+        assert_eq!(filter.len(), n * k, "filter length");
+        assert_eq!(bias.len(), n, "bias length");
+        let Some(rq) = requant8(&q)? else {
+            return Ok(PackedConvU8 {
+                shape,
+                imp: ConvImpl::Reference {
+                    filter: filter.to_vec(),
+                    bias: bias.to_vec(),
+                    q,
+                },
+            });
+        };
+        let g = uk.u8_gemm;
+        let kp = k.div_ceil(4) * 4;
+        let blocks = n.div_ceil(g.nr);
+        let mut w = AlignedBuf::<u8>::zeroed(blocks * kp * g.nr);
+        let mut pb = AlignedBuf::<i32>::zeroed(blocks * g.nr);
+        let za = q.input.zero_point;
+        let zw = q.filter.zero_point - g.weight_shift;
+        let k_za_zw = (k as i32).wrapping_mul(za).wrapping_mul(zw);
+        for (oc, row) in filter.chunks_exact(k.max(1)).take(n).enumerate() {
+            let base = (oc / g.nr) * kp * g.nr + (oc % g.nr) * 4;
+            let mut sum = 0i32;
+            for (kk, &f) in row.iter().enumerate() {
+                let v = i32::from(f) - g.weight_shift;
+                sum = sum.wrapping_add(v);
+                // Two's-complement byte: a signed value for shift 128, the raw byte for 0.
+                w[base + (kk / 4) * g.nr * 4 + kk % 4] = v as u8;
+            }
+            pb[oc] = bias[oc]
+                .wrapping_add(k_za_zw)
+                .wrapping_sub(za.wrapping_mul(sum));
+        }
+        if k == 0 {
+            for (oc, &b) in bias.iter().enumerate() {
+                pb[oc] = b;
+            }
+        }
+        Ok(PackedConvU8 {
+            shape,
+            imp: ConvImpl::Fast(FastConv {
+                gemm: g,
+                row_sum: uk.u8_row_sum,
+                k,
+                kp,
+                w,
+                bias: pb,
+                zw,
+                za: za as u8,
+                rq,
+            }),
+        })
+    }
+
+    /// The filter extents this was packed for.
+    pub fn shape(&self) -> FilterShape {
+        self.shape
+    }
+
+    /// The micro-kernel that runs this convolution, or `"reference"`.
+    pub fn kernel_name(&self) -> &'static str {
+        match &self.imp {
+            ConvImpl::Fast(f) => f.gemm.name,
+            ConvImpl::Reference { .. } => "reference",
+        }
+    }
+}
+
+/// Where the rows of A come from.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    /// Row `m` is `a[m·stride .. m·stride + k]`.
+    Direct { a: &'a [u8], stride: usize },
+    /// Row `m` is the im2col row of output pixel `m` of `w`.
+    Im2col { w: &'a Window, input: &'a [u8] },
+}
+
+/// Rows per A panel: the row corrections of a panel live in a stack array of this size.
+const PANEL_MAX: usize = 64;
+
+/// A per-thread im2col panel. Its row layout `(k, kp)` is remembered: the bytes from `k` to
+/// `kp` of every row are zeroed when the panel is (re)laid out and never written afterwards.
+#[derive(Default)]
+struct Im2col {
+    buf: AlignedBuf<u8>,
+    layout: (usize, usize),
+}
+
+thread_local! {
+    static IM2COL: RefCell<Im2col> = RefCell::new(Im2col::default());
+}
+
+/// CONV_2D, uint8, bit-exact with [`crate::conv::conv2d_u8`]. `input` and `output` are NHWC
+/// with the extents of `w`; the filter extents must be the packed ones.
+pub fn conv2d_u8(w: &Window, packed: &PackedConvU8, input: &[u8], output: &mut [u8]) {
+    let s = packed.shape;
+    assert_eq!(
+        (w.filter_h, w.filter_w, w.input.c, w.output.c),
+        (s.kh, s.kw, s.in_c, s.out_c),
+        "filter extents"
+    );
+    assert_eq!(input.len(), w.input.len(), "input length");
+    assert_eq!(output.len(), w.output.len(), "output length");
+    assert_eq!(w.input.n, w.output.n, "batch");
+    match &packed.imp {
+        ConvImpl::Reference { filter, bias, q } => crate::conv::conv2d_u8(
+            w, input, q.input, filter, q.filter, bias, q.output, q.act, output,
+        )
+        .expect("parameters validated at packing"),
+        ConvImpl::Fast(f) => {
+            let m = w.output.n * w.output.h * w.output.w;
+            let direct = s.kh == 1
+                && s.kw == 1
+                && w.stride_h == 1
+                && w.stride_w == 1
+                && w.padding == crate::Padding::default()
+                && (w.output.h, w.output.w) == (w.input.h, w.input.w);
+            let src = if direct {
+                Source::Direct {
+                    a: input,
+                    stride: s.in_c,
+                }
+            } else {
+                assert!(w.stride_h > 0 && w.stride_w > 0, "stride");
+                Source::Im2col { w, input }
+            };
+            run_gemm(f, s.out_c, m, src, output);
+        }
+    }
+}
+
+/// FULLY_CONNECTED, uint8, bit-exact with [`crate::conv::fully_connected_u8`]: `input` is
+/// `[rows, in_c]`, `output` is `[rows, out_c]` (packed with `kh = kw = 1`).
+pub fn fully_connected_u8(packed: &PackedConvU8, rows: usize, input: &[u8], output: &mut [u8]) {
+    let s = packed.shape;
+    let k = s.taps();
+    assert_eq!(input.len(), rows * k, "input length");
+    assert_eq!(output.len(), rows * s.out_c, "output length");
+    match &packed.imp {
+        ConvImpl::Reference { filter, bias, q } => crate::conv::fully_connected_u8(
+            rows, k, s.out_c, input, q.input, filter, q.filter, bias, q.output, q.act, output,
+        )
+        .expect("parameters validated at packing"),
+        ConvImpl::Fast(f) => run_gemm(
+            f,
+            s.out_c,
+            rows,
+            Source::Direct {
+                a: input,
+                stride: k,
+            },
+            output,
+        ),
+    }
+}
+
+/// The whole `m × n` product, split once over the pool: along M when there are enough row
+/// tiles, along N (channel blocks) for the small late layers.
+fn run_gemm(f: &FastConv, n: usize, m: usize, src: Source<'_>, output: &mut [u8]) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    let g = f.gemm;
+    let tiles = m.div_ceil(g.mr);
+    let blocks = n.div_ceil(g.nr);
+    let out = OutPtr(output.as_mut_ptr());
+    let threads = if crate::in_worker() {
+        rayon::current_num_threads()
+    } else {
+        1
+    };
+    if tiles >= 4 * threads || tiles >= blocks {
+        split_units(tiles, |t| {
+            let rows = t.start * g.mr..(t.end * g.mr).min(m);
+            region(f, n, src, out, rows, 0..blocks);
+        });
+    } else {
+        split_units(blocks, |b| region(f, n, src, out, 0..m, b));
+    }
+}
+
+/// Computes output rows `rows` × channel blocks `blocks`, panel by panel.
+fn region(
+    f: &FastConv,
+    n: usize,
+    src: Source<'_>,
+    out: OutPtr,
+    rows: Range<usize>,
+    blocks: Range<usize>,
+) {
+    let g = f.gemm;
+    let panel = (PANEL_MAX / g.mr).max(1) * g.mr;
+    let mut p0 = rows.start;
+    while p0 < rows.end {
+        let np = panel.min(rows.end - p0);
+        match src {
+            Source::Direct { a, stride } => {
+                let a = &a[p0 * stride..(p0 + np - 1) * stride + f.k];
+                panel_gemm(f, n, a, stride, f.k, p0, np, out, blocks.clone());
+            }
+            Source::Im2col { w, input } => IM2COL.with(|s| {
+                let mut s = s.borrow_mut();
+                if s.layout != (f.k, f.kp) || s.buf.len() < panel * f.kp {
+                    if s.buf.len() < panel * f.kp {
+                        s.buf = AlignedBuf::zeroed(panel * f.kp);
+                    } else {
+                        s.buf.fill(0);
+                    }
+                    s.layout = (f.k, f.kp);
+                }
+                let a = &mut s.buf[..np * f.kp];
+                im2col_panel(w, input, f.za, p0, a, f.kp);
+                panel_gemm(f, n, a, f.kp, f.kp, p0, np, out, blocks.clone());
+            }),
+        }
+        p0 += np;
+    }
+}
+
+/// `dst.copy_from_slice(src)` for the short spans of im2col (a window row of a thin input
+/// is a few bytes): fixed-size, possibly overlapping moves instead of a `memcpy` call.
+#[inline]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = dst.len();
+    debug_assert_eq!(n, src.len());
+    if n >= 32 {
+        dst.copy_from_slice(src);
+    } else if n >= 16 {
+        dst[..16].copy_from_slice(&src[..16]);
+        dst[n - 16..].copy_from_slice(&src[n - 16..]);
+    } else if n >= 8 {
+        dst[..8].copy_from_slice(&src[..8]);
+        dst[n - 8..].copy_from_slice(&src[n - 8..]);
+    } else if n >= 4 {
+        dst[..4].copy_from_slice(&src[..4]);
+        dst[n - 4..].copy_from_slice(&src[n - 4..]);
+    } else {
+        for (d, &s) in dst.iter_mut().zip(src) {
+            *d = s;
+        }
+    }
+}
+
+/// Writes the im2col rows (the first `kh·kw·in_c` of every `kp` bytes: the taps, padding as
+/// `za`) of the output pixels `p0 ..` into `panel`.
+fn im2col_panel(w: &Window, input: &[u8], za: u8, p0: usize, panel: &mut [u8], kp: usize) {
+    let per_image = w.output.h * w.output.w;
+    let (mut b, yx) = (p0 / per_image, p0 % per_image);
+    let (mut oy, mut ox) = (yx / w.output.w, yx % w.output.w);
+    let c = w.input.c;
+    let span = w.filter_w * c;
+    let k = w.filter_h * span;
+    let mut ty = taps(oy, w.stride_h, w.padding.top, w.filter_h, w.input.h);
+    for row in panel.chunks_exact_mut(kp) {
+        let tx = taps(ox, w.stride_w, w.padding.left, w.filter_w, w.input.w);
+        let (head, body) = (tx.first_tap * c, tx.len * c);
+        for (fy, seg) in row[..k].chunks_exact_mut(span).enumerate() {
+            if fy < ty.first_tap || fy >= ty.first_tap + ty.len || body == 0 {
+                seg.fill(za);
+                continue;
+            }
+            let iy = ty.first_input + (fy - ty.first_tap);
+            let start = w.input.offset(b, iy, tx.first_input, 0);
+            if body < span {
+                seg[..head].fill(za);
+                seg[head + body..].fill(za);
+            }
+            copy_short(&mut seg[head..head + body], &input[start..start + body]);
+        }
+        ox += 1;
+        if ox == w.output.w {
+            ox = 0;
+            oy += 1;
+            if oy == w.output.h {
+                oy = 0;
+                b += 1;
+            }
+            ty = taps(oy, w.stride_h, w.padding.top, w.filter_h, w.input.h);
+        }
+    }
+}
+
+/// One panel of `np ≤ PANEL_MAX` rows starting at output row `p0`, whose A rows are `k`
+/// bytes at `a[i·stride ..]`: row corrections, then every channel block × row tile.
+#[allow(clippy::too_many_arguments)]
+fn panel_gemm(
+    f: &FastConv,
+    n: usize,
+    a: &[u8],
+    stride: usize,
+    k: usize,
+    p0: usize,
+    np: usize,
+    out: OutPtr,
+    blocks: Range<usize>,
+) {
+    let g = f.gemm;
+    assert!(np <= PANEL_MAX && (np - 1) * stride + k <= a.len());
+    let mut corr = [0i32; PANEL_MAX];
+    if f.zw != 0 {
+        // SAFETY: rows i < np are `k` bytes at `a[i·stride ..]` inside `a` (asserted above)
+        // and `corr` has room for `np ≤ PANEL_MAX` values.
+        unsafe { (f.row_sum.kernel)(a.as_ptr(), stride, np, k, f.zw, corr.as_mut_ptr()) };
+    }
+    let block_bytes = f.kp * g.nr;
+    for j in blocks {
+        let w = &f.w[j * block_bytes..(j + 1) * block_bytes];
+        let bias = &f.bias[j * g.nr..(j + 1) * g.nr];
+        let cols = g.nr.min(n - j * g.nr);
+        let mut t0 = 0;
+        while t0 < np {
+            let rows = g.mr.min(np - t0);
+            let args = U8GemmArgs {
+                a: a[t0 * stride..].as_ptr(),
+                a_stride: stride,
+                rows,
+                k,
+                w: w.as_ptr(),
+                bias: bias.as_ptr(),
+                row_corr: corr[t0..].as_ptr(),
+                out: out.at((p0 + t0) * n + j * g.nr),
+                out_stride: n,
+                cols,
+                rq: f.rq,
+            };
+            // SAFETY: rows t0..t0+rows of the panel are `k` bytes each inside `a` (asserted
+            // above), the weight block and bias are whole packed blocks of this slot's layout,
+            // `corr` has a value per row, and the output rows p0+t0.. with `cols ≤ nr`
+            // columns from channel j·nr lie inside the `m × n` output that this task alone
+            // writes (run_gemm splits disjoint row or block ranges).
+            unsafe { (g.kernel)(&args) };
+            t0 += rows;
+        }
+    }
+}

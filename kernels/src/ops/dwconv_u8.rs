@@ -1,0 +1,280 @@
+//! uint8 DEPTHWISE_CONV_2D on the depthwise row micro-kernel of the table
+//! ([`crate::ukernels::quant8::U8Dw`]), bit-exact with [`crate::conv::depthwise_conv2d_u8`].
+//!
+//! Zero-point algebra: with `w' = w − zw` (packed as int32) and every padding tap read as
+//! `a = za` from a buffer of zero points, `Σ_taps (a − za)·w' = Σ_taps a·w' − za·Σ_taps w'`,
+//! and the second term is per channel, so it goes into the packed bias. Padding taps then
+//! contribute `(za − za)·w' = 0`, exactly as the reference's clipped window. All of it holds
+//! modulo 2^32, matching the reference's wrapping accumulator.
+//!
+//! Rows of output pixels are the unit of work; each row gets an indirection buffer of tap
+//! pointers (per-thread, reused) and one kernel call. Depth multipliers other than 1 run a
+//! portable loop on the same packed weights.
+
+use std::cell::RefCell;
+
+use super::conv_u8::{requant8, split_units, ConvQuant};
+use super::AlignedBuf;
+use crate::ukernels::quant8::{Requant8, U8Dw, U8DwArgs, DW_BLOCK};
+use crate::ukernels::Ukernels;
+use crate::{KernelError, Window};
+
+/// Packed weights of a uint8 DEPTHWISE_CONV_2D for one kernel table.
+#[derive(Debug)]
+pub struct PackedDwU8 {
+    kh: usize,
+    kw: usize,
+    out_c: usize,
+    imp: DwImpl,
+}
+
+#[derive(Debug)]
+enum DwImpl {
+    Fast(FastDw),
+    Reference {
+        filter: Vec<u8>,
+        bias: Vec<i32>,
+        q: ConvQuant,
+    },
+}
+
+#[derive(Debug)]
+struct FastDw {
+    dw: U8Dw,
+    /// Per block of `DW_BLOCK` channels: biases, then `kh·kw` weight blocks.
+    w: AlignedBuf<i32>,
+    za: u8,
+    rq: Requant8,
+}
+
+impl PackedDwU8 {
+    /// `filter` is `[1, kh, kw, out_c]`, `bias` `[out_c]`. Errors exactly when the reference
+    /// would (multiplier not representable, empty activation range).
+    pub fn pack(
+        uk: &Ukernels,
+        kh: usize,
+        kw: usize,
+        out_c: usize,
+        filter: &[u8],
+        bias: &[i32],
+        q: ConvQuant,
+    ) -> Result<PackedDwU8, KernelError> {
+        assert_eq!(filter.len(), kh * kw * out_c, "filter length");
+        assert_eq!(bias.len(), out_c, "bias length");
+        let Some(rq) = requant8(&q)? else {
+            return Ok(PackedDwU8 {
+                kh,
+                kw,
+                out_c,
+                imp: DwImpl::Reference {
+                    filter: filter.to_vec(),
+                    bias: bias.to_vec(),
+                    q,
+                },
+            });
+        };
+        let ntaps = kh * kw;
+        let per_block = (1 + ntaps) * DW_BLOCK;
+        let mut w = AlignedBuf::<i32>::zeroed(out_c.div_ceil(DW_BLOCK) * per_block);
+        let (za, zw) = (q.input.zero_point, q.filter.zero_point);
+        for (oc, &b) in bias.iter().enumerate() {
+            let base = (oc / DW_BLOCK) * per_block + oc % DW_BLOCK;
+            let mut sum = 0i32;
+            for t in 0..ntaps {
+                let v = i32::from(filter[t * out_c + oc]) - zw;
+                sum = sum.wrapping_add(v);
+                w[base + (1 + t) * DW_BLOCK] = v;
+            }
+            w[base] = b.wrapping_sub(za.wrapping_mul(sum));
+        }
+        Ok(PackedDwU8 {
+            kh,
+            kw,
+            out_c,
+            imp: DwImpl::Fast(FastDw {
+                dw: uk.u8_dw,
+                w,
+                za: za as u8,
+                rq,
+            }),
+        })
+    }
+
+    /// The micro-kernel that runs this convolution, or `"reference"`.
+    pub fn kernel_name(&self) -> &'static str {
+        match &self.imp {
+            DwImpl::Fast(f) => f.dw.name,
+            DwImpl::Reference { .. } => "reference",
+        }
+    }
+}
+
+/// Per-thread scratch of the depthwise rows: the tap pointers of one kernel call and a run of
+/// input zero points long enough to stand in for a whole padded input row.
+#[derive(Default)]
+struct Scratch {
+    taps: Vec<*const u8>,
+    zero_row: Vec<u8>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// DEPTHWISE_CONV_2D, uint8, bit-exact with [`crate::conv::depthwise_conv2d_u8`]: output
+/// channel `ic·multiplier + j` reads input channel `ic`.
+pub fn depthwise_conv2d_u8(
+    w: &Window,
+    multiplier: usize,
+    packed: &PackedDwU8,
+    input: &[u8],
+    output: &mut [u8],
+) {
+    assert_eq!(
+        (w.filter_h, w.filter_w, w.output.c),
+        (packed.kh, packed.kw, packed.out_c),
+        "filter extents"
+    );
+    assert_eq!(w.output.c, w.input.c * multiplier, "output depth");
+    assert_eq!(input.len(), w.input.len(), "input length");
+    assert_eq!(output.len(), w.output.len(), "output length");
+    assert_eq!(w.input.n, w.output.n, "batch");
+    let f = match &packed.imp {
+        DwImpl::Reference { filter, bias, q } => {
+            crate::conv::depthwise_conv2d_u8(
+                w, multiplier, input, q.input, filter, q.filter, bias, q.output, q.act, output,
+            )
+            .expect("parameters validated at packing");
+            return;
+        }
+        DwImpl::Fast(f) => f,
+    };
+    let row_len = w.output.w * w.output.c;
+    let units = w.output.n * w.output.h;
+    if row_len == 0 || units == 0 {
+        return;
+    }
+    assert!(w.stride_h > 0 && w.stride_w > 0, "stride");
+    let out = super::conv_u8::OutPtr(output.as_mut_ptr());
+    split_units(units, |rows| {
+        for r in rows {
+            // SAFETY: `r < n·out_h`, so the row lies inside `output`, and this task is the
+            // only one given row `r`.
+            let row = unsafe { std::slice::from_raw_parts_mut(out.at(r * row_len), row_len) };
+            let (b, oy) = (r / w.output.h, r % w.output.h);
+            if multiplier == 1 {
+                row_fast(w, f, input, b, oy, row);
+            } else {
+                row_multiplier(w, multiplier, f, input, b, oy, row);
+            }
+        }
+    });
+}
+
+/// Input offset of tap (fy, fx) of output pixel (oy, ox), or `None` in the padding.
+#[inline]
+fn tap_offset(w: &Window, b: usize, oy: usize, ox: usize, fy: usize, fx: usize) -> Option<usize> {
+    let iy = (oy * w.stride_h + fy).checked_sub(w.padding.top)?;
+    let ix = (ox * w.stride_w + fx).checked_sub(w.padding.left)?;
+    (iy < w.input.h && ix < w.input.w).then(|| w.input.offset(b, iy, ix, 0))
+}
+
+/// The output columns whose whole window is inside the input horizontally.
+fn interior_columns(w: &Window) -> (usize, usize) {
+    let ow = w.output.w;
+    let lo = w.padding.left.div_ceil(w.stride_w).min(ow);
+    let hi = if w.input.w + w.padding.left >= w.filter_w {
+        ((w.input.w + w.padding.left - w.filter_w) / w.stride_w + 1).min(ow)
+    } else {
+        0
+    };
+    (lo, hi.max(lo))
+}
+
+/// One output row: every border pixel is its own kernel call with per-tap pointers (padding
+/// taps on the zero row); the interior columns are one call whose taps advance by
+/// `stride_w·c` per pixel (a vertically padded tap walks along the zero row).
+fn row_fast(w: &Window, f: &FastDw, input: &[u8], b: usize, oy: usize, row: &mut [u8]) {
+    let c = w.output.c;
+    let step = w.stride_w * c;
+    let ntaps = w.filter_h * w.filter_w;
+    let (lo, hi) = interior_columns(w);
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        let s = &mut *s;
+        let zero_len = w.output.w * step + c;
+        if s.zero_row.len() < zero_len || s.zero_row.first() != Some(&f.za) {
+            s.zero_row.clear();
+            s.zero_row.resize(zero_len, f.za);
+        }
+        let zeros = s.zero_row.as_ptr();
+        let mut call = |taps: &mut Vec<*const u8>, ox: usize, width: usize| {
+            taps.clear();
+            for fy in 0..w.filter_h {
+                for fx in 0..w.filter_w {
+                    taps.push(match tap_offset(w, b, oy, ox, fy, fx) {
+                        Some(off) => input[off..off + c].as_ptr(),
+                        None => zeros,
+                    });
+                }
+            }
+            let out = &mut row[ox * c..(ox + width) * c];
+            let args = U8DwArgs {
+                taps: taps.as_ptr(),
+                pixel_step: step,
+                ntaps,
+                width,
+                channels: c,
+                w: f.w.as_ptr(),
+                out: out.as_mut_ptr(),
+                out_stride: c,
+                rq: f.rq,
+            };
+            // SAFETY: `taps` holds `ntaps` pointers. For a single pixel each addresses `c`
+            // readable bytes. For the interior run every pixel's window is inside the input
+            // horizontally, so an in-bounds tap advanced by `p·stride_w·c` stays inside its
+            // input row, and a padding tap stays inside the zero row (`ow·step + c` bytes).
+            // The packed weights cover `ceil(c/16)` blocks of `1 + ntaps` groups, and `out`
+            // holds `width` pixels of `c` bytes.
+            unsafe { (f.dw.kernel)(&args) };
+        };
+        let taps = &mut s.taps;
+        for ox in (0..lo).chain(hi..w.output.w) {
+            call(taps, ox, 1);
+        }
+        if hi > lo {
+            call(taps, lo, hi - lo);
+        }
+    });
+}
+
+/// Depth multiplier ≠ 1: portable loop over the packed weights.
+fn row_multiplier(
+    w: &Window,
+    m: usize,
+    f: &FastDw,
+    input: &[u8],
+    b: usize,
+    oy: usize,
+    row: &mut [u8],
+) {
+    let c = w.output.c;
+    let per_block = (1 + w.filter_h * w.filter_w) * DW_BLOCK;
+    for (ox, px) in row.chunks_exact_mut(c).enumerate() {
+        for (oc, o) in px.iter_mut().enumerate() {
+            let base = (oc / DW_BLOCK) * per_block + oc % DW_BLOCK;
+            let mut acc = f.w[base];
+            for fy in 0..w.filter_h {
+                for fx in 0..w.filter_w {
+                    let t = fy * w.filter_w + fx;
+                    let a = match tap_offset(w, b, oy, ox, fy, fx) {
+                        Some(off) => input[off + oc / m],
+                        None => f.za,
+                    };
+                    acc = acc.wrapping_add(i32::from(a) * f.w[base + (1 + t) * DW_BLOCK]);
+                }
+            }
+            *o = f.rq.apply(acc);
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! Table slots and argument blocks of the uint8 (TENSOR_QUANT8_ASYMM) micro-kernel families:
+//! the GEMM tile behind CONV_2D and FULLY_CONNECTED, and the depthwise convolution row.
+//!
+//! Both families compute the reference's `Σ (a − za)·(w − zw) + bias` modulo 2^32 through an
+//! algebraically equal form that needs no zero-point subtraction in the inner loop (the
+//! operator loops in [`crate::ops`] fold the zero-point terms into packed biases and per-row
+//! corrections), then requantize with [`Requant8`], which reproduces
+//! [`crate::quant::Requantize::apply`] bit for bit.
+
+use crate::quant::{rounding_divide_by_pot, saturating_rounding_doubling_high_mul};
+
+/// Per-tensor requantization constants in the form the kernels use.
+///
+/// `apply(acc) = clamp(RoundingDivideByPOT(SRDHM(acc, multiplier), shift), lo, hi) + zero_point`.
+/// With the zero point in 0..=255 and the activation bounds in 0..=255, clamping before adding
+/// the zero point (bounds shifted by it) equals the reference's saturating add followed by the
+/// clamp, and no step can overflow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Requant8 {
+    /// Q31 multiplier in [2^30, 2^31), or 0.
+    pub multiplier: i32,
+    /// Right shift, 0..=31.
+    pub shift: u32,
+    /// Output zero point, 0..=255.
+    pub zero_point: i32,
+    /// Activation minimum minus the zero point.
+    pub lo: i32,
+    /// Activation maximum minus the zero point.
+    pub hi: i32,
+}
+
+impl Requant8 {
+    /// The scalar form every vector kernel must agree with.
+    #[inline]
+    pub fn apply(&self, acc: i32) -> u8 {
+        let x = rounding_divide_by_pot(
+            saturating_rounding_doubling_high_mul(acc, self.multiplier),
+            self.shift as i32,
+        );
+        (x.clamp(self.lo, self.hi) + self.zero_point) as u8
+    }
+}
+
+/// One register tile of the uint8 GEMM: `rows ≤ mr` rows of A times one packed block of `nr`
+/// output channels.
+///
+/// For row `r < rows` and column `n < cols` the kernel stores
+/// `requant(Σ_k a[r][k]·w[k][n] + bias[n] + row_corr[r])` (int32 arithmetic wrapping) at
+/// `out + r·out_stride + n`, where `w` is the stored weight (`weight − weight_shift`, see
+/// [`U8Gemm`]).
+///
+/// Memory contract: row `r` of A is the `k` bytes at `a + r·a_stride` (nothing past them is
+/// read); `w` holds `ceil(k/4)` groups of `nr × 4` bytes (four consecutive k per channel, k
+/// rounded up with zeros) and is 64-byte aligned; `bias` holds `nr` values; `row_corr` holds
+/// `rows` values; only the `cols` bytes of each of the `rows` output rows are written.
+#[derive(Clone, Copy, Debug)]
+pub struct U8GemmArgs {
+    pub a: *const u8,
+    pub a_stride: usize,
+    pub rows: usize,
+    pub k: usize,
+    pub w: *const u8,
+    pub bias: *const i32,
+    pub row_corr: *const i32,
+    pub out: *mut u8,
+    pub out_stride: usize,
+    pub cols: usize,
+    pub rq: Requant8,
+}
+
+/// A uint8 GEMM tile kernel. Callers uphold the memory contract of [`U8GemmArgs`].
+pub type U8GemmFn = unsafe fn(&U8GemmArgs);
+
+/// The uint8 GEMM slot: tile shape, how weights are stored and the kernel.
+#[derive(Clone, Copy, Debug)]
+pub struct U8Gemm {
+    pub mr: usize,
+    pub nr: usize,
+    /// Subtracted from every uint8 weight at packing time: 128 for kernels that multiply
+    /// unsigned activations by signed bytes (`vpdpbusd`), 0 for unsigned × unsigned (`udot`).
+    pub weight_shift: i32,
+    pub kernel: U8GemmFn,
+    pub name: &'static str,
+}
+
+/// Row corrections of the uint8 GEMM: for `r < rows`, `out[r] = −scale · Σ_k a[r][k]`
+/// (wrapping int32), where row `r` is the `k` bytes at `a + r·stride` (nothing else is read)
+/// and `out` holds `rows` values.
+pub type U8RowSumFn =
+    unsafe fn(a: *const u8, stride: usize, rows: usize, k: usize, scale: i32, out: *mut i32);
+
+/// The row-correction slot of the uint8 GEMM.
+#[derive(Clone, Copy, Debug)]
+pub struct U8RowSum {
+    pub kernel: U8RowSumFn,
+    pub name: &'static str,
+}
+
+/// Channels per packed block of the depthwise weights.
+pub const DW_BLOCK: usize = 16;
+
+/// A run of output pixels of a depthwise convolution with depth multiplier 1.
+///
+/// Tap `t` of pixel `p < width` is the `channels` input bytes at `taps[t] + p·pixel_step`
+/// (a padding tap points into a run of bytes equal to the input zero point). Pixel `p` writes
+/// `channels` bytes at `out + p·out_stride`: `requant(bias[c] + Σ_t tap_t[c]·w_t[c])`,
+/// wrapping int32.
+///
+/// `w` is packed per block of [`DW_BLOCK`] channels: the bias block, then one block per tap,
+/// `(1 + ntaps)·DW_BLOCK` int32 per channel block (tails zero-filled), 64-byte aligned. Each
+/// weight is `filter − filter_zero_point` (in −255..=255), each bias already holds
+/// `bias − input_zero_point·Σ_t w_t`.
+#[derive(Clone, Copy, Debug)]
+pub struct U8DwArgs {
+    pub taps: *const *const u8,
+    pub pixel_step: usize,
+    pub ntaps: usize,
+    pub width: usize,
+    pub channels: usize,
+    pub w: *const i32,
+    pub out: *mut u8,
+    pub out_stride: usize,
+    pub rq: Requant8,
+}
+
+/// A uint8 depthwise row kernel. Callers uphold the memory contract of [`U8DwArgs`].
+pub type U8DwFn = unsafe fn(&U8DwArgs);
+
+/// The uint8 depthwise slot.
+#[derive(Clone, Copy, Debug)]
+pub struct U8Dw {
+    pub kernel: U8DwFn,
+    pub name: &'static str,
+}

@@ -1,0 +1,508 @@
+//! The uint8 fast operators (`ops::conv_u8`, `ops::dwconv_u8`, `ops::pool_u8`) against the
+//! reference kernels, byte for byte, on every instruction-set level this processor runs:
+//! random shapes with tails, zero points 0, 128, 255 and others, multipliers from tiny to just
+//! below one, every activation, strides, paddings, depth multipliers, batch 2, accumulators
+//! near and past the int32 bounds, and the parallel split inside a 2-thread pool.
+
+use nnhal_kernels::ops::conv_u8::{self, ConvQuant, PackedConvU8};
+use nnhal_kernels::ops::dwconv_u8::{self, PackedDwU8};
+use nnhal_kernels::ops::pool_u8;
+use nnhal_kernels::ops::FilterShape;
+use nnhal_kernels::ukernels::{self, Isa, Ukernels};
+use nnhal_kernels::{conv, pool, Activation, Nhwc, Padding, QuantParams, Window};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + self.below(hi - lo + 1)
+    }
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.below(xs.len())]
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        match self.below(6) {
+            // Extremes only: the largest products and the most lopsided sums.
+            0 => (0..n).map(|_| self.pick(&[0u8, 255])).collect(),
+            1 => vec![self.pick(&[0u8, 255, 128]); n],
+            _ => (0..n).map(|_| self.next() as u8).collect(),
+        }
+    }
+    fn zero_point(&mut self) -> i32 {
+        self.pick(&[0, 128, 255, 1, 127, 129, 3, 250])
+            .max(self.below(256) as i32 * (self.below(3) == 0) as i32)
+    }
+}
+
+const ACTS: [Activation; 4] = [
+    Activation::None,
+    Activation::Relu,
+    Activation::Relu1,
+    Activation::Relu6,
+];
+
+fn tables() -> Vec<&'static Ukernels> {
+    Isa::levels()
+        .iter()
+        .filter(|l| l.is_supported())
+        .map(|&l| {
+            let t = ukernels::table(l).unwrap();
+            eprintln!(
+                "{l}: {} {} {}",
+                t.u8_gemm.name, t.u8_row_sum.name, t.u8_dw.name
+            );
+            t
+        })
+        .collect()
+}
+
+/// Scales whose real multiplier is about `m` (< 1).
+fn quant(rng: &mut Rng) -> ConvQuant {
+    let m = rng.pick(&[1e-6f32, 1e-4, 0.001, 0.003, 0.005, 0.02, 0.3, 0.75, 0.9999]);
+    let si = rng.pick(&[0.007843138f32, 0.02, 0.5, 1.0]);
+    let sf = rng.pick(&[0.001f32, 0.0123, 0.25]);
+    let so = si * sf / m;
+    ConvQuant {
+        input: QuantParams::new(si, rng.zero_point()),
+        filter: QuantParams::new(sf, rng.zero_point()),
+        output: QuantParams::new(so, rng.zero_point()),
+        act: rng.pick(&ACTS),
+    }
+}
+
+fn bias(rng: &mut Rng, n: usize) -> Vec<i32> {
+    let big = rng.below(4) == 0;
+    (0..n)
+        .map(|_| {
+            if big {
+                rng.next() as i32
+            } else {
+                (rng.next() % 20001) as i32 - 10000
+            }
+        })
+        .collect()
+}
+
+fn out_extent(input: usize, pad: usize, k: usize, s: usize) -> usize {
+    (input + pad - k) / s + 1
+}
+
+fn window(input: Nhwc, out_c: usize, k: (usize, usize), s: (usize, usize), p: Padding) -> Window {
+    Window {
+        input,
+        output: Nhwc::new(
+            input.n,
+            out_extent(input.h, p.top + p.bottom, k.0, s.0),
+            out_extent(input.w, p.left + p.right, k.1, s.1),
+            out_c,
+        ),
+        filter_h: k.0,
+        filter_w: k.1,
+        stride_h: s.0,
+        stride_w: s.1,
+        padding: p,
+    }
+}
+
+fn pool2() -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap()
+}
+
+fn random_window(rng: &mut Rng, in_c: usize, out_c: usize, pointwise: bool) -> Window {
+    let n = rng.range(1, 2);
+    if pointwise {
+        let (h, w) = (rng.range(1, 9), rng.range(1, 9));
+        return window(
+            Nhwc::new(n, h, w, in_c),
+            out_c,
+            (1, 1),
+            (1, 1),
+            Padding::default(),
+        );
+    }
+    let (kh, kw) = (rng.range(1, 4), rng.range(1, 4));
+    let (sh, sw) = (rng.range(1, 3), rng.range(1, 3));
+    let p = Padding {
+        top: rng.below(kh),
+        bottom: rng.below(kh),
+        left: rng.below(kw),
+        right: rng.below(kw),
+    };
+    let h = rng.range(kh.saturating_sub(p.top + p.bottom).max(1), 11);
+    let w = rng.range(kw.saturating_sub(p.left + p.right).max(1), 11);
+    window(Nhwc::new(n, h, w, in_c), out_c, (kh, kw), (sh, sw), p)
+}
+
+fn check_conv(uk: &Ukernels, rng: &mut Rng, w: &Window, q: ConvQuant, parallel: bool) {
+    let shape = FilterShape {
+        out_c: w.output.c,
+        kh: w.filter_h,
+        kw: w.filter_w,
+        in_c: w.input.c,
+    };
+    let input = rng.bytes(w.input.len());
+    let filter = rng.bytes(shape.out_c * shape.taps());
+    let b = bias(rng, shape.out_c);
+    let mut expected = vec![0u8; w.output.len()];
+    let r = conv::conv2d_u8(
+        w,
+        &input,
+        q.input,
+        &filter,
+        q.filter,
+        &b,
+        q.output,
+        q.act,
+        &mut expected,
+    );
+    let packed = PackedConvU8::pack(uk, shape, &filter, &b, q);
+    assert_eq!(r.is_ok(), packed.is_ok(), "{q:?}");
+    let Ok(packed) = packed else { return };
+    let mut got = vec![0x5au8; w.output.len()];
+    if parallel {
+        pool2().install(|| conv_u8::conv2d_u8(w, &packed, &input, &mut got));
+    } else {
+        conv_u8::conv2d_u8(w, &packed, &input, &mut got);
+    }
+    assert!(
+        got == expected,
+        "{} {}: {w:?} {q:?} first diff at {:?}",
+        uk.isa,
+        packed.kernel_name(),
+        got.iter().zip(&expected).position(|(a, b)| a != b)
+    );
+}
+
+#[test]
+fn conv_matches_reference() {
+    for uk in tables() {
+        let mut rng = Rng(0xC0FFEE ^ uk.isa as u64);
+        for case in 0..300 {
+            let in_c = rng.pick(&[1, 3, 4, 5, 8, 13, 16, 31, 32, 33, 64, 67]);
+            let out_c = rng.pick(&[1, 2, 7, 15, 16, 17, 31, 32, 33, 48, 64, 65, 100]);
+            let w = random_window(&mut rng, in_c, out_c, case % 3 == 0);
+            let q = quant(&mut rng);
+            check_conv(uk, &mut rng, &w, q, case % 5 == 0);
+        }
+    }
+}
+
+#[test]
+fn mobilenet_like_shapes_match_reference() {
+    let same3 = |s: usize| Padding {
+        top: if s == 1 { 1 } else { 0 },
+        left: if s == 1 { 1 } else { 0 },
+        bottom: 1,
+        right: 1,
+    };
+    for uk in tables() {
+        let mut rng = Rng(7 ^ uk.isa as u64);
+        let q = ConvQuant {
+            input: QuantParams::new(0.007843138, 128),
+            filter: QuantParams::new(0.02, 120),
+            output: QuantParams::new(0.05, 0),
+            act: Activation::Relu6,
+        };
+        // conv0 on a smaller image, a pointwise layer, and the logits.
+        let w0 = window(Nhwc::new(1, 30, 30, 3), 32, (3, 3), (2, 2), same3(2));
+        check_conv(uk, &mut rng, &w0, q, true);
+        let w1 = window(
+            Nhwc::new(1, 7, 7, 256),
+            128,
+            (1, 1),
+            (1, 1),
+            Padding::default(),
+        );
+        check_conv(uk, &mut rng, &w1, q, true);
+        let w2 = window(
+            Nhwc::new(1, 1, 1, 1024),
+            1001,
+            (1, 1),
+            (1, 1),
+            Padding::default(),
+        );
+        check_conv(
+            uk,
+            &mut rng,
+            &w2,
+            ConvQuant {
+                act: Activation::None,
+                ..q
+            },
+            true,
+        );
+    }
+}
+
+#[test]
+fn accumulators_near_and_past_int32_bounds() {
+    // (a − za)(w − zw) = ±65025 per tap: K = 33025 reaches the int32 limits, K = 40000 wraps.
+    for uk in tables() {
+        for &k in &[33_025usize, 40_000] {
+            for &(a, za, f, zw) in &[(255u8, 0, 0u8, 255), (255, 0, 255, 0), (0, 255, 0, 255)] {
+                let w = window(Nhwc::new(1, 1, 3, k), 5, (1, 1), (1, 1), Padding::default());
+                let input = vec![a; w.input.len()];
+                let filter = vec![f; 5 * k];
+                let b = [0, 1, -1, i32::MAX, i32::MIN];
+                let q = ConvQuant {
+                    input: QuantParams::new(1.0, za),
+                    filter: QuantParams::new(1.0, zw),
+                    output: QuantParams::new(1e7, 100),
+                    act: Activation::None,
+                };
+                let mut expected = vec![0u8; w.output.len()];
+                conv::conv2d_u8(
+                    &w,
+                    &input,
+                    q.input,
+                    &filter,
+                    q.filter,
+                    &b,
+                    q.output,
+                    q.act,
+                    &mut expected,
+                )
+                .unwrap();
+                let packed = PackedConvU8::pack(
+                    uk,
+                    FilterShape {
+                        out_c: 5,
+                        kh: 1,
+                        kw: 1,
+                        in_c: k,
+                    },
+                    &filter,
+                    &b,
+                    q,
+                )
+                .unwrap();
+                let mut got = vec![0u8; w.output.len()];
+                assert_ne!(packed.kernel_name(), "reference");
+                conv_u8::conv2d_u8(&w, &packed, &input, &mut got);
+                assert_eq!(
+                    got, expected,
+                    "{} k={k} a={a} za={za} f={f} zw={zw}",
+                    uk.isa
+                );
+                // The case must not be trivial: outputs differ across the biases.
+                assert!(expected.iter().any(|&v| v != expected[0]) || k == 40_000);
+            }
+        }
+    }
+}
+
+#[test]
+fn fully_connected_matches_reference() {
+    for uk in tables() {
+        let mut rng = Rng(0xFC ^ uk.isa as u64);
+        for case in 0..200 {
+            let rows = rng.range(1, 9);
+            let k = rng.range(1, 300);
+            let n = rng.range(1, 100);
+            let q = quant(&mut rng);
+            let input = rng.bytes(rows * k);
+            let filter = rng.bytes(n * k);
+            let b = bias(&mut rng, n);
+            let mut expected = vec![0u8; rows * n];
+            let r = conv::fully_connected_u8(
+                rows,
+                k,
+                n,
+                &input,
+                q.input,
+                &filter,
+                q.filter,
+                &b,
+                q.output,
+                q.act,
+                &mut expected,
+            );
+            let shape = FilterShape {
+                out_c: n,
+                kh: 1,
+                kw: 1,
+                in_c: k,
+            };
+            let packed = PackedConvU8::pack(uk, shape, &filter, &b, q);
+            assert_eq!(r.is_ok(), packed.is_ok());
+            let Ok(packed) = packed else { continue };
+            let mut got = vec![0u8; rows * n];
+            if case % 4 == 0 {
+                pool2().install(|| conv_u8::fully_connected_u8(&packed, rows, &input, &mut got));
+            } else {
+                conv_u8::fully_connected_u8(&packed, rows, &input, &mut got);
+            }
+            assert_eq!(got, expected, "{} rows {rows} k {k} n {n} {q:?}", uk.isa);
+        }
+    }
+}
+
+#[test]
+fn pack_fails_exactly_when_the_reference_does() {
+    let uk = ukernels::best();
+    let shape = FilterShape {
+        out_c: 1,
+        kh: 1,
+        kw: 1,
+        in_c: 1,
+    };
+    let one = QuantParams::new(1.0, 0);
+    // Multiplier 1: not representable.
+    let q = ConvQuant {
+        input: one,
+        filter: one,
+        output: one,
+        act: Activation::None,
+    };
+    assert!(PackedConvU8::pack(uk, shape, &[1], &[0], q).is_err());
+    assert!(PackedDwU8::pack(uk, 1, 1, 1, &[1], &[0], q).is_err());
+    // Empty activation range: Relu with the zero point above 255.
+    let q = ConvQuant {
+        output: QuantParams::new(2.0, 300),
+        act: Activation::Relu,
+        ..q
+    };
+    assert!(PackedConvU8::pack(uk, shape, &[1], &[0], q).is_err());
+    // Zero points outside 0..=255 are accepted (by the reference path).
+    let q = ConvQuant {
+        input: QuantParams::new(1.0, -3),
+        filter: QuantParams::new(1.0, 300),
+        output: QuantParams::new(2.0, -20),
+        act: Activation::None,
+    };
+    let p = PackedConvU8::pack(uk, shape, &[1], &[0], q).unwrap();
+    assert_eq!(p.kernel_name(), "reference");
+    let w = window(Nhwc::new(1, 2, 2, 1), 1, (1, 1), (1, 1), Padding::default());
+    let mut got = [0u8; 4];
+    let mut expected = [0u8; 4];
+    conv_u8::conv2d_u8(&w, &p, &[0, 100, 200, 255], &mut got);
+    conv::conv2d_u8(
+        &w,
+        &[0, 100, 200, 255],
+        q.input,
+        &[1],
+        q.filter,
+        &[0],
+        q.output,
+        q.act,
+        &mut expected,
+    )
+    .unwrap();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn depthwise_matches_reference() {
+    for uk in tables() {
+        let mut rng = Rng(0xD3 ^ uk.isa as u64);
+        for case in 0..300 {
+            let in_c = rng.pick(&[1, 3, 8, 15, 16, 17, 32, 33, 64, 70]);
+            let m = if case % 4 == 0 { rng.range(2, 3) } else { 1 };
+            let mut w = random_window(&mut rng, in_c, in_c * m, false);
+            if case % 3 == 0 {
+                // The MobileNet geometry: 3×3, stride 1 or 2, SAME.
+                let s = rng.range(1, 2);
+                let (h, wd) = (rng.range(2, 12), rng.range(2, 12));
+                let p = Padding {
+                    top: (s == 1) as usize,
+                    left: (s == 1) as usize,
+                    bottom: 1,
+                    right: 1,
+                };
+                w = window(
+                    Nhwc::new(rng.range(1, 2), h, wd, in_c),
+                    in_c * m,
+                    (3, 3),
+                    (s, s),
+                    p,
+                );
+            }
+            let q = quant(&mut rng);
+            let input = rng.bytes(w.input.len());
+            let filter = rng.bytes(w.filter_h * w.filter_w * w.output.c);
+            let b = bias(&mut rng, w.output.c);
+            let mut expected = vec![0u8; w.output.len()];
+            let r = conv::depthwise_conv2d_u8(
+                &w,
+                m,
+                &input,
+                q.input,
+                &filter,
+                q.filter,
+                &b,
+                q.output,
+                q.act,
+                &mut expected,
+            );
+            let packed = PackedDwU8::pack(uk, w.filter_h, w.filter_w, w.output.c, &filter, &b, q);
+            assert_eq!(r.is_ok(), packed.is_ok());
+            let Ok(packed) = packed else { continue };
+            let mut got = vec![0xa5u8; w.output.len()];
+            if case % 5 == 0 {
+                pool2()
+                    .install(|| dwconv_u8::depthwise_conv2d_u8(&w, m, &packed, &input, &mut got));
+            } else {
+                dwconv_u8::depthwise_conv2d_u8(&w, m, &packed, &input, &mut got);
+            }
+            assert!(
+                got == expected,
+                "{} {}: {w:?} m {m} {q:?} first diff at {:?}",
+                uk.isa,
+                packed.kernel_name(),
+                got.iter().zip(&expected).position(|(a, b)| a != b)
+            );
+        }
+    }
+}
+
+#[test]
+fn pools_match_reference() {
+    for uk in tables() {
+        let mut rng = Rng(0x9001 ^ uk.isa as u64);
+        for case in 0..200 {
+            let c = rng.pick(&[1, 3, 16, 17, 64, 1024]);
+            let mut w = random_window(&mut rng, c, c, false);
+            if case % 4 == 0 {
+                // Global 7×7 average (the MobileNet pool), batch 1 or 2.
+                w = window(
+                    Nhwc::new(rng.range(1, 2), 7, 7, c),
+                    c,
+                    (7, 7),
+                    (2, 2),
+                    Padding::default(),
+                );
+            }
+            let q = QuantParams::new(rng.pick(&[0.01f32, 0.1, 1.0]), rng.zero_point());
+            let act = rng.pick(&ACTS);
+            let input = rng.bytes(w.input.len());
+            let (mut e1, mut e2) = (vec![0u8; w.output.len()], vec![0u8; w.output.len()]);
+            pool::average_pool_u8(&w, &input, q, act, &mut e1);
+            pool::max_pool_u8(&w, &input, q, act, &mut e2);
+            let (mut g1, mut g2) = (vec![1u8; w.output.len()], vec![1u8; w.output.len()]);
+            let run = |g1: &mut [u8], g2: &mut [u8]| {
+                pool_u8::average_pool_u8(uk, &w, &input, q, act, g1);
+                pool_u8::max_pool_u8(uk, &w, &input, q, act, g2);
+            };
+            if case % 3 == 0 {
+                pool2().install(|| run(&mut g1, &mut g2));
+            } else {
+                run(&mut g1, &mut g2);
+            }
+            assert_eq!(g1, e1, "average {w:?} {q:?} {act:?}");
+            assert_eq!(g2, e2, "max {w:?} {q:?} {act:?}");
+        }
+    }
+}

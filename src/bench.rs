@@ -1008,6 +1008,28 @@ fn run_once(prepared: &Prepared, w: &Workload) -> Result<Vec<Vec<u8>>, BenchErro
         .map_err(failed("reading the outputs"))
 }
 
+/// Overwrites every output region with values that fail any check against `outputs` (float32
+/// NaN; a quant8 value at least 128 away; other types bit-inverted), so the check after the
+/// timed executions sees what they wrote rather than what the first one left.
+fn scramble_outputs(request: &BuiltRequest, outputs: &[Vec<u8>]) -> Result<(), BenchError> {
+    let memory = &request.request.pools[crate::vector::model::OUTPUT_POOL as usize];
+    let pool = nnhal_hal::MappedPool::map(memory, "output pool")
+        .map_err(failed("mapping the output pool"))?;
+    for (slot, bytes) in request.outputs.iter().zip(outputs) {
+        let scrambled: Vec<u8> = match slot.operand_type {
+            OperandType::TensorFloat32 | OperandType::Float32 => vec![0xFF; bytes.len()],
+            OperandType::TensorQuant8Asymm => bytes
+                .iter()
+                .map(|&b| if b < 128 { 255 } else { 0 })
+                .collect(),
+            _ => bytes.iter().map(|&b| !b).collect(),
+        };
+        pool.write(u64::from(slot.location.offset), &scrambled)
+            .map_err(failed("clearing the outputs"))?;
+    }
+    Ok(())
+}
+
 /// Runs the benchmark `options` describe.
 pub fn run(options: &Options) -> Result<Report, BenchError> {
     if options.iterations == 0 {
@@ -1047,7 +1069,9 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
     let prepare_ms = ms(started.elapsed());
 
     // The first output is checked before any timing, the last one after it.
-    let first = workload.judge(&run_once(&prepared, &workload)?);
+    let first_bytes = run_once(&prepared, &workload)?;
+    let first = workload.judge(&first_bytes);
+    scramble_outputs(&workload.request, &first_bytes)?;
     for _ in 0..options.warmup {
         prepared
             .execute(&workload.request.request)
@@ -1239,5 +1263,23 @@ mod tests {
             "an input has no producer"
         );
         assert!(output_variant(&v, 99, vec![]).is_err());
+    }
+
+    #[test]
+    fn scrambled_outputs_fail_every_check() {
+        let driver = Driver::new(1).unwrap();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors");
+        for name in ["conv_float", "conv_quant8"] {
+            let v = Vector::from_file(&dir.join(format!("{name}.json"))).unwrap();
+            let w = vector_workload(&v).unwrap();
+            let prepared = Prepared::Inproc(driver.prepare_model(w.model.clone()).unwrap());
+            let first = run_once(&prepared, &w).unwrap();
+            assert!(w.judge(&first).ok, "{name}");
+            scramble_outputs(&w.request, &first).unwrap();
+            let scrambled = w.request.read_outputs().unwrap();
+            assert!(!w.judge(&scrambled).ok, "{name}");
+            // The next execution writes the right values again.
+            assert!(w.judge(&run_once(&prepared, &w).unwrap()).ok, "{name}");
+        }
     }
 }

@@ -91,7 +91,7 @@ enum Command {
         threads: usize,
         #[arg(long, value_name = "NAME", default_value = "default")]
         instance: String,
-        /// Accepted for nnhal-service compatibility; the log filter is set at startup
+        /// Log filter (env_logger syntax), as nnhal-service takes it
         #[arg(long, value_name = "LEVEL")]
         log_level: Option<String>,
     },
@@ -131,7 +131,8 @@ struct BenchArgs {
     #[arg(long, value_name = "LEVEL",
           value_parser = ["generic", "avx2", "avx512", "avx512vnni", "neon", "dotprod"])]
     isa: Option<String>,
-    /// Also time every operation (median per operation; in-process only)
+    /// Also time every operation, over K more executions (median per operation; in-process
+    /// only)
     #[arg(long)]
     profile: bool,
     /// End with one line of JSON (median_ms, p10_ms, p90_ms, min_ms, prepare_ms, ...)
@@ -520,12 +521,19 @@ fn bench_model(a: &BenchArgs, out: &mut String) -> Result<(), Failure> {
 }
 
 fn main() -> ExitCode {
-    // rsbinder reports the end of our own session (closed when the client exits) as a warning.
-    env_logger::Builder::from_env(
-        env_logger::Env::default().default_filter_or("warn,rsbinder=error"),
-    )
-    .init();
     let cli = Cli::parse();
+    // rsbinder reports the end of our own session (closed when the client exits) as a warning.
+    let mut logger = env_logger::Builder::from_env(
+        env_logger::Env::default().default_filter_or("warn,rsbinder=error"),
+    );
+    if let Command::Serve {
+        log_level: Some(level),
+        ..
+    } = &cli.command
+    {
+        logger.parse_filters(level);
+    }
+    logger.init();
     let mut out = String::new();
     let result = match &cli.command {
         Command::Info { target } => info(target, &mut out).map_err(Failure::from),

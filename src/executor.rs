@@ -132,6 +132,8 @@ pub struct OpImpl {
     /// Whether `run` writes every element of its outputs. Outputs of the others are zeroed
     /// first, since arena slots hold whatever the previous execution left there.
     pub fills: bool,
+    /// Input positions whose values `run` no longer reads once `pack` has packed them.
+    pub packs: &'static [usize],
 }
 
 /// The registration of `op` on inputs of type `ty` (the type of its first input), if this
@@ -188,12 +190,16 @@ macro_rules! registration {
         registration!($name, no_pack, $run, $work, false);
     };
     ($name:ident, $pack:expr, $run:expr, $work:expr, $fills:expr) => {
+        registration!($name, $pack, $run, $work, $fills, &[]);
+    };
+    ($name:ident, $pack:expr, $run:expr, $work:expr, $fills:expr, $packs:expr) => {
         static $name: OpImpl = OpImpl {
             name: stringify!($name),
             pack: $pack,
             run: $run,
             work: $work,
             fills: $fills,
+            packs: $packs,
         };
     };
 }
@@ -216,21 +222,23 @@ registration!(MAX_POOL_F32, max_pool_f32, window_work);
 registration!(MAX_POOL_U8, max_pool_u8, window_work);
 registration!(L2_POOL_F32, l2_pool_f32, window_work);
 registration!(CONCATENATION, concatenation, elementwise);
-registration!(CONV_F32, pack_conv_f32, conv_f32, conv_work, true);
-registration!(CONV_U8, pack_conv_u8, conv_u8, conv_work, true);
+registration!(CONV_F32, pack_conv_f32, conv_f32, conv_work, true, WEIGHTS);
+registration!(CONV_U8, pack_conv_u8, conv_u8, conv_work, true, WEIGHTS);
 registration!(
     DEPTHWISE_F32,
     pack_depthwise_f32,
     depthwise_f32,
     window_work,
-    true
+    true,
+    WEIGHTS
 );
 registration!(
     DEPTHWISE_U8,
     pack_depthwise_u8,
     depthwise_u8,
     window_work,
-    true
+    true,
+    WEIGHTS
 );
 registration!(BLOCK_REARRANGE, block_rearrange, elementwise, partial);
 registration!(DEQUANTIZE, dequantize, elementwise);
@@ -249,14 +257,16 @@ registration!(
     pack_fc_f32,
     fully_connected_f32,
     fc_work,
-    true
+    true,
+    WEIGHTS
 );
 registration!(
     FULLY_CONNECTED_U8,
     pack_conv_u8,
     fully_connected_u8,
     fc_work,
-    true
+    true,
+    WEIGHTS
 );
 registration!(L2_NORMALIZATION, l2_normalization, elementwise, partial);
 registration!(LRN, local_response_normalization, lrn_work, partial);
@@ -281,6 +291,9 @@ registration!(
     |c, o| unary_f32(c, o, fast::elementwise_f32::tanh_f32),
     elementwise
 );
+
+/// Filter and bias: what the convolution-like registrations pack.
+const WEIGHTS: &[usize] = &[1, 2];
 
 fn no_pack(_: &PackArgs) -> HalResult<Option<Packed>> {
     Ok(None)

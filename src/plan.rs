@@ -186,7 +186,35 @@ impl Plan {
         };
         plan.work = plan.estimated_work();
         plan.layout = plan.plan_arena()?;
+        plan.release_packed_constants();
         Ok(plan)
+    }
+
+    /// A static plan needs a constant's decoded values only where a step reads them at run
+    /// time; constants that every reader has packed are dropped, so the weights are held
+    /// once. (The dynamic path keeps them: it infers shapes from them at execution.)
+    fn release_packed_constants(&mut self) {
+        let Some(layout) = &mut self.layout else {
+            return;
+        };
+        let m = &self.model;
+        let mut needed = vec![false; m.operands.len()];
+        for step in &self.steps {
+            for (pos, &i) in m.operations[step.op].inputs.iter().enumerate() {
+                if step.packed.is_none() || !step.imp.packs.contains(&pos) {
+                    needed[i] = true;
+                }
+            }
+        }
+        for &o in &m.outputs {
+            needed[o] = true;
+        }
+        for (i, constant) in self.constants.iter_mut().enumerate() {
+            if constant.is_some() && !needed[i] {
+                *constant = None;
+                layout.homes[i] = Home::Absent;
+            }
+        }
     }
 
     /// The model this plan runs.

@@ -4,8 +4,8 @@
 //! padding), the centre (every column tap in bounds) and the right border. Border pixels go
 //! one at a time through the general window kernel; the centre goes in one run through the
 //! 3×3 kernel (which keeps a channel block's weights in registers and produces several
-//! adjacent pixels per pass) when the filter is 3×3, the stride 1 or 2 and all three rows are
-//! in bounds, else through the general kernel. Depth multipliers other than 1 take a plain
+//! adjacent pixels per pass) when the filter is 3×3 and the stride 1 or 2 (it takes rows
+//! clipped by the top or bottom padding too), else through the general kernel. Depth multipliers other than 1 take a plain
 //! Rust loop over the packed weights (correct, not tuned).
 //!
 //! Work is split once per call into about four tasks per pool thread: ranges of output rows
@@ -232,18 +232,19 @@ unsafe fn conv_row(
     }
     if lo < hi {
         let centre = run(lo * sw - pad_l, lo, hi - lo);
-        if kh == 3 && kw == 3 && ty.len == 3 && sw <= 2 {
-            // SAFETY: every pixel of the run has its full 3×3 window in the input.
-            unsafe { (k.conv3x3)(&centre) };
+        let full = clip(Taps {
+            first_tap: 0,
+            first_input: 0,
+            len: kw,
+        });
+        if kh == 3 && kw == 3 && sw <= 2 {
+            // SAFETY: every pixel of the run has all three column taps and the clipped rows
+            // in the input.
+            unsafe { (k.conv3x3)(&centre, &full) };
         } else {
-            let full = Taps {
-                first_tap: 0,
-                first_input: 0,
-                len: kw,
-            };
             // SAFETY: every pixel of the run has all kw column taps and the clipped rows in
             // the input.
-            unsafe { (k.window)(&centre, &clip(full)) };
+            unsafe { (k.window)(&centre, &full) };
         }
     }
 }

@@ -114,9 +114,11 @@ pub struct F32Dw {
     /// Safety: every tap of every pixel of the run and the packed blocks of its channels must
     /// be readable, the output pixels writable.
     pub window: unsafe fn(&DwRun, &DwClip),
-    /// A full 3×3 window (every tap in bounds), stride 1 or 2, several pixels per pass with
-    /// the block's weights held in registers. Safety as for `window`.
-    pub conv3x3: unsafe fn(&DwRun),
+    /// A 3×3 filter at stride 1 or 2 whose every column tap is in bounds (`kx0 == 0`,
+    /// `cols == 3`): several pixels per pass with the block's weights in registers when all
+    /// three rows or two adjacent rows are in bounds, else the general kernel. Safety as for
+    /// `window`.
+    pub conv3x3: unsafe fn(&DwRun, &DwClip),
 }
 
 /// One output pixel of a pooling operation, over all channels.
@@ -229,7 +231,8 @@ pub(crate) unsafe fn dw_window<V: F32Simd>(a: &DwRun, c: &DwClip) {
 /// (8 blocks of 16 lanes: 5 KiB).
 const DW_GROUP_BLOCKS: usize = 8;
 
-/// [`F32Dw::conv3x3`] with stride `S`, tiles of `P`, then 4, 2 and 1 pixels.
+/// [`F32Dw::conv3x3`] with stride `S`, filter rows `R0..R0 + R` in bounds (the input points at
+/// row `R0`), tiles of `P`, then 4, 2 and 1 pixels.
 ///
 /// Loop order: groups of [`DW_GROUP_BLOCKS`] channel blocks, pixel tiles, blocks. A tile's
 /// input of one group is a few contiguous lines per pixel (sweeping one block across a whole
@@ -240,7 +243,15 @@ const DW_GROUP_BLOCKS: usize = 8;
 /// # Safety
 /// The processor runs `V`'s level; the memory contract of [`F32Dw::conv3x3`]; `a.stride == S`.
 #[inline(always)]
-pub(crate) unsafe fn dw_conv3x3<V: F32Simd, const S: usize, const P: usize>(a: &DwRun) {
+pub(crate) unsafe fn dw_conv3x3<
+    V: F32Simd,
+    const S: usize,
+    const P: usize,
+    const R0: usize,
+    const R: usize,
+>(
+    a: &DwRun,
+) {
     let blocks = a.channels.div_ceil(V::LANES);
     // SAFETY: as in `dw_window`; the nine taps of every pixel are in bounds.
     unsafe {
@@ -248,19 +259,19 @@ pub(crate) unsafe fn dw_conv3x3<V: F32Simd, const S: usize, const P: usize>(a: &
             let g1 = (g0 + DW_GROUP_BLOCKS).min(blocks);
             let mut p = 0;
             while p + P <= a.pixels {
-                dw3x3_group::<V, S, P>(a, g0, g1, p);
+                dw3x3_group::<V, S, P, R0, R>(a, g0, g1, p);
                 p += P;
             }
             if P > 4 && p + 4 <= a.pixels {
-                dw3x3_group::<V, S, 4>(a, g0, g1, p);
+                dw3x3_group::<V, S, 4, R0, R>(a, g0, g1, p);
                 p += 4;
             }
             if P > 2 && p + 2 <= a.pixels {
-                dw3x3_group::<V, S, 2>(a, g0, g1, p);
+                dw3x3_group::<V, S, 2, R0, R>(a, g0, g1, p);
                 p += 2;
             }
             while p < a.pixels {
-                dw3x3_group::<V, S, 1>(a, g0, g1, p);
+                dw3x3_group::<V, S, 1, R0, R>(a, g0, g1, p);
                 p += 1;
             }
         }
@@ -269,7 +280,13 @@ pub(crate) unsafe fn dw_conv3x3<V: F32Simd, const S: usize, const P: usize>(a: &
 
 /// Pixels `p..p+Q` of channel blocks `g0..g1`.
 #[inline(always)]
-unsafe fn dw3x3_group<V: F32Simd, const S: usize, const Q: usize>(
+unsafe fn dw3x3_group<
+    V: F32Simd,
+    const S: usize,
+    const Q: usize,
+    const R0: usize,
+    const R: usize,
+>(
     a: &DwRun,
     g0: usize,
     g1: usize,
@@ -289,9 +306,9 @@ unsafe fn dw3x3_group<V: F32Simd, const S: usize, const Q: usize>(
             }
             let bias = V::load(wb);
             if n == l {
-                dw3x3_tile::<V, S, Q, false>(a, &w, bias, c0, p, n);
+                dw3x3_tile::<V, S, Q, R0, R, false>(a, &w, bias, c0, p, n);
             } else {
-                dw3x3_tile::<V, S, Q, true>(a, &w, bias, c0, p, n);
+                dw3x3_tile::<V, S, Q, R0, R, true>(a, &w, bias, c0, p, n);
             }
         }
     }
@@ -301,7 +318,14 @@ unsafe fn dw3x3_group<V: F32Simd, const S: usize, const Q: usize>(
 /// pixel whose window covers it (up to 3 at stride 1), so a pass loads `3·((Q−1)·S + 3)`
 /// input vectors for `9·Q` FMAs. Per pixel the taps are still summed in row-major order.
 #[inline(always)]
-unsafe fn dw3x3_tile<V: F32Simd, const S: usize, const Q: usize, const TAIL: bool>(
+unsafe fn dw3x3_tile<
+    V: F32Simd,
+    const S: usize,
+    const Q: usize,
+    const R0: usize,
+    const R: usize,
+    const TAIL: bool,
+>(
     a: &DwRun,
     w: &[V; 9],
     bias: V,
@@ -313,7 +337,7 @@ unsafe fn dw3x3_tile<V: F32Simd, const S: usize, const Q: usize, const TAIL: boo
     unsafe {
         let src = a.input.add(p * S * a.in_px + c0);
         let mut acc = [V::splat(0.0); Q];
-        for ky in 0..3 {
+        for ky in 0..R {
             let row = src.add(ky * a.in_row);
             for col in 0..(Q - 1) * S + 3 {
                 let ptr = row.add(col * a.in_px);
@@ -324,7 +348,7 @@ unsafe fn dw3x3_tile<V: F32Simd, const S: usize, const Q: usize, const TAIL: boo
                 };
                 for (q, acc) in acc.iter_mut().enumerate() {
                     if col >= q * S && col - q * S < 3 {
-                        *acc = x.mul_add(w[ky * 3 + col - q * S], *acc);
+                        *acc = x.mul_add(w[(R0 + ky) * 3 + col - q * S], *acc);
                     }
                 }
             }
@@ -577,14 +601,19 @@ macro_rules! f32_small_entries {
         /// # Safety
         /// The processor runs this level; the memory contract of [`fs::F32Dw::conv3x3`].
         $(#[$feat])*
-        pub unsafe fn $dw3(a: &fs::DwRun) {
-            // SAFETY: as in the general window kernel; the stride picks the instantiation.
+        pub unsafe fn $dw3(a: &fs::DwRun, c: &fs::DwClip) {
+            debug_assert!(c.kw == 3 && c.kx0 == 0 && c.cols == 3);
+            // SAFETY: as in the general window kernel; each instantiation reads exactly the
+            // rows the clip says are in bounds.
             unsafe {
-                if a.stride == 1 {
-                    fs::dw_conv3x3::<$v, 1, $p>(a)
-                } else {
-                    debug_assert_eq!(a.stride, 2);
-                    fs::dw_conv3x3::<$v, 2, $p>(a)
+                match (a.stride, c.ky0, c.rows) {
+                    (1, 0, 3) => fs::dw_conv3x3::<$v, 1, $p, 0, 3>(a),
+                    (1, 1, 2) => fs::dw_conv3x3::<$v, 1, $p, 1, 2>(a),
+                    (1, 0, 2) => fs::dw_conv3x3::<$v, 1, $p, 0, 2>(a),
+                    (2, 0, 3) => fs::dw_conv3x3::<$v, 2, $p, 0, 3>(a),
+                    (2, 1, 2) => fs::dw_conv3x3::<$v, 2, $p, 1, 2>(a),
+                    (2, 0, 2) => fs::dw_conv3x3::<$v, 2, $p, 0, 2>(a),
+                    _ => fs::dw_window::<$v>(a, c),
                 }
             }
         }

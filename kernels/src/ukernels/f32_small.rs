@@ -1,7 +1,7 @@
 //! The float32 micro-kernels besides the GEMM: depthwise convolution, pooling, and the
 //! element-wise and softmax vector loops. Their table slots ([`F32Dw`], [`F32Pool`],
-//! [`F32Vec`]), their arguments, and the algorithms, written once over [`F32Simd`] and
-//! instantiated by each level with [`f32_small_entries!`].
+//! [`F32Vec`]), their arguments, and the algorithms, written once over the crate's `F32Simd`
+//! vector trait and instantiated by each level with the `f32_small_entries!` macro.
 //!
 //! Depthwise weights are packed per block of `LANES` channels (the vector width of the level):
 //! `[bias × LANES][tap 0 × LANES] … [tap kh·kw−1 × LANES]`, taps in row-major (ky, kx) order,

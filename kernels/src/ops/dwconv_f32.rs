@@ -5,8 +5,8 @@
 //! one call each, the centre one run. A 3×3 filter at stride 1 or 2 goes to the 3×3 kernel
 //! (which keeps a channel block's weights in registers and produces several adjacent pixels
 //! per pass, and also takes rows clipped by the top or bottom padding), anything else to the
-//! general window kernel. Depth multipliers other than 1 take a plain
-//! Rust loop over the packed weights (correct, not tuned).
+//! general window kernel. Depth multipliers other than 1 take a plain Rust loop over the
+//! packed weights (correct, not tuned).
 //!
 //! Work is split once per call into about four tasks per pool thread: ranges of output rows
 //! (batch × height), and, when there are too few rows for that, also ranges of channel blocks.
@@ -30,8 +30,11 @@ pub struct PackedDwF32 {
     data: AlignedBuf<f32>,
 }
 
-// SAFETY (of the auto traits): `F32Dw` holds only function pointers and `AlignedBuf` owns its
-// memory, so `PackedDwF32` is `Send + Sync` without any impl here.
+// Prepared models share packed weights between the threads of an execution.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<PackedDwF32>();
+};
 
 impl PackedDwF32 {
     /// filter `[1, kh, kw, out_c]` row-major, bias `[out_c]`; `out_c = in_c · multiplier`.

@@ -1,12 +1,12 @@
 //! DEPTHWISE_CONV_2D, float32 NHWC, over the [`F32Dw`] micro-kernels.
 //!
 //! Each output row is cut into the left border (pixels whose window is clipped by the left
-//! padding), the centre (every column tap in bounds) and the right border. Border pixels go
-//! one at a time through the general window kernel; the centre goes in one run through the
-//! 3×3 kernel (which keeps a channel block's weights in registers and produces several
-//! adjacent pixels per pass) when the filter is 3×3, the stride 1 or 2 and all three rows are
-//! in bounds, else through the general kernel. Depth multipliers other than 1 take a plain
-//! Rust loop over the packed weights (correct, not tuned).
+//! padding), the centre (every column tap in bounds) and the right border; border pixels are
+//! one call each, the centre one run. A 3×3 filter at stride 1 or 2 goes to the 3×3 kernel
+//! (which keeps a channel block's weights in registers and produces several adjacent pixels
+//! per pass, and also takes rows clipped by the top or bottom padding), anything else to the
+//! general window kernel. Depth multipliers other than 1 take a plain Rust loop over the
+//! packed weights (correct, not tuned).
 //!
 //! Work is split once per call into about four tasks per pool thread: ranges of output rows
 //! (batch × height), and, when there are too few rows for that, also ranges of channel blocks.
@@ -30,8 +30,11 @@ pub struct PackedDwF32 {
     data: AlignedBuf<f32>,
 }
 
-// SAFETY (of the auto traits): `F32Dw` holds only function pointers and `AlignedBuf` owns its
-// memory, so `PackedDwF32` is `Send + Sync` without any impl here.
+// Prepared models share packed weights between the threads of an execution.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<PackedDwF32>();
+};
 
 impl PackedDwF32 {
     /// filter `[1, kh, kw, out_c]` row-major, bias `[out_c]`; `out_c = in_c · multiplier`.
@@ -224,27 +227,27 @@ unsafe fn conv_row(
         0
     }
     .max(lo);
+    let kernel = if kh == 3 && kw == 3 && sw <= 2 {
+        k.conv3x3
+    } else {
+        k.window
+    };
     for ox in (0..lo).chain(hi..ow) {
         let tx = taps(ox, sw, pad_l, kw, iw);
         // SAFETY: the clipped window lies in the input, the channel range in the pixel and
         // the packed blocks, the output pixel in `output` (caller); one pixel.
-        unsafe { (k.window)(&run(tx.first_input, ox, 1), &clip(tx)) };
+        unsafe { kernel(&run(tx.first_input, ox, 1), &clip(tx)) };
     }
     if lo < hi {
         let centre = run(lo * sw - pad_l, lo, hi - lo);
-        if kh == 3 && kw == 3 && ty.len == 3 && sw <= 2 {
-            // SAFETY: every pixel of the run has its full 3×3 window in the input.
-            unsafe { (k.conv3x3)(&centre) };
-        } else {
-            let full = Taps {
-                first_tap: 0,
-                first_input: 0,
-                len: kw,
-            };
-            // SAFETY: every pixel of the run has all kw column taps and the clipped rows in
-            // the input.
-            unsafe { (k.window)(&centre, &clip(full)) };
-        }
+        let full = clip(Taps {
+            first_tap: 0,
+            first_input: 0,
+            len: kw,
+        });
+        // SAFETY: every pixel of the run has all kw column taps and the clipped rows in the
+        // input.
+        unsafe { kernel(&centre, &full) };
     }
 }
 

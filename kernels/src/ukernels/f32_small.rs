@@ -1,7 +1,7 @@
 //! The float32 micro-kernels besides the GEMM: depthwise convolution, pooling, and the
 //! element-wise and softmax vector loops. Their table slots ([`F32Dw`], [`F32Pool`],
-//! [`F32Vec`]), their arguments, and the algorithms, written once over [`F32Simd`] and
-//! instantiated by each level with [`f32_small_entries!`].
+//! [`F32Vec`]), their arguments, and the algorithms, written once over the crate's `F32Simd`
+//! vector trait and instantiated by each level with the `f32_small_entries!` macro.
 //!
 //! Depthwise weights are packed per block of `LANES` channels (the vector width of the level):
 //! `[bias × LANES][tap 0 × LANES] … [tap kh·kw−1 × LANES]`, taps in row-major (ky, kx) order,
@@ -114,9 +114,10 @@ pub struct F32Dw {
     /// Safety: every tap of every pixel of the run and the packed blocks of its channels must
     /// be readable, the output pixels writable.
     pub window: unsafe fn(&DwRun, &DwClip),
-    /// A full 3×3 window (every tap in bounds), stride 1 or 2, several pixels per pass with
-    /// the block's weights held in registers. Safety as for `window`.
-    pub conv3x3: unsafe fn(&DwRun),
+    /// A 3×3 filter (`kw == 3`): full-width runs at stride 1 or 2 several pixels per pass
+    /// with the block's weights in registers, single border pixels unrolled, other clips
+    /// through the general kernel. Safety as for `window`.
+    pub conv3x3: unsafe fn(&DwRun, &DwClip),
 }
 
 /// One output pixel of a pooling operation, over all channels.
@@ -229,38 +230,77 @@ pub(crate) unsafe fn dw_window<V: F32Simd>(a: &DwRun, c: &DwClip) {
 /// (8 blocks of 16 lanes: 5 KiB).
 const DW_GROUP_BLOCKS: usize = 8;
 
-/// [`F32Dw::conv3x3`] with stride `S`, tiles of `P`, then 4, 2 and 1 pixels.
+/// A clipped 3×3 window as one const parameter: filter rows `r0..r0 + r` and columns
+/// `c0..c0 + c` are in bounds (two bits each).
+const fn win(r0: usize, r: usize, c0: usize, c: usize) -> usize {
+    r0 | r << 2 | c0 << 4 | c << 6
+}
+
+/// [`F32Dw::conv3x3`]: picks the instantiation for the run's stride and clip. Full-width
+/// runs (all three columns) at stride 1 or 2 with all three rows or two adjacent rows go
+/// through `P`-pixel tiles; single border pixels with two columns through one-pixel tiles;
+/// anything else through [`dw_window`].
+///
+/// # Safety
+/// The processor runs `V`'s level; the memory contract of [`F32Dw::conv3x3`].
+#[inline(always)]
+pub(crate) unsafe fn dw3x3<V: F32Simd, const P: usize>(a: &DwRun, c: &DwClip) {
+    debug_assert_eq!(c.kw, 3);
+    let single = a.pixels == 1;
+    // SAFETY: each instantiation reads exactly the taps the clip puts in bounds, which the
+    // caller makes readable.
+    unsafe {
+        match (a.stride, c.ky0, c.rows, c.kx0, c.cols) {
+            (1, 0, 3, 0, 3) => dw_conv3x3::<V, 1, P, { win(0, 3, 0, 3) }>(a),
+            (1, 1, 2, 0, 3) => dw_conv3x3::<V, 1, P, { win(1, 2, 0, 3) }>(a),
+            (1, 0, 2, 0, 3) => dw_conv3x3::<V, 1, P, { win(0, 2, 0, 3) }>(a),
+            (2, 0, 3, 0, 3) => dw_conv3x3::<V, 2, P, { win(0, 3, 0, 3) }>(a),
+            (2, 1, 2, 0, 3) => dw_conv3x3::<V, 2, P, { win(1, 2, 0, 3) }>(a),
+            (2, 0, 2, 0, 3) => dw_conv3x3::<V, 2, P, { win(0, 2, 0, 3) }>(a),
+            (_, 0, 3, 1, 2) if single => dw_conv3x3::<V, 1, 1, { win(0, 3, 1, 2) }>(a),
+            (_, 1, 2, 1, 2) if single => dw_conv3x3::<V, 1, 1, { win(1, 2, 1, 2) }>(a),
+            (_, 0, 2, 1, 2) if single => dw_conv3x3::<V, 1, 1, { win(0, 2, 1, 2) }>(a),
+            (_, 0, 3, 0, 2) if single => dw_conv3x3::<V, 1, 1, { win(0, 3, 0, 2) }>(a),
+            (_, 1, 2, 0, 2) if single => dw_conv3x3::<V, 1, 1, { win(1, 2, 0, 2) }>(a),
+            (_, 0, 2, 0, 2) if single => dw_conv3x3::<V, 1, 1, { win(0, 2, 0, 2) }>(a),
+            _ => dw_window::<V>(a, c),
+        }
+    }
+}
+
+/// Stride `S`, window `W` (see [`win`]; the input points at its first in-bounds tap), tiles
+/// of `P`, then 4, 2 and 1 pixels.
 ///
 /// Loop order: groups of [`DW_GROUP_BLOCKS`] channel blocks, pixel tiles, blocks. A tile's
 /// input of one group is a few contiguous lines per pixel (sweeping one block across a whole
 /// row instead would stride by the pixel size, which for 512 or 1024 channels is 2 or 4 KiB
 /// and maps every access to the same few L1 sets). Each block's nine weights and bias are
-/// reloaded per tile from L1 and then held in registers for the tile's `9·P` FMAs.
+/// reloaded per tile from L1 and then held in registers for the tile's FMAs.
 ///
 /// # Safety
-/// The processor runs `V`'s level; the memory contract of [`F32Dw::conv3x3`]; `a.stride == S`.
+/// As for [`dw3x3`], and the run's clip is `W`, its stride `S` (or it has one pixel).
 #[inline(always)]
-pub(crate) unsafe fn dw_conv3x3<V: F32Simd, const S: usize, const P: usize>(a: &DwRun) {
+unsafe fn dw_conv3x3<V: F32Simd, const S: usize, const P: usize, const W: usize>(a: &DwRun) {
     let blocks = a.channels.div_ceil(V::LANES);
-    // SAFETY: as in `dw_window`; the nine taps of every pixel are in bounds.
+    // SAFETY: the caller's contract, passed on tile by tile.
     unsafe {
         for g0 in (0..blocks).step_by(DW_GROUP_BLOCKS) {
             let g1 = (g0 + DW_GROUP_BLOCKS).min(blocks);
             let mut p = 0;
             while p + P <= a.pixels {
-                dw3x3_group::<V, S, P>(a, g0, g1, p);
+                dw3x3_group::<V, S, P, W>(a, g0, g1, p);
                 p += P;
             }
             if P > 4 && p + 4 <= a.pixels {
-                dw3x3_group::<V, S, 4>(a, g0, g1, p);
+                dw3x3_group::<V, S, 4, W>(a, g0, g1, p);
                 p += 4;
             }
             if P > 2 && p + 2 <= a.pixels {
-                dw3x3_group::<V, S, 2>(a, g0, g1, p);
+                dw3x3_group::<V, S, 2, W>(a, g0, g1, p);
                 p += 2;
             }
-            while p < a.pixels {
-                dw3x3_group::<V, S, 1>(a, g0, g1, p);
+            while P > 1 && p < a.pixels {
+                dw3x3_group::<V, S, 1, W>(a, g0, g1, p);
                 p += 1;
             }
         }
@@ -269,7 +309,7 @@ pub(crate) unsafe fn dw_conv3x3<V: F32Simd, const S: usize, const P: usize>(a: &
 
 /// Pixels `p..p+Q` of channel blocks `g0..g1`.
 #[inline(always)]
-unsafe fn dw3x3_group<V: F32Simd, const S: usize, const Q: usize>(
+unsafe fn dw3x3_group<V: F32Simd, const S: usize, const Q: usize, const W: usize>(
     a: &DwRun,
     g0: usize,
     g1: usize,
@@ -289,19 +329,26 @@ unsafe fn dw3x3_group<V: F32Simd, const S: usize, const Q: usize>(
             }
             let bias = V::load(wb);
             if n == l {
-                dw3x3_tile::<V, S, Q, false>(a, &w, bias, c0, p, n);
+                dw3x3_tile::<V, S, Q, W, false>(a, &w, bias, c0, p, n);
             } else {
-                dw3x3_tile::<V, S, Q, true>(a, &w, bias, c0, p, n);
+                dw3x3_tile::<V, S, Q, W, true>(a, &w, bias, c0, p, n);
             }
         }
     }
 }
 
 /// `Q` adjacent output pixels of one channel block. Each loaded input vector feeds every
-/// pixel whose window covers it (up to 3 at stride 1), so a pass loads `3·((Q−1)·S + 3)`
-/// input vectors for `9·Q` FMAs. Per pixel the taps are still summed in row-major order.
+/// pixel whose window covers it (up to 3 at stride 1), so a full-window pass loads
+/// `3·((Q−1)·S + 3)` input vectors for `9·Q` FMAs. Per pixel the taps are still summed in
+/// row-major order.
 #[inline(always)]
-unsafe fn dw3x3_tile<V: F32Simd, const S: usize, const Q: usize, const TAIL: bool>(
+unsafe fn dw3x3_tile<
+    V: F32Simd,
+    const S: usize,
+    const Q: usize,
+    const W: usize,
+    const TAIL: bool,
+>(
     a: &DwRun,
     w: &[V; 9],
     bias: V,
@@ -309,13 +356,14 @@ unsafe fn dw3x3_tile<V: F32Simd, const S: usize, const Q: usize, const TAIL: boo
     p: usize,
     n: usize,
 ) {
-    // SAFETY: the pixels p..p+Q of the run and their 3×3 windows are in bounds (caller).
+    let (r0, rows, k0, cols) = (W & 3, (W >> 2) & 3, (W >> 4) & 3, (W >> 6) & 3);
+    // SAFETY: the pixels p..p+Q of the run and their clipped windows are in bounds (caller).
     unsafe {
         let src = a.input.add(p * S * a.in_px + c0);
         let mut acc = [V::splat(0.0); Q];
-        for ky in 0..3 {
+        for ky in 0..rows {
             let row = src.add(ky * a.in_row);
-            for col in 0..(Q - 1) * S + 3 {
+            for col in 0..(Q - 1) * S + cols {
                 let ptr = row.add(col * a.in_px);
                 let x = if TAIL {
                     V::load_part(ptr, n)
@@ -323,8 +371,8 @@ unsafe fn dw3x3_tile<V: F32Simd, const S: usize, const Q: usize, const TAIL: boo
                     V::load(ptr)
                 };
                 for (q, acc) in acc.iter_mut().enumerate() {
-                    if col >= q * S && col - q * S < 3 {
-                        *acc = x.mul_add(w[ky * 3 + col - q * S], *acc);
+                    if col >= q * S && col - q * S < cols {
+                        *acc = x.mul_add(w[(r0 + ky) * 3 + k0 + col - q * S], *acc);
                     }
                 }
             }
@@ -577,16 +625,9 @@ macro_rules! f32_small_entries {
         /// # Safety
         /// The processor runs this level; the memory contract of [`fs::F32Dw::conv3x3`].
         $(#[$feat])*
-        pub unsafe fn $dw3(a: &fs::DwRun) {
-            // SAFETY: as in the general window kernel; the stride picks the instantiation.
-            unsafe {
-                if a.stride == 1 {
-                    fs::dw_conv3x3::<$v, 1, $p>(a)
-                } else {
-                    debug_assert_eq!(a.stride, 2);
-                    fs::dw_conv3x3::<$v, 2, $p>(a)
-                }
-            }
+        pub unsafe fn $dw3(a: &fs::DwRun, c: &fs::DwClip) {
+            // SAFETY: this level is supported (table) and the caller keeps the memory contract.
+            unsafe { fs::dw3x3::<$v, $p>(a, c) }
         }
 
         /// AVERAGE_POOL_2D pixel.

@@ -7,7 +7,7 @@ use crate::ukernels::simd::F32Simd;
 
 /// Four lanes in plain Rust; the compiler may map them to whatever vector unit it targets.
 #[derive(Clone, Copy, Debug)]
-pub struct Lanes4([f32; 4]);
+pub(crate) struct Lanes4([f32; 4]);
 
 impl Lanes4 {
     #[inline(always)]

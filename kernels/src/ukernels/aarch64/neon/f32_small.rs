@@ -9,7 +9,7 @@ use crate::ukernels::simd::F32Simd;
 
 /// 4 float32 lanes.
 #[derive(Clone, Copy, Debug)]
-pub struct Q(float32x4_t);
+pub(crate) struct Q(float32x4_t);
 
 // SAFETY: every method uses Advanced SIMD only; the trait's contract restricts their use to
 // processors with the NEON level, for which this file's entry points are compiled.

@@ -9,7 +9,7 @@ use crate::ukernels::simd::F32Simd;
 
 /// 8 float32 lanes.
 #[derive(Clone, Copy, Debug)]
-pub struct Ymm(__m256);
+pub(crate) struct Ymm(__m256);
 
 /// All-ones in lanes `0..n`, the mask operand of `vmaskmovps`.
 #[inline(always)]

@@ -9,7 +9,7 @@ use crate::ukernels::simd::F32Simd;
 
 /// 16 float32 lanes.
 #[derive(Clone, Copy, Debug)]
-pub struct Zmm(__m512);
+pub(crate) struct Zmm(__m512);
 
 #[inline(always)]
 fn mask(n: usize) -> __mmask16 {

@@ -312,6 +312,10 @@ impl<'a> Gemm<'a> {
 /// Gathers the receptive fields of output pixels `m0..m0 + dst.len() / K` into `dst`, one row
 /// of `K = kh · kw · in_c` values per pixel in the filter's `(ky, kx, c)` order, padding taps
 /// as zeros.
+///
+/// The spans are short for the layers that take this path (conv0: 9 values per filter row),
+/// so they are moved with [`copy_span`] / [`zero_span`] instead of `memcpy`/`memset` calls,
+/// and windows wholly inside the input skip the clipping arithmetic.
 fn im2col(w: &Window, input: &[f32], m0: usize, dst: &mut [f32]) {
     let in_c = w.input.c;
     let seg = w.filter_w * in_c;
@@ -320,22 +324,84 @@ fn im2col(w: &Window, input: &[f32], m0: usize, dst: &mut [f32]) {
         return;
     }
     let (oh, ow) = (w.output.h, w.output.w);
-    for (r, row) in dst.chunks_exact_mut(k).enumerate() {
+    let (sw, pl) = (w.stride_w, w.padding.left);
+    // Output columns whose window lies wholly inside the input row: ox·sw ≥ pl and
+    // ox·sw − pl + kw ≤ in_w.
+    let inner_lo = pl.div_ceil(sw);
+    let inner_hi = if w.input.w + pl >= w.filter_w {
+        (w.input.w + pl - w.filter_w) / sw + 1
+    } else {
+        0
+    };
+    let rows = dst.len() / k;
+    let mut r = 0;
+    while r < rows {
+        // A run of pixels of one output row shares its vertical window.
         let m = m0 + r;
-        let (b, oy, ox) = (m / (oh * ow), (m / ow) % oh, m % ow);
-        let tx = taps(ox, w.stride_w, w.padding.left, w.filter_w, w.input.w);
+        let (b, oy, ox0) = (m / (oh * ow), (m / ow) % oh, m % ow);
+        let run = (ow - ox0).min(rows - r);
         let ty = taps(oy, w.stride_h, w.padding.top, w.filter_h, w.input.h);
-        let (x0, x1) = (tx.first_tap * in_c, (tx.first_tap + tx.len) * in_c);
-        for (ky, s) in row.chunks_exact_mut(seg).enumerate() {
-            if ky < ty.first_tap || ky >= ty.first_tap + ty.len || tx.len == 0 {
-                s.fill(0.0);
+        for ky in 0..w.filter_h {
+            let at = |i: usize| (r + i) * k + ky * seg;
+            if ky < ty.first_tap || ky >= ty.first_tap + ty.len {
+                for i in 0..run {
+                    zero_span(&mut dst[at(i)..at(i) + seg]);
+                }
                 continue;
             }
             let iy = ty.first_input + (ky - ty.first_tap);
-            let src = w.input.offset(b, iy, tx.first_input, 0);
-            s[..x0].fill(0.0);
-            s[x0..x1].copy_from_slice(&input[src..src + (x1 - x0)]);
-            s[x1..].fill(0.0);
+            let row_base = w.input.offset(b, iy, 0, 0);
+            for i in 0..run {
+                let ox = ox0 + i;
+                let d = &mut dst[at(i)..at(i) + seg];
+                if (inner_lo..inner_hi).contains(&ox) {
+                    let src = row_base + (ox * sw - pl) * in_c;
+                    copy_span(d, &input[src..src + seg]);
+                    continue;
+                }
+                let tx = taps(ox, sw, pl, w.filter_w, w.input.w);
+                let (x0, x1) = (tx.first_tap * in_c, (tx.first_tap + tx.len) * in_c);
+                let src = row_base + tx.first_input * in_c;
+                zero_span(&mut d[..x0]);
+                copy_span(&mut d[x0..x1], &input[src..src + (x1 - x0)]);
+                zero_span(&mut d[x1..]);
+            }
+        }
+        r += run;
+    }
+}
+
+/// `dst.copy_from_slice(src)` in fixed-size pieces, which compile to plain vector moves.
+#[inline(always)]
+fn copy_span(dst: &mut [f32], src: &[f32]) {
+    let mut d = dst.chunks_exact_mut(16);
+    let mut s = src.chunks_exact(16);
+    for (d, s) in (&mut d).zip(&mut s) {
+        d.copy_from_slice(s);
+    }
+    let (mut d, mut s) = (d.into_remainder(), s.remainder());
+    for piece in [8, 4, 2, 1] {
+        if d.len() >= piece {
+            let (dh, dt) = d.split_at_mut(piece);
+            dh.copy_from_slice(&s[..piece]);
+            (d, s) = (dt, &s[piece..]);
+        }
+    }
+}
+
+/// `dst.fill(0.0)` in fixed-size pieces (see [`copy_span`]).
+#[inline(always)]
+fn zero_span(dst: &mut [f32]) {
+    let mut d = dst.chunks_exact_mut(16);
+    for d in &mut d {
+        d.copy_from_slice(&[0.0; 16]);
+    }
+    let mut d = d.into_remainder();
+    for piece in [8, 4, 2, 1] {
+        if d.len() >= piece {
+            let (dh, dt) = d.split_at_mut(piece);
+            dh.copy_from_slice(&[0.0; 16][..piece]);
+            d = dt;
         }
     }
 }

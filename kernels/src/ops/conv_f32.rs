@@ -392,13 +392,21 @@ fn indirection(
             let row_base = w
                 .input
                 .offset(b, ty.first_input + (ky - ty.first_tap), 0, 0);
-            for (i, slot) in slots.iter_mut().enumerate() {
-                let ox = ox0 + i;
-                if (inner_lo..inner_hi).contains(&ox) {
-                    let src = row_base + (ox * sw - pl) * in_c;
-                    *slot = input[src..src + seg].as_ptr();
-                    continue;
+            // Pixels i_lo..i_hi of the run have their window inside the input: consecutive
+            // spans `sw · in_c` apart, bounds-checked once.
+            let i_lo = inner_lo.saturating_sub(ox0).min(run);
+            let i_hi = inner_hi.saturating_sub(ox0).clamp(i_lo, run);
+            if i_lo < i_hi {
+                let step = sw * in_c;
+                let first = row_base + ((ox0 + i_lo) * sw - pl) * in_c;
+                let end = first + (i_hi - i_lo - 1) * step + seg;
+                let base = input[first..end].as_ptr();
+                for (j, slot) in slots[i_lo..i_hi].iter_mut().enumerate() {
+                    *slot = base.wrapping_add(j * step);
                 }
+            }
+            for i in (0..i_lo).chain(i_hi..run) {
+                let ox = ox0 + i;
                 let tx = taps(ox, sw, pl, w.filter_w, w.input.w);
                 let (x0, x1) = (tx.first_tap * in_c, (tx.first_tap + tx.len) * in_c);
                 let src = row_base + tx.first_input * in_c;
@@ -408,7 +416,7 @@ fn indirection(
                 copy_span(&mut d[x0..x1], &input[src..src + (x1 - x0)]);
                 zero_span(&mut d[x1..]);
                 // Pointed at once the scratch is no longer written (below).
-                *slot = std::ptr::null();
+                slots[i] = std::ptr::null();
                 gathered = true;
             }
         }

@@ -185,6 +185,32 @@ fn spatial_filters_strides_and_padding() {
     }
 }
 
+/// MobileNet v1's conv0 (224×224×3, 3×3 stride 2, SAME = pad 0 before / 1 after), one 1×1
+/// layer and the logits, full size, on every level.
+#[test]
+fn mobilenet_layers() {
+    let mut rng = Rng(6);
+    check_conv(
+        &mut rng,
+        &window(
+            Nhwc::new(1, 224, 224, 3),
+            32,
+            (3, 3),
+            (2, 2),
+            pad(0, 1, 0, 1),
+        ),
+    );
+    let none = Padding::default();
+    check_conv(
+        &mut rng,
+        &window(Nhwc::new(1, 14, 14, 256), 512, (1, 1), (1, 1), none),
+    );
+    check_conv(
+        &mut rng,
+        &window(Nhwc::new(1, 1, 1, 1024), 1001, (1, 1), (1, 1), none),
+    );
+}
+
 #[test]
 fn random_shapes() {
     let mut rng = Rng(3);

@@ -390,3 +390,10 @@ fn levels_use_their_own_kernels() {
         assert_eq!(packed.kernel_name(), name);
     }
 }
+
+/// Packed filters are shared by the threads of an execution.
+#[test]
+fn packed_is_send_sync() {
+    fn send_sync<T: Send + Sync + std::fmt::Debug>() {}
+    send_sync::<PackedConvF32>();
+}

@@ -16,9 +16,9 @@
 //! call covers one row tile and all of the panel's column blocks, so the tile's A rows stay
 //! in L1 across them.
 //!
-//! Threads: called on a pool worker, one fork-join splits the output into one task per
-//! thread, over row tiles when there are many rows and over column blocks when there are few
-//! (the 14×14, 7×7 and 1×1 layers), so each task still reuses its share of the weights.
+//! Threads: called on a pool worker, one fork-join splits the output into a few equal tasks
+//! per thread, over row tiles when there are many rows and over column blocks when there are
+//! few (the 14×14, 7×7 and 1×1 layers), so each task still reuses its share of the weights.
 
 use std::cell::RefCell;
 
@@ -38,6 +38,10 @@ const PARALLEL_MIN_MACS: usize = 1 << 17;
 
 /// With at most this many rows the work is split over column blocks instead of row tiles.
 const SPLIT_COLUMNS_MAX_ROWS: usize = 256;
+
+/// Parts per pool thread when splitting over row tiles and over column blocks.
+const ROW_PARTS_PER_THREAD: usize = 4;
+const COLUMN_PARTS_PER_THREAD: usize = 2;
 
 /// Filter and bias of one CONV_2D or FULLY_CONNECTED, packed for one GEMM micro-kernel.
 ///
@@ -246,7 +250,15 @@ impl<'a> Gemm<'a> {
         }
         let by_rows = (self.m > SPLIT_COLUMNS_MAX_ROWS && tiles >= threads) || blocks < threads;
         let units = if by_rows { tiles } else { blocks };
-        let parts = threads.min(units);
+        // A few parts per thread, so a worker that wakes late still takes its share by
+        // stealing instead of leaving the whole second half to the first thread. Column parts
+        // each re-read all of A, so they stay coarser.
+        let per_thread = if by_rows {
+            ROW_PARTS_PER_THREAD
+        } else {
+            COLUMN_PARTS_PER_THREAD
+        };
+        let parts = (threads * per_thread).min(units);
         if parts <= 1 {
             self.run(whole, out);
             return;
@@ -282,7 +294,12 @@ impl<'a> Gemm<'a> {
             Rows::Conv { w, .. } => (w.filter_h, w.filter_w * w.input.c),
         };
         let block = g.nr * (k + 1);
-        let panel = (PANEL_BYTES / (block * std::mem::size_of::<f32>())).max(1);
+        // Equal panels of at most PANEL_BYTES, so no panel is a sliver that re-reads all of A
+        // for one block.
+        let max_panel = (PANEL_BYTES / (block * std::mem::size_of::<f32>())).max(1);
+        let panel = (t.b1 - t.b0)
+            .div_ceil((t.b1 - t.b0).div_ceil(max_panel).max(1))
+            .max(1);
         let weights = self.packed.weights.as_slice();
         SCRATCH.with(|scratch| {
             let scratch = &mut *scratch.borrow_mut();

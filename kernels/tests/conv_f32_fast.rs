@@ -284,7 +284,8 @@ fn fully_connected_matches_reference() {
 }
 
 /// Inside a 2-thread pool the work is split (over row tiles for many rows, over column
-/// blocks for few); every element must still be written, with the same bits.
+/// blocks for few); every element must still be written, with the same bits. Every case is
+/// above the fast path's parallel threshold (2^19 multiply-adds).
 #[test]
 fn parallel_matches_sequential() {
     let mut rng = Rng(5);
@@ -301,7 +302,7 @@ fn parallel_matches_sequential() {
             (1, 1),
             Padding::default(),
         ),
-        window(Nhwc::new(1, 30, 30, 3), 32, (3, 3), (2, 2), pad(0, 1, 0, 1)),
+        window(Nhwc::new(1, 60, 60, 3), 32, (3, 3), (2, 2), pad(0, 1, 0, 1)),
         // Few rows: split over column blocks (ragged last block).
         window(
             Nhwc::new(1, 7, 7, 256),

@@ -2,7 +2,7 @@
 //! MobileNet v1 1.0/224 (shapes from the MobileNet layer table): microseconds and GFLOP/s per
 //! layer and their sum. A tuning tool, not a test.
 //!
-//! `cargo run --release -p nnhal-kernels --example ukbench -- [--isa X] [--threads N] [--reps R]`
+//! `cargo run --release -p nnhal-kernels --example ukbench -- [--isa X] [--threads N] [--reps R] [--only LAYER]`
 
 use std::time::Instant;
 
@@ -52,6 +52,17 @@ fn layers() -> Vec<Layer> {
         (7, 512, 1024),
         (7, 1024, 1024),
     ];
+    let extra: Vec<(usize, usize, usize)> = std::env::var("UKBENCH_EXTRA")
+        .ok()
+        .map(|s| {
+            s.split(';')
+                .map(|t| {
+                    let v: Vec<usize> = t.split(',').map(|x| x.trim().parse().unwrap()).collect();
+                    (v[0], v[1], v[2])
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     const NAMES: [&str; 13] = [
         "pw1", "pw2", "pw3", "pw4", "pw5", "pw6", "pw7", "pw8", "pw9", "pw10", "pw11", "pw12",
         "pw13",
@@ -59,6 +70,17 @@ fn layers() -> Vec<Layer> {
     for (name, (hw, ci, co)) in NAMES.iter().zip(pw) {
         v.push(Layer {
             name,
+            input: Nhwc::new(1, hw, hw, ci),
+            out_c: co,
+            k: 1,
+            stride: 1,
+            padding: Padding::default(),
+            act: Activation::Relu6,
+        });
+    }
+    for (hw, ci, co) in extra {
+        v.push(Layer {
+            name: "extra",
             input: Nhwc::new(1, hw, hw, ci),
             out_c: co,
             k: 1,
@@ -109,6 +131,7 @@ fn main() {
     let mut isa = None;
     let mut threads = 1usize;
     let mut reps = 30usize;
+    let mut only: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().expect("missing value");
@@ -116,6 +139,7 @@ fn main() {
             "--isa" => isa = Some(Isa::parse(&val()).expect("isa")),
             "--threads" => threads = val().parse().expect("threads"),
             "--reps" => reps = val().parse().expect("reps"),
+            "--only" => only = Some(val()),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -134,6 +158,9 @@ fn main() {
     let mut seed = 1u64;
     let (mut total_us, mut total_flop) = (0.0f64, 0.0f64);
     for l in layers() {
+        if only.as_deref().is_some_and(|o| o != l.name) {
+            continue;
+        }
         let w = window(&l);
         let shape = FilterShape {
             out_c: l.out_c,
@@ -159,17 +186,19 @@ fn main() {
         });
         times.sort_by(|a, b| a.partial_cmp(b).unwrap());
         let us = times[times.len() / 2];
+        let best = times[0];
         let flop = 2.0 * (w.output.len() * shape.taps()) as f64;
         total_us += us;
         total_flop += flop;
         println!(
-            "{:<7} M={:<6} K={:<5} N={:<5} {:>9.1} us {:>7.1} GFLOP/s",
+            "{:<7} M={:<6} K={:<5} N={:<5} {:>9.1} us {:>7.1} GFLOP/s (best {:>7.1})",
             l.name,
             w.output.n * w.output.h * w.output.w,
             shape.taps(),
             shape.out_c,
             us,
-            flop / us * 1e-3
+            flop / us * 1e-3,
+            flop / best * 1e-3
         );
     }
     println!(

@@ -91,6 +91,11 @@ fn assert_close(got: &[f32], want: &[f32], mag: &[f32], what: &str) {
 
 /// Runs one convolution on every level and activation against the reference.
 fn check_conv(rng: &mut Rng, w: &Window) {
+    check_conv_with(rng, w, &ACTIVATIONS);
+}
+
+/// Runs one convolution on every level with each of `acts` against the reference.
+fn check_conv_with(rng: &mut Rng, w: &Window, acts: &[Activation]) {
     let shape = FilterShape {
         out_c: w.output.c,
         kh: w.filter_h,
@@ -112,7 +117,7 @@ fn check_conv(rng: &mut Rng, w: &Window) {
     for uk in tables() {
         let packed = PackedConvF32::pack(uk, shape, &filter, &bias);
         assert!(packed.packed_bytes() >= shape.out_c * (shape.taps() + 1) * 4);
-        for act in ACTIVATIONS {
+        for &act in acts {
             let mut want = vec![0.0; w.output.len()];
             conv::conv2d_f32(w, &input, &filter, &bias, act, &mut want);
             let mut got = vec![f32::NAN; w.output.len()];
@@ -185,6 +190,36 @@ fn spatial_filters_strides_and_padding() {
     }
 }
 
+/// MobileNet v1's conv0 (224×224×3, 3×3 stride 2, SAME = pad 0 before / 1 after), one 1×1
+/// layer and the logits, full size, on every level, with the activations MobileNet uses.
+#[test]
+fn mobilenet_layers() {
+    let mut rng = Rng(6);
+    let relu6 = [Activation::Relu6];
+    check_conv_with(
+        &mut rng,
+        &window(
+            Nhwc::new(1, 224, 224, 3),
+            32,
+            (3, 3),
+            (2, 2),
+            pad(0, 1, 0, 1),
+        ),
+        &relu6,
+    );
+    let none = Padding::default();
+    check_conv_with(
+        &mut rng,
+        &window(Nhwc::new(1, 14, 14, 256), 512, (1, 1), (1, 1), none),
+        &relu6,
+    );
+    check_conv_with(
+        &mut rng,
+        &window(Nhwc::new(1, 1, 1, 1024), 1001, (1, 1), (1, 1), none),
+        &[Activation::None],
+    );
+}
+
 #[test]
 fn random_shapes() {
     let mut rng = Rng(3);
@@ -249,7 +284,8 @@ fn fully_connected_matches_reference() {
 }
 
 /// Inside a 2-thread pool the work is split (over row tiles for many rows, over column
-/// blocks for few); every element must still be written, with the same bits.
+/// blocks for few); every element must still be written, with the same bits. Every case is
+/// above the fast path's parallel threshold (2^19 multiply-adds).
 #[test]
 fn parallel_matches_sequential() {
     let mut rng = Rng(5);
@@ -266,7 +302,7 @@ fn parallel_matches_sequential() {
             (1, 1),
             Padding::default(),
         ),
-        window(Nhwc::new(1, 30, 30, 3), 32, (3, 3), (2, 2), pad(0, 1, 0, 1)),
+        window(Nhwc::new(1, 60, 60, 3), 32, (3, 3), (2, 2), pad(0, 1, 0, 1)),
         // Few rows: split over column blocks (ragged last block).
         window(
             Nhwc::new(1, 7, 7, 256),
@@ -354,4 +390,11 @@ fn levels_use_their_own_kernels() {
         );
         assert_eq!(packed.kernel_name(), name);
     }
+}
+
+/// Packed filters are shared by the threads of an execution.
+#[test]
+fn packed_is_send_sync() {
+    fn send_sync<T: Send + Sync + std::fmt::Debug>() {}
+    send_sync::<PackedConvF32>();
 }

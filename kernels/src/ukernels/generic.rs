@@ -56,6 +56,7 @@ fn clamp(x: f32, min: f32, max: f32) -> f32 {
 /// # Safety
 /// The contract of [`F32GemmFn`].
 unsafe fn f32_gemm_rows<const R: usize>(p: &F32GemmArgs) {
+    let k = p.ks * p.kc;
     let mut w = p.w;
     let mut c = p.c;
     let mut left = p.nc;
@@ -64,15 +65,21 @@ unsafe fn f32_gemm_rows<const R: usize>(p: &F32GemmArgs) {
         // f32 need only f32 alignment.
         let bias = unsafe { *w.cast::<[f32; F32_NR]>() };
         let mut acc = [bias; R];
-        for k in 0..p.k {
-            // SAFETY: weight row k of the block follows the bias at (k + 1)·F32_NR.
-            let b = unsafe { *w.add(F32_NR * (k + 1)).cast::<[f32; F32_NR]>() };
-            for (r, acc) in acc.iter_mut().enumerate() {
-                // SAFETY: row r < R of A holds at least `k` values (caller contract).
-                let a = unsafe { *p.a.add(r * p.a_stride + k) };
-                for j in 0..F32_NR {
-                    acc[j] += a * b[j];
+        let mut b = w.wrapping_add(F32_NR);
+        for s in 0..p.ks {
+            // SAFETY: the table holds ks·R pointers (caller contract).
+            let a: [*const f32; R] = std::array::from_fn(|r| unsafe { *p.a.add(s * R + r) });
+            for kk in 0..p.kc {
+                // SAFETY: `b` walks the K weight rows of this block.
+                let bv = unsafe { *b.cast::<[f32; F32_NR]>() };
+                for (acc, a) in acc.iter_mut().zip(&a) {
+                    // SAFETY: every segment holds kc values (caller contract).
+                    let av = unsafe { *a.add(kk) };
+                    for j in 0..F32_NR {
+                        acc[j] += av * bv[j];
+                    }
                 }
+                b = b.wrapping_add(F32_NR);
             }
         }
         let n = left.min(F32_NR);
@@ -85,12 +92,8 @@ unsafe fn f32_gemm_rows<const R: usize>(p: &F32GemmArgs) {
             }
         }
         left -= n;
-        // SAFETY: both stay within (or one past) the regions the contract names: the next
-        // block follows this one, and C advances by the n columns just written.
-        unsafe {
-            w = w.add(F32_NR * (p.k + 1));
-            c = c.add(n);
-        }
+        w = w.wrapping_add(F32_NR * (k + 1));
+        c = c.wrapping_add(n);
     }
 }
 

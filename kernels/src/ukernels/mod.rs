@@ -153,20 +153,25 @@ fn known() -> String {
 /// Most rows any float32 GEMM micro-kernel computes at once.
 pub const F32_GEMM_MAX_MR: usize = 8;
 
-/// One call of a float32 GEMM micro-kernel: `rows` output rows (fixed by the kernel chosen,
-/// see [`F32Gemm::kernel`]) by `nc` output columns,
-/// `c[r][j] = clamp(bias[j] + Σ_k a[r][k] · b[k][j], min, max)`.
+/// One call of a float32 GEMM micro-kernel: `R` output rows (`R` is fixed by the kernel
+/// chosen, see [`F32Gemm::kernel`]) by `nc` output columns,
+/// `c[r][j] = clamp(bias[j] + Σ_k a[r][k] · b[k][j], min, max)` with `K = ks · kc`.
 ///
-/// Row `r` of A starts at `a + r·a_stride` and holds `k` values; row `r` of C starts at
-/// `c + r·c_stride` and receives `nc` values. `w` points at the first of `ceil(nc / nr)`
-/// consecutive packed blocks, each `[bias: nr][k = 0: nr weights]…[k − 1: nr]` with the
-/// columns past the last real one zero-filled, so a kernel reads whole blocks and only its
-/// stores are cut to `nc`.
+/// The A rows are given indirectly (an "indirect GEMM"): row `r` is `ks` segments of `kc`
+/// contiguous values, segment `s` starting at `*a.add(s·R + r)`. A plain matrix is one
+/// segment per row; a convolution passes one segment per filter row (`kw · in_c` values that
+/// are contiguous in the NHWC input), so it needs no im2col copy except at the image borders,
+/// and padding rows point at a shared zero segment.
+///
+/// Row `r` of C starts at `c + r·c_stride` and receives `nc` values. `w` points at the first
+/// of `ceil(nc / nr)` consecutive packed blocks, each `[bias: nr][k = 0: nr weights]…
+/// [k = K − 1: nr]` with the columns past the last real one zero-filled, so a kernel reads
+/// whole blocks and only its stores are cut to `nc`.
 #[derive(Clone, Copy, Debug)]
 pub struct F32GemmArgs {
-    pub a: *const f32,
-    pub a_stride: usize,
-    pub k: usize,
+    pub a: *const *const f32,
+    pub ks: usize,
+    pub kc: usize,
     pub w: *const f32,
     pub c: *mut f32,
     pub c_stride: usize,
@@ -178,10 +183,11 @@ pub struct F32GemmArgs {
 /// A float32 GEMM micro-kernel.
 ///
 /// # Safety
-/// Every A row named by the arguments must be readable for `k` values, the packed blocks for
-/// `ceil(nc / nr)·(k + 1)·nr` values, every C row writable for `nc` values, and C must not
-/// overlap A or the packed blocks. The processor must support the kernel's instruction set
-/// (guaranteed for kernels taken from a [`table`]).
+/// The pointer table must hold `ks · R` pointers, each readable for `kc` values; the packed
+/// blocks must be readable for `ceil(nc / nr) · (ks · kc + 1) · nr` values and every C row
+/// writable for `nc` values; C must not overlap A, the table or the packed blocks. The
+/// processor must support the kernel's instruction set (guaranteed for kernels taken from a
+/// [`table`]).
 pub type F32GemmFn = unsafe fn(&F32GemmArgs);
 
 /// The float32 GEMM family: a register tile of `mr` rows by `nr` columns, with one kernel per

@@ -69,54 +69,55 @@ unsafe fn gemm<const R: usize>(p: &F32GemmArgs) {
     let mut w = p.w;
     let mut c = p.c;
     let mut left = p.nc;
-    let mut a = [p.a; R];
-    for (r, a) in a.iter_mut().enumerate() {
-        *a = p.a.wrapping_add(r * p.a_stride);
-    }
+    let kt = p.ks * p.kc;
     while left > 0 {
-        // SAFETY: the packed block holds 8 bias values then k rows of 8 weights (contract).
+        // SAFETY: the packed block holds 8 bias values then K rows of 8 weights (contract).
         let (mut lo, mut hi) = unsafe { ([vld1q_f32(w); R], [vld1q_f32(w.add(4)); R]) };
         let mut b = w.wrapping_add(F32_NR);
-        let mut k = 0;
-        while k + 4 <= p.k {
-            // SAFETY: A row r holds k values, so a[r] + k .. + 4 is readable; `b` walks the
-            // k weight rows of this block.
-            unsafe {
-                let mut av = [vdupq_n_f32(0.0); R];
-                for r in 0..R {
-                    av[r] = vld1q_f32(a[r].add(k));
+        for s in 0..p.ks {
+            // SAFETY: the table holds ks·R pointers (contract).
+            let a: [*const f32; R] = std::array::from_fn(|r| unsafe { *p.a.add(s * R + r) });
+            let mut k = 0;
+            while k + 4 <= p.kc {
+                // SAFETY: every segment holds kc values, so a[r] + k .. + 4 is readable; `b`
+                // walks the K weight rows of this block.
+                unsafe {
+                    let mut av = [vdupq_n_f32(0.0); R];
+                    for r in 0..R {
+                        av[r] = vld1q_f32(a[r].add(k));
+                    }
+                    macro_rules! step {
+                        ($lane:literal) => {
+                            let b0 = vld1q_f32(b);
+                            let b1 = vld1q_f32(b.add(4));
+                            for r in 0..R {
+                                lo[r] = vfmaq_laneq_f32::<$lane>(lo[r], b0, av[r]);
+                                hi[r] = vfmaq_laneq_f32::<$lane>(hi[r], b1, av[r]);
+                            }
+                            b = b.add(F32_NR);
+                        };
+                    }
+                    step!(0);
+                    step!(1);
+                    step!(2);
+                    step!(3);
                 }
-                macro_rules! step {
-                    ($lane:literal) => {
-                        let b0 = vld1q_f32(b);
-                        let b1 = vld1q_f32(b.add(4));
-                        for r in 0..R {
-                            lo[r] = vfmaq_laneq_f32::<$lane>(lo[r], b0, av[r]);
-                            hi[r] = vfmaq_laneq_f32::<$lane>(hi[r], b1, av[r]);
-                        }
-                        b = b.add(F32_NR);
-                    };
-                }
-                step!(0);
-                step!(1);
-                step!(2);
-                step!(3);
+                k += 4;
             }
-            k += 4;
-        }
-        while k < p.k {
-            // SAFETY: as above, one k-step at a time for the k % 4 tail.
-            unsafe {
-                let b0 = vld1q_f32(b);
-                let b1 = vld1q_f32(b.add(4));
-                for r in 0..R {
-                    let s = *a[r].add(k);
-                    lo[r] = vfmaq_n_f32(lo[r], b0, s);
-                    hi[r] = vfmaq_n_f32(hi[r], b1, s);
+            while k < p.kc {
+                // SAFETY: as above, one k-step at a time for the kc % 4 tail.
+                unsafe {
+                    let b0 = vld1q_f32(b);
+                    let b1 = vld1q_f32(b.add(4));
+                    for r in 0..R {
+                        let s = *a[r].add(k);
+                        lo[r] = vfmaq_n_f32(lo[r], b0, s);
+                        hi[r] = vfmaq_n_f32(hi[r], b1, s);
+                    }
                 }
+                b = b.wrapping_add(F32_NR);
+                k += 1;
             }
-            b = b.wrapping_add(F32_NR);
-            k += 1;
         }
         // FMAX/FMIN propagate NaN, as the other levels do.
         for r in 0..R {
@@ -143,7 +144,7 @@ unsafe fn gemm<const R: usize>(p: &F32GemmArgs) {
             }
         }
         left -= n;
-        w = w.wrapping_add(F32_NR * (p.k + 1));
+        w = w.wrapping_add(F32_NR * (kt + 1));
         c = c.wrapping_add(F32_NR);
     }
 }

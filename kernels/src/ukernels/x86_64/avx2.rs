@@ -86,26 +86,28 @@ unsafe fn gemm<const R: usize>(p: &F32GemmArgs) {
     let mut w = p.w;
     let mut c = p.c;
     let mut left = p.nc;
-    let mut a = [p.a; R];
-    for (r, a) in a.iter_mut().enumerate() {
-        *a = p.a.wrapping_add(r * p.a_stride);
-    }
+    let k = p.ks * p.kc;
     while left > 0 {
-        // SAFETY: the packed block holds 16 bias values then k rows of 16 weights (contract).
+        // SAFETY: the packed block holds 16 bias values then K rows of 16 weights (contract).
         let (mut lo, mut hi) = unsafe { ([_mm256_loadu_ps(w); R], [_mm256_loadu_ps(w.add(8)); R]) };
         let mut b = w.wrapping_add(F32_NR);
-        for k in 0..p.k {
-            // SAFETY: `b` walks the k weight rows of this block; A row r holds k values.
-            unsafe {
-                let b0 = _mm256_loadu_ps(b);
-                let b1 = _mm256_loadu_ps(b.add(8));
-                for r in 0..R {
-                    let av = _mm256_broadcast_ss(&*a[r].add(k));
-                    lo[r] = _mm256_fmadd_ps(av, b0, lo[r]);
-                    hi[r] = _mm256_fmadd_ps(av, b1, hi[r]);
+        for s in 0..p.ks {
+            // SAFETY: the table holds ks·R pointers (contract).
+            let a: [*const f32; R] = std::array::from_fn(|r| unsafe { *p.a.add(s * R + r) });
+            for kk in 0..p.kc {
+                // SAFETY: `b` walks the K weight rows of this block; every segment holds kc
+                // values.
+                unsafe {
+                    let b0 = _mm256_loadu_ps(b);
+                    let b1 = _mm256_loadu_ps(b.add(8));
+                    for r in 0..R {
+                        let av = _mm256_broadcast_ss(&*a[r].add(kk));
+                        lo[r] = _mm256_fmadd_ps(av, b0, lo[r]);
+                        hi[r] = _mm256_fmadd_ps(av, b1, hi[r]);
+                    }
                 }
+                b = b.wrapping_add(F32_NR);
             }
-            b = b.wrapping_add(F32_NR);
         }
         // `max(min, x)` / `min(max, x)` return `x` when it is NaN (the second operand wins).
         for r in 0..R {
@@ -140,7 +142,7 @@ unsafe fn gemm<const R: usize>(p: &F32GemmArgs) {
             }
             left = 0;
         }
-        w = w.wrapping_add(F32_NR * (p.k + 1));
+        w = w.wrapping_add(F32_NR * (k + 1));
         c = c.wrapping_add(F32_NR);
     }
 }

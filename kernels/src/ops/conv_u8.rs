@@ -380,23 +380,25 @@ fn region(
 /// is a few bytes): fixed-size, possibly overlapping moves instead of a `memcpy` call.
 #[inline]
 fn copy_short(dst: &mut [u8], src: &[u8]) {
+    /// Copies `src[..N]` and `src[n − N..]` through registers.
+    #[inline(always)]
+    fn ends<const N: usize>(dst: &mut [u8], src: &[u8]) {
+        let n = dst.len();
+        let head: [u8; N] = src[..N].try_into().unwrap();
+        let tail: [u8; N] = src[n - N..].try_into().unwrap();
+        dst[..N].copy_from_slice(&head);
+        dst[n - N..].copy_from_slice(&tail);
+    }
     let n = dst.len();
     debug_assert_eq!(n, src.len());
-    if n >= 32 {
-        dst.copy_from_slice(src);
-    } else if n >= 16 {
-        dst[..16].copy_from_slice(&src[..16]);
-        dst[n - 16..].copy_from_slice(&src[n - 16..]);
-    } else if n >= 8 {
-        dst[..8].copy_from_slice(&src[..8]);
-        dst[n - 8..].copy_from_slice(&src[n - 8..]);
-    } else if n >= 4 {
-        dst[..4].copy_from_slice(&src[..4]);
-        dst[n - 4..].copy_from_slice(&src[n - 4..]);
-    } else {
-        for (d, &s) in dst.iter_mut().zip(src) {
-            *d = s;
-        }
+    match n {
+        33.. => dst.copy_from_slice(src),
+        16..=32 => ends::<16>(dst, src),
+        8..=15 => ends::<8>(dst, src),
+        4..=7 => ends::<4>(dst, src),
+        2..=3 => ends::<2>(dst, src),
+        1 => dst[0] = src[0],
+        0 => {}
     }
 }
 

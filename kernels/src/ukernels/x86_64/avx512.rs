@@ -143,16 +143,31 @@ macro_rules! dw_row_512 {
                 let w: [__m512i; 9] = std::array::from_fn(|t| unsafe {
                     _mm512_load_si512(wb.add((1 + t) * DW_BLOCK).cast())
                 });
-                for px in 0..p.width {
-                    // Two dependency chains: the multiply-accumulate latency, not its
-                    // throughput, would otherwise bound a pixel.
-                    let mut acc = $mac(bias, load(px, 0), w[0]);
-                    let mut acc2 = _mm512_setzero_si512();
-                    for t in (1..9).step_by(2) {
-                        acc2 = $mac(acc2, load(px, t), w[t]);
-                        acc = $mac(acc, load(px, t + 1), w[t + 1]);
+                // Two pixels at a time, interleaved: each pixel is one long dependency chain
+                // (nine multiply-accumulates, then the requantization), so independent work
+                // must sit next to it for the scheduler to overlap them.
+                let mut px = 0;
+                while px + 2 <= p.width {
+                    let mut a0 = bias;
+                    let mut a1 = bias;
+                    for (t, &wt) in w.iter().enumerate() {
+                        a0 = $mac(a0, load(px, t), wt);
+                        a1 = $mac(a1, load(px + 1, t), wt);
                     }
-                    store(px, _mm512_add_epi32(acc, acc2));
+                    let (q0, q1) = (requant512(a0, &c), requant512(a1, &c));
+                    // SAFETY: as in `store`.
+                    unsafe {
+                        store16(p.out.add(px * p.out_stride + off), m, q0);
+                        store16(p.out.add((px + 1) * p.out_stride + off), m, q1);
+                    }
+                    px += 2;
+                }
+                if px < p.width {
+                    let mut acc = bias;
+                    for (t, &wt) in w.iter().enumerate() {
+                        acc = $mac(acc, load(px, t), wt);
+                    }
+                    store(px, acc);
                 }
             } else {
                 for px in 0..p.width {

@@ -524,3 +524,75 @@ fn packed_weights_are_shareable() {
     shareable::<PackedConvU8>();
     shareable::<PackedDwU8>();
 }
+
+#[test]
+fn large_operations_split_over_two_threads_match_reference() {
+    // Big enough to pass the fast operators' parallel threshold: the row split (28×28), the
+    // channel-block split (7×7 with many channels), im2col panels, depthwise rows, pools.
+    for uk in tables() {
+        let mut rng = Rng::seeded(0x2222, uk.isa);
+        let q = ConvQuant {
+            input: QuantParams::new(0.02, 131),
+            filter: QuantParams::new(0.01, 117),
+            output: QuantParams::new(0.1, 9),
+            act: Activation::Relu6,
+        };
+        let pw = |h: usize, c: usize, oc: usize| {
+            window(
+                Nhwc::new(1, h, h, c),
+                oc,
+                (1, 1),
+                (1, 1),
+                Padding::default(),
+            )
+        };
+        check_conv(uk, &mut rng, &pw(28, 128, 72), q, true);
+        check_conv(uk, &mut rng, &pw(7, 512, 520), q, true);
+        let p1 = Padding {
+            top: 1,
+            left: 1,
+            bottom: 1,
+            right: 1,
+        };
+        let w3 = window(Nhwc::new(2, 24, 24, 16), 40, (3, 3), (1, 1), p1);
+        check_conv(uk, &mut rng, &w3, q, true);
+
+        let wd = window(Nhwc::new(1, 40, 40, 160), 160, (3, 3), (1, 1), p1);
+        let input = rng.bytes(wd.input.len());
+        let filter = rng.bytes(9 * 160);
+        let b = bias(&mut rng, 160);
+        let mut expected = vec![0u8; wd.output.len()];
+        conv::depthwise_conv2d_u8(
+            &wd,
+            1,
+            &input,
+            q.input,
+            &filter,
+            q.filter,
+            &b,
+            q.output,
+            q.act,
+            &mut expected,
+        )
+        .unwrap();
+        let packed = PackedDwU8::pack(uk, 3, 3, 160, &filter, &b, q).unwrap();
+        let mut got = vec![0x5au8; wd.output.len()];
+        pool2().install(|| dwconv_u8::depthwise_conv2d_u8(&wd, 1, &packed, &input, &mut got));
+        assert!(got == expected, "{} depthwise", uk.isa);
+
+        let wp = window(Nhwc::new(1, 40, 40, 256), 256, (3, 3), (1, 1), p1);
+        let input = rng.bytes(wp.input.len());
+        let qp = QuantParams::new(0.1, 3);
+        for act in ACTS {
+            let (mut e1, mut e2) = (vec![0u8; wp.output.len()], vec![0u8; wp.output.len()]);
+            pool::average_pool_u8(&wp, &input, qp, act, &mut e1);
+            pool::max_pool_u8(&wp, &input, qp, act, &mut e2);
+            let (mut g1, mut g2) = (vec![1u8; wp.output.len()], vec![1u8; wp.output.len()]);
+            pool2().install(|| {
+                pool_u8::average_pool_u8(uk, &wp, &input, qp, act, &mut g1);
+                pool_u8::max_pool_u8(uk, &wp, &input, qp, act, &mut g2);
+            });
+            assert!(g1 == e1 && g2 == e2, "{} pools {act:?}", uk.isa);
+        }
+    }
+}

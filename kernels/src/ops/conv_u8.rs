@@ -93,10 +93,15 @@ impl OutPtr {
     }
 }
 
-/// Runs `body` on `units` work units: split into about two contiguous ranges per thread
-/// (one fork-join) on a pool worker, in one piece on any other thread.
-pub(crate) fn split_units(units: usize, body: impl Fn(Range<usize>) + Sync) {
-    let threads = if crate::in_worker() {
+/// Operations cheaper than this many GEMM multiply-adds (about 10 µs on one core) run on one
+/// thread: waking a second worker would cost about as much as it saves.
+const PARALLEL_MIN_WORK: usize = 2 << 20;
+
+/// Runs `body` on `units` work units: on a pool worker and when `work` (the operation's cost
+/// in GEMM multiply-adds) is worth it, split into about two contiguous ranges per thread (one
+/// fork-join); otherwise in one piece on the calling thread.
+pub(crate) fn split_units(units: usize, work: usize, body: impl Fn(Range<usize>) + Sync) {
+    let threads = if crate::in_worker() && work >= PARALLEL_MIN_WORK {
         rayon::current_num_threads()
     } else {
         1
@@ -328,13 +333,14 @@ fn run_gemm(f: &FastConv, n: usize, m: usize, src: Source<'_>, output: &mut [u8]
     } else {
         1
     };
+    let work = m * n * f.k;
     if tiles >= 4 * threads || tiles >= blocks {
-        split_units(tiles, |t| {
+        split_units(tiles, work, |t| {
             let rows = t.start * g.mr..(t.end * g.mr).min(m);
             region(f, n, src, out, rows, 0..blocks);
         });
     } else {
-        split_units(blocks, |b| region(f, n, src, out, 0..m, b));
+        split_units(blocks, work, |b| region(f, n, src, out, 0..m, b));
     }
 }
 

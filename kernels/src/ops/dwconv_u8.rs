@@ -156,7 +156,10 @@ pub fn depthwise_conv2d_u8(
     }
     assert!(w.stride_h > 0 && w.stride_w > 0, "stride");
     let out = super::conv_u8::OutPtr(output.as_mut_ptr());
-    split_units(units, |rows| {
+    // A depthwise multiply-add costs about ten GEMM ones (no dot product, a requantization
+    // per nine of them).
+    let work = w.output.len() * w.filter_h * w.filter_w * 10;
+    split_units(units, work, |rows| {
         for r in rows {
             // SAFETY: `r < n·out_h`, so the row lies inside `output`, and this task is the
             // only one given row `r`.

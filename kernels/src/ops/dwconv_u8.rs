@@ -7,8 +7,10 @@
 //! contribute `(za − za)·w' = 0`, exactly as the reference's clipped window. All of it holds
 //! modulo 2^32, matching the reference's wrapping accumulator.
 //!
-//! Rows of output pixels are the unit of work; each row gets an indirection buffer of tap
-//! pointers (per-thread, reused) and one kernel call. Depth multipliers other than 1 run a
+//! Rows of output pixels are the unit of work. In a row, the columns whose window lies inside
+//! the input horizontally are one kernel call whose tap pointers advance by `stride_w·c` per
+//! pixel (a vertically padded tap walks along a per-thread row of zero points); each border
+//! column is a call of its own with per-tap pointers. Depth multipliers other than 1 run a
 //! portable loop on the same packed weights.
 
 use std::cell::RefCell;

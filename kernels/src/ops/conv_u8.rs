@@ -151,7 +151,7 @@ struct FastConv {
 }
 
 impl PackedConvU8 {
-    /// filter [out_c, kh, kw, in_c] u8 + bias [out_c] i32 (FULLY_CONNECTED: kh = kw = 1).
+    /// `filter` is `[out_c, kh, kw, in_c]` u8, `bias` `[out_c]` i32 (FULLY_CONNECTED: `kh = kw = 1`).
     /// Errors exactly when the reference would (multiplier not representable, empty
     /// activation range).
     pub fn pack(

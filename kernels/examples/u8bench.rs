@@ -97,7 +97,7 @@ fn layers() -> Vec<Layer> {
 }
 
 /// One layer's timed call.
-type Runner = Box<dyn FnMut(&mut [u8]) + Send>;
+type Runner = Box<dyn FnMut(&[u8], &mut [u8]) + Send>;
 
 struct Rng(u64);
 impl Rng {
@@ -142,13 +142,16 @@ fn main() {
         "{:<8} {:>10} {:>10} {:>8}  kernel",
         "layer", "µs", "GOP/s", "MMAC"
     );
+    let mut layers_run: Vec<(String, u64, &str, Runner)> = Vec::new();
+    let mut buffers: Vec<Vec<u8>> = Vec::new();
     for (i, l) in layers().iter().enumerate() {
-        if only.as_ref().is_some_and(|o| *o != l.name) {
-            continue;
-        }
         let w = l.w;
-        let input: Vec<u8> = (0..w.input.len()).map(|_| rng.byte()).collect();
-        let mut output = vec![0u8; w.output.len()];
+        if buffers.is_empty() {
+            buffers.push((0..w.input.len()).map(|_| rng.byte()).collect());
+        }
+        // Each layer reads the previous layer's output, as in an inference.
+        assert_eq!(buffers.last().unwrap().len(), w.input.len());
+        buffers.push((0..w.output.len()).map(|_| rng.byte()).collect());
         let mult = [0.001f32, 0.002, 0.003, 0.005][i % 4];
         let q = ConvQuant {
             input: QuantParams::new(0.02, 128),
@@ -156,7 +159,7 @@ fn main() {
             output: QuantParams::new(0.02 * 0.01 / mult, 0),
             act: Activation::Relu6,
         };
-        let (macs, mut run, kernel): (u64, Runner, &str) = match l.kind {
+        let (macs, run, kernel): (u64, Runner, &str) = match l.kind {
             Kind::Conv => {
                 let shape = FilterShape {
                     out_c: w.output.c,
@@ -173,10 +176,9 @@ fn main() {
                 let p = PackedConvU8::pack(uk, shape, &filter, &bias, q).unwrap();
                 let name = p.kernel_name();
                 let macs = (w.output.len() * shape.taps()) as u64;
-                let input = input.clone();
                 (
                     macs,
-                    Box::new(move |o: &mut [u8]| conv2d_u8(&w, &p, &input, o)),
+                    Box::new(move |i: &[u8], o: &mut [u8]| conv2d_u8(&w, &p, i, o)),
                     name,
                 )
             }
@@ -186,59 +188,81 @@ fn main() {
                 let bias: Vec<i32> = (0..c).map(|i| (i as i32 * 37) % 2000 - 1000).collect();
                 let p = PackedDwU8::pack(uk, 3, 3, c, &filter, &bias, q).unwrap();
                 let name = p.kernel_name();
-                let input = input.clone();
                 (
                     (w.output.len() * 9) as u64,
-                    Box::new(move |o: &mut [u8]| depthwise_conv2d_u8(&w, 1, &p, &input, o)),
+                    Box::new(move |i: &[u8], o: &mut [u8]| depthwise_conv2d_u8(&w, 1, &p, i, o)),
                     name,
                 )
             }
-            Kind::Pool => {
-                let input = input.clone();
-                (
-                    0,
-                    Box::new(move |o: &mut [u8]| {
-                        average_pool_u8(
-                            uk,
-                            &w,
-                            &input,
-                            QuantParams::new(0.02, 0),
-                            Activation::None,
-                            o,
-                        )
-                    }),
-                    "portable",
-                )
-            }
+            Kind::Pool => (
+                0,
+                Box::new(move |i: &[u8], o: &mut [u8]| {
+                    average_pool_u8(uk, &w, i, QuantParams::new(0.02, 0), Activation::None, o)
+                }),
+                "portable",
+            ),
         };
+        layers_run.push((l.name.clone(), macs, kernel, run));
+    }
+    for (i, (name, macs, kernel, run)) in layers_run.iter_mut().enumerate() {
+        if only.as_ref().is_some_and(|o| o != name) {
+            continue;
+        }
+        let (head, tail) = buffers.split_at_mut(i + 1);
+        let (input, output) = (&head[i], &mut tail[0]);
         let times: Vec<f64> = pool.install(|| {
             for _ in 0..3 {
-                run(&mut output);
+                run(input, output);
             }
             (0..reps)
                 .map(|_| {
                     let t = Instant::now();
-                    run(&mut output);
+                    run(input, output);
                     t.elapsed().as_secs_f64() * 1e6
                 })
                 .collect()
         });
         let us = median(times);
         total += us;
-        total_macs += macs;
+        total_macs += *macs;
         println!(
             "{:<8} {:>10.1} {:>10.1} {:>8.2}  {kernel}",
-            l.name,
+            name,
             us,
-            2.0 * macs as f64 / us / 1e3,
-            macs as f64 / 1e6
+            2.0 * *macs as f64 / us / 1e3,
+            *macs as f64 / 1e6
         );
     }
     println!(
         "{:<8} {:>10.1} {:>10.1} {:>8.2}",
-        "total",
+        "sum",
         total,
         2.0 * total_macs as f64 / total / 1e3,
+        total_macs as f64 / 1e6
+    );
+    if only.is_some() {
+        return;
+    }
+    // The layers back to back, as one inference runs them (the pool's workers stay warm
+    // between operations).
+    let times: Vec<f64> = pool.install(|| {
+        (0..reps)
+            .map(|_| {
+                let t = Instant::now();
+                for (i, (_, _, _, run)) in layers_run.iter_mut().enumerate() {
+                    let (head, tail) = buffers.split_at_mut(i + 1);
+                    run(&head[i], &mut tail[0]);
+                }
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect()
+    });
+    let us = median(times);
+    println!(
+        "{:<8} {:>10.1} {:>10.1} {:>8.2}",
+        "network",
+        us,
+        2.0 * total_macs as f64 / us / 1e3,
         total_macs as f64 / 1e6
     );
 }

@@ -93,10 +93,15 @@ impl OutPtr {
     }
 }
 
-/// Runs `body` on `units` work units: split into about two contiguous ranges per thread
-/// (one fork-join) on a pool worker, in one piece on any other thread.
-pub(crate) fn split_units(units: usize, body: impl Fn(Range<usize>) + Sync) {
-    let threads = if crate::in_worker() {
+/// Operations cheaper than this many GEMM multiply-adds (about 10 µs on one core) run on one
+/// thread: waking a second worker would cost about as much as it saves.
+const PARALLEL_MIN_WORK: usize = 2 << 20;
+
+/// Runs `body` on `units` work units: on a pool worker and when `work` (the operation's cost
+/// in GEMM multiply-adds) is worth it, split into about two contiguous ranges per thread (one
+/// fork-join); otherwise in one piece on the calling thread.
+pub(crate) fn split_units(units: usize, work: usize, body: impl Fn(Range<usize>) + Sync) {
+    let threads = if crate::in_worker() && work >= PARALLEL_MIN_WORK {
         rayon::current_num_threads()
     } else {
         1
@@ -146,7 +151,7 @@ struct FastConv {
 }
 
 impl PackedConvU8 {
-    /// filter [out_c, kh, kw, in_c] u8 + bias [out_c] i32 (FULLY_CONNECTED: kh = kw = 1).
+    /// `filter` is `[out_c, kh, kw, in_c]` u8, `bias` `[out_c]` i32 (FULLY_CONNECTED: `kh = kw = 1`).
     /// Errors exactly when the reference would (multiplier not representable, empty
     /// activation range).
     pub fn pack(
@@ -328,13 +333,14 @@ fn run_gemm(f: &FastConv, n: usize, m: usize, src: Source<'_>, output: &mut [u8]
     } else {
         1
     };
+    let work = m * n * f.k;
     if tiles >= 4 * threads || tiles >= blocks {
-        split_units(tiles, |t| {
+        split_units(tiles, work, |t| {
             let rows = t.start * g.mr..(t.end * g.mr).min(m);
             region(f, n, src, out, rows, 0..blocks);
         });
     } else {
-        split_units(blocks, |b| region(f, n, src, out, 0..m, b));
+        split_units(blocks, work, |b| region(f, n, src, out, 0..m, b));
     }
 }
 
@@ -380,23 +386,25 @@ fn region(
 /// is a few bytes): fixed-size, possibly overlapping moves instead of a `memcpy` call.
 #[inline]
 fn copy_short(dst: &mut [u8], src: &[u8]) {
+    /// Copies `src[..N]` and `src[n − N..]` through registers.
+    #[inline(always)]
+    fn ends<const N: usize>(dst: &mut [u8], src: &[u8]) {
+        let n = dst.len();
+        let head: [u8; N] = src[..N].try_into().unwrap();
+        let tail: [u8; N] = src[n - N..].try_into().unwrap();
+        dst[..N].copy_from_slice(&head);
+        dst[n - N..].copy_from_slice(&tail);
+    }
     let n = dst.len();
     debug_assert_eq!(n, src.len());
-    if n >= 32 {
-        dst.copy_from_slice(src);
-    } else if n >= 16 {
-        dst[..16].copy_from_slice(&src[..16]);
-        dst[n - 16..].copy_from_slice(&src[n - 16..]);
-    } else if n >= 8 {
-        dst[..8].copy_from_slice(&src[..8]);
-        dst[n - 8..].copy_from_slice(&src[n - 8..]);
-    } else if n >= 4 {
-        dst[..4].copy_from_slice(&src[..4]);
-        dst[n - 4..].copy_from_slice(&src[n - 4..]);
-    } else {
-        for (d, &s) in dst.iter_mut().zip(src) {
-            *d = s;
-        }
+    match n {
+        33.. => dst.copy_from_slice(src),
+        16..=32 => ends::<16>(dst, src),
+        8..=15 => ends::<8>(dst, src),
+        4..=7 => ends::<4>(dst, src),
+        2..=3 => ends::<2>(dst, src),
+        1 => dst[0] = src[0],
+        0 => {}
     }
 }
 

@@ -7,8 +7,10 @@
 //! contribute `(za − za)·w' = 0`, exactly as the reference's clipped window. All of it holds
 //! modulo 2^32, matching the reference's wrapping accumulator.
 //!
-//! Rows of output pixels are the unit of work; each row gets an indirection buffer of tap
-//! pointers (per-thread, reused) and one kernel call. Depth multipliers other than 1 run a
+//! Rows of output pixels are the unit of work. In a row, the columns whose window lies inside
+//! the input horizontally are one kernel call whose tap pointers advance by `stride_w·c` per
+//! pixel (a vertically padded tap walks along a per-thread row of zero points); each border
+//! column is a call of its own with per-tap pointers. Depth multipliers other than 1 run a
 //! portable loop on the same packed weights.
 
 use std::cell::RefCell;
@@ -156,7 +158,10 @@ pub fn depthwise_conv2d_u8(
     }
     assert!(w.stride_h > 0 && w.stride_w > 0, "stride");
     let out = super::conv_u8::OutPtr(output.as_mut_ptr());
-    split_units(units, |rows| {
+    // A depthwise multiply-add costs about ten GEMM ones (no dot product, a requantization
+    // per nine of them).
+    let work = w.output.len() * w.filter_h * w.filter_w * 10;
+    split_units(units, work, |rows| {
         for r in rows {
             // SAFETY: `r < n·out_h`, so the row lies inside `output`, and this task is the
             // only one given row `r`.

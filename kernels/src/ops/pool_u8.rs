@@ -41,7 +41,9 @@ fn for_each_pixel(
         return;
     }
     let out = OutPtr(output.as_mut_ptr());
-    split_units(units, |rows| {
+    // Each window element costs about as much as ten GEMM multiply-adds.
+    let work = w.output.len() * w.filter_h * w.filter_w * 10;
+    split_units(units, work, |rows| {
         for r in rows {
             // SAFETY: `r < n·out_h`, so the row lies inside `output`, and this task is the
             // only one given row `r`.

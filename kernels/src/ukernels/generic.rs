@@ -146,13 +146,19 @@ pub unsafe fn u8_gemm_generic_4x16(p: &U8GemmArgs) {
         for (n, slot) in acc.iter_mut().enumerate() {
             *slot = bias[n].wrapping_add(corr);
         }
-        for (g, chunk) in a.chunks(4).enumerate() {
-            let wg = &w[g * NR * 4..(g + 1) * NR * 4];
+        for (g, wg) in w.chunks_exact(NR * 4).enumerate() {
+            // Four activation bytes (zeros past `k`) against the group's 16 channels × 4 k.
+            let mut quad = [0u8; 4];
+            let have = (p.k - 4 * g).min(4);
+            quad[..have].copy_from_slice(&a[4 * g..4 * g + have]);
+            let x = quad.map(i32::from);
+            let wg: &[i8; NR * 4] = wg.try_into().unwrap();
             for (n, slot) in acc.iter_mut().enumerate() {
-                let mut s = 0i32;
-                for (j, &x) in chunk.iter().enumerate() {
-                    s += i32::from(x) * i32::from(wg[n * 4 + j]);
-                }
+                // |Σ of four u8·s8 products| ≤ 4·255·128: exact before the wrapping add.
+                let s = x[0] * i32::from(wg[4 * n])
+                    + x[1] * i32::from(wg[4 * n + 1])
+                    + x[2] * i32::from(wg[4 * n + 2])
+                    + x[3] * i32::from(wg[4 * n + 3]);
                 *slot = slot.wrapping_add(s);
             }
         }

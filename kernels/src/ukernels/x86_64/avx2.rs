@@ -288,28 +288,54 @@ pub unsafe fn u8_dw_avx2_16c(p: &U8DwArgs) {
         let n = (p.channels - off).min(8);
         let (blk, lane) = (half / 2, (half % 2) * 8);
         let wb = p.w.wrapping_add(blk * per_block + lane);
-        for px in 0..p.width {
-            // SAFETY: the packed block starts with 16 biases.
-            let mut acc = unsafe { _mm256_load_si256(wb.cast()) };
+        // Input bytes of tap `t` of pixel `px`, zero-extended to int32 lanes.
+        let load = |px: usize, t: usize| {
+            // SAFETY: tap t of pixel px addresses `channels` bytes; `n ≤ 8` are read.
+            let x = unsafe {
+                let src = (*p.taps.add(t)).add(px * p.pixel_step + off);
+                if n == 8 {
+                    src.cast::<u64>().read_unaligned()
+                } else {
+                    let mut b = [0u8; 8];
+                    std::ptr::copy_nonoverlapping(src, b.as_mut_ptr(), n);
+                    u64::from_le_bytes(b)
+                }
+            };
+            _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(x as i64))
+        };
+        // SAFETY: tap t's weight block holds 16 values, aligned.
+        let weight = |t: usize| unsafe { _mm256_load_si256(wb.add((1 + t) * DW_BLOCK).cast()) };
+        // SAFETY: the packed block starts with 16 biases.
+        let bias = unsafe { _mm256_load_si256(wb.cast()) };
+        // The upper halves of the loaded lanes are zero, so each pair sum is x·w exactly.
+        let mac =
+            |acc: __m256i, x: __m256i, w: __m256i| _mm256_add_epi32(acc, _mm256_madd_epi16(x, w));
+        // Two pixels at a time, interleaved, so their dependency chains overlap.
+        let mut px = 0;
+        while px + 2 <= p.width {
+            let (mut a0, mut a1) = (bias, bias);
             for t in 0..p.ntaps {
-                // SAFETY: tap t of pixel px addresses `channels` bytes; `n ≤ 8` are read.
-                let x = unsafe {
-                    let src = (*p.taps.add(t)).add(px * p.pixel_step + off);
-                    if n == 8 {
-                        src.cast::<u64>().read_unaligned()
-                    } else {
-                        let mut b = [0u8; 8];
-                        std::ptr::copy_nonoverlapping(src, b.as_mut_ptr(), n);
-                        u64::from_le_bytes(b)
-                    }
-                };
-                let xv = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(x as i64));
-                // SAFETY: tap t's weight block holds 16 values.
-                let wt = unsafe { _mm256_load_si256(wb.add((1 + t) * DW_BLOCK).cast()) };
-                // The upper halves of `xv` are zero, so the pair sum is x·w exactly.
-                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(xv, wt));
+                let wt = weight(t);
+                a0 = mac(a0, load(px, t), wt);
+                a1 = mac(a1, load(px + 1, t), wt);
             }
             // SAFETY: `channels` writable bytes at each output pixel; `n` are written.
+            unsafe {
+                store8(p.out.add(px * p.out_stride + off), n, requant256(a0, &c));
+                store8(
+                    p.out.add((px + 1) * p.out_stride + off),
+                    n,
+                    requant256(a1, &c),
+                );
+            }
+            px += 2;
+        }
+        if px < p.width {
+            let mut acc = bias;
+            for t in 0..p.ntaps {
+                acc = mac(acc, load(px, t), weight(t));
+            }
+            // SAFETY: as above.
             unsafe { store8(p.out.add(px * p.out_stride + off), n, requant256(acc, &c)) };
         }
     }

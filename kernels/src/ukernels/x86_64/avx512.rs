@@ -3,7 +3,7 @@
 
 use std::arch::x86_64::*;
 
-use crate::ukernels::quant8::{Requant8, U8Dw, U8DwArgs, U8RowSum, DW_BLOCK};
+use crate::ukernels::quant8::{Requant8, U8Dw, U8DwArgs, U8Gemm, U8GemmArgs, U8RowSum, DW_BLOCK};
 use crate::ukernels::{F32Gemm, F32GemmArgs, F32GemmFn, Ukernels};
 
 pub mod f32_small;
@@ -12,6 +12,13 @@ pub mod f32_small;
 pub(crate) fn fill(t: &mut Ukernels) {
     t.f32_gemm = F32_GEMM;
     f32_small::fill_f32_small(t);
+    t.u8_gemm = U8Gemm {
+        mr: 4,
+        nr: 32,
+        weight_shift: 128,
+        kernel: u8_gemm_avx512_4x32,
+        name: "u8_gemm_avx512_4x32",
+    };
     t.u8_row_sum = U8RowSum {
         kernel: u8_row_sum_avx512,
         name: "u8_row_sum_avx512",
@@ -254,16 +261,31 @@ macro_rules! dw_row_512 {
                 let w: [__m512i; 9] = std::array::from_fn(|t| unsafe {
                     _mm512_load_si512(wb.add((1 + t) * DW_BLOCK).cast())
                 });
-                for px in 0..p.width {
-                    // Two dependency chains: the multiply-accumulate latency, not its
-                    // throughput, would otherwise bound a pixel.
-                    let mut acc = $mac(bias, load(px, 0), w[0]);
-                    let mut acc2 = _mm512_setzero_si512();
-                    for t in (1..9).step_by(2) {
-                        acc2 = $mac(acc2, load(px, t), w[t]);
-                        acc = $mac(acc, load(px, t + 1), w[t + 1]);
+                // Two pixels at a time, interleaved: each pixel is one long dependency chain
+                // (nine multiply-accumulates, then the requantization), so independent work
+                // must sit next to it for the scheduler to overlap them.
+                let mut px = 0;
+                while px + 2 <= p.width {
+                    let mut a0 = bias;
+                    let mut a1 = bias;
+                    for (t, &wt) in w.iter().enumerate() {
+                        a0 = $mac(a0, load(px, t), wt);
+                        a1 = $mac(a1, load(px + 1, t), wt);
                     }
-                    store(px, _mm512_add_epi32(acc, acc2));
+                    let (q0, q1) = (requant512(a0, &c), requant512(a1, &c));
+                    // SAFETY: as in `store`.
+                    unsafe {
+                        store16(p.out.add(px * p.out_stride + off), m, q0);
+                        store16(p.out.add((px + 1) * p.out_stride + off), m, q1);
+                    }
+                    px += 2;
+                }
+                if px < p.width {
+                    let mut acc = bias;
+                    for (t, &wt) in w.iter().enumerate() {
+                        acc = $mac(acc, load(px, t), wt);
+                    }
+                    store(px, acc);
                 }
             } else {
                 for px in 0..p.width {
@@ -335,5 +357,90 @@ pub unsafe fn u8_row_sum_avx512(
         let sum = _mm512_reduce_add_epi64(acc) as i32;
         // SAFETY: `out` has `rows` slots.
         unsafe { *out.add(r) = scale.wrapping_mul(sum).wrapping_neg() };
+    }
+}
+
+/// uint8 GEMM tile without VNNI, 4 rows × 32 channels (see [`U8GemmArgs`]; weights stored as
+/// `w − 128`). `vpmaddubsw` would saturate (255·128·2 > 32767), so each packed group (32
+/// channels × 4 k) is sign-extended to four int16 vectors of eight channels, a row's four
+/// bytes are zero-extended and broadcast as one 64-bit pattern, and `vpmaddwd` leaves two
+/// exact partial sums per channel, paired up in the epilogue.
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL and `p` satisfies the contract of
+/// [`U8GemmArgs`] with `mr = 4`, `nr = 32`.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+pub unsafe fn u8_gemm_avx512_4x32(p: &U8GemmArgs) {
+    const MR: usize = 4;
+    let mut a = [p.a; MR];
+    for r in 1..MR {
+        a[r] = if r < p.rows {
+            p.a.wrapping_add(r * p.a_stride)
+        } else {
+            a[r - 1]
+        };
+    }
+    let mut acc = [[_mm512_setzero_si512(); 4]; MR];
+    for g in 0..p.k.div_ceil(4) {
+        // SAFETY: group g of the aligned packed block (128 bytes).
+        let (lo, hi) = unsafe {
+            (
+                _mm512_load_si512(p.w.add(128 * g).cast()),
+                _mm512_load_si512(p.w.add(128 * g + 64).cast()),
+            )
+        };
+        let w = [
+            _mm512_cvtepi8_epi16(_mm512_castsi512_si256(lo)),
+            _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64::<1>(lo)),
+            _mm512_cvtepi8_epi16(_mm512_castsi512_si256(hi)),
+            _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64::<1>(hi)),
+        ];
+        for r in 0..MR {
+            let x = if 4 * g + 4 <= p.k {
+                // SAFETY: bytes 4g..4g+4 ≤ k of row r.
+                unsafe { a[r].add(4 * g).cast::<u32>().read_unaligned() }
+            } else {
+                let mut x = 0u32;
+                for j in 0..p.k - 4 * g {
+                    // SAFETY: byte 4g + j < k of row r.
+                    x |= u32::from(unsafe { *a[r].add(4 * g + j) }) << (8 * j);
+                }
+                x
+            };
+            let av = _mm512_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(x as i32)));
+            for (acc_v, &wv) in acc[r].iter_mut().zip(&w) {
+                *acc_v = _mm512_add_epi32(*acc_v, _mm512_madd_epi16(wv, av));
+            }
+        }
+    }
+    let c = rq512(&p.rq);
+    // SAFETY: the bias block holds 32 values.
+    let bias = unsafe {
+        [
+            _mm512_loadu_si512(p.bias.cast()),
+            _mm512_loadu_si512(p.bias.add(16).cast()),
+        ]
+    };
+    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    let masks = [mask16(p.cols), mask16(p.cols.saturating_sub(16))];
+    for (r, acc_r) in acc.iter().enumerate() {
+        if r >= p.rows {
+            break;
+        }
+        // SAFETY: `row_corr` holds `rows` values.
+        let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
+        for v in 0..2 {
+            // Lanes 2c and 2c+1 of a product vector are channel c's two partial sums.
+            let (x0, x1) = (acc_r[2 * v], acc_r[2 * v + 1]);
+            let sums = _mm512_add_epi32(
+                _mm512_permutex2var_epi32(x0, even, x1),
+                _mm512_permutex2var_epi32(x0, odd, x1),
+            );
+            let x = _mm512_add_epi32(_mm512_add_epi32(sums, bias[v]), corr);
+            let out = p.out.wrapping_add(r * p.out_stride + 16 * v);
+            // SAFETY: the store writes columns 16v..min(cols, 16v+16) of row r only.
+            unsafe { store16(out, masks[v], requant512(x, &c)) };
+        }
     }
 }

@@ -22,8 +22,6 @@
 
 use std::cell::RefCell;
 
-use rayon::prelude::*;
-
 use super::{AlignedBuf, FilterShape};
 use crate::conv::taps;
 use crate::ukernels::{F32Gemm, F32GemmArgs, Ukernels, F32_GEMM_MAX_MR};
@@ -240,11 +238,7 @@ impl<'a> Gemm<'a> {
             b0: 0,
             b1: blocks,
         };
-        let threads = if crate::in_worker() {
-            rayon::current_num_threads()
-        } else {
-            1
-        };
+        let threads = crate::parallel::threads();
         let macs = self.m * n * self.packed.shape.taps().max(1);
         if threads <= 1 || macs < PARALLEL_MIN_MACS {
             self.run(whole, out);
@@ -281,10 +275,7 @@ impl<'a> Gemm<'a> {
                 }
             }
         };
-        (0..parts)
-            .into_par_iter()
-            .with_max_len(1)
-            .for_each(|i| self.run(task(i), out));
+        crate::parallel::for_parts(parts, |i| self.run(task(i), out));
     }
 
     /// Computes the output rectangle `t`.

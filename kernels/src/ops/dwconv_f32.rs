@@ -11,8 +11,6 @@
 //! Work is split once per call into about four tasks per pool thread: ranges of output rows
 //! (batch × height), and, when there are too few rows for that, also ranges of channel blocks.
 
-use rayon::prelude::*;
-
 use crate::conv::{for_each_row, taps, Taps};
 use crate::ops::AlignedBuf;
 use crate::ukernels::f32_small::{ClampF32, DwClip, DwRun, F32Dw};
@@ -135,11 +133,7 @@ pub fn depthwise_conv2d_f32(
     let l = packed.kernels.lanes;
     let rows = w.output.n * w.output.h;
     let blocks = c.div_ceil(l);
-    let threads = if crate::in_worker() {
-        rayon::current_num_threads()
-    } else {
-        1
-    };
+    let threads = crate::parallel::threads();
     let out = SharedOut(output.as_mut_ptr());
     let task = |r0: usize, r1: usize, b0: usize, b1: usize| {
         let c0 = b0 * l;
@@ -159,7 +153,7 @@ pub fn depthwise_conv2d_f32(
     let row_tasks = rows.div_ceil(row_step);
     let block_step = blocks.div_ceil(target.div_ceil(row_tasks).min(blocks));
     let block_tasks = blocks.div_ceil(block_step);
-    (0..row_tasks * block_tasks).into_par_iter().for_each(|t| {
+    crate::parallel::for_parts(row_tasks * block_tasks, |t| {
         let (rt, bt) = (t / block_tasks, t % block_tasks);
         task(
             rt * row_step,

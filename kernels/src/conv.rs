@@ -458,7 +458,7 @@ pub fn fully_connected_f32(
         let wt = &weights[u * input_size..(u + 1) * input_size];
         *out = act.apply_f32(dot_f32(0.0, x, wt) + bias[u]);
     };
-    crate::for_each_element(output, fc_grain(input_size), body);
+    crate::parallel::for_each_element(output, fc_grain(input_size), body);
 }
 
 /// FULLY_CONNECTED, quant8. Layouts as in [`fully_connected_f32`].
@@ -493,7 +493,7 @@ pub fn fully_connected_u8(
         let wt = &weights[u * input_size..(u + 1) * input_size];
         *out = rq.apply(dot_u8(x, in_zp, wt, w_zp).wrapping_add(bias[u]));
     };
-    crate::for_each_element(output, fc_grain(input_size), body);
+    crate::parallel::for_each_element(output, fc_grain(input_size), body);
     Ok(())
 }
 

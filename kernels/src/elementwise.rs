@@ -8,6 +8,7 @@
 //! crate-private `fixed_point` module together with the exp and reciprocal helpers SOFTMAX
 //! shares.
 
+use crate::parallel::MIN_ELEMENTS;
 use crate::quant::{
     multiply_by_quantized_multiplier_smaller_than_one, quantize_multiplier_smaller_than_one,
     rounding_divide_by_pot,
@@ -15,9 +16,6 @@ use crate::quant::{
 use crate::{Activation, KernelError, QuantParams};
 use rayon::prelude::*;
 
-/// Outputs at least this long are split across the rayon pool; below it the fork/join cost
-/// outweighs the work of one pass.
-const PARALLEL_MIN_LEN: usize = 1 << 16;
 /// Elements per parallel task.
 const PARALLEL_CHUNK: usize = 1 << 14;
 
@@ -390,7 +388,7 @@ fn broadcast_binary<T, U, F>(
             }
         });
     };
-    if out.len() >= PARALLEL_MIN_LEN && crate::in_worker() {
+    if out.len() >= MIN_ELEMENTS && crate::in_worker() {
         out.par_chunks_mut(PARALLEL_CHUNK)
             .enumerate()
             .for_each(|(i, chunk)| fill(i * PARALLEL_CHUNK, chunk));
@@ -412,7 +410,7 @@ where
             *d = f(s);
         }
     };
-    if output.len() >= PARALLEL_MIN_LEN && crate::in_worker() {
+    if output.len() >= MIN_ELEMENTS && crate::in_worker() {
         output
             .par_chunks_mut(PARALLEL_CHUNK)
             .zip(input.par_chunks(PARALLEL_CHUNK))

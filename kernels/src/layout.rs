@@ -6,11 +6,9 @@
 //! The copies are organised around the longest runs that are contiguous in both the source
 //! and the destination, so each kernel is a sequence of `copy_from_slice` calls.
 
+use crate::parallel::MIN_ELEMENTS;
 use crate::Nhwc;
 use rayon::prelude::*;
-
-/// Outputs at least this long are resampled in parallel, by output rows.
-const PARALLEL_MIN_LEN: usize = 1 << 16;
 
 /// CONCATENATION along `axis`. Every input has the output's rank and extents except on
 /// `axis`; the output extent there is the sum of the inputs'.
@@ -149,7 +147,7 @@ pub fn resize_bilinear_f32(
             }
         }
     };
-    if output.len() >= PARALLEL_MIN_LEN && crate::in_worker() {
+    if output.len() >= MIN_ELEMENTS && crate::in_worker() {
         output
             .par_chunks_mut(row_len)
             .enumerate()

@@ -34,29 +34,7 @@ pub mod quant;
 pub mod recurrent;
 pub mod ukernels;
 
-/// Whether the caller runs on a rayon worker thread, so kernels may fan work out over its pool.
-#[inline]
-pub fn in_worker() -> bool {
-    rayon::current_thread_index().is_some()
-}
-
-/// `body((i, &mut out[i]))` for every element: spread over the pool in runs of at least
-/// `min_len` elements when called from a pool worker, in order on the calling thread otherwise.
-pub(crate) fn for_each_element<T: Send>(
-    out: &mut [T],
-    min_len: usize,
-    body: impl Fn((usize, &mut T)) + Sync + Send,
-) {
-    use rayon::prelude::*;
-    if in_worker() {
-        out.par_iter_mut()
-            .enumerate()
-            .with_min_len(min_len)
-            .for_each(body);
-    } else {
-        out.iter_mut().enumerate().for_each(body);
-    }
-}
+pub use parallel::in_worker;
 
 /// A data-dependent failure found while running a kernel.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -10,12 +10,11 @@ use crate::elementwise::fixed_point::{
     exp_on_negative_values, one_over_one_plus_x_for_x_in_0_1, rescale, rounding_divide_by_pot_wide,
     InputRescale,
 };
+use crate::parallel::MIN_ELEMENTS;
 use crate::quant::saturating_rounding_doubling_high_mul;
 use crate::{KernelError, QuantParams};
 use rayon::prelude::*;
 
-/// Tensors at least this long are split by rows across the rayon pool.
-const PARALLEL_MIN_LEN: usize = 1 << 16;
 /// Target elements per parallel task (whole rows are never split).
 const PARALLEL_CHUNK: usize = 1 << 14;
 
@@ -36,7 +35,7 @@ where
             f(row_in, row_out);
         }
     };
-    if input.len() >= PARALLEL_MIN_LEN && input.len() > depth && crate::in_worker() {
+    if input.len() >= MIN_ELEMENTS && input.len() > depth && crate::in_worker() {
         let task = (PARALLEL_CHUNK / depth).max(1) * depth;
         output
             .par_chunks_mut(task)

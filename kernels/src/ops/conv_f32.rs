@@ -24,16 +24,13 @@ use std::cell::RefCell;
 
 use super::{AlignedBuf, FilterShape};
 use crate::conv::taps;
+use crate::parallel::MIN_F32_MACS;
 use crate::ukernels::{F32Gemm, F32GemmArgs, Ukernels, F32_GEMM_MAX_MR};
 use crate::{Activation, Window};
 
 /// Bytes of packed weights one column panel may hold: a quarter of Zen 4's 1 MiB L2, leaving
 /// room for the A rows a task streams and for the other data of the layer.
 const PANEL_BYTES: usize = 256 << 10;
-
-/// Below this many multiply-adds (≈ 5 µs on one Zen 4 core) waking a second worker costs
-/// about as much as it saves.
-const PARALLEL_MIN_MACS: usize = 1 << 19;
 
 /// With at most this many rows the work is split over column blocks instead of row tiles.
 const SPLIT_COLUMNS_MAX_ROWS: usize = 256;
@@ -240,7 +237,7 @@ impl<'a> Gemm<'a> {
         };
         let threads = crate::parallel::threads();
         let macs = self.m * n * self.packed.shape.taps().max(1);
-        if threads <= 1 || macs < PARALLEL_MIN_MACS {
+        if threads <= 1 || macs < MIN_F32_MACS {
             self.run(whole, out);
             return;
         }

@@ -25,6 +25,7 @@ use std::ops::Range;
 
 use super::{AlignedBuf, FilterShape};
 use crate::conv::taps;
+use crate::parallel::MIN_U8_MACS;
 use crate::quant::Requantize;
 use crate::ukernels::quant8::{Requant8, U8Gemm, U8GemmArgs, U8RowSum};
 use crate::ukernels::Ukernels;
@@ -91,15 +92,11 @@ impl OutPtr {
     }
 }
 
-/// Operations cheaper than this many GEMM multiply-adds (about 10 µs on one core) run on one
-/// thread: waking a second worker would cost about as much as it saves.
-const PARALLEL_MIN_WORK: usize = 2 << 20;
-
 /// Runs `body` on `units` work units: on a pool worker and when `work` (the operation's cost
 /// in GEMM multiply-adds) is worth it, split into about two contiguous ranges per thread (one
 /// fork-join); otherwise in one piece on the calling thread.
 pub(crate) fn split_units(units: usize, work: usize, body: impl Fn(Range<usize>) + Sync) {
-    let threads = if work >= PARALLEL_MIN_WORK {
+    let threads = if work >= MIN_U8_MACS {
         crate::parallel::threads()
     } else {
         1

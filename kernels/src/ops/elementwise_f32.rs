@@ -5,21 +5,19 @@
 
 use rayon::prelude::*;
 
+use crate::parallel::MIN_ELEMENTS;
 use crate::ukernels::f32_small::ClampF32;
 use crate::ukernels::Ukernels;
 use crate::Activation;
 
-/// Below this many elements a call stays on the calling thread: a fork-join costs more.
-const PARALLEL_MIN_LEN: usize = 1 << 15;
-
 /// Elements per parallel task: about four tasks per thread, whole cache lines.
 fn chunk_len(len: usize) -> usize {
-    let tasks = 4 * rayon::current_num_threads();
+    let tasks = 4 * crate::parallel::threads();
     len.div_ceil(tasks).next_multiple_of(16).max(4096)
 }
 
 fn parallel(len: usize) -> bool {
-    len >= PARALLEL_MIN_LEN && crate::in_worker() && rayon::current_num_threads() > 1
+    len >= MIN_ELEMENTS && crate::parallel::threads() > 1
 }
 
 type Binary = unsafe fn(&[f32], &[f32], &mut [f32], ClampF32);

@@ -17,7 +17,7 @@
 use crate::executor::{self, Call, OpImpl, PackArgs, Packed, WorkArgs};
 use crate::tensor::{Data, DataMut, DataRef, Tensor, TensorMut, TensorRef};
 use crossbeam_queue::ArrayQueue;
-use nnhal_hal::shape::{self, Arg, InferError, Inferred};
+use nnhal_hal::shape::{self, Arg, InferError, Inferred, Params};
 use nnhal_hal::validate::{self, BoundRequest, ValidModel};
 use nnhal_hal::{HalError, HalResult, OperandLifeTime, OperandType};
 use nnhal_kernels::ops::AlignedBuf;
@@ -514,15 +514,7 @@ impl Plan {
                     data: view_mut(bytes, r.elem)?,
                 });
             }
-            let call = Call {
-                model: m,
-                op,
-                params: &inferred.params,
-                packed: step.packed.as_ref(),
-                kernels: self.kernels,
-                values: &values,
-            };
-            (step.imp.run)(&call, &mut out_views)?;
+            self.invoke(step, &inferred.params, &values, &mut out_views)?;
             if let (Some(times), Some(t0)) = (profile.as_deref_mut(), started) {
                 times.push(t0.elapsed());
             }
@@ -544,6 +536,25 @@ impl Plan {
             shapes.push(dims);
         }
         Ok(shapes)
+    }
+
+    /// Runs one step's registration on bound values.
+    fn invoke(
+        &self,
+        step: &Step,
+        params: &Params,
+        values: &[Option<TensorRef>],
+        outs: &mut [TensorMut],
+    ) -> HalResult<()> {
+        let call = Call {
+            model: &self.model,
+            op: &self.model.operations[step.op],
+            params,
+            packed: step.packed.as_ref(),
+            kernels: self.kernels,
+            values,
+        };
+        (step.imp.run)(&call, outs)
     }
 
     /// Output shapes and parameters of step `k` from the values bound at execution.
@@ -653,15 +664,7 @@ impl Plan {
                     .collect();
                 let mut out_views: SmallVec<[TensorMut; 4]> =
                     outs.iter_mut().map(Tensor::view_mut).collect();
-                let call = Call {
-                    model: m,
-                    op,
-                    params: &inferred.params,
-                    packed: step.packed.as_ref(),
-                    kernels: self.kernels,
-                    values: &values,
-                };
-                (step.imp.run)(&call, &mut out_views)?;
+                self.invoke(step, &inferred.params, &values, &mut out_views)?;
                 if let (Some(times), Some(t0)) = (profile.as_deref_mut(), started) {
                     times.push(t0.elapsed());
                 }

@@ -12,6 +12,7 @@ use crate::tensor::{DataMut, DataRef, Tensor, TensorMut, TensorRef};
 use nnhal_hal::shape::{LshKind, Params, WindowParams};
 use nnhal_hal::validate::{OperandInfo, OperationInfo, ValidModel};
 use nnhal_hal::{FusedActivationFunc, HalError, HalResult, OperandType, OperationType};
+use nnhal_kernels::ops::binary_u8::BinaryTableU8;
 use nnhal_kernels::ops::conv_u8::{ConvQuant, PackedConvU8};
 use nnhal_kernels::ops::dwconv_f32::PackedDwF32;
 use nnhal_kernels::ops::dwconv_u8::PackedDwU8;
@@ -35,6 +36,8 @@ pub enum Packed {
     ConvU8(PackedConvU8),
     /// DEPTHWISE_CONV_2D uint8 filter, bias and requantization.
     DwU8(PackedDwU8),
+    /// ADD / MUL uint8: the result for every pair of input bytes.
+    BinaryU8(BinaryTableU8),
 }
 
 /// What packing sees: the operation, its resolved parameters and the model's constants.
@@ -214,8 +217,20 @@ registration!(
     |c, o| binary_f32(c, o, fast::elementwise_f32::mul_f32, ew::mul_f32),
     elementwise
 );
-registration!(ADD_U8, |c, o| binary_u8(c, o, ew::add_u8), elementwise);
-registration!(MUL_U8, |c, o| binary_u8(c, o, ew::mul_u8), elementwise);
+registration!(
+    ADD_U8,
+    |a| pack_binary_u8(a, BinaryTableU8::add),
+    |c, o| binary_u8(c, o, ew::add_u8),
+    elementwise,
+    true
+);
+registration!(
+    MUL_U8,
+    |a| pack_binary_u8(a, BinaryTableU8::mul),
+    |c, o| binary_u8(c, o, ew::mul_u8),
+    elementwise,
+    true
+);
 registration!(AVERAGE_POOL_F32, average_pool_f32, window_work);
 registration!(AVERAGE_POOL_U8, average_pool_u8, window_work);
 registration!(MAX_POOL_F32, max_pool_f32, window_work);
@@ -466,10 +481,30 @@ type BinaryU8 = fn(
     &[usize],
 ) -> Result<(), KernelError>;
 
+type TableU8 =
+    fn(QuantParams, QuantParams, QuantParams, Activation) -> Result<BinaryTableU8, KernelError>;
+
+/// The quantization of ADD/MUL is static, so the whole operation becomes a table of the
+/// reference's results; parameters the reference refuses are left to it at execution.
+fn pack_binary_u8(a: &PackArgs, build: TableU8) -> HalResult<Option<Packed>> {
+    let Params::Binary { act: f } = a.params else {
+        return Ok(None);
+    };
+    let (x, y, o) = (quant(a.info(0)), quant(a.info(1)), quant(a.out_info(0)));
+    Ok(build(x, y, o, act(*f)).ok().map(Packed::BinaryU8))
+}
+
+/// Same-shape operands take the packed table; broadcasting ones the reference.
 fn binary_u8(c: &Call, outs: &mut [TensorMut], f: BinaryU8) -> HalResult<()> {
     let a = fused(c)?;
     let oq = c.out_q(0);
     let o = out0(outs)?;
+    if let Some(Packed::BinaryU8(t)) = c.packed {
+        if c.dims(0)? == o.dims && c.dims(1)? == o.dims {
+            t.apply(c.u(0)?, c.u(1)?, o.u8_mut()?);
+            return Ok(());
+        }
+    }
     let (ad, bd, od) = (shape(c.dims(0)?), shape(c.dims(1)?), shape(o.dims));
     f(
         c.u(0)?,

@@ -82,6 +82,26 @@ pub fn for_each_element<T: Send>(
     }
 }
 
+/// `body(i, chunk)` for the `i`-th run of `len` elements of `out` (the last may be shorter):
+/// spread over the pool when [`threads`] allows, in order otherwise.
+pub fn for_chunks<T: Send>(
+    out: &mut [T],
+    len: usize,
+    body: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
+    use rayon::prelude::*;
+    let len = len.max(1);
+    if threads() > 1 && out.len() > len {
+        out.par_chunks_mut(len)
+            .enumerate()
+            .for_each(|(i, c)| in_part(|| body(i, c)));
+    } else {
+        out.chunks_mut(len)
+            .enumerate()
+            .for_each(|(i, c)| body(i, c));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

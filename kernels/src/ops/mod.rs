@@ -30,6 +30,7 @@ impl FilterShape {
     }
 }
 
+pub mod binary_u8;
 pub mod conv_u8;
 pub mod dwconv_u8;
 pub mod pool_u8;

@@ -735,7 +735,8 @@ fn load_vector(path: &Path) -> Result<(Workload, Option<Workload>), BenchError> 
         |why: String| BenchError::Usage(format!("not a vector file: {}: {why}", path.display()));
     let text = std::fs::read_to_string(path).map_err(|e| not_a_vector(e.to_string()))?;
     let v = Vector::from_json(&text, path).map_err(|e| match e {
-        crate::vector::VectorError::Json { source, .. } => not_a_vector(source.to_string()),
+        // Its own message already says "… is not a vector file: why".
+        json @ crate::vector::VectorError::Json { .. } => BenchError::Usage(json.to_string()),
         other => not_a_vector(other.to_string()),
     })?;
     let origin: WithOrigin =

@@ -52,6 +52,7 @@ struct Target {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Print capabilities, type, version and supported operations, as reported through binder
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Info {
         #[command(flatten)]
         target: Target,
@@ -61,6 +62,7 @@ enum Command {
     },
     /// Run a golden vector's examples through the service: print each output and PASS/FAIL
     /// against the expected values (the AOSP harness tolerance)
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Run {
         #[command(flatten)]
         target: Target,
@@ -80,6 +82,7 @@ enum Command {
     },
     /// Median round trip of a one-operation ADD ([1,2,2,1] float32) executed through the
     /// service, beside the median of a bare binder call (getType) in the same run
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     BenchRpc {
         #[command(flatten)]
         target: Target,
@@ -93,6 +96,7 @@ enum Command {
     /// Latency of one model prepared once and executed repeatedly, with its output checked
     /// (the builtin MobileNet against the reference output, a vector against its golden
     /// values and, when it has them, its golden logits bit for bit)
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Bench(BenchArgs),
     /// Serve the device on a socket (what `nnhal bench --transport rpc` starts when no
     /// nnhal-service binary is beside this one)

@@ -60,6 +60,7 @@ impl RunningServer {
             log::warn!("the RPC accept loop panicked");
         }
         self.server.terminate();
+        super::service::flush_repeated_warnings();
         match std::fs::remove_file(&self.socket) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

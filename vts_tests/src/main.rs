@@ -37,6 +37,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run golden vectors (JSON files or directories of them) and compare the outputs.
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Vectors {
         #[command(flatten)]
         transport: TransportArgs,
@@ -49,6 +50,7 @@ enum Command {
     },
     /// Apply the VTS model and request mutations (BI-01…BI-26) to vectors and check that each
     /// malformed variant is rejected with INVALID_ARGUMENT.
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Mutations {
         #[command(flatten)]
         transport: TransportArgs,
@@ -78,6 +80,7 @@ enum Command {
     },
     /// The basic device tests over binder: status, capabilities, a cyclic model, null and
     /// out-of-range arguments, fenced and burst execution, cache and allocate refusals.
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Basic {
         #[command(flatten)]
         service: ServiceArgs,

@@ -179,6 +179,36 @@ impl TransportArgs {
     }
 }
 
+/// A one-line progress display on stderr, only when stderr is a terminal: piped or captured
+/// output (CI, tests) stays exactly the PASS/FAIL lines.
+struct Progress {
+    total: usize,
+    shown: bool,
+}
+
+impl Progress {
+    fn new(total: usize) -> Progress {
+        use std::io::IsTerminal;
+        Progress {
+            total,
+            shown: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn at(&self, done: usize, what: &str) {
+        if self.shown {
+            // `\r` and clear-to-end-of-line: the next update or result overwrites it.
+            eprint!("\r\x1b[K[{done}/{}] {what}", self.total);
+        }
+    }
+
+    fn clear(&self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
+
 /// Loads every vector the paths name; a file that cannot be loaded becomes a failure line.
 fn load_all(paths: &[PathBuf], failures: &mut Vec<String>) -> Vec<Vector> {
     let mut out = Vec::new();
@@ -216,13 +246,17 @@ fn vectors(transport: &TransportArgs, verbose: bool, paths: &[PathBuf]) -> ExitC
     }
     let (mut passed, mut failed, mut skipped) = (0usize, load_failures.len(), 0usize);
     let (mut exact, mut total) = (0usize, 0usize);
-    for v in &vectors {
-        if let Some(why) = missing_expected(v) {
+    let progress = Progress::new(vectors.len());
+    for (done, v) in vectors.iter().enumerate() {
+        progress.at(done, &v.name);
+        let report = missing_expected(v).map_or_else(|| Ok(run_vector(device.as_ref(), v)), Err);
+        progress.clear();
+        if let Err(why) = report {
             skipped += 1;
             println!("SKIP {}: {why}", v.name);
             continue;
         }
-        let report = run_vector(device.as_ref(), v);
+        let Ok(report) = report else { continue };
         match &report.failure {
             None => {
                 passed += 1;
@@ -313,13 +347,22 @@ fn mutations(
     }
     let wanted = |bi: u8| classes.is_empty() || classes.contains(&bi);
     let (mut passed, mut failed) = (0usize, load_failures.len());
-    for m in MODEL_MUTATORS.iter().filter(|m| wanted(m.bi.0)) {
-        let (p, f) = print_class(&run_model_class(device.as_ref(), m, &bases), show);
+    let model_classes: Vec<_> = MODEL_MUTATORS.iter().filter(|m| wanted(m.bi.0)).collect();
+    let request_classes: Vec<_> = REQUEST_MUTATORS.iter().filter(|m| wanted(m.bi.0)).collect();
+    let progress = Progress::new(model_classes.len() + request_classes.len());
+    for (done, m) in model_classes.iter().enumerate() {
+        progress.at(done, &m.bi.to_string());
+        let report = run_model_class(device.as_ref(), m, &bases);
+        progress.clear();
+        let (p, f) = print_class(&report, show);
         passed += p;
         failed += f;
     }
-    for m in REQUEST_MUTATORS.iter().filter(|m| wanted(m.bi.0)) {
-        let (p, f) = print_class(&run_request_class(device.as_ref(), m, &bases), show);
+    for (done, m) in request_classes.iter().enumerate() {
+        progress.at(model_classes.len() + done, &m.bi.to_string());
+        let report = run_request_class(device.as_ref(), m, &bases);
+        progress.clear();
+        let (p, f) = print_class(&report, show);
         passed += p;
         failed += f;
     }

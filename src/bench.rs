@@ -9,8 +9,8 @@
 //!
 //! The report keeps what `ratio.py` and people read: latency statistics, prepare time, the
 //! output verdicts and, on request, the per-operation profile. [`Report::json`] is the one-line
-//! form the anchors' comparison script parses (`perf/mobilenet_v1.md`, "Benchmark command
-//! contract").
+//! form the anchors' comparison script parses (`perf/README.md`, "What a
+//! benchmark command must print").
 
 use crate::binder::{self, ConnectOptions, RemoteDevice, RemotePreparedModel};
 use crate::mobilenet;

@@ -1,5 +1,5 @@
 //! End-to-end tests of the binder service: a real `nnhal-service` child process on a
-//! temporary Unix socket, driven through the client library (DESIGN.md §3; issue 3).
+//! temporary Unix socket, driven through the client library (`docs/transport.md`).
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;

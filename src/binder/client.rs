@@ -1,4 +1,4 @@
-//! A client of the service over binder RPC, in canonical types (DESIGN.md §1, §3).
+//! A client of the service over binder RPC, in canonical types (`docs/transport.md`).
 //!
 //! [`connect`] opens a session on the service's Unix socket and returns a [`RemoteDevice`]
 //! whose methods mirror the in-process [`Driver`](crate::Driver): `capabilities`,
@@ -6,7 +6,7 @@
 //! one `notify`), and [`RemotePreparedModel::execute`] (`executeSynchronously`). Models and
 //! requests are converted to AIDL here; pools travel as file descriptors (memfds).
 //!
-//! Session settings follow research/rsbinder.md: Android 13+ wire profile, fd transport mode
+//! Session settings follow `docs/transport.md`: Android 13+ wire profile, fd transport mode
 //! Unix, one incoming connection for the service's callbacks, and an explicit
 //! `close_session` when the last handle is dropped.
 
@@ -644,7 +644,7 @@ impl RemoteBurst {
     }
 }
 
-/// Malformed transactions a hostile client can send the device (bad-inputs BI-62), for
+/// Malformed transactions a hostile client can send the device (BI-62 in `docs/hal-contract.md`), for
 /// conformance tests of the service's decoding. None of them can be built through the typed
 /// client calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

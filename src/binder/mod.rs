@@ -1,5 +1,5 @@
 //! The binder edge of the driver: the only module that names AIDL or binder types
-//! (DESIGN.md §1–§3).
+//! (`docs/design.md`, `docs/transport.md`).
 //!
 //! - `ipc`: the binder crate and the generated AIDL stubs, selected per transport; nothing
 //!   else names a binder crate's common types.

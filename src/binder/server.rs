@@ -1,6 +1,7 @@
-//! Serving `IDevice` over binder RPC on a Unix-domain socket (Linux hosts; DESIGN.md §3).
+//! Serving `IDevice` over binder RPC on a Unix-domain socket (Linux hosts;
+//! `docs/transport.md`).
 //!
-//! The settings are the ones research/rsbinder.md found necessary: the Android 13+ wire
+//! The settings are the ones `docs/transport.md` explains: the Android 13+ wire
 //! profile (several connections per session, callback connections) and fd transport mode
 //! Unix (pools travel as memfds over `SCM_RIGHTS`). The device is published under
 //! `android.hardware.neuralnetworks.IDevice/<instance>` in the server's service directory, the

@@ -1,6 +1,6 @@
 //! The binder objects of the service: `IDevice`, `IPreparedModel`, `IBurst` and
 //! `IFencedExecutionCallback` of `android.hardware.neuralnetworks` (version 1), implemented on
-//! top of the in-process [`Driver`] (DESIGN.md §1, §5; hal-surface.md §3).
+//! top of the in-process [`Driver`] (`docs/hal-contract.md`).
 //!
 //! Each method converts its AIDL arguments to canonical types, calls the driver and converts
 //! the answer back. Every error leaves through [`to_status`], the one place where a

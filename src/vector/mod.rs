@@ -1,4 +1,4 @@
-//! Golden test vectors: the file format (`conformance/README.md`: one JSON object per test model
+//! Golden test vectors: the file format (`docs/vector-format.md`: one JSON object per test model
 //! with its operands, operations, examples and the harness tolerance), [`model`] (the HAL model
 //! and requests a vector stands for) and [`compare`] (the AOSP harness tolerance rule). Shared by
 //! `nnhal run` and the conformance suite.

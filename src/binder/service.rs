@@ -153,14 +153,15 @@ fn aidl_status(status: AidlStatus, message: String, call: &str) -> Status {
 }
 
 /// Tells a prepare callback how preparation ended. A client that died meanwhile makes the
-/// call fail; that is logged and dropped, the service goes on.
+/// call fail; that is logged and dropped, the service goes on. It is the client's doing, not
+/// a fault of the service, so it is logged at info.
 fn notify(
     callback: &Strong<dyn IPreparedModelCallback>,
     status: AidlStatus,
     model: Option<&Strong<dyn IPreparedModel>>,
 ) {
     if let Err(e) = ipc::notify_prepared(callback, status, model) {
-        log::warn!("prepareModel: notify({status:?}) could not reach the client: {e}");
+        log::info!("prepareModel: notify({status:?}) could not reach the client: {e}");
     }
 }
 

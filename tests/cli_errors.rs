@@ -192,10 +192,21 @@ fn files_that_are_not_vectors_say_so() {
 #[test]
 fn log_levels_are_checked() {
     let rt = Runtime::new();
-    let out = rt.service(&["--log-level", "bogus"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let service = rt.service(&["--log-level", "bogus"]).output().unwrap();
+    let client = rt.nnhal(&["info", "--log-level", "bogus"]);
+    for out in [service, client] {
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            stderr(&out).contains("unknown log level `bogus`"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // A level and TARGET=LEVEL directives are accepted (the client then fails for want of a
+    // service, which is status 2 too, but says so).
+    let out = rt.nnhal(&["info", "--log-level", "debug,rsbinder=off"]);
     assert!(
-        stderr(&out).contains("unknown log level `bogus`"),
+        stderr(&out).contains("no service is listening"),
         "{}",
         stderr(&out)
     );

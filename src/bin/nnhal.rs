@@ -36,6 +36,10 @@ use std::time::Instant;
     after_help = nnhal::cli::EXIT_STATUS_HELP
 )]
 struct Cli {
+    /// Log level of this program: off, error, warn, info, debug or trace (also TARGET=LEVEL
+    /// directives, comma-separated) [default: $RUST_LOG, else warn]
+    #[arg(long, global = true, value_name = "LEVEL", value_parser = nnhal::cli::parse_log_level)]
+    log_level: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -108,9 +112,6 @@ enum Command {
         threads: usize,
         #[arg(long, value_name = "NAME", default_value = "default")]
         instance: String,
-        /// Log filter, as nnhal-service takes it
-        #[arg(long, value_name = "LEVEL", value_parser = nnhal::cli::parse_log_level)]
-        log_level: Option<String>,
     },
 }
 
@@ -729,11 +730,7 @@ fn bench_model(a: &BenchArgs, out: &mut String) -> Result<(), CliError> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // rsbinder reports the end of our own session (closed when the client exits) as a warning.
-    let level = match &cli.command {
-        Command::Serve { log_level, .. } => log_level.as_deref(),
-        _ => None,
-    };
-    nnhal::cli::init_logging(level, "warn,rsbinder=error");
+    nnhal::cli::init_logging(cli.log_level.as_deref(), "warn,rsbinder=error");
     let mut out = String::new();
     let result = match &cli.command {
         Command::Info { target, json } => info(target, *json, &mut out),
@@ -754,7 +751,6 @@ fn main() -> ExitCode {
             socket,
             threads,
             instance,
-            log_level: _,
         } => binder::serve_until_signal(socket, instance, *threads).map_err(CliError::from),
     };
     // A closed pipe (`nnhal info | head`) is not an error worth a panic.

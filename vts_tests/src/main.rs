@@ -30,6 +30,11 @@ use std::process::ExitCode;
     after_help = nnhal::cli::EXIT_STATUS_HELP
 )]
 struct Cli {
+    /// Log level of this program: off, error, warn, info, debug or trace (also TARGET=LEVEL
+    /// directives, comma-separated) [default: $RUST_LOG, else warn]. A service it starts logs
+    /// at $NNHAL_SERVICE_LOG, else warn.
+    #[arg(long, global = true, value_name = "LEVEL", value_parser = nnhal::cli::parse_log_level)]
+    log_level: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -74,9 +79,6 @@ enum Command {
         instance: String,
         #[arg(long, value_name = "N", default_value_t = 0)]
         threads: usize,
-        #[arg(long, value_name = "LEVEL", default_value = "warn",
-              value_parser = nnhal::cli::parse_log_level)]
-        log_level: String,
     },
     /// The basic device tests over binder: status, capabilities, a cyclic model, null and
     /// out-of-range arguments, fenced and burst execution, cache and allocate refusals.
@@ -405,11 +407,7 @@ fn basic(service: &ServiceArgs) -> ExitCode {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // rsbinder reports the end of our own session (closed when the client exits) as a warning.
-    let level = match &cli.command {
-        Command::Serve { log_level, .. } => Some(log_level.as_str()),
-        _ => None,
-    };
-    nnhal::cli::init_logging(level, "warn,rsbinder=error");
+    nnhal::cli::init_logging(cli.log_level.as_deref(), "warn,rsbinder=error");
     match &cli.command {
         Command::Serve {
             socket,

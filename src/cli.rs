@@ -78,6 +78,16 @@ pub fn socket_help(what: &str) -> String {
     )
 }
 
+/// The `--help` epilogue of a client program: where it looks for the service, then the exit
+/// statuses.
+#[cfg(not(feature = "aosp"))]
+pub fn client_after_help() -> String {
+    format!(
+        "Service socket: {} unless --socket or --instance says otherwise.\n\n{EXIT_STATUS_HELP}",
+        crate::binder::default_socket_path("default").display()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -228,6 +228,7 @@ fn versions_and_help_name_each_program_its_defaults_and_exit_statuses() {
     let service_help = stdout(&rt.service(&["--help"]).output().unwrap());
     for help in [
         service_help,
+        stdout(&rt.nnhal(&["--help"])),
         stdout(&rt.nnhal(&["info", "--help"])),
         stdout(&rt.nnhal(&["run", "--help"])),
     ] {

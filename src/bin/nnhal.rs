@@ -33,7 +33,7 @@ use std::time::Instant;
     name = "nnhal",
     version,
     about = "Client of the nnhal Neural Networks HAL service",
-    after_help = nnhal::cli::EXIT_STATUS_HELP
+    after_help = nnhal::cli::client_after_help()
 )]
 struct Cli {
     /// Log level of this program: off, error, warn, info, debug or trace (also TARGET=LEVEL

@@ -9,8 +9,8 @@
 //!
 //! The report keeps what `ratio.py` and people read: latency statistics, prepare time, the
 //! output verdicts and, on request, the per-operation profile. [`Report::json`] is the one-line
-//! form the anchors' comparison script parses (`perf/mobilenet_v1.md`, "Benchmark command
-//! contract").
+//! form the anchors' comparison script parses (`perf/README.md`, "What a
+//! benchmark command must print").
 
 use crate::binder::{self, ConnectOptions, RemoteDevice, RemotePreparedModel};
 use crate::mobilenet;
@@ -735,7 +735,8 @@ fn load_vector(path: &Path) -> Result<(Workload, Option<Workload>), BenchError> 
         |why: String| BenchError::Usage(format!("not a vector file: {}: {why}", path.display()));
     let text = std::fs::read_to_string(path).map_err(|e| not_a_vector(e.to_string()))?;
     let v = Vector::from_json(&text, path).map_err(|e| match e {
-        crate::vector::VectorError::Json { source, .. } => not_a_vector(source.to_string()),
+        // Its own message already says "… is not a vector file: why".
+        json @ crate::vector::VectorError::Json { .. } => BenchError::Usage(json.to_string()),
         other => not_a_vector(other.to_string()),
     })?;
     let origin: WithOrigin =

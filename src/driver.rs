@@ -1,5 +1,5 @@
 //! Driver and prepared model: the in-process form of `IDevice` and `IPreparedModel`
-//! (types.hal 1.0 semantics; hal-surface §3, §7).
+//! (types.hal 1.0 semantics; docs/hal-contract.md).
 //!
 //! `prepare_model` validates, reports valid-but-unsupported models as GENERAL_FAILURE, decodes
 //! every constant once and compiles the model ([`crate::plan`]: kernels chosen and weights

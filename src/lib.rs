@@ -8,6 +8,7 @@
 #[cfg(not(feature = "aosp"))]
 pub mod bench;
 pub mod binder;
+pub mod cli;
 pub mod driver;
 pub mod executor;
 pub mod mobilenet;

@@ -1,5 +1,5 @@
 //! The float32 MobileNet v1 (alpha 1.0, 224×224, 1001 classes) the driver's speed is measured
-//! on, built as a canonical HAL [`Model`] with seeded weights (`perf/mobilenet_v1.md`).
+//! on, built as a canonical HAL [`Model`] with seeded weights (`perf/README.md`).
 //!
 //! The weights are not downloaded: they come from a splitmix64 stream ([`SplitMix64`]), so the
 //! model here is bit for bit the one the anchor runtimes (ONNX Runtime, LiteRT) were measured

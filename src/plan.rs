@@ -1,4 +1,4 @@
-//! The compiled plan: what prepareModel turns a validated model into (DESIGN.md §5).
+//! The compiled plan: what prepareModel turns a validated model into (docs/design.md §3, §8).
 //!
 //! Compiling chooses, once, the registration of every operation (`executor::lookup`), packs
 //! its constant operands into the layout the chosen micro-kernel reads, and — when every shape

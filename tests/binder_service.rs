@@ -1,5 +1,5 @@
 //! End-to-end tests of the binder service: a real `nnhal-service` child process on a
-//! temporary Unix socket, driven through the client library (DESIGN.md §3; issue 3).
+//! temporary Unix socket, driven through the client library (`docs/transport.md`).
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -49,6 +49,11 @@ impl Service {
     }
 
     fn start_instance(instance: &str) -> Service {
+        Service::start_logging(instance, Stdio::inherit())
+    }
+
+    /// A service whose log (warnings and above) goes to `log`.
+    fn start_logging(instance: &str, log: Stdio) -> Service {
         let dir = TempDir::new();
         let socket = dir.0.join(format!("{instance}.sock"));
         let child = Command::new(env!("CARGO_BIN_EXE_nnhal-service"))
@@ -57,6 +62,7 @@ impl Service {
             .args(["--instance", instance, "--threads", "2"])
             .args(["--log-level", "warn,rsbinder=error"])
             .stdin(Stdio::null())
+            .stderr(log)
             .spawn()
             .expect("start nnhal-service");
         let service = Service {
@@ -589,7 +595,10 @@ fn heavy_add_model() -> nnhal::hal::Model {
 
 #[test]
 fn bi61_a_prepare_flood_is_bounded_and_refusals_are_notified() {
-    let service = Service::start();
+    let log_dir = TempDir::new();
+    let log_path = log_dir.0.join("service.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut service = Service::start_logging("default", log.into());
     let device = service.connect();
     let baseline = threads_of(&service);
     let model = heavy_add_model();
@@ -630,4 +639,21 @@ fn bi61_a_prepare_flood_is_bounded_and_refusals_are_notified() {
         "the service grew from {baseline} to {peak} threads"
     );
     run_add(&device, [1.0; 4], [2.0; 4]);
+
+    // The log: the run of identical refusals is one warning and one summary, not hundreds.
+    drop(device);
+    service.signal(Signal::SIGTERM);
+    assert!(service.wait_exit(Duration::from_secs(20)));
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let busy: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("already waiting"))
+        .collect();
+    if refused > 1 {
+        assert!(
+            busy.len() <= 2 && busy.iter().any(|l| l.contains("repeated")),
+            "{refused} refusals logged as:\n{}",
+            busy.join("\n")
+        );
+    }
 }

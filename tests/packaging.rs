@@ -1,4 +1,4 @@
-//! Guards the Android packaging against drift (DESIGN.md §2–§3, hal-surface.md §11): the
+//! Guards the Android packaging against drift (`docs/transport.md`): the
 //! `Android.bp` modules, the init `.rc` file and the VINTF manifest fragment in `service/`, the
 //! example SELinux files and the frozen AIDL version in `aidl/` must name the same binary,
 //! instance and interface version. Nothing in the cargo build reads these files, so without

@@ -1,6 +1,6 @@
 //! Shape inference and parameter resolution for every NNAPI 1.0 operation (types.hal 1.0,
-//! each operation's "Inputs"/"Outputs" text; hal-surface §8 for the rules the reference only
-//! enforced while running).
+//! each operation's "Inputs"/"Outputs" text; `docs/hal-contract.md` for what is refused
+//! before running that the reference only enforced while running).
 //!
 //! [`infer`] takes the operation's inputs (type, dimensions, quantization and, for scalar and
 //! shape parameters, their bytes) and returns the output dimensions plus the resolved parameters

@@ -1,5 +1,5 @@
 //! Times the uint8 fast operators on the MobileNet v1 1.0/224 layer shapes
-//! (/work/shared/perf/mobilenet_v1.md): per layer µs and GOP/s (2 ops per multiply-add), and the
+//! (perf/README.md): per layer µs and GOP/s (2 ops per multiply-add), and the
 //! total. Weights and inputs are pseudo-random with realistic quantization (input zero point
 //! 128, filter zero point 120, multipliers 0.001–0.005, ReLU6).
 //!

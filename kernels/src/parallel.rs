@@ -1,4 +1,4 @@
-//! How the kernels split one operation over threads (DESIGN.md §6): at most one fork-join per
+//! How the kernels split one operation over threads (docs/design.md §8): at most one fork-join per
 //! operation, `parts` pieces spread over the rayon pool the execution runs on.
 //!
 //! The driver runs a whole execution inside its pool (`ThreadPool::install`); kernels ask

@@ -1,5 +1,6 @@
 //! `nnhal-service`: the Neural Networks HAL service. Serves
-//! `android.hardware.neuralnetworks.IDevice/<instance>` (frozen AIDL version 1; DESIGN.md §3).
+//! `android.hardware.neuralnetworks.IDevice/<instance>` (frozen AIDL version 1;
+//! docs/transport.md).
 //!
 //! - Linux host (cargo): binder RPC on a Unix-domain socket until SIGINT or SIGTERM, then the
 //!   socket is removed. Default socket: `$XDG_RUNTIME_DIR/nnhal/<instance>.sock`, or
@@ -15,12 +16,15 @@ use nnhal::binder;
 use {nnhal::Driver, std::sync::Arc};
 
 #[derive(Parser, Debug)]
-#[command(version, about = "Neural Networks HAL service (NNAPI 1.0 operations)")]
+#[command(
+    name = "nnhal-service",
+    version,
+    about = "Neural Networks HAL service (NNAPI 1.0 operations)",
+    after_help = nnhal::cli::EXIT_STATUS_HELP
+)]
 struct Args {
-    /// Unix socket to listen on [default: $XDG_RUNTIME_DIR/nnhal/<instance>.sock, else
-    /// /tmp/nnhal-<uid>/<instance>.sock]
     #[cfg(not(feature = "aosp"))]
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", help = nnhal::cli::socket_help("Unix socket to listen on"))]
     socket: Option<std::path::PathBuf>,
     /// Binder threads serving calls, besides the main thread
     #[cfg(feature = "aosp")]
@@ -29,12 +33,13 @@ struct Args {
     /// Kernel worker threads (0 = one per core)
     #[arg(long, value_name = "N", default_value_t = 0)]
     threads: usize,
-    /// Instance name; the device is published as android.hardware.neuralnetworks.IDevice/<NAME>
+    /// Instance name; the device is published as
+    /// `android.hardware.neuralnetworks.IDevice/NAME`
     #[arg(long, value_name = "NAME", default_value = "default")]
     instance: String,
-    /// Log level: error, warn, info, debug or trace (on a host also env_logger filter syntax)
-    /// [default: on a host $RUST_LOG, else info]
-    #[arg(long, value_name = "LEVEL")]
+    /// Log level: off, error, warn, info, debug or trace (on a host also TARGET=LEVEL
+    /// directives, comma-separated) [default: on a host $RUST_LOG, else info]
+    #[arg(long, value_name = "LEVEL", value_parser = nnhal::cli::parse_log_level)]
     log_level: Option<String>,
 }
 
@@ -45,18 +50,13 @@ fn main() {
         #[cfg(feature = "aosp")]
         log::error!("{e}");
         eprintln!("nnhal-service: {e}");
-        std::process::exit(1);
+        std::process::exit(nnhal::cli::EXIT_FAILED.into());
     }
 }
 
 #[cfg(not(feature = "aosp"))]
 fn run(args: Args) -> Result<(), String> {
-    let mut logger =
-        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"));
-    if let Some(level) = &args.log_level {
-        logger.parse_filters(level);
-    }
-    logger.init();
+    nnhal::cli::init_logging(args.log_level.as_deref(), "info");
 
     let socket = args
         .socket
@@ -70,7 +70,10 @@ fn run(args: Args) -> Result<(), String> {
     let level = match args.log_level.as_deref() {
         None => log::LevelFilter::Info,
         Some(text) => text.parse().map_err(|_| {
-            format!("--log-level {text}: expected off, error, warn, info, debug or trace")
+            format!(
+                "--log-level {text}: on Android one level for everything: {}",
+                nnhal::cli::LOG_LEVELS.join(", ")
+            )
         })?,
     };
     android_logger::init_once(

@@ -1,8 +1,9 @@
 //! `nnhal`: command-line client of the Neural Networks HAL service.
 //!
 //! ```text
-//! nnhal info      [--socket PATH] [--instance NAME]        what the device reports through binder
-//! nnhal run       [--socket PATH] [--instance NAME] [--constants copy|reference] VECTOR.json
+//! nnhal info      [--socket PATH] [--instance NAME] [--json] what the device reports through binder
+//! nnhal run       [--socket PATH] [--instance NAME] [--constants copy|reference] [--json]
+//!                 VECTOR.json
 //!                                                        a golden vector's examples through the
 //!                                                        service, outputs and PASS/FAIL
 //! nnhal bench-rpc [--socket PATH] [--instance NAME] [-n N]  round-trip latency: ADD vs bare call
@@ -12,8 +13,9 @@
 //!                                                        latency of one model, output checked
 //! ```
 //!
-//! Exit status: 0 on success, 1 when something failed or an output was wrong, 2 for a usage
-//! error (bad arguments, a file that is not a vector, an instruction set this processor lacks).
+//! Exit status: 0 on success, 1 when something failed or an output was wrong, 2 for a usage or
+//! input error (bad arguments, a file that is not a vector, an instruction set this processor
+//! lacks, no service on the socket). Every failure reaches the user through [`CliError`].
 
 use clap::{Parser, Subcommand};
 use nnhal::binder::{self, ConnectOptions, RemoteDevice};
@@ -27,18 +29,26 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 #[derive(Parser, Debug)]
-#[command(version, about = "Client of the nnhal Neural Networks HAL service")]
+#[command(
+    name = "nnhal",
+    version,
+    about = "Client of the nnhal Neural Networks HAL service",
+    after_help = nnhal::cli::client_after_help()
+)]
 struct Cli {
+    /// Log level of this program: off, error, warn, info, debug or trace (also TARGET=LEVEL
+    /// directives, comma-separated) [default: $RUST_LOG, else warn]
+    #[arg(long, global = true, value_name = "LEVEL", value_parser = nnhal::cli::parse_log_level)]
+    log_level: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(clap::Args, Debug)]
 struct Target {
-    /// Service socket [default: the nnhal-service default for the instance]
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", help = nnhal::cli::socket_help("Socket of the running nnhal-service"))]
     socket: Option<PathBuf>,
-    /// Service instance (android.hardware.neuralnetworks.IDevice/<NAME>)
+    /// Service instance (`android.hardware.neuralnetworks.IDevice/NAME`)
     #[arg(long, value_name = "NAME", default_value = "default")]
     instance: String,
 }
@@ -46,12 +56,17 @@ struct Target {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Print capabilities, type, version and supported operations, as reported through binder
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Info {
         #[command(flatten)]
         target: Target,
+        /// Print one JSON object instead of the table
+        #[arg(long)]
+        json: bool,
     },
     /// Run a golden vector's examples through the service: print each output and PASS/FAIL
     /// against the expected values (the AOSP harness tolerance)
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Run {
         #[command(flatten)]
         target: Target,
@@ -62,24 +77,30 @@ enum Command {
         /// Output values printed per output (all mismatches are counted regardless)
         #[arg(long, value_name = "N", default_value_t = 16)]
         show: usize,
-        /// Golden vector file (conformance JSON format)
+        /// Print one JSON object (per example: verdict and outputs) instead of the text
+        #[arg(long)]
+        json: bool,
+        /// Golden vector file (JSON; format in docs/vector-format.md), e.g.
+        /// vts_tests/vectors/conv_quant8.json
         vector: PathBuf,
     },
     /// Median round trip of a one-operation ADD ([1,2,2,1] float32) executed through the
     /// service, beside the median of a bare binder call (getType) in the same run
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     BenchRpc {
         #[command(flatten)]
         target: Target,
         /// Measured executions (and bare calls)
-        #[arg(short = 'n', long, default_value_t = 1000)]
+        #[arg(short = 'n', long, value_name = "N", default_value_t = 1000)]
         iterations: usize,
         /// Unmeasured warm-up calls of each kind
-        #[arg(long, default_value_t = 100)]
+        #[arg(long, value_name = "N", default_value_t = 100)]
         warmup: usize,
     },
     /// Latency of one model prepared once and executed repeatedly, with its output checked
     /// (the builtin MobileNet against the reference output, a vector against its golden
     /// values and, when it has them, its golden logits bit for bit)
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Bench(BenchArgs),
     /// Serve the device on a socket (what `nnhal bench --transport rpc` starts when no
     /// nnhal-service binary is beside this one)
@@ -91,9 +112,6 @@ enum Command {
         threads: usize,
         #[arg(long, value_name = "NAME", default_value = "default")]
         instance: String,
-        /// Log filter (env_logger syntax), as nnhal-service takes it
-        #[arg(long, value_name = "LEVEL")]
-        log_level: Option<String>,
     },
 }
 
@@ -103,7 +121,7 @@ struct Workload {
     /// A model built into this program instead of a vector file
     #[arg(long, value_name = "NAME", value_parser = [nnhal::bench::BUILTIN_MOBILENET_F32])]
     builtin: Option<String>,
-    /// Golden vector file (conformance JSON format); its first example is run
+    /// Golden vector file (JSON; format in docs/vector-format.md); its first example is run
     vector: Option<PathBuf>,
 }
 
@@ -150,24 +168,82 @@ enum Transport {
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 enum Constants {
+    /// Inline in the model (CONSTANT_COPY)
     Copy,
+    /// In a shared-memory pool (CONSTANT_REFERENCE)
     Reference,
 }
 
-fn connect(target: &Target) -> Result<RemoteDevice, String> {
-    let socket = target
-        .socket
-        .clone()
-        .unwrap_or_else(|| binder::default_socket_path(&target.instance));
+/// Every way a command can fail, as the user reads it; [`CliError::exit_status`] is the one
+/// place where a failure becomes an exit status.
+#[derive(Debug, thiserror::Error)]
+enum CliError {
+    /// Nothing serves the instance on the socket.
+    #[error("{reason}\nstart the service with: nnhal-service{}", start_hint(.socket, .instance))]
+    NoService {
+        socket: PathBuf,
+        instance: String,
+        reason: String,
+    },
+    /// The vector file cannot be read or is not a vector.
+    #[error(transparent)]
+    Vector(#[from] nnhal::vector::VectorError),
+    /// Bad arguments or input.
+    #[error("{0}")]
+    Usage(String),
+    /// A run that went wrong: a call failed or an output was wrong.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl CliError {
+    fn exit_status(&self) -> u8 {
+        match self {
+            CliError::NoService { .. } | CliError::Vector(_) | CliError::Usage(_) => {
+                nnhal::cli::EXIT_USAGE
+            }
+            CliError::Failed(_) => nnhal::cli::EXIT_FAILED,
+        }
+    }
+}
+
+impl From<String> for CliError {
+    fn from(why: String) -> CliError {
+        CliError::Failed(why)
+    }
+}
+
+/// The arguments that start a service where the client looked for one.
+fn start_hint(socket: &Path, instance: &str) -> String {
+    let mut hint = String::new();
+    if socket != binder::default_socket_path(instance) {
+        hint += &format!(" --socket {}", socket.display());
+    }
+    if instance != "default" {
+        hint += &format!(" --instance {instance}");
+    }
+    hint
+}
+
+impl Target {
+    /// The socket this target names: `--socket`, else the instance's default.
+    fn socket(&self) -> PathBuf {
+        self.socket
+            .clone()
+            .unwrap_or_else(|| binder::default_socket_path(&self.instance))
+    }
+}
+
+fn connect(target: &Target) -> Result<RemoteDevice, CliError> {
+    let socket = target.socket();
     let options = ConnectOptions {
         instance: target.instance.clone(),
         ..ConnectOptions::default()
     };
-    binder::connect_with(&socket, &options).map_err(|e| {
-        format!(
-            "{e}\n(is nnhal-service running? start it with: nnhal-service --socket {})",
-            socket.display()
-        )
+    binder::connect_with(&socket, &options).map_err(|e| CliError::NoService {
+        socket,
+        instance: target.instance.clone(),
+        reason: e.message().to_string(),
     })
 }
 
@@ -190,23 +266,92 @@ macro_rules! outln {
     }};
 }
 
-fn info(target: &Target, out: &mut String) -> Result<(), String> {
+fn perf_json(p: PerformanceInfo) -> serde_json::Value {
+    if p == binder::NO_PERFORMANCE {
+        serde_json::Value::Null
+    } else {
+        serde_json::json!({"exec_time": p.exec_time, "power_usage": p.power_usage})
+    }
+}
+
+fn info(target: &Target, json: bool, out: &mut String) -> Result<(), CliError> {
     let device = connect(target)?;
-    let e = |e: nnhal::hal::HalError| e.to_string();
-    outln!(
-        out,
-        "service      {}",
-        binder::service_name(&target.instance)
-    );
-    outln!(out, "version      {}", device.version_string().map_err(e)?);
-    outln!(out, "type         {}", device.device_type().map_err(e)?);
-    outln!(
-        out,
-        "interface    android.hardware.neuralnetworks V{} (hash {})",
-        device.interface_version().map_err(e)?,
-        device.interface_hash().map_err(e)?
-    );
+    let e = |e: nnhal::hal::HalError| CliError::Failed(e.to_string());
+    let socket = target.socket();
+    let service = binder::service_name(&target.instance);
+    let version = device.version_string().map_err(e)?;
+    let kind = device.device_type().map_err(e)?.to_string();
+    let interface_version = device.interface_version().map_err(e)?;
+    let interface_hash = device.interface_hash().map_err(e)?;
     let caps = device.capabilities_full().map_err(e)?;
+    let extensions = device.supported_extensions().map_err(e)?;
+    let (model_cache, data_cache) = device.number_of_cache_files().map_err(e)?;
+    // Each operation is probed with getSupportedOperations on a one-operation model.
+    let operations: Vec<(String, Result<bool, String>)> = probe::operation_probes()
+        .into_iter()
+        .map(|(op, model)| {
+            let answer = match device.supported_operations(&model) {
+                Ok(v) => Ok(v == [true]),
+                Err(err) => Err(err.to_string()),
+            };
+            (op.name().to_string(), answer)
+        })
+        .collect();
+    let probed = operations.len();
+    let supported = operations.iter().filter(|(_, a)| *a == Ok(true)).count();
+    let operand_name =
+        |ty: i32| OperandType::from_raw(ty).map_or_else(|| format!("type {ty}"), |t| t.to_string());
+
+    if json {
+        let operand_performance: serde_json::Map<String, serde_json::Value> = caps
+            .operand_performance
+            .iter()
+            .map(|(ty, p)| (operand_name(*ty), perf_json(*p)))
+            .collect();
+        let ops: serde_json::Map<String, serde_json::Value> = operations
+            .iter()
+            .map(|(name, answer)| {
+                let v = match answer {
+                    Ok(yes) => serde_json::json!(yes),
+                    Err(why) => serde_json::json!({ "error": why }),
+                };
+                (name.clone(), v)
+            })
+            .collect();
+        let value = serde_json::json!({
+            "socket": socket.display().to_string(),
+            "service": service,
+            "version": version,
+            "type": kind,
+            "interface_version": interface_version,
+            "interface_hash": interface_hash,
+            "capabilities": {
+                "relaxed_float32_to_float16_scalar":
+                    perf_json(caps.relaxed_float32_to_float16_scalar),
+                "relaxed_float32_to_float16_tensor":
+                    perf_json(caps.relaxed_float32_to_float16_tensor),
+                "operand_performance": operand_performance,
+                "if_performance": perf_json(caps.if_performance),
+                "while_performance": perf_json(caps.while_performance),
+            },
+            "extensions": extensions,
+            "cache_files": { "model": model_cache, "data": data_cache },
+            "operations": ops,
+            "operations_supported": supported,
+            "operations_probed": probed,
+        });
+        outln!(out, "{value}");
+        return Ok(());
+    }
+
+    outln!(out, "socket       {}", socket.display());
+    outln!(out, "service      {service}");
+    outln!(out, "version      {version}");
+    outln!(out, "type         {kind}");
+    outln!(
+        out,
+        "interface    android.hardware.neuralnetworks V{interface_version} (hash {interface_hash})"
+    );
     outln!(
         out,
         "capabilities (relative to the CPU path; lower is better)"
@@ -222,9 +367,7 @@ fn info(target: &Target, out: &mut String) -> Result<(), String> {
         perf(caps.relaxed_float32_to_float16_tensor)
     );
     for (ty, p) in &caps.operand_performance {
-        let name =
-            OperandType::from_raw(*ty).map_or_else(|| format!("type {ty}"), |t| t.to_string());
-        outln!(out, "  {name:<31} {}", perf(*p));
+        outln!(out, "  {:<31} {}", operand_name(*ty), perf(*p));
     }
     outln!(
         out,
@@ -236,37 +379,27 @@ fn info(target: &Target, out: &mut String) -> Result<(), String> {
         "  WHILE                           {}",
         perf(caps.while_performance)
     );
-    let ext = device.supported_extensions().map_err(e)?;
     outln!(
         out,
         "extensions   {}",
-        if ext.is_empty() {
+        if extensions.is_empty() {
             "none".into()
         } else {
-            ext.join(", ")
+            extensions.join(", ")
         }
     );
-    let (model_cache, data_cache) = device.number_of_cache_files().map_err(e)?;
     outln!(out, "cache files  model {model_cache}, data {data_cache}");
-
-    // Each operation is probed with getSupportedOperations on a one-operation model.
     outln!(
         out,
         "operations   (getSupportedOperations on a one-operation model each)"
     );
-    let probes = probe::operation_probes();
-    let probed = probes.len();
-    let mut supported = 0;
-    for (op, model) in probes {
-        let answer = match device.supported_operations(&model) {
-            Ok(v) if v == [true] => {
-                supported += 1;
-                "supported".to_string()
-            }
-            Ok(v) => format!("not supported ({v:?})"),
+    for (name, answer) in &operations {
+        let answer = match answer {
+            Ok(true) => "supported".to_string(),
+            Ok(false) => "not supported".to_string(),
             Err(err) => format!("error: {err}"),
         };
-        outln!(out, "  {:<31} {answer}", op.name());
+        outln!(out, "  {name:<31} {answer}");
     }
     outln!(
         out,
@@ -285,7 +418,7 @@ fn bench(
     iterations: usize,
     warmup: usize,
     out: &mut String,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let device = connect(target)?;
     let e = |e: nnhal::hal::HalError| e.to_string();
     let prepared = device.prepare_model(probe::add_model()).map_err(e)?;
@@ -298,7 +431,9 @@ fn bench(
     let got = run.output().map_err(|err| err.to_string())?;
     let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
     if got[..] != want[..] {
-        return Err(format!("ADD returned {got:?}, expected {want:?}"));
+        return Err(CliError::Failed(format!(
+            "ADD returned {got:?}, expected {want:?}"
+        )));
     }
 
     for _ in 0..warmup {
@@ -381,28 +516,44 @@ fn preview(values: &[f64], show: usize) -> String {
     format!("[{}]", text.join(", "))
 }
 
+/// How one example of `nnhal run` ended.
+enum Verdict {
+    Pass,
+    /// The outputs were computed but the vector gives no expected values to compare them with.
+    Unchecked(Vec<usize>),
+    Fail(String),
+}
+
 fn run(
     target: &Target,
     constants: Constants,
     show: usize,
+    json: bool,
     path: &Path,
     out: &mut String,
-) -> Result<(), String> {
-    let v = Vector::from_file(path).map_err(|e| e.to_string())?;
+) -> Result<(), CliError> {
+    let v = Vector::from_file(path)?;
     let mode = match constants {
         Constants::Copy => ConstantMode::Copy,
         Constants::Reference => ConstantMode::Reference,
     };
-    let model = to_model(&v, mode).map_err(|e| format!("{}: {e}", v.name))?;
+    let model = to_model(&v, mode).map_err(|e| {
+        CliError::Usage(format!(
+            "{} is not a valid vector: {}: {e}",
+            path.display(),
+            v.name
+        ))
+    })?;
     let device = connect(target)?;
-    fn e(what: &'static str) -> impl Fn(nnhal::hal::HalError) -> String {
-        move |e| format!("{what}: {e}")
+    fn e(what: &'static str) -> impl Fn(nnhal::hal::HalError) -> CliError {
+        move |e| CliError::Failed(format!("{what}: {e}"))
     }
     let supported = device
         .supported_operations(&model)
         .map_err(e("getSupportedOperations"))?;
+    let mut text = String::new();
     outln!(
-        out,
+        text,
         "{}: {} operations ({} supported), {} examples, constants {mode}",
         v.name,
         supported.len(),
@@ -410,82 +561,138 @@ fn run(
         v.examples.len()
     );
     let prepared = device.prepare_model(model).map_err(e("prepareModel"))?;
-    let mut failed = 0;
+    let (mut failed, mut unchecked) = (0, 0);
+    let mut examples_json = Vec::new();
     for (k, example) in v.examples.iter().enumerate() {
-        let built = build_request(&v, mode, example).map_err(|e| e.to_string())?;
-        let verdict = (|| -> Result<Vec<String>, String> {
+        let built = build_request(&v, mode, example)
+            .map_err(|e| CliError::Usage(format!("{}: example {k}: {e}", path.display())))?;
+        let mut outputs_json = Vec::new();
+        let verdict = (|| -> Result<Verdict, String> {
             prepared
                 .execute(&built.request)
-                .map_err(e("executeSynchronously"))?;
+                .map_err(|e| format!("executeSynchronously: {e}"))?;
             let actual = built
                 .read_outputs()
                 .map_err(|e| format!("reading outputs: {e}"))?;
             let mut problems = Vec::new();
+            let mut no_expected = Vec::new();
             for (slot, bytes) in built.outputs.iter().zip(&actual) {
                 let ignored = v.tolerance.ignored_outputs.contains(&slot.position);
+                let expected = example.output(slot.position);
+                let values = decode(slot.operand_type, bytes);
+                let note = if ignored {
+                    " (not compared)"
+                } else if expected.is_none() {
+                    " (no expected values)"
+                } else {
+                    ""
+                };
                 outln!(
-                    out,
-                    "  example {k} output {} {} {:?}{}: {}",
+                    text,
+                    "  example {k} output {} {} {:?}{note}: {}",
                     slot.position,
                     slot.operand_type,
                     slot.dimensions,
-                    if ignored { " (not compared)" } else { "" },
-                    preview(&decode(slot.operand_type, bytes), show)
+                    preview(&values, show)
                 );
-                if ignored {
-                    continue;
+                let mut mismatch = None;
+                match expected {
+                    _ if ignored => {}
+                    None => no_expected.push(slot.position),
+                    Some(expected) => {
+                        let c = compare(slot.operand_type, expected, bytes, &v.tolerance);
+                        if !c.passed() {
+                            mismatch = Some(c.describe());
+                            problems.push(format!("output {}: {}", slot.position, c.describe()));
+                        }
+                    }
                 }
-                let expected = example
-                    .output(slot.position)
-                    .ok_or_else(|| format!("output {} has no expected values", slot.position))?;
-                let c = compare(slot.operand_type, expected, bytes, &v.tolerance);
-                if !c.passed() {
-                    problems.push(format!("output {}: {}", slot.position, c.describe()));
-                }
+                outputs_json.push(serde_json::json!({
+                    "position": slot.position,
+                    "type": slot.operand_type.to_string(),
+                    "dimensions": slot.dimensions,
+                    "compared": !ignored && expected.is_some(),
+                    "mismatch": mismatch,
+                    "values": values,
+                }));
             }
-            Ok(problems)
-        })();
-        match verdict {
-            Ok(problems) if problems.is_empty() => outln!(out, "PASS example {k}"),
-            Ok(problems) => {
+            Ok(if !problems.is_empty() {
+                Verdict::Fail(problems.join("; "))
+            } else if !no_expected.is_empty() {
+                Verdict::Unchecked(no_expected)
+            } else {
+                Verdict::Pass
+            })
+        })()
+        .unwrap_or_else(Verdict::Fail);
+        let (word, why) = match &verdict {
+            Verdict::Pass => ("pass", None),
+            Verdict::Unchecked(positions) => {
+                unchecked += 1;
+                let why = format!(
+                    "the vector has no expected values for output(s) {positions:?}; printed, \
+                     not compared"
+                );
+                ("unchecked", Some(why))
+            }
+            Verdict::Fail(why) => {
                 failed += 1;
-                outln!(out, "FAIL example {k}: {}", problems.join("; "));
+                ("fail", Some(why.clone()))
             }
-            Err(why) => {
-                failed += 1;
-                outln!(out, "FAIL example {k}: {why}");
-            }
+        };
+        match &why {
+            None => outln!(text, "PASS example {k}"),
+            Some(why) if word == "unchecked" => outln!(text, "UNCHECKED example {k}: {why}"),
+            Some(why) => outln!(text, "FAIL example {k}: {why}"),
         }
+        examples_json.push(serde_json::json!({
+            "example": k,
+            "verdict": word,
+            "reason": why,
+            "outputs": outputs_json,
+        }));
     }
-    outln!(out, "{} passed, {failed} failed", v.examples.len() - failed);
+    let total = v.examples.len();
+    let passed = total - failed - unchecked;
+    if unchecked > 0 {
+        outln!(
+            text,
+            "{passed} passed, {failed} failed, {unchecked} unchecked"
+        );
+    } else {
+        outln!(text, "{passed} passed, {failed} failed");
+    }
+    if json {
+        let value = serde_json::json!({
+            "vector": v.name,
+            "file": path.display().to_string(),
+            "socket": target.socket().display().to_string(),
+            "constants": mode.to_string(),
+            "examples": examples_json,
+            "passed": passed,
+            "failed": failed,
+            "unchecked": unchecked,
+        });
+        outln!(out, "{value}");
+    } else {
+        out.push_str(&text);
+    }
     if failed == 0 {
         Ok(())
     } else {
-        Err(format!("{failed} of {} examples failed", v.examples.len()))
+        Err(CliError::Failed(format!(
+            "{failed} of {total} examples failed"
+        )))
     }
 }
 
-/// Why a command failed, and the exit status that says so.
-enum Failure {
-    /// A run that went wrong (status 1).
-    Failed(String),
-    /// Bad arguments or input files (status 2).
-    Usage(String),
-}
-
-impl From<String> for Failure {
-    fn from(why: String) -> Failure {
-        Failure::Failed(why)
-    }
-}
-
-fn bench_model(a: &BenchArgs, out: &mut String) -> Result<(), Failure> {
+fn bench_model(a: &BenchArgs, out: &mut String) -> Result<(), CliError> {
     use nnhal::bench::{self, BenchError, Source};
     let source = match (&a.workload.builtin, &a.workload.vector) {
         (Some(name), _) => Source::Builtin(name.clone()),
         (None, Some(path)) => Source::Vector(path.clone()),
         (None, None) => {
-            return Err(Failure::Usage(
+            return Err(CliError::Usage(
                 "give --builtin NAME or a vector file".into(),
             ))
         }
@@ -504,8 +711,8 @@ fn bench_model(a: &BenchArgs, out: &mut String) -> Result<(), Failure> {
         profile: a.profile,
     };
     let report = bench::run(&options).map_err(|e| match e {
-        BenchError::Usage(why) => Failure::Usage(why),
-        BenchError::Failed(why) => Failure::Failed(why),
+        BenchError::Usage(why) => CliError::Usage(why),
+        BenchError::Failed(why) => CliError::Failed(why),
     })?;
     out.push_str(&report.text());
     if a.json {
@@ -514,59 +721,45 @@ fn bench_model(a: &BenchArgs, out: &mut String) -> Result<(), Failure> {
     if report.passed() {
         Ok(())
     } else if !report.output.ok {
-        Err(Failure::Failed("the output is wrong".into()))
+        Err(CliError::Failed("the output is wrong".into()))
     } else {
-        Err(Failure::Failed("the logits are not bit-exact".into()))
+        Err(CliError::Failed("the logits are not bit-exact".into()))
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // rsbinder reports the end of our own session (closed when the client exits) as a warning.
-    let mut logger = env_logger::Builder::from_env(
-        env_logger::Env::default().default_filter_or("warn,rsbinder=error"),
-    );
-    if let Command::Serve {
-        log_level: Some(level),
-        ..
-    } = &cli.command
-    {
-        logger.parse_filters(level);
-    }
-    logger.init();
+    nnhal::cli::init_logging(cli.log_level.as_deref(), "warn,rsbinder=error");
     let mut out = String::new();
     let result = match &cli.command {
-        Command::Info { target } => info(target, &mut out).map_err(Failure::from),
+        Command::Info { target, json } => info(target, *json, &mut out),
         Command::Run {
             target,
             constants,
             show,
+            json,
             vector,
-        } => run(target, *constants, *show, vector, &mut out).map_err(Failure::from),
+        } => run(target, *constants, *show, *json, vector, &mut out),
         Command::BenchRpc {
             target,
             iterations,
             warmup,
-        } => bench(target, *iterations, *warmup, &mut out).map_err(Failure::from),
+        } => bench(target, *iterations, *warmup, &mut out),
         Command::Bench(args) => bench_model(args, &mut out),
         Command::Serve {
             socket,
             threads,
             instance,
-            log_level: _,
-        } => binder::serve_until_signal(socket, instance, *threads).map_err(Failure::from),
+        } => binder::serve_until_signal(socket, instance, *threads).map_err(CliError::from),
     };
     // A closed pipe (`nnhal info | head`) is not an error worth a panic.
     let _ = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes());
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Failed(err)) => {
+        Ok(()) => ExitCode::from(nnhal::cli::EXIT_OK),
+        Err(err) => {
             eprintln!("nnhal: {err}");
-            ExitCode::FAILURE
-        }
-        Err(Failure::Usage(err)) => {
-            eprintln!("nnhal: {err}");
-            ExitCode::from(2)
+            ExitCode::from(err.exit_status())
         }
     }
 }

@@ -1,4 +1,4 @@
-//! A client of the service over binder RPC, in canonical types (DESIGN.md §1, §3).
+//! A client of the service over binder RPC, in canonical types (`docs/transport.md`).
 //!
 //! [`connect`] opens a session on the service's Unix socket and returns a [`RemoteDevice`]
 //! whose methods mirror the in-process [`Driver`](crate::Driver): `capabilities`,
@@ -6,7 +6,7 @@
 //! one `notify`), and [`RemotePreparedModel::execute`] (`executeSynchronously`). Models and
 //! requests are converted to AIDL here; pools travel as file descriptors (memfds).
 //!
-//! Session settings follow research/rsbinder.md: Android 13+ wire profile, fd transport mode
+//! Session settings follow `docs/transport.md`: Android 13+ wire profile, fd transport mode
 //! Unix, one incoming connection for the service's callbacks, and an explicit
 //! `close_session` when the last handle is dropped.
 
@@ -159,24 +159,39 @@ pub fn connect(socket: impl AsRef<Path>) -> HalResult<RemoteDevice> {
     connect_with(socket, &ConnectOptions::default())
 }
 
+/// Connects to `options.instance` on `socket`. A failure is `DEVICE_UNAVAILABLE` with a
+/// reason in words: whether anything listens on the socket, and whether it serves the
+/// instance.
 pub fn connect_with(socket: impl AsRef<Path>, options: &ConnectOptions) -> HalResult<RemoteDevice> {
+    use nix::errno::Errno;
     let socket = socket.as_ref();
-    let unavailable = |what: &str, e: rsbinder::StatusCode| {
-        HalError::DeviceUnavailable(format!("{what} {}: {e:?}", socket.display()))
-    };
+    let path = socket.display();
     let session = RpcSession::setup_client_android13plus_with_config(
         RpcClientConfig::unix(socket, WIRE_VERSION)
             .fd_mode(FileDescriptorTransportMode::Unix)
             .outgoing_connections(options.outgoing_connections.max(1))
             .incoming_connections(1),
     )
-    .map_err(|e| unavailable("cannot connect to", e))?;
+    .map_err(|e| {
+        let why = match super::status_errno(e).map(Errno::from_raw) {
+            Some(Errno::ENOENT) => format!("no service is listening on {path} (no such socket)"),
+            // A socket file without a listener: a service that stopped without cleaning up.
+            Some(Errno::ECONNREFUSED) => format!(
+                "no service is listening on {path} (connection refused; the socket file is \
+                 left over from a service that stopped)"
+            ),
+            _ => format!("cannot connect to {path}: {}", super::status_words(e)),
+        };
+        HalError::DeviceUnavailable(why)
+    })?;
     let session = Arc::new(Session(session));
     let name = service_name(&options.instance);
-    let device = session
-        .0
-        .get_interface::<dyn IDevice>(&name)
-        .map_err(|e| unavailable(&format!("no {name} at"), e))?;
+    let device = session.0.get_interface::<dyn IDevice>(&name).map_err(|e| {
+        HalError::DeviceUnavailable(format!(
+            "the service on {path} does not serve {name} ({}); check --instance",
+            super::status_words(e)
+        ))
+    })?;
     Ok(RemoteDevice { device, session })
 }
 
@@ -629,7 +644,7 @@ impl RemoteBurst {
     }
 }
 
-/// Malformed transactions a hostile client can send the device (bad-inputs BI-62), for
+/// Malformed transactions a hostile client can send the device (BI-62 in `docs/hal-contract.md`), for
 /// conformance tests of the service's decoding. None of them can be built through the typed
 /// client calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! The one place that names a binder crate (DESIGN.md §3).
+//! The one place that names a binder crate (`docs/transport.md`).
 //!
 //! The service objects (`service.rs`) and the AIDL conversions (`convert.rs`) are written once
 //! against the names exported here, and compile with either transport:

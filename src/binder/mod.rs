@@ -1,5 +1,5 @@
 //! The binder edge of the driver: the only module that names AIDL or binder types
-//! (DESIGN.md §1–§3).
+//! (`docs/design.md`, `docs/transport.md`).
 //!
 //! - `ipc`: the binder crate and the generated AIDL stubs, selected per transport; nothing
 //!   else names a binder crate's common types.
@@ -44,4 +44,36 @@ pub use servicemanager::{join_thread_pool, register};
 /// under, in servicemanager on Android and in the RPC server's directory on a host.
 pub fn service_name(instance: &str) -> String {
     format!("android.hardware.neuralnetworks.IDevice/{instance}")
+}
+
+/// A binder transport status in words, for messages a person reads. The binder crate carries
+/// OS errors as negated errnos (`Errno(-111)`); those become the system's own text.
+#[cfg(not(feature = "aosp"))]
+pub(crate) fn status_words(status: rsbinder::StatusCode) -> String {
+    use rsbinder::StatusCode;
+    match status {
+        StatusCode::NameNotFound => "no such file".into(),
+        StatusCode::PermissionDenied => "permission denied".into(),
+        StatusCode::AlreadyExists => "a file that is not a socket is in the way".into(),
+        StatusCode::DeadObject => "the service closed the connection".into(),
+        StatusCode::TimedOut => "timed out".into(),
+        StatusCode::Errno(errno) if errno < 0 && errno > i32::MIN + 4096 => {
+            let text = std::io::Error::from_raw_os_error(-errno).to_string();
+            // "Connection refused (os error 111)": the number adds nothing for a reader.
+            let text = text.split(" (os error").next().unwrap_or(&text);
+            text.to_lowercase()
+        }
+        other => format!("binder status {other:?}"),
+    }
+}
+
+/// The negated errno a binder status carries, if it carries one.
+#[cfg(not(feature = "aosp"))]
+pub(crate) fn status_errno(status: rsbinder::StatusCode) -> Option<i32> {
+    match status {
+        rsbinder::StatusCode::Errno(errno) if errno < 0 => Some(-errno),
+        rsbinder::StatusCode::NameNotFound => Some(nix::errno::Errno::ENOENT as i32),
+        rsbinder::StatusCode::PermissionDenied => Some(nix::errno::Errno::EACCES as i32),
+        _ => None,
+    }
 }

@@ -1,6 +1,7 @@
-//! Serving `IDevice` over binder RPC on a Unix-domain socket (Linux hosts; DESIGN.md §3).
+//! Serving `IDevice` over binder RPC on a Unix-domain socket (Linux hosts;
+//! `docs/transport.md`).
 //!
-//! The settings are the ones research/rsbinder.md found necessary: the Android 13+ wire
+//! The settings are the ones `docs/transport.md` explains: the Android 13+ wire
 //! profile (several connections per session, callback connections) and fd transport mode
 //! Unix (pools travel as memfds over `SCM_RIGHTS`). The device is published under
 //! `android.hardware.neuralnetworks.IDevice/<instance>` in the server's service directory, the
@@ -60,6 +61,7 @@ impl RunningServer {
             log::warn!("the RPC accept loop panicked");
         }
         self.server.terminate();
+        super::service::flush_repeated_warnings();
         match std::fs::remove_file(&self.socket) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -76,28 +78,60 @@ impl Drop for RunningServer {
 
 /// Creates the socket's directory (owner-only when we create it), binds the socket and starts
 /// serving `driver` as `instance` on a background accept loop.
+///
+/// A failure to listen says why in words; a live service already on `socket` is
+/// [`std::io::ErrorKind::AddrInUse`] ("another nnhal-service is already serving on …").
 pub fn serve(driver: Arc<Driver>, socket: &Path, instance: &str) -> std::io::Result<RunningServer> {
+    use std::io::{Error, ErrorKind};
+    let path = socket.display();
     if let Some(dir) = socket.parent().filter(|d| !d.as_os_str().is_empty()) {
         if !dir.exists() {
             use std::os::unix::fs::DirBuilderExt;
             std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
-                .create(dir)?;
+                .create(dir)
+                .map_err(|e| {
+                    Error::new(
+                        e.kind(),
+                        format!("cannot create the socket directory {}: {e}", dir.display()),
+                    )
+                })?;
         }
     }
-    let to_io = |what: &str, e: rsbinder::StatusCode| {
-        std::io::Error::other(format!("{what} {}: {e:?}", socket.display()))
-    };
     // A stale socket left by a crashed server is removed; a live one is refused.
-    let server = RpcServer::setup_unix_server(socket).map_err(|e| to_io("cannot listen on", e))?;
+    let server = RpcServer::setup_unix_server(socket).map_err(|e| {
+        use nix::errno::Errno;
+        match super::status_errno(e).map(Errno::from_raw) {
+            Some(Errno::EADDRINUSE) => Error::new(
+                ErrorKind::AddrInUse,
+                format!(
+                    "another nnhal-service is already serving on {path}; stop it, or give this \
+                     one another --socket or --instance"
+                ),
+            ),
+            _ if e == rsbinder::StatusCode::AlreadyExists => Error::new(
+                ErrorKind::AlreadyExists,
+                format!("cannot listen on {path}: it exists and is not a socket"),
+            ),
+            _ => Error::other(format!(
+                "cannot listen on {path}: {}",
+                super::status_words(e)
+            )),
+        }
+    })?;
     server.set_android13plus(WIRE_VERSION);
     server.set_supported_fd_modes(&[FileDescriptorTransportMode::Unix]);
     server.set_max_threads(MAX_CONNECTIONS_PER_CLIENT);
     let device = ipc::new_binder!(BnDevice, Device::new(driver)?);
     server
         .add_service(&service_name(instance), device.as_binder())
-        .map_err(|e| to_io("cannot publish the device on", e))?;
+        .map_err(|e| {
+            Error::other(format!(
+                "cannot publish the device on {path}: {}",
+                super::status_words(e)
+            ))
+        })?;
     let accept_loop = server.run_background();
     log::info!("serving {} on {}", service_name(instance), socket.display());
     Ok(RunningServer {

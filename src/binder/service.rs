@@ -1,6 +1,6 @@
 //! The binder objects of the service: `IDevice`, `IPreparedModel`, `IBurst` and
 //! `IFencedExecutionCallback` of `android.hardware.neuralnetworks` (version 1), implemented on
-//! top of the in-process [`Driver`] (DESIGN.md §1, §5; hal-surface.md §3).
+//! top of the in-process [`Driver`] (`docs/hal-contract.md`).
 //!
 //! Each method converts its AIDL arguments to canonical types, calls the driver and converts
 //! the answer back. Every error leaves through [`to_status`], the one place where a
@@ -51,18 +51,82 @@ pub fn version_string(kernels: Isa) -> String {
 /// The single mapping from the driver's typed error to a binder status: a
 /// `ServiceSpecificException` whose code is the `ErrorStatus` and whose message is the reason.
 /// Logged here, at a level that reflects whose fault it is: malformed input is the client's
-/// (info), anything else is the driver's (warn).
+/// and the answer the contract asks for, so it is only of interest when debugging a client
+/// (debug; conformance tests provoke thousands of them); anything else is the driver's or the
+/// machine's (warn, with runs of the same warning summarised).
 pub fn to_status(err: &HalError, call: &str) -> Status {
     match err {
         HalError::InvalidArgument(_) | HalError::OutputInsufficientSize(_) => {
-            log::info!("{call}: {err}")
+            log::debug!("{call}: {err}")
         }
         HalError::GeneralFailure(_) | HalError::DeviceUnavailable(_) => {
-            log::warn!("{call}: {err}")
+            repeated_warnings().warn(format!("{call}: {err}"))
         }
     }
+    status_of(err)
+}
+
+/// A refusal the driver makes by design (a feature it does not offer, as the contract lets
+/// it): the client asked for something optional, nothing is wrong, so it is logged at debug.
+fn refuse(err: &HalError, call: &str) -> Status {
+    log::debug!("{call}: {err}");
+    status_of(err)
+}
+
+fn status_of(err: &HalError) -> Status {
     // The code already says the kind; the message is the reason alone.
     ipc::service_specific_error(err.status().raw(), err.message())
+}
+
+/// Collapses runs of one identical warning: a client that floods a full queue would otherwise
+/// fill the log with hundreds of the same line. The first of a run is logged; the rest are
+/// counted and reported in one line when a different warning comes, when the run has lasted
+/// [`RepeatedWarnings::WINDOW`], or when the service stops ([`flush_repeated_warnings`]).
+struct RepeatedWarnings {
+    last: std::sync::Mutex<Option<(String, Instant, usize)>>,
+}
+
+impl RepeatedWarnings {
+    const WINDOW: std::time::Duration = std::time::Duration::from_secs(10);
+
+    fn warn(&self, text: String) {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((previous, since, repeats)) = last.as_mut() {
+            if *previous == text && since.elapsed() < Self::WINDOW {
+                *repeats += 1;
+                return;
+            }
+        }
+        Self::summarise(last.take());
+        log::warn!("{text}");
+        *last = Some((text, Instant::now(), 0));
+    }
+
+    fn flush(&self) {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        Self::summarise(last.take());
+    }
+
+    fn summarise(run: Option<(String, Instant, usize)>) {
+        if let Some((text, since, repeats)) = run.filter(|r| r.2 > 0) {
+            log::warn!(
+                "{text} (repeated {repeats} more times in {:.1} s)",
+                since.elapsed().as_secs_f64()
+            );
+        }
+    }
+}
+
+fn repeated_warnings() -> &'static RepeatedWarnings {
+    static WARNINGS: RepeatedWarnings = RepeatedWarnings {
+        last: std::sync::Mutex::new(None),
+    };
+    &WARNINGS
+}
+
+/// Logs the count of a warning run still pending (called when the service stops).
+pub fn flush_repeated_warnings() {
+    repeated_warnings().flush();
 }
 
 /// Runs driver code so that a panic in it becomes GENERAL_FAILURE for this one call instead
@@ -84,19 +148,20 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> HalResult<T>) -> HalResult<T> {
 
 /// A status the canonical error has no kind for (AIDL-only deadlines).
 fn aidl_status(status: AidlStatus, message: String, call: &str) -> Status {
-    log::info!("{call}: {message}");
+    log::debug!("{call}: {message}");
     ipc::service_specific_error(status.0, &message)
 }
 
 /// Tells a prepare callback how preparation ended. A client that died meanwhile makes the
-/// call fail; that is logged and dropped, the service goes on.
+/// call fail; that is logged and dropped, the service goes on. It is the client's doing, not
+/// a fault of the service, so it is logged at info.
 fn notify(
     callback: &Strong<dyn IPreparedModelCallback>,
     status: AidlStatus,
     model: Option<&Strong<dyn IPreparedModel>>,
 ) {
     if let Err(e) = ipc::notify_prepared(callback, status, model) {
-        log::warn!("prepareModel: notify({status:?}) could not reach the client: {e}");
+        log::info!("prepareModel: notify({status:?}) could not reach the client: {e}");
     }
 }
 
@@ -194,7 +259,7 @@ impl IDevice for Device {
         _output_roles: &[BufferRole],
     ) -> BinderResult<DeviceBuffer> {
         // The contract's status for an unsupported buffer property or role.
-        Err(to_status(
+        Err(refuse(
             &HalError::GeneralFailure(
                 "driver-managed buffers (IDevice::allocate) are not supported by this driver"
                     .into(),
@@ -324,7 +389,7 @@ impl IDevice for Device {
             "compilation caching is not supported (getNumberOfCacheFilesNeeded is 0, 0)".into(),
         );
         notify(callback, convert::error_status_to_aidl(e.status()), None);
-        Err(to_status(&e, "prepareModelFromCache"))
+        Err(refuse(&e, "prepareModelFromCache"))
     }
 }
 

@@ -1,5 +1,5 @@
-//! Publishing `IDevice` through the platform's servicemanager (Android builds only; DESIGN.md
-//! §3, hal-surface.md §11).
+//! Publishing `IDevice` through the platform's servicemanager (Android builds only;
+//! `docs/transport.md`).
 //!
 //! The device is registered as `android.hardware.neuralnetworks.IDevice/<instance>`; the VINTF
 //! manifest fragment must declare the same instance, or servicemanager refuses the

@@ -1,4 +1,4 @@
-//! Golden test vectors: the file format (`conformance/README.md`: one JSON object per test model
+//! Golden test vectors: the file format (`docs/vector-format.md`: one JSON object per test model
 //! with its operands, operations, examples and the harness tolerance), [`model`] (the HAL model
 //! and requests a vector stands for) and [`compare`] (the AOSP harness tolerance rule). Shared by
 //! `nnhal run` and the conformance suite.
@@ -15,21 +15,47 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// A problem with a vector file (unreadable, malformed, or inconsistent with itself).
+/// A problem with a vector file (unreadable, malformed, or inconsistent with itself). The
+/// messages name the file and say what it should have been.
 #[derive(Debug, thiserror::Error)]
 pub enum VectorError {
-    #[error("{path}: {source}")]
+    #[error("cannot read {}: {}", path.display(), io_words(source))]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path}: {source}")]
+    #[error("{} is not a vector file: {}", path.display(), json_words(source))]
     Json {
         path: PathBuf,
         source: serde_json::Error,
     },
     #[error("{0}")]
     Invalid(String),
+}
+
+/// An I/O error without the errno number a reader has no use for.
+fn io_words(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    text.split(" (os error")
+        .next()
+        .unwrap_or(&text)
+        .to_lowercase()
+}
+
+/// Why JSON text is not a vector: not JSON at all, or JSON of another shape.
+fn json_words(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Syntax | Category::Eof => format!(
+            "it is not JSON ({e}); a vector is one JSON object as described in \
+             docs/vector-format.md"
+        ),
+        Category::Data => format!(
+            "{e}; a vector is one JSON object with name, model and examples, as described in \
+             docs/vector-format.md"
+        ),
+        Category::Io => e.to_string(),
+    }
 }
 
 /// One test model with its examples.

@@ -1,15 +1,16 @@
 //! `nnhal-vts`: runs the conformance suite against a driver from the command line.
 //!
 //! ```text
-//! nnhal-vts vectors   [--transport rpc|inproc] [--socket PATH] [-v] PATH...
+//! nnhal-vts vectors   [--transport rpc|inproc] [--socket PATH] [-v] [PATH...]
 //! nnhal-vts mutations [--transport rpc|inproc] [--socket PATH] [--class N]... [--show N] [PATH...]
 //! nnhal-vts basic     [--socket PATH]
 //! ```
 //!
 //! The default transport is the service over binder RPC: with `--socket` the suite talks to a
 //! running `nnhal-service`, without it starts one on a temporary socket and stops it at the end.
-//! Each subcommand prints one `PASS`/`FAIL` line per item and ends with `N passed, M failed`;
-//! the exit status is 1 when anything failed, 2 when the device could not be opened.
+//! Each subcommand prints one `PASS`/`FAIL`/`SKIP` line per item and ends with
+//! `N passed, M failed`; the exit status is 1 when anything failed, 2 when a path cannot be
+//! read or the device could not be opened. Paths are checked before any service starts.
 
 use clap::{Args, Parser, Subcommand};
 use nnhal::hal::HalError;
@@ -25,9 +26,15 @@ use std::process::ExitCode;
 #[command(
     name = "nnhal-vts",
     version,
-    about = "Conformance suite for the nnhal NNAPI 1.0 driver"
+    about = "Conformance suite for the nnhal NNAPI 1.0 driver",
+    after_help = nnhal::cli::EXIT_STATUS_HELP
 )]
 struct Cli {
+    /// Log level of this program: off, error, warn, info, debug or trace (also TARGET=LEVEL
+    /// directives, comma-separated) [default: $RUST_LOG, else warn]. A service it starts logs
+    /// at $NNHAL_SERVICE_LOG, else warn.
+    #[arg(long, global = true, value_name = "LEVEL", value_parser = nnhal::cli::parse_log_level)]
+    log_level: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -35,44 +42,47 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run golden vectors (JSON files or directories of them) and compare the outputs.
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Vectors {
         #[command(flatten)]
         transport: TransportArgs,
         /// Also print per-vector quant8 exact-match counts.
         #[arg(short, long)]
         verbose: bool,
-        #[arg(required = true)]
+        /// Vector files or directories of them [default: the bundled vectors,
+        /// vts_tests/vectors]
         paths: Vec<PathBuf>,
     },
     /// Apply the VTS model and request mutations (BI-01…BI-26) to vectors and check that each
     /// malformed variant is rejected with INVALID_ARGUMENT.
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Mutations {
         #[command(flatten)]
         transport: TransportArgs,
-        /// Only these classes (BI numbers, e.g. `--class 7 --class 23`).
-        #[arg(long = "class")]
+        /// Only these classes (BI numbers, e.g. `--class 7 --class 23`) [default: all]
+        #[arg(long = "class", value_name = "N")]
         classes: Vec<u8>,
         /// Failing variants listed per class.
-        #[arg(long, default_value_t = 10)]
+        #[arg(long, value_name = "N", default_value_t = 10)]
         show: usize,
-        /// Vector files or directories; the bundled vectors when omitted.
+        /// Vector files or directories of them [default: the bundled vectors,
+        /// vts_tests/vectors]
         paths: Vec<PathBuf>,
     },
     /// Serve the driver over binder RPC like nnhal-service (started by the rpc transport when no
     /// nnhal-service binary is at hand).
     #[command(hide = true)]
     Serve {
-        #[arg(long)]
+        #[arg(long, value_name = "PATH")]
         socket: PathBuf,
-        #[arg(long, default_value = "default")]
+        #[arg(long, value_name = "NAME", default_value = "default")]
         instance: String,
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, value_name = "N", default_value_t = 0)]
         threads: usize,
-        #[arg(long, default_value = "warn")]
-        log_level: String,
     },
     /// The basic device tests over binder: status, capabilities, a cyclic model, null and
     /// out-of-range arguments, fenced and burst execution, cache and allocate refusals.
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Basic {
         #[command(flatten)]
         service: ServiceArgs,
@@ -95,14 +105,14 @@ struct ServiceArgs {
     /// Socket of a running nnhal-service [default: start one on a temporary socket]
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
-    /// Service instance name (android.hardware.neuralnetworks.IDevice/<NAME>)
+    /// Service instance name (`android.hardware.neuralnetworks.IDevice/NAME`)
     #[arg(long, value_name = "NAME", default_value = "default")]
     instance: String,
     /// The nnhal-service binary to start [default: $NNHAL_SERVICE, else next to nnhal-vts]
     #[arg(long, value_name = "PATH")]
     service: Option<PathBuf>,
     /// Kernel worker threads of the driver, started or in-process (0 = one per core)
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0)]
     threads: usize,
 }
 
@@ -119,8 +129,47 @@ impl ServiceArgs {
 }
 
 fn cannot_open(e: HalError) -> ExitCode {
-    eprintln!("cannot open the device: {e}");
-    ExitCode::from(2)
+    eprintln!("nnhal-vts: cannot open the device: {}", e.message());
+    ExitCode::from(nnhal::cli::EXIT_USAGE)
+}
+
+/// The paths to run: the ones given, else the bundled vectors. Every one must exist: a typo
+/// is reported before a service is started for nothing.
+fn resolve_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ExitCode> {
+    let paths = if paths.is_empty() {
+        vec![bundled_dir()]
+    } else {
+        paths.to_vec()
+    };
+    for path in &paths {
+        if let Err(e) = std::fs::metadata(path) {
+            let e = nnhal::vector::VectorError::Io {
+                path: path.clone(),
+                source: e,
+            };
+            eprintln!("nnhal-vts: {e}");
+            return Err(ExitCode::from(nnhal::cli::EXIT_USAGE));
+        }
+    }
+    Ok(paths)
+}
+
+/// Why a vector cannot be checked: an example without expected values for an output that is
+/// compared. Such a vector is skipped, not failed: the driver did nothing wrong.
+fn missing_expected(v: &Vector) -> Option<String> {
+    for (k, example) in v.examples.iter().enumerate() {
+        for position in 0..v.model.output_indexes.len() {
+            if !v.tolerance.ignored_outputs.contains(&position)
+                && example.output(position).is_none()
+            {
+                return Some(format!(
+                    "example {k} has no expected values for output {position}; nothing to \
+                     compare against"
+                ));
+            }
+        }
+    }
+    None
 }
 
 impl TransportArgs {
@@ -129,6 +178,36 @@ impl TransportArgs {
             transport::open(self.transport, &self.service.options()).map_err(cannot_open)?;
         eprintln!("device: {}", device.describe());
         Ok(device)
+    }
+}
+
+/// A one-line progress display on stderr, only when stderr is a terminal: piped or captured
+/// output (CI, tests) stays exactly the PASS/FAIL lines.
+struct Progress {
+    total: usize,
+    shown: bool,
+}
+
+impl Progress {
+    fn new(total: usize) -> Progress {
+        use std::io::IsTerminal;
+        Progress {
+            total,
+            shown: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn at(&self, done: usize, what: &str) {
+        if self.shown {
+            // `\r` and clear-to-end-of-line: the next update or result overwrites it.
+            eprint!("\r\x1b[K[{done}/{}] {what}", self.total);
+        }
+    }
+
+    fn clear(&self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+        }
     }
 }
 
@@ -154,19 +233,32 @@ fn load_all(paths: &[PathBuf], failures: &mut Vec<String>) -> Vec<Vector> {
 }
 
 fn vectors(transport: &TransportArgs, verbose: bool, paths: &[PathBuf]) -> ExitCode {
+    let paths = match resolve_paths(paths) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let mut load_failures = Vec::new();
+    let vectors = load_all(&paths, &mut load_failures);
     let device = match transport.open() {
         Ok(d) => d,
         Err(code) => return code,
     };
-    let mut load_failures = Vec::new();
-    let vectors = load_all(paths, &mut load_failures);
     for line in &load_failures {
         println!("{line}");
     }
-    let (mut passed, mut failed) = (0usize, load_failures.len());
+    let (mut passed, mut failed, mut skipped) = (0usize, load_failures.len(), 0usize);
     let (mut exact, mut total) = (0usize, 0usize);
-    for v in &vectors {
-        let report = run_vector(device.as_ref(), v);
+    let progress = Progress::new(vectors.len());
+    for (done, v) in vectors.iter().enumerate() {
+        progress.at(done, &v.name);
+        let report = missing_expected(v).map_or_else(|| Ok(run_vector(device.as_ref(), v)), Err);
+        progress.clear();
+        if let Err(why) = report {
+            skipped += 1;
+            println!("SKIP {}: {why}", v.name);
+            continue;
+        }
+        let Ok(report) = report else { continue };
         match &report.failure {
             None => {
                 passed += 1;
@@ -187,7 +279,11 @@ fn vectors(transport: &TransportArgs, verbose: bool, paths: &[PathBuf]) -> ExitC
         total += report.quant8_total;
     }
     println!("quant8 exact: {exact} of {total} elements");
-    println!("{passed} passed, {failed} failed");
+    if skipped > 0 {
+        println!("{passed} passed, {failed} failed, {skipped} skipped");
+    } else {
+        println!("{passed} passed, {failed} failed");
+    }
     if failed > 0 {
         ExitCode::FAILURE
     } else {
@@ -231,17 +327,16 @@ fn mutations(
     show: usize,
     paths: &[PathBuf],
 ) -> ExitCode {
+    let paths = match resolve_paths(paths) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let mut load_failures = Vec::new();
+    let vectors = load_all(&paths, &mut load_failures);
     let device = match transport.open() {
         Ok(d) => d,
         Err(code) => return code,
     };
-    let paths = if paths.is_empty() {
-        vec![bundled_dir()]
-    } else {
-        paths.to_vec()
-    };
-    let mut load_failures = Vec::new();
-    let vectors = load_all(&paths, &mut load_failures);
     for line in &load_failures {
         println!("{line}");
     }
@@ -254,13 +349,22 @@ fn mutations(
     }
     let wanted = |bi: u8| classes.is_empty() || classes.contains(&bi);
     let (mut passed, mut failed) = (0usize, load_failures.len());
-    for m in MODEL_MUTATORS.iter().filter(|m| wanted(m.bi.0)) {
-        let (p, f) = print_class(&run_model_class(device.as_ref(), m, &bases), show);
+    let model_classes: Vec<_> = MODEL_MUTATORS.iter().filter(|m| wanted(m.bi.0)).collect();
+    let request_classes: Vec<_> = REQUEST_MUTATORS.iter().filter(|m| wanted(m.bi.0)).collect();
+    let progress = Progress::new(model_classes.len() + request_classes.len());
+    for (done, m) in model_classes.iter().enumerate() {
+        progress.at(done, &m.bi.to_string());
+        let report = run_model_class(device.as_ref(), m, &bases);
+        progress.clear();
+        let (p, f) = print_class(&report, show);
         passed += p;
         failed += f;
     }
-    for m in REQUEST_MUTATORS.iter().filter(|m| wanted(m.bi.0)) {
-        let (p, f) = print_class(&run_request_class(device.as_ref(), m, &bases), show);
+    for (done, m) in request_classes.iter().enumerate() {
+        progress.at(model_classes.len() + done, &m.bi.to_string());
+        let report = run_request_class(device.as_ref(), m, &bases);
+        progress.clear();
+        let (p, f) = print_class(&report, show);
         passed += p;
         failed += f;
     }
@@ -303,13 +407,7 @@ fn basic(service: &ServiceArgs) -> ExitCode {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // rsbinder reports the end of our own session (closed when the client exits) as a warning.
-    let mut logger = env_logger::Builder::from_env(
-        env_logger::Env::default().default_filter_or("warn,rsbinder=error"),
-    );
-    if let Command::Serve { log_level, .. } = &cli.command {
-        logger.parse_filters(log_level);
-    }
-    logger.init();
+    nnhal::cli::init_logging(cli.log_level.as_deref(), "warn,rsbinder=error");
     match &cli.command {
         Command::Serve {
             socket,
@@ -320,7 +418,7 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("nnhal-vts serve: {e}");
-                ExitCode::from(2)
+                ExitCode::from(nnhal::cli::EXIT_FAILED)
             }
         },
         Command::Vectors {

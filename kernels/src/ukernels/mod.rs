@@ -1,4 +1,4 @@
-//! Micro-kernels and the one dispatch table that picks them (DESIGN.md §6).
+//! Micro-kernels and the one dispatch table that picks them (docs/design.md §8).
 //!
 //! A micro-kernel computes one register tile of an operation (for example a 7×32 block of a
 //! float32 GEMM) on raw pointers; the operator loops in [`crate::ops`] tile the whole operation

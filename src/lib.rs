@@ -5,13 +5,18 @@
 //! [`PreparedModel::execute`]. The binder adapter, the CLI, the conformance suite and the
 //! benchmarks all go through it.
 
+#[cfg(not(feature = "aosp"))]
+pub mod bench;
 pub mod binder;
 pub mod driver;
-mod executor;
+pub mod executor;
+pub mod mobilenet;
+pub mod plan;
 pub mod probe;
-mod tensor;
+pub mod tensor;
 pub mod vector;
 pub mod workers;
 
 pub use driver::{Driver, ExecutionResult, PreparedModel, ValidatedModel, ValidatedRequest};
 pub use nnhal_hal as hal;
+pub use nnhal_kernels as kernels;

@@ -167,6 +167,142 @@ impl Tensor {
     }
 }
 
+/// A borrowed view of operand values: a constant, a slot of an execution's arena, or a
+/// [`Tensor`] of the dynamic path. Kernels only ever see these.
+#[derive(Clone, Copy, Debug)]
+pub enum DataRef<'a> {
+    F32(&'a [f32]),
+    I32(&'a [i32]),
+    U8(&'a [u8]),
+}
+
+/// The writable counterpart of [`DataRef`], for operation outputs.
+#[derive(Debug)]
+pub enum DataMut<'a> {
+    F32(&'a mut [f32]),
+    I32(&'a mut [i32]),
+    U8(&'a mut [u8]),
+}
+
+/// Operand values with their dimensions, borrowed.
+#[derive(Clone, Copy, Debug)]
+pub struct TensorRef<'a> {
+    pub dims: &'a [u32],
+    pub data: DataRef<'a>,
+}
+
+/// An operation output: dimensions and the buffer to fill.
+#[derive(Debug)]
+pub struct TensorMut<'a> {
+    pub dims: &'a [u32],
+    pub data: DataMut<'a>,
+}
+
+fn wrong(want: &str) -> HalError {
+    HalError::GeneralFailure(format!("expected {want} data"))
+}
+
+#[allow(clippy::len_without_is_empty)]
+impl<'a> DataRef<'a> {
+    pub fn len(&self) -> usize {
+        match self {
+            DataRef::F32(v) => v.len(),
+            DataRef::I32(v) => v.len(),
+            DataRef::U8(v) => v.len(),
+        }
+    }
+
+    /// Little-endian bytes of the values.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        match self {
+            DataRef::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            DataRef::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            DataRef::U8(v) => v.to_vec(),
+        }
+    }
+}
+
+impl<'a> TensorRef<'a> {
+    pub fn f32(&self) -> HalResult<&'a [f32]> {
+        match self.data {
+            DataRef::F32(v) => Ok(v),
+            _ => Err(wrong("float32")),
+        }
+    }
+
+    pub fn i32(&self) -> HalResult<&'a [i32]> {
+        match self.data {
+            DataRef::I32(v) => Ok(v),
+            _ => Err(wrong("int32")),
+        }
+    }
+
+    pub fn u8(&self) -> HalResult<&'a [u8]> {
+        match self.data {
+            DataRef::U8(v) => Ok(v),
+            _ => Err(wrong("uint8")),
+        }
+    }
+}
+
+impl TensorMut<'_> {
+    pub fn f32_mut(&mut self) -> HalResult<&mut [f32]> {
+        match &mut self.data {
+            DataMut::F32(v) => Ok(v),
+            _ => Err(wrong("float32")),
+        }
+    }
+
+    pub fn i32_mut(&mut self) -> HalResult<&mut [i32]> {
+        match &mut self.data {
+            DataMut::I32(v) => Ok(v),
+            _ => Err(wrong("int32")),
+        }
+    }
+
+    pub fn u8_mut(&mut self) -> HalResult<&mut [u8]> {
+        match &mut self.data {
+            DataMut::U8(v) => Ok(v),
+            _ => Err(wrong("uint8")),
+        }
+    }
+
+    /// Copies `src` (of the same type and length) into this output.
+    pub fn copy_from(&mut self, src: DataRef<'_>) -> HalResult<()> {
+        match (&mut self.data, src) {
+            (DataMut::F32(d), DataRef::F32(s)) if d.len() == s.len() => d.copy_from_slice(s),
+            (DataMut::I32(d), DataRef::I32(s)) if d.len() == s.len() => d.copy_from_slice(s),
+            (DataMut::U8(d), DataRef::U8(s)) if d.len() == s.len() => d.copy_from_slice(s),
+            _ => return Err(wrong("same-typed, same-sized")),
+        }
+        Ok(())
+    }
+}
+
+impl Tensor {
+    pub fn view(&self) -> TensorRef<'_> {
+        TensorRef {
+            dims: &self.dims,
+            data: match &self.data {
+                Data::F32(v) => DataRef::F32(v),
+                Data::I32(v) => DataRef::I32(v),
+                Data::U8(v) => DataRef::U8(v),
+            },
+        }
+    }
+
+    pub fn view_mut(&mut self) -> TensorMut<'_> {
+        TensorMut {
+            dims: &self.dims,
+            data: match &mut self.data {
+                Data::F32(v) => DataMut::F32(v),
+                Data::I32(v) => DataMut::I32(v),
+                Data::U8(v) => DataMut::U8(v),
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,7 +27,7 @@ fn operand(ty: OperandType, dims: &[u32], lifetime: OperandLifeTime) -> Operand 
 
 /// Appends `bytes` to `operand_values` at a 4-byte boundary and points `operand` at them.
 fn set_constant(m: &mut Model, operand: usize, bytes: &[u8]) {
-    while m.operand_values.len() % 4 != 0 {
+    while !m.operand_values.len().is_multiple_of(4) {
         m.operand_values.push(0);
     }
     let offset = m.operand_values.len() as u32;

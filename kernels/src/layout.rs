@@ -51,7 +51,7 @@ pub fn concatenation<T: Copy>(inputs: &[(&[T], &[usize])], axis: usize, output: 
 /// For a fixed output row, the `b` output pixels fed by one input pixel are adjacent and
 /// read a contiguous `b·c'` channel range, so each (output row, input column) is one copy.
 pub fn depth_to_space<T: Copy>(input: &[T], shape: Nhwc, block: usize, output: &mut [T]) {
-    debug_assert!(block >= 1 && shape.c % (block * block) == 0);
+    debug_assert!(block >= 1 && shape.c.is_multiple_of(block * block));
     debug_assert_eq!(input.len(), shape.len());
     debug_assert_eq!(output.len(), shape.len());
     if block == 0 || shape.is_empty() {
@@ -80,7 +80,7 @@ pub fn depth_to_space<T: Copy>(input: &[T], shape: Nhwc, block: usize, output: &
 /// [`depth_to_space`]: input pixel `(y·b + by, x·b + bx)` lands in channels
 /// `(by·b + bx)·c .. (by·b + bx + 1)·c` of output pixel `(y, x)`.
 pub fn space_to_depth<T: Copy>(input: &[T], shape: Nhwc, block: usize, output: &mut [T]) {
-    debug_assert!(block >= 1 && shape.h % block == 0 && shape.w % block == 0);
+    debug_assert!(block >= 1 && shape.h.is_multiple_of(block) && shape.w.is_multiple_of(block));
     debug_assert_eq!(input.len(), shape.len());
     debug_assert_eq!(output.len(), shape.len());
     if block == 0 || shape.is_empty() {

@@ -28,6 +28,7 @@ pub mod layout;
 pub mod lookup;
 pub mod normalization;
 pub mod ops;
+pub mod parallel;
 pub mod pool;
 pub mod quant;
 pub mod recurrent;

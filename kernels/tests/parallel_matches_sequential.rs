@@ -131,7 +131,7 @@ fn check<T: Elem>(what: &str, len: usize, kernel: impl Fn(&mut [T]) + Sync) {
 fn assert_ragged(len: usize, chunk: usize) {
     assert!(len >= PARALLEL_MIN_LEN, "{len} stays sequential");
     assert!(
-        len / chunk >= 3 && len % chunk != 0,
+        len / chunk >= 3 && !len.is_multiple_of(chunk),
         "{len} vs chunk {chunk}"
     );
 }

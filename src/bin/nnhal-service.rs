@@ -80,6 +80,11 @@ fn run(args: Args) -> Result<(), String> {
     );
 
     let driver = Arc::new(Driver::new(args.threads).map_err(|e| e.to_string())?);
+    log::info!(
+        "kernels: {} on {} thread(s)",
+        driver.isa(),
+        driver.threads()
+    );
     binder::register(driver, &args.instance, args.binder_threads)?;
     binder::join_thread_pool();
     Err("the binder thread pool returned".into())

@@ -6,7 +6,14 @@
 //!                                                        a golden vector's examples through the
 //!                                                        service, outputs and PASS/FAIL
 //! nnhal bench-rpc [--socket PATH] [--instance NAME] [-n N]  round-trip latency: ADD vs bare call
+//! nnhal bench     (--builtin mobilenet-v1-f32 | VECTOR.json) [--threads N] [--iterations K]
+//!                 [--warmup W] [--transport inproc|rpc] [--socket PATH] [--isa LEVEL]
+//!                 [--profile] [--json]
+//!                                                        latency of one model, output checked
 //! ```
+//!
+//! Exit status: 0 on success, 1 when something failed or an output was wrong, 2 for a usage
+//! error (bad arguments, a file that is not a vector, an instruction set this processor lacks).
 
 use clap::{Parser, Subcommand};
 use nnhal::binder::{self, ConnectOptions, RemoteDevice};
@@ -70,6 +77,75 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         warmup: usize,
     },
+    /// Latency of one model prepared once and executed repeatedly, with its output checked
+    /// (the builtin MobileNet against the reference output, a vector against its golden
+    /// values and, when it has them, its golden logits bit for bit)
+    Bench(BenchArgs),
+    /// Serve the device on a socket (what `nnhal bench --transport rpc` starts when no
+    /// nnhal-service binary is beside this one)
+    #[command(hide = true)]
+    Serve {
+        #[arg(long, value_name = "PATH")]
+        socket: PathBuf,
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        threads: usize,
+        #[arg(long, value_name = "NAME", default_value = "default")]
+        instance: String,
+        /// Log filter (env_logger syntax), as nnhal-service takes it
+        #[arg(long, value_name = "LEVEL")]
+        log_level: Option<String>,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+#[group(required = true, multiple = false)]
+struct Workload {
+    /// A model built into this program instead of a vector file
+    #[arg(long, value_name = "NAME", value_parser = [nnhal::bench::BUILTIN_MOBILENET_F32])]
+    builtin: Option<String>,
+    /// Golden vector file (conformance JSON format); its first example is run
+    vector: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+struct BenchArgs {
+    #[command(flatten)]
+    workload: Workload,
+    /// Kernel worker threads (0 = one per core)
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    threads: usize,
+    /// Timed executions
+    #[arg(long, value_name = "K", default_value_t = 100)]
+    iterations: usize,
+    /// Untimed executions before the timed ones
+    #[arg(long, value_name = "W", default_value_t = 10)]
+    warmup: usize,
+    /// Where executions go
+    #[arg(long, value_enum, default_value = "inproc")]
+    transport: Transport,
+    /// rpc: a running service's socket [default: start an own service]
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Micro-kernel instruction set [default: the best this processor supports, or
+    /// $NNHAL_ISA]
+    #[arg(long, value_name = "LEVEL",
+          value_parser = ["generic", "avx2", "avx512", "avx512vnni", "neon", "dotprod"])]
+    isa: Option<String>,
+    /// Also time every operation, over K more executions (median per operation; in-process
+    /// only)
+    #[arg(long)]
+    profile: bool,
+    /// End with one line of JSON (median_ms, p10_ms, p90_ms, min_ms, prepare_ms, ...)
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Transport {
+    /// The driver library in this process
+    Inproc,
+    /// The HAL service over binder RPC (a child service unless --socket is given)
+    Rpc,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -389,35 +465,108 @@ fn run(
     }
 }
 
+/// Why a command failed, and the exit status that says so.
+enum Failure {
+    /// A run that went wrong (status 1).
+    Failed(String),
+    /// Bad arguments or input files (status 2).
+    Usage(String),
+}
+
+impl From<String> for Failure {
+    fn from(why: String) -> Failure {
+        Failure::Failed(why)
+    }
+}
+
+fn bench_model(a: &BenchArgs, out: &mut String) -> Result<(), Failure> {
+    use nnhal::bench::{self, BenchError, Source};
+    let source = match (&a.workload.builtin, &a.workload.vector) {
+        (Some(name), _) => Source::Builtin(name.clone()),
+        (None, Some(path)) => Source::Vector(path.clone()),
+        (None, None) => {
+            return Err(Failure::Usage(
+                "give --builtin NAME or a vector file".into(),
+            ))
+        }
+    };
+    let options = bench::Options {
+        source,
+        threads: a.threads,
+        iterations: a.iterations,
+        warmup: a.warmup,
+        transport: match a.transport {
+            Transport::Inproc => bench::Transport::Inproc,
+            Transport::Rpc => bench::Transport::Rpc,
+        },
+        socket: a.socket.clone(),
+        isa: a.isa.clone(),
+        profile: a.profile,
+    };
+    let report = bench::run(&options).map_err(|e| match e {
+        BenchError::Usage(why) => Failure::Usage(why),
+        BenchError::Failed(why) => Failure::Failed(why),
+    })?;
+    out.push_str(&report.text());
+    if a.json {
+        outln!(out, "{}", report.json());
+    }
+    if report.passed() {
+        Ok(())
+    } else if !report.output.ok {
+        Err(Failure::Failed("the output is wrong".into()))
+    } else {
+        Err(Failure::Failed("the logits are not bit-exact".into()))
+    }
+}
+
 fn main() -> ExitCode {
-    // rsbinder reports the end of our own session (closed when the client exits) as a warning.
-    env_logger::Builder::from_env(
-        env_logger::Env::default().default_filter_or("warn,rsbinder=error"),
-    )
-    .init();
     let cli = Cli::parse();
+    // rsbinder reports the end of our own session (closed when the client exits) as a warning.
+    let mut logger = env_logger::Builder::from_env(
+        env_logger::Env::default().default_filter_or("warn,rsbinder=error"),
+    );
+    if let Command::Serve {
+        log_level: Some(level),
+        ..
+    } = &cli.command
+    {
+        logger.parse_filters(level);
+    }
+    logger.init();
     let mut out = String::new();
     let result = match &cli.command {
-        Command::Info { target } => info(target, &mut out),
+        Command::Info { target } => info(target, &mut out).map_err(Failure::from),
         Command::Run {
             target,
             constants,
             show,
             vector,
-        } => run(target, *constants, *show, vector, &mut out),
+        } => run(target, *constants, *show, vector, &mut out).map_err(Failure::from),
         Command::BenchRpc {
             target,
             iterations,
             warmup,
-        } => bench(target, *iterations, *warmup, &mut out),
+        } => bench(target, *iterations, *warmup, &mut out).map_err(Failure::from),
+        Command::Bench(args) => bench_model(args, &mut out),
+        Command::Serve {
+            socket,
+            threads,
+            instance,
+            log_level: _,
+        } => binder::serve_until_signal(socket, instance, *threads).map_err(Failure::from),
     };
     // A closed pipe (`nnhal info | head`) is not an error worth a panic.
     let _ = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes());
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
+        Err(Failure::Failed(err)) => {
             eprintln!("nnhal: {err}");
             ExitCode::FAILURE
+        }
+        Err(Failure::Usage(err)) => {
+            eprintln!("nnhal: {err}");
+            ExitCode::from(2)
         }
     }
 }

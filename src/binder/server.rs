@@ -122,6 +122,11 @@ pub fn serve_until_signal(socket: &Path, instance: &str, threads: usize) -> Resu
         .thread_block()
         .map_err(|e| format!("cannot block SIGINT/SIGTERM: {e}"))?;
     let driver = Arc::new(Driver::new(threads).map_err(|e| e.to_string())?);
+    log::info!(
+        "kernels: {} on {} thread(s)",
+        driver.isa(),
+        driver.threads()
+    );
     let server = serve(driver, socket, instance).map_err(|e| e.to_string())?;
     match signals.wait() {
         Ok(sig) => log::info!("{sig}: shutting down"),

@@ -37,13 +37,15 @@ use super::ipc::{
 use crate::driver::{Driver, PreparedModel, ValidatedModel};
 use crate::workers::Workers;
 use nnhal_hal::{HalError, HalResult};
+use nnhal_kernels::ukernels::Isa;
 use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The version string `getVersionString` reports.
-pub fn version_string() -> String {
-    format!("nnhal-{}", env!("CARGO_PKG_VERSION"))
+/// The version string `getVersionString` reports for a driver running `kernels`: the release,
+/// then the micro-kernel level in parentheses (it decides the speed a client sees).
+pub fn version_string(kernels: Isa) -> String {
+    format!("nnhal-{} ({kernels} kernels)", env!("CARGO_PKG_VERSION"))
 }
 
 /// The single mapping from the driver's typed error to a binder status: a
@@ -228,7 +230,7 @@ impl IDevice for Device {
     }
 
     fn getVersionString(&self) -> BinderResult<String> {
-        Ok(version_string())
+        Ok(version_string(self.driver.isa()))
     }
 
     fn prepareModel(

@@ -23,8 +23,6 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use rayon::prelude::*;
-
 use super::{AlignedBuf, FilterShape};
 use crate::conv::taps;
 use crate::quant::Requantize;
@@ -101,8 +99,8 @@ const PARALLEL_MIN_WORK: usize = 2 << 20;
 /// in GEMM multiply-adds) is worth it, split into about two contiguous ranges per thread (one
 /// fork-join); otherwise in one piece on the calling thread.
 pub(crate) fn split_units(units: usize, work: usize, body: impl Fn(Range<usize>) + Sync) {
-    let threads = if crate::in_worker() && work >= PARALLEL_MIN_WORK {
-        rayon::current_num_threads()
+    let threads = if work >= PARALLEL_MIN_WORK {
+        crate::parallel::threads()
     } else {
         1
     };
@@ -111,9 +109,9 @@ pub(crate) fn split_units(units: usize, work: usize, body: impl Fn(Range<usize>)
         body(0..units);
         return;
     }
-    (0..chunks)
-        .into_par_iter()
-        .for_each(|c| body(c * units / chunks..(c + 1) * units / chunks));
+    crate::parallel::for_parts(chunks, |c| {
+        body(c * units / chunks..(c + 1) * units / chunks)
+    });
 }
 
 /// Packed weights of a uint8 CONV_2D or FULLY_CONNECTED for one kernel table.
@@ -328,11 +326,7 @@ fn run_gemm(f: &FastConv, n: usize, m: usize, src: Source<'_>, output: &mut [u8]
     let tiles = m.div_ceil(g.mr);
     let blocks = n.div_ceil(g.nr);
     let out = OutPtr(output.as_mut_ptr());
-    let threads = if crate::in_worker() {
-        rayon::current_num_threads()
-    } else {
-        1
-    };
+    let threads = crate::parallel::threads();
     let work = m * n * f.k;
     if tiles >= 4 * threads || tiles >= blocks {
         split_units(tiles, work, |t| {

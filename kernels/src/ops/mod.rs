@@ -5,8 +5,13 @@
 //! oracles these loops are tested against.
 
 pub mod aligned;
+pub mod conv_f32;
+pub mod dwconv_f32;
+pub mod elementwise_f32;
+pub mod pool_f32;
 
 pub use aligned::AlignedBuf;
+pub use conv_f32::PackedConvF32;
 
 /// Extents of a convolution filter in the HAL layout `[out_c, kh, kw, in_c]`; FULLY_CONNECTED
 /// weights `[units, input_size]` are the case `kh = kw = 1`.

@@ -17,8 +17,10 @@
 use std::fmt;
 use std::sync::OnceLock;
 
+pub mod f32_small;
 pub mod generic;
 pub mod quant8;
+pub(crate) mod simd;
 
 #[cfg(target_arch = "x86_64")]
 pub mod x86_64;
@@ -148,11 +150,81 @@ fn known() -> String {
         .join(", ")
 }
 
+/// Most rows any float32 GEMM micro-kernel computes at once.
+pub const F32_GEMM_MAX_MR: usize = 8;
+
+/// One call of a float32 GEMM micro-kernel: `R` output rows (`R` is fixed by the kernel
+/// chosen, see [`F32Gemm::kernel`]) by `nc` output columns,
+/// `c[r][j] = clamp(bias[j] + Σ_k a[r][k] · b[k][j], min, max)` with `K = ks · kc`.
+///
+/// The A rows are given indirectly (an "indirect GEMM"): row `r` is `ks` segments of `kc`
+/// contiguous values, segment `s` starting at `*a.add(s·R + r)`. A plain matrix is one
+/// segment per row; a convolution passes one segment per filter row (`kw · in_c` values that
+/// are contiguous in the NHWC input), so it needs no im2col copy except at the image borders,
+/// and padding rows point at a shared zero segment.
+///
+/// Row `r` of C starts at `c + r·c_stride` and receives `nc` values. `w` points at the first
+/// of `ceil(nc / nr)` consecutive packed blocks, each `[bias: nr][k = 0: nr weights]…
+/// [k = K − 1: nr]` with the columns past the last real one zero-filled, so a kernel reads
+/// whole blocks and only its stores are cut to `nc`.
+#[derive(Clone, Copy, Debug)]
+pub struct F32GemmArgs {
+    pub a: *const *const f32,
+    pub ks: usize,
+    pub kc: usize,
+    pub w: *const f32,
+    pub c: *mut f32,
+    pub c_stride: usize,
+    pub nc: usize,
+    pub min: f32,
+    pub max: f32,
+}
+
+/// A float32 GEMM micro-kernel.
+///
+/// # Safety
+/// The pointer table must hold `ks · R` pointers, each readable for `kc` values; the packed
+/// blocks must be readable for `ceil(nc / nr) · (ks · kc + 1) · nr` values and every C row
+/// writable for `nc` values; C must not overlap A, the table or the packed blocks. The
+/// processor must support the kernel's instruction set (guaranteed for kernels taken from a
+/// [`table`]).
+pub type F32GemmFn = unsafe fn(&F32GemmArgs);
+
+/// The float32 GEMM family: a register tile of `mr` rows by `nr` columns, with one kernel per
+/// row count `1..=mr` so row tails cost no wasted work and never touch rows outside C.
+#[derive(Clone, Copy, Debug)]
+pub struct F32Gemm {
+    /// Kernel name for reports, e.g. `f32_gemm_avx512_7x32`.
+    pub name: &'static str,
+    pub mr: usize,
+    pub nr: usize,
+    /// `rows[r − 1]` computes `r` rows; entries past `mr` are unused.
+    pub rows: [F32GemmFn; F32_GEMM_MAX_MR],
+}
+
+impl F32Gemm {
+    /// The kernel computing `rows` rows, `1 ≤ rows ≤ mr`.
+    #[inline]
+    pub fn kernel(&self, rows: usize) -> F32GemmFn {
+        debug_assert!((1..=self.mr).contains(&rows));
+        self.rows[rows - 1]
+    }
+}
+
 /// One kernel per family, all of the same instruction-set level or below.
 #[derive(Clone, Debug)]
 pub struct Ukernels {
     /// The level this table was built for (its best kernels may come from lower levels).
     pub isa: Isa,
+    /// Float32 GEMM with bias and clamp: 1×1 convolutions, fully connected layers, and every
+    /// other convolution after an im2col of its input.
+    pub f32_gemm: F32Gemm,
+    /// float32 DEPTHWISE_CONV_2D.
+    pub f32_dw: f32_small::F32Dw,
+    /// float32 AVERAGE_POOL_2D and MAX_POOL_2D.
+    pub f32_pool: f32_small::F32Pool,
+    /// float32 element-wise operations and SOFTMAX.
+    pub f32_vec: f32_small::F32Vec,
     /// uint8 GEMM tile (CONV_2D, FULLY_CONNECTED).
     pub u8_gemm: quant8::U8Gemm,
     /// Row sums (zero-point corrections) of the uint8 GEMM.
@@ -166,6 +238,10 @@ impl Ukernels {
     pub fn generic() -> Ukernels {
         Ukernels {
             isa: Isa::Generic,
+            f32_gemm: generic::F32_GEMM,
+            f32_dw: generic::f32_small::F32_DW,
+            f32_pool: generic::f32_small::F32_POOL,
+            f32_vec: generic::f32_small::F32_VEC,
             u8_gemm: generic::U8_GEMM,
             u8_row_sum: generic::U8_ROW_SUM,
             u8_dw: generic::U8_DW,

@@ -1,10 +1,6 @@
 //! AVX-512 VNNI micro-kernels: `vpdpbusd` (u8 × s8, four products per int32 lane) for the
 //! uint8 GEMM, `vpdpwssd` for the depthwise multiply-accumulate.
 
-// AVX-512 intrinsics are stable since Rust 1.89, above the workspace's declared MSRV; this
-// module only builds (and the table only uses it) with such a toolchain.
-#![allow(clippy::incompatible_msrv)]
-
 use std::arch::x86_64::*;
 
 use super::avx512::{dw_row_512, mask16, requant512, rq512, store16};

@@ -1,0 +1,479 @@
+//! Float32 CONV_2D and FULLY_CONNECTED on the GEMM micro-kernel of a [`Ukernels`] table.
+//!
+//! A convolution in NHWC is the GEMM `C[M × N] = A[M × K] · B[K × N] + bias`, with one row per
+//! output pixel (`M = batch · out_h · out_w`), `N = out_c` and `K = kh · kw · in_c`: the HAL
+//! filter layout `[out_c, kh, kw, in_c]` is already `Bᵀ`. The micro-kernel takes its A rows
+//! indirectly, as one pointer per row and filter row (see [`F32GemmArgs`]): a 1×1, stride-1,
+//! unpadded convolution and FULLY_CONNECTED point straight at the input rows; any other
+//! convolution points each filter row of each output pixel at the `kw · in_c` input values it
+//! covers, which are contiguous in NHWC. Filter rows that fall wholly into the padding point at
+//! a zero segment stored with the weights; only windows cut by the left or right border are
+//! gathered (padding as zeros) into a reusable per-thread scratch, so there is no im2col pass
+//! and no allocation per call once a thread has seen its largest layer.
+//!
+//! Loop order: the output columns are walked in panels of packed weights small enough to stay
+//! in L2 while every row tile of the task streams past them; within a panel one micro-kernel
+//! call covers one row tile and all of the panel's column blocks, so the tile's A rows stay
+//! in L1 across them.
+//!
+//! Threads: called on a pool worker, one fork-join splits the output into a few equal tasks
+//! per thread, over row tiles when there are many rows and over column blocks when there are
+//! few (the 14×14, 7×7 and 1×1 layers), so each task still reuses its share of the weights.
+
+use std::cell::RefCell;
+
+use super::{AlignedBuf, FilterShape};
+use crate::conv::taps;
+use crate::ukernels::{F32Gemm, F32GemmArgs, Ukernels, F32_GEMM_MAX_MR};
+use crate::{Activation, Window};
+
+/// Bytes of packed weights one column panel may hold: a quarter of Zen 4's 1 MiB L2, leaving
+/// room for the A rows a task streams and for the other data of the layer.
+const PANEL_BYTES: usize = 256 << 10;
+
+/// Below this many multiply-adds (≈ 5 µs on one Zen 4 core) waking a second worker costs
+/// about as much as it saves.
+const PARALLEL_MIN_MACS: usize = 1 << 19;
+
+/// With at most this many rows the work is split over column blocks instead of row tiles.
+const SPLIT_COLUMNS_MAX_ROWS: usize = 256;
+
+/// Parts per pool thread when splitting over row tiles and over column blocks.
+const ROW_PARTS_PER_THREAD: usize = 4;
+const COLUMN_PARTS_PER_THREAD: usize = 2;
+
+/// Filter and bias of one CONV_2D or FULLY_CONNECTED, packed for one GEMM micro-kernel.
+///
+/// Layout: per block of `nr` output channels, `[bias: nr][k = 0: nr weights]…[k = K − 1: nr]`
+/// with `K = kh · kw · in_c` in the filter's own `(ky, kx, c)` order and the channels past
+/// `out_c` zero-filled, blocks back to back in a 64-byte aligned buffer.
+#[derive(Clone, Debug)]
+pub struct PackedConvF32 {
+    shape: FilterShape,
+    gemm: F32Gemm,
+    weights: AlignedBuf<f32>,
+    /// `kw · in_c` zeros: the A segment of a filter row lying in the padding.
+    zeros: AlignedBuf<f32>,
+}
+
+impl PackedConvF32 {
+    /// CONV_2D filter `[out_c, kh, kw, in_c]` row-major + bias `[out_c]` (FULLY_CONNECTED:
+    /// `kh = kw = 1`), packed for the float32 GEMM kernel of `uk`.
+    pub fn pack(uk: &Ukernels, shape: FilterShape, filter: &[f32], bias: &[f32]) -> PackedConvF32 {
+        assert_eq!(filter.len(), shape.out_c * shape.taps(), "filter length");
+        assert_eq!(bias.len(), shape.out_c, "bias length");
+        let gemm = uk.f32_gemm;
+        let (k, nr) = (shape.taps(), gemm.nr);
+        let block = nr * (k + 1);
+        let mut weights = AlignedBuf::zeroed(shape.out_c.div_ceil(nr) * block);
+        for (j, blk) in weights.chunks_exact_mut(block).enumerate() {
+            let first = j * nr;
+            for (i, oc) in (first..shape.out_c.min(first + nr)).enumerate() {
+                blk[i] = bias[oc];
+                let row = &filter[oc * k..(oc + 1) * k];
+                for (kk, &v) in row.iter().enumerate() {
+                    blk[nr * (kk + 1) + i] = v;
+                }
+            }
+        }
+        PackedConvF32 {
+            shape,
+            gemm,
+            weights,
+            zeros: AlignedBuf::zeroed(shape.kw * shape.in_c),
+        }
+    }
+
+    pub fn shape(&self) -> FilterShape {
+        self.shape
+    }
+
+    /// Size of the packed weights and biases (and the zero segment).
+    pub fn packed_bytes(&self) -> usize {
+        (self.weights.len() + self.zeros.len()) * std::mem::size_of::<f32>()
+    }
+
+    /// Name of the micro-kernel the weights were packed for.
+    pub fn kernel_name(&self) -> &'static str {
+        self.gemm.name
+    }
+}
+
+/// CONV_2D float32, NHWC, explicit padding (padded taps contribute 0), fused activation, any
+/// batch. Equal to [`crate::conv::conv2d_f32`] up to the order of the float sums (and a NaN
+/// sum stays NaN under RELU, where the reference's `max(x, 0)` gives 0).
+pub fn conv2d_f32(
+    w: &Window,
+    packed: &PackedConvF32,
+    input: &[f32],
+    act: Activation,
+    output: &mut [f32],
+) {
+    let s = packed.shape;
+    assert_eq!(
+        (s.out_c, s.kh, s.kw, s.in_c),
+        (w.output.c, w.filter_h, w.filter_w, w.input.c),
+        "filter shape does not match the window"
+    );
+    assert_eq!(w.input.n, w.output.n, "batch");
+    assert_eq!(input.len(), w.input.len(), "input length");
+    assert_eq!(output.len(), w.output.len(), "output length");
+    assert!(w.stride_h > 0 && w.stride_w > 0, "stride");
+    assert!(s.kh > 0 && s.kw > 0, "empty filter window");
+    let pointwise = s.kh == 1
+        && s.kw == 1
+        && w.padding == crate::Padding::default()
+        && (w.input.h, w.input.w) == (w.output.h, w.output.w)
+        && (w.stride_h == 1 || w.input.h == 1)
+        && (w.stride_w == 1 || w.input.w == 1);
+    let rows = if pointwise {
+        Rows::Direct(input)
+    } else {
+        Rows::Conv { w, input }
+    };
+    Gemm::new(packed, rows, w.output.n * w.output.h * w.output.w, act).execute(output);
+}
+
+/// FULLY_CONNECTED float32: `rows × in_c` input to `rows × out_c` output (reference:
+/// [`crate::conv::fully_connected_f32`]).
+pub fn fully_connected_f32(
+    packed: &PackedConvF32,
+    rows: usize,
+    input: &[f32],
+    act: Activation,
+    output: &mut [f32],
+) {
+    let s = packed.shape;
+    assert_eq!(input.len(), rows * s.taps(), "input length");
+    assert_eq!(output.len(), rows * s.out_c, "output length");
+    Gemm::new(packed, Rows::Direct(input), rows, act).execute(output);
+}
+
+/// Where the rows of A come from.
+#[derive(Clone, Copy)]
+enum Rows<'a> {
+    /// A is the `M × K` row-major slice itself.
+    Direct(&'a [f32]),
+    /// Row `m` is the receptive field of output pixel `m` of a convolution, one segment per
+    /// filter row.
+    Conv { w: &'a Window, input: &'a [f32] },
+}
+
+/// One GEMM over a packed filter: `m` rows, `out_c` columns, `taps` deep.
+struct Gemm<'a> {
+    packed: &'a PackedConvF32,
+    rows: Rows<'a>,
+    m: usize,
+    min: f32,
+    max: f32,
+}
+
+/// A rectangle of the output: row tiles' rows `m0..m1` by column blocks `b0..b1`.
+#[derive(Clone, Copy, Debug)]
+struct Task {
+    m0: usize,
+    m1: usize,
+    b0: usize,
+    b1: usize,
+}
+
+/// The output as a raw pointer that parallel tasks share.
+#[derive(Clone, Copy)]
+struct OutPtr {
+    ptr: *mut f32,
+    len: usize,
+}
+
+// SAFETY: the pointer comes from one `&mut [f32]` borrowed for the whole fork-join, and the
+// tasks of `Gemm::execute` cover disjoint output rectangles, so no element is written by two
+// threads and nothing else touches the slice meanwhile.
+unsafe impl Send for OutPtr {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for OutPtr {}
+
+/// Per-thread buffers of the convolution path, grown on first need.
+struct Scratch {
+    /// Border segments, `mr · K` values: segment (row r, filter row ky) at `(r·kh + ky)·seg`.
+    rows: Vec<f32>,
+    /// The micro-kernel's pointer table for one row tile, `kh · mr` entries.
+    ptrs: Vec<*const f32>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = const {
+        RefCell::new(Scratch {
+            rows: Vec::new(),
+            ptrs: Vec::new(),
+        })
+    };
+}
+
+impl<'a> Gemm<'a> {
+    fn new(packed: &'a PackedConvF32, rows: Rows<'a>, m: usize, act: Activation) -> Self {
+        let (min, max) = act.range_f32();
+        Gemm {
+            packed,
+            rows,
+            m,
+            min,
+            max,
+        }
+    }
+
+    fn execute(&self, output: &mut [f32]) {
+        let g = &self.packed.gemm;
+        let n = self.packed.shape.out_c;
+        debug_assert_eq!(output.len(), self.m * n);
+        if self.m == 0 || n == 0 {
+            return;
+        }
+        let out = OutPtr {
+            ptr: output.as_mut_ptr(),
+            len: output.len(),
+        };
+        let (tiles, blocks) = (self.m.div_ceil(g.mr), n.div_ceil(g.nr));
+        let whole = Task {
+            m0: 0,
+            m1: self.m,
+            b0: 0,
+            b1: blocks,
+        };
+        let threads = crate::parallel::threads();
+        let macs = self.m * n * self.packed.shape.taps().max(1);
+        if threads <= 1 || macs < PARALLEL_MIN_MACS {
+            self.run(whole, out);
+            return;
+        }
+        let by_rows = (self.m > SPLIT_COLUMNS_MAX_ROWS && tiles >= threads) || blocks < threads;
+        let units = if by_rows { tiles } else { blocks };
+        // A few parts per thread, so a worker that wakes late still takes its share by
+        // stealing instead of leaving the whole second half to the first thread. Column parts
+        // each re-read all of A, so they stay coarser.
+        let per_thread = if by_rows {
+            ROW_PARTS_PER_THREAD
+        } else {
+            COLUMN_PARTS_PER_THREAD
+        };
+        let parts = (threads * per_thread).min(units);
+        if parts <= 1 {
+            self.run(whole, out);
+            return;
+        }
+        let task = |i: usize| {
+            let (u0, u1) = (i * units / parts, (i + 1) * units / parts);
+            if by_rows {
+                Task {
+                    m0: u0 * g.mr,
+                    m1: (u1 * g.mr).min(self.m),
+                    ..whole
+                }
+            } else {
+                Task {
+                    b0: u0,
+                    b1: u1,
+                    ..whole
+                }
+            }
+        };
+        crate::parallel::for_parts(parts, |i| self.run(task(i), out));
+    }
+
+    /// Computes the output rectangle `t`.
+    fn run(&self, t: Task, out: OutPtr) {
+        let g = &self.packed.gemm;
+        let (n, k) = (self.packed.shape.out_c, self.packed.shape.taps());
+        let (ks, kc) = match self.rows {
+            Rows::Direct(_) => (1, k),
+            Rows::Conv { w, .. } => (w.filter_h, w.filter_w * w.input.c),
+        };
+        let block = g.nr * (k + 1);
+        // Equal panels of at most PANEL_BYTES, so no panel is a sliver that re-reads all of A
+        // for one block.
+        let max_panel = (PANEL_BYTES / (block * std::mem::size_of::<f32>())).max(1);
+        let panel = (t.b1 - t.b0)
+            .div_ceil((t.b1 - t.b0).div_ceil(max_panel).max(1))
+            .max(1);
+        let weights = self.packed.weights.as_slice();
+        SCRATCH.with(|scratch| {
+            let scratch = &mut *scratch.borrow_mut();
+            if let Rows::Conv { .. } = self.rows {
+                if scratch.rows.len() < g.mr * k {
+                    scratch.rows.resize(g.mr * k, 0.0);
+                }
+                if scratch.ptrs.len() < g.mr * ks {
+                    scratch.ptrs.resize(g.mr * ks, std::ptr::null());
+                }
+            }
+            let mut direct = [std::ptr::null::<f32>(); F32_GEMM_MAX_MR];
+            let mut p0 = t.b0;
+            while p0 < t.b1 {
+                let p1 = (p0 + panel).min(t.b1);
+                let col0 = p0 * g.nr;
+                let nc = (p1 * g.nr).min(n) - col0;
+                let w = &weights[p0 * block..p1 * block];
+                let mut m0 = t.m0;
+                while m0 < t.m1 {
+                    let rows = g.mr.min(t.m1 - m0);
+                    let table: &[*const f32] = match self.rows {
+                        Rows::Direct(a) => {
+                            let a = &a[m0 * k..(m0 + rows) * k];
+                            for (r, p) in direct[..rows].iter_mut().enumerate() {
+                                *p = a[r * k..].as_ptr();
+                            }
+                            &direct[..rows]
+                        }
+                        Rows::Conv { w, input } => {
+                            let ptrs = &mut scratch.ptrs[..rows * ks];
+                            indirection(w, input, &self.packed.zeros, m0, &mut scratch.rows, ptrs);
+                            ptrs
+                        }
+                    };
+                    let c0 = m0 * n + col0;
+                    assert!(c0 + (rows - 1) * n + nc <= out.len, "output rectangle");
+                    let args = F32GemmArgs {
+                        a: table.as_ptr(),
+                        ks,
+                        kc,
+                        w: w.as_ptr(),
+                        c: out.ptr.wrapping_add(c0),
+                        c_stride: n,
+                        nc,
+                        min: self.min,
+                        max: self.max,
+                    };
+                    // SAFETY: `table` holds ks·rows pointers, each to kc readable values (the
+                    // input, the zero segment or the scratch, see `indirection`); `w` holds the
+                    // p1 − p0 ≥ ceil(nc / nr) packed blocks of (k + 1)·nr values; C rows
+                    // m0..m0 + rows, columns col0..col0 + nc lie inside the output (asserted
+                    // above), which is a separate `&mut` borrow from everything the kernel
+                    // reads, and belong to this task alone (see `OutPtr`). The kernel came
+                    // from a table, so the processor runs it.
+                    unsafe { g.kernel(rows)(&args) };
+                    m0 += rows;
+                }
+                p0 = p1;
+            }
+        });
+    }
+}
+
+/// Fills `ptrs` (`kh · rows` entries, filter row major) with the A segments of output pixels
+/// `m0..m0 + rows`: segment (r, ky) is the `seg = kw · in_c` input values under filter row `ky`
+/// of pixel `m0 + r`. Windows inside the input point into it, filter rows in the vertical
+/// padding point at `zeros`, and windows cut by the horizontal padding are gathered into
+/// `scratch` (padding as zeros).
+fn indirection(
+    w: &Window,
+    input: &[f32],
+    zeros: &[f32],
+    m0: usize,
+    scratch: &mut [f32],
+    ptrs: &mut [*const f32],
+) {
+    let kh = w.filter_h;
+    let in_c = w.input.c;
+    let seg = w.filter_w * in_c;
+    let rows = ptrs.len() / kh;
+    debug_assert!(zeros.len() >= seg && scratch.len() >= rows * kh * seg);
+    let (oh, ow) = (w.output.h, w.output.w);
+    let (sw, pl) = (w.stride_w, w.padding.left);
+    // Output columns whose window lies wholly inside the input row: ox·sw ≥ pl and
+    // ox·sw − pl + kw ≤ in_w.
+    let inner_lo = pl.div_ceil(sw);
+    let inner_hi = if w.input.w + pl >= w.filter_w {
+        (w.input.w + pl - w.filter_w) / sw + 1
+    } else {
+        0
+    };
+    let mut gathered = false;
+    let mut r0 = 0;
+    while r0 < rows {
+        // A run of pixels of one output row shares its vertical window.
+        let m = m0 + r0;
+        let (b, oy, ox0) = (m / (oh * ow), (m / ow) % oh, m % ow);
+        let run = (ow - ox0).min(rows - r0);
+        let ty = taps(oy, w.stride_h, w.padding.top, kh, w.input.h);
+        for ky in 0..kh {
+            let slots = &mut ptrs[ky * rows + r0..ky * rows + r0 + run];
+            if ky < ty.first_tap || ky >= ty.first_tap + ty.len {
+                slots.fill(zeros.as_ptr());
+                continue;
+            }
+            let row_base = w
+                .input
+                .offset(b, ty.first_input + (ky - ty.first_tap), 0, 0);
+            // Pixels i_lo..i_hi of the run have their window inside the input: consecutive
+            // spans `sw · in_c` apart, bounds-checked once.
+            let i_lo = inner_lo.saturating_sub(ox0).min(run);
+            let i_hi = inner_hi.saturating_sub(ox0).clamp(i_lo, run);
+            if i_lo < i_hi {
+                let step = sw * in_c;
+                let first = row_base + ((ox0 + i_lo) * sw - pl) * in_c;
+                let end = first + (i_hi - i_lo - 1) * step + seg;
+                let base = input[first..end].as_ptr();
+                for (j, slot) in slots[i_lo..i_hi].iter_mut().enumerate() {
+                    *slot = base.wrapping_add(j * step);
+                }
+            }
+            for i in (0..i_lo).chain(i_hi..run) {
+                let ox = ox0 + i;
+                let tx = taps(ox, sw, pl, w.filter_w, w.input.w);
+                let (x0, x1) = (tx.first_tap * in_c, (tx.first_tap + tx.len) * in_c);
+                let src = row_base + tx.first_input * in_c;
+                let at = ((r0 + i) * kh + ky) * seg;
+                let d = &mut scratch[at..at + seg];
+                zero_span(&mut d[..x0]);
+                copy_span(&mut d[x0..x1], &input[src..src + (x1 - x0)]);
+                zero_span(&mut d[x1..]);
+                // Pointed at once the scratch is no longer written (below).
+                slots[i] = std::ptr::null();
+                gathered = true;
+            }
+        }
+        r0 += run;
+    }
+    if gathered {
+        let base = scratch.as_ptr();
+        for (i, slot) in ptrs.iter_mut().enumerate() {
+            if slot.is_null() {
+                let (ky, r) = (i / rows, i % rows);
+                *slot = base.wrapping_add((r * kh + ky) * seg);
+            }
+        }
+    }
+}
+
+/// `dst.copy_from_slice(src)` in fixed-size pieces, which compile to plain vector moves.
+#[inline(always)]
+fn copy_span(dst: &mut [f32], src: &[f32]) {
+    let mut d = dst.chunks_exact_mut(16);
+    let mut s = src.chunks_exact(16);
+    for (d, s) in (&mut d).zip(&mut s) {
+        d.copy_from_slice(s);
+    }
+    let (mut d, mut s) = (d.into_remainder(), s.remainder());
+    for piece in [8, 4, 2, 1] {
+        if d.len() >= piece {
+            let (dh, dt) = d.split_at_mut(piece);
+            dh.copy_from_slice(&s[..piece]);
+            (d, s) = (dt, &s[piece..]);
+        }
+    }
+}
+
+/// `dst.fill(0.0)` in fixed-size pieces (see [`copy_span`]).
+#[inline(always)]
+fn zero_span(dst: &mut [f32]) {
+    let mut d = dst.chunks_exact_mut(16);
+    for d in &mut d {
+        d.copy_from_slice(&[0.0; 16]);
+    }
+    let mut d = d.into_remainder();
+    for piece in [8, 4, 2, 1] {
+        if d.len() >= piece {
+            let (dh, dt) = d.split_at_mut(piece);
+            dh.copy_from_slice(&[0.0; 16][..piece]);
+            d = dt;
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Element-wise float32 operations (ADD and MUL of same-shape tensors, RELU/RELU1/RELU6,
+//! LOGISTIC, TANH) and SOFTMAX over the [`crate::ukernels::f32_small::F32Vec`] loops, with the
+//! semantics of [`crate::elementwise`] and [`crate::normalization`]. Long tensors are split
+//! once over the pool in contiguous chunks (SOFTMAX: whole rows).
+
+use rayon::prelude::*;
+
+use crate::ukernels::f32_small::ClampF32;
+use crate::ukernels::Ukernels;
+use crate::Activation;
+
+/// Below this many elements a call stays on the calling thread: a fork-join costs more.
+const PARALLEL_MIN_LEN: usize = 1 << 15;
+
+/// Elements per parallel task: about four tasks per thread, whole cache lines.
+fn chunk_len(len: usize) -> usize {
+    let tasks = 4 * rayon::current_num_threads();
+    len.div_ceil(tasks).next_multiple_of(16).max(4096)
+}
+
+fn parallel(len: usize) -> bool {
+    len >= PARALLEL_MIN_LEN && crate::in_worker() && rayon::current_num_threads() > 1
+}
+
+type Binary = unsafe fn(&[f32], &[f32], &mut [f32], ClampF32);
+type Unary = unsafe fn(&[f32], &mut [f32]);
+
+fn binary(f: Binary, a: &[f32], b: &[f32], c: ClampF32, out: &mut [f32]) {
+    assert_eq!(a.len(), out.len(), "first operand length");
+    assert_eq!(b.len(), out.len(), "second operand length");
+    if parallel(out.len()) {
+        let n = chunk_len(out.len());
+        out.par_chunks_mut(n)
+            .zip(a.par_chunks(n).zip(b.par_chunks(n)))
+            // SAFETY: table slots only hold kernels the processor runs.
+            .for_each(|(o, (a, b))| unsafe { f(a, b, o, c) });
+    } else {
+        // SAFETY: table slots only hold kernels the processor runs.
+        unsafe { f(a, b, out, c) }
+    }
+}
+
+fn unary(f: Unary, input: &[f32], out: &mut [f32]) {
+    assert_eq!(input.len(), out.len(), "input length");
+    if parallel(out.len()) {
+        let n = chunk_len(out.len());
+        out.par_chunks_mut(n)
+            .zip(input.par_chunks(n))
+            // SAFETY: table slots only hold kernels the processor runs.
+            .for_each(|(o, x)| unsafe { f(x, o) });
+    } else {
+        // SAFETY: table slots only hold kernels the processor runs.
+        unsafe { f(input, out) }
+    }
+}
+
+/// ADD of same-shape tensors: `act(a + b)`, NaN passing the activation as in the reference.
+pub fn add_f32(uk: &Ukernels, a: &[f32], b: &[f32], act: Activation, out: &mut [f32]) {
+    binary(uk.f32_vec.add, a, b, ClampF32::passing_nan(act), out);
+}
+
+/// MUL of same-shape tensors: `act(a · b)`.
+pub fn mul_f32(uk: &Ukernels, a: &[f32], b: &[f32], act: Activation, out: &mut [f32]) {
+    binary(uk.f32_vec.mul, a, b, ClampF32::passing_nan(act), out);
+}
+
+/// RELU (`Relu`), RELU1 (`Relu1`), RELU6 (`Relu6`); `None` copies.
+pub fn clamp_f32(uk: &Ukernels, act: Activation, input: &[f32], out: &mut [f32]) {
+    let c = ClampF32::passing_nan(act);
+    let f = uk.f32_vec.clamp;
+    assert_eq!(input.len(), out.len(), "input length");
+    if parallel(out.len()) {
+        let n = chunk_len(out.len());
+        out.par_chunks_mut(n)
+            .zip(input.par_chunks(n))
+            // SAFETY: table slots only hold kernels the processor runs.
+            .for_each(|(o, x)| unsafe { f(x, o, c) });
+    } else {
+        // SAFETY: table slots only hold kernels the processor runs.
+        unsafe { f(input, out, c) }
+    }
+}
+
+/// LOGISTIC: `1 / (1 + exp(−x))`.
+pub fn logistic_f32(uk: &Ukernels, input: &[f32], out: &mut [f32]) {
+    unary(uk.f32_vec.logistic, input, out);
+}
+
+/// TANH.
+pub fn tanh_f32(uk: &Ukernels, input: &[f32], out: &mut [f32]) {
+    unary(uk.f32_vec.tanh, input, out);
+}
+
+/// SOFTMAX over rows of `depth`: `exp(β·(x − max)) / Σ exp(β·(x − max))`.
+pub fn softmax_f32(uk: &Ukernels, beta: f32, depth: usize, input: &[f32], out: &mut [f32]) {
+    assert_eq!(input.len(), out.len(), "input length");
+    if depth == 0 || input.is_empty() {
+        return;
+    }
+    assert_eq!(input.len() % depth, 0, "rows of depth");
+    let v = uk.f32_vec;
+    let rows = |src: &[f32], dst: &mut [f32]| {
+        for (x, y) in src.chunks_exact(depth).zip(dst.chunks_exact_mut(depth)) {
+            // SAFETY: table slots only hold kernels the processor runs; `x` is non-empty.
+            unsafe {
+                let max = (v.max)(x);
+                let sum = (v.exp_sum)(x, y, max, beta);
+                (v.div)(y, sum);
+            }
+        }
+    };
+    if parallel(out.len()) && input.len() > depth {
+        let n = chunk_len(out.len()).div_ceil(depth) * depth;
+        out.par_chunks_mut(n)
+            .zip(input.par_chunks(n))
+            .for_each(|(y, x)| rows(x, y));
+    } else {
+        rows(input, out);
+    }
+}

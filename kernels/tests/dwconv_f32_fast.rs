@@ -1,0 +1,290 @@
+//! The fast float32 DEPTHWISE_CONV_2D (`ops::dwconv_f32`) against the reference
+//! (`conv::depthwise_conv2d_f32`) on every instruction-set level this processor runs: random
+//! shapes with channel tails, 3×3 / 5×5 / 3×2 / 1×1 filters, strides 1–3, symmetric and
+//! asymmetric padding, depth multipliers 1–3, batch 2, every activation, NaN inputs, the
+//! MobileNet v1 geometries, and a 2-thread pool against the sequential result.
+
+use nnhal_kernels::conv::depthwise_conv2d_f32 as reference;
+use nnhal_kernels::ops::dwconv_f32::{depthwise_conv2d_f32, PackedDwF32};
+use nnhal_kernels::ukernels::{table, Isa, Ukernels};
+use nnhal_kernels::{Activation, Nhwc, Padding, Window};
+
+const ACTS: [Activation; 4] = [
+    Activation::None,
+    Activation::Relu,
+    Activation::Relu1,
+    Activation::Relu6,
+];
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + self.below(hi - lo + 1)
+    }
+    fn f32(&mut self) -> f32 {
+        ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+    fn vec(&mut self, n: usize, scale: f32) -> Vec<f32> {
+        (0..n).map(|_| self.f32() * scale).collect()
+    }
+}
+
+fn tables() -> Vec<&'static Ukernels> {
+    Isa::levels()
+        .iter()
+        .filter(|l| l.is_supported())
+        .map(|&l| table(l).unwrap())
+        .collect()
+}
+
+struct Case {
+    w: Window,
+    m: usize,
+    input: Vec<f32>,
+    filter: Vec<f32>,
+    bias: Vec<f32>,
+    act: Activation,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn case(
+    rng: &mut Rng,
+    n: usize,
+    (ih, iw, ic): (usize, usize, usize),
+    (kh, kw): (usize, usize),
+    (sh, sw): (usize, usize),
+    padding: Padding,
+    m: usize,
+    act: Activation,
+) -> Case {
+    let oh = (ih + padding.top + padding.bottom - kh) / sh + 1;
+    let ow = (iw + padding.left + padding.right - kw) / sw + 1;
+    let oc = ic * m;
+    let w = Window {
+        input: Nhwc::new(n, ih, iw, ic),
+        output: Nhwc::new(n, oh, ow, oc),
+        filter_h: kh,
+        filter_w: kw,
+        stride_h: sh,
+        stride_w: sw,
+        padding,
+    };
+    Case {
+        w,
+        m,
+        input: rng.vec(w.input.len(), 4.0),
+        filter: rng.vec(kh * kw * oc, 1.0),
+        bias: rng.vec(oc, 1.0),
+        act,
+    }
+}
+
+fn expected(c: &Case) -> Vec<f32> {
+    let mut out = vec![0.0; c.w.output.len()];
+    reference(&c.w, c.m, &c.input, &c.filter, &c.bias, c.act, &mut out);
+    out
+}
+
+fn fast(uk: &Ukernels, c: &Case) -> Vec<f32> {
+    let packed = PackedDwF32::pack(
+        uk,
+        c.w.filter_h,
+        c.w.filter_w,
+        c.w.output.c,
+        &c.filter,
+        &c.bias,
+    );
+    let mut out = vec![f32::from_bits(0x7fc0_dead); c.w.output.len()];
+    depthwise_conv2d_f32(&c.w, c.m, &packed, &c.input, c.act, &mut out);
+    out
+}
+
+/// Within 1e-5 relative (of max(1, |expected|)); NaN only where the reference has NaN.
+fn check(uk: &Ukernels, c: &Case, got: &[f32], want: &[f32]) {
+    for (i, (&g, &e)) in got.iter().zip(want).enumerate() {
+        let ok = if e.is_nan() {
+            g.is_nan()
+        } else {
+            g == e || (g - e).abs() <= 1e-5 * e.abs().max(1.0)
+        };
+        assert!(
+            ok,
+            "{}: element {i}: got {g}, want {e}; window {:?}, multiplier {}, {:?}",
+            uk.isa, c.w, c.m, c.act
+        );
+    }
+}
+
+fn random_case(rng: &mut Rng) -> Case {
+    let (kh, kw) = [(3, 3), (3, 3), (3, 3), (5, 5), (3, 2), (1, 1), (2, 3)][rng.below(7)];
+    let (sh, sw) = (rng.range(1, 3), rng.range(1, 3));
+    let channels = [1, 3, 4, 7, 8, 16, 17, 24, 33, 40, 64];
+    let ic = channels[rng.below(channels.len())];
+    let m = [1, 1, 1, 2, 3][rng.below(5)];
+    let padding = Padding {
+        top: rng.below(kh),
+        bottom: rng.below(kh),
+        left: rng.below(kw),
+        right: rng.below(kw),
+    };
+    let ih = rng.range(kh.saturating_sub(padding.top + padding.bottom).max(1), 13);
+    let iw = rng.range(kw.saturating_sub(padding.left + padding.right).max(1), 21);
+    let n = rng.range(1, 2);
+    let act = ACTS[rng.below(4)];
+    case(rng, n, (ih, iw, ic), (kh, kw), (sh, sw), padding, m, act)
+}
+
+#[test]
+fn random_shapes_match_reference() {
+    let mut rng = Rng(0x5eed_d00d);
+    for _ in 0..300 {
+        let c = random_case(&mut rng);
+        let want = expected(&c);
+        for uk in tables() {
+            check(uk, &c, &fast(uk, &c), &want);
+        }
+    }
+}
+
+#[test]
+fn mobilenet_geometries_and_wide_channels() {
+    let mut rng = Rng(42);
+    let same1 = Padding {
+        top: 1,
+        bottom: 1,
+        left: 1,
+        right: 1,
+    };
+    let same2 = Padding {
+        top: 0,
+        bottom: 1,
+        left: 0,
+        right: 1,
+    };
+    // Narrow images with the real strides and paddings; channel counts around the vector widths
+    // and MobileNet's, plus 1001 (many blocks and a 9-channel tail at every width).
+    for &(hw, c) in &[(9, 32), (14, 64), (7, 1001), (8, 17), (15, 33), (5, 3)] {
+        for act in ACTS {
+            for (stride, pad) in [(1, same1), (2, same2)] {
+                let k = case(
+                    &mut rng,
+                    2,
+                    (hw, hw + 3, c),
+                    (3, 3),
+                    (stride, stride),
+                    pad,
+                    1,
+                    act,
+                );
+                let want = expected(&k);
+                for uk in tables() {
+                    check(uk, &k, &fast(uk, &k), &want);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn nan_and_infinity_follow_the_reference() {
+    let mut rng = Rng(7);
+    for act in ACTS {
+        let mut c = case(
+            &mut rng,
+            1,
+            (6, 9, 19),
+            (3, 3),
+            (1, 1),
+            Padding {
+                top: 1,
+                bottom: 1,
+                left: 1,
+                right: 1,
+            },
+            1,
+            act,
+        );
+        c.input[5 * 19 + 3] = f32::NAN;
+        c.input[2 * 9 * 19 + 4 * 19 + 18] = f32::INFINITY;
+        c.input[4 * 9 * 19 + 19 + 7] = f32::NEG_INFINITY;
+        let want = expected(&c);
+        for uk in tables() {
+            check(uk, &c, &fast(uk, &c), &want);
+        }
+    }
+}
+
+#[test]
+fn two_threads_match_one() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let mut rng = Rng(99);
+    let same1 = Padding {
+        top: 1,
+        bottom: 1,
+        left: 1,
+        right: 1,
+    };
+    // Many rows (row split), 7 rows (row and channel split), one row (channel split).
+    for &(h, w, c, m) in &[
+        (24, 20, 40, 1),
+        (7, 7, 1024, 1),
+        (1, 5, 300, 1),
+        (9, 6, 10, 2),
+    ] {
+        let k = case(
+            &mut rng,
+            1,
+            (h, w, c),
+            (3, 3),
+            (1, 1),
+            same1,
+            m,
+            Activation::Relu6,
+        );
+        let want = expected(&k);
+        for uk in tables() {
+            let seq = fast(uk, &k);
+            let par = pool.install(|| fast(uk, &k));
+            assert!(
+                seq.iter()
+                    .zip(&par)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{}: parallel differs from sequential",
+                uk.isa
+            );
+            check(uk, &k, &par, &want);
+        }
+    }
+}
+
+#[test]
+fn generic_table_is_exact() {
+    // The portable kernels sum unfused in the reference's order, so they agree bit for bit.
+    let mut rng = Rng(3);
+    let uk = table(Isa::Generic).unwrap();
+    for _ in 0..50 {
+        let c = random_case(&mut rng);
+        let want = expected(&c);
+        let got = fast(uk, &c);
+        for (g, e) in got.iter().zip(&want) {
+            assert!(
+                g.to_bits() == e.to_bits() || (*g == 0.0 && *e == 0.0),
+                "{g} vs {e}"
+            );
+        }
+    }
+}

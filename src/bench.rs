@@ -1,0 +1,1285 @@
+//! The benchmark behind `nnhal bench`: one model prepared once and executed many times,
+//! in-process or through the binder service, with its output checked.
+//!
+//! A workload is the builtin float32 MobileNet v1 ([`crate::mobilenet`], checked against the
+//! ONNX Runtime reference output) or the first example of a golden vector (checked with the
+//! vector's own tolerance). A vector whose `origin.goldenLogits` names an operand is also run
+//! once as the variant whose output is that operand, which must match bit for bit: for the
+//! uint8 MobileNet the softmax output is almost flat and checks little, its input does.
+//!
+//! The report keeps what `ratio.py` and people read: latency statistics, prepare time, the
+//! output verdicts and, on request, the per-operation profile. [`Report::json`] is the one-line
+//! form the anchors' comparison script parses (`perf/mobilenet_v1.md`, "Benchmark command
+//! contract").
+
+use crate::binder::{self, ConnectOptions, RemoteDevice, RemotePreparedModel};
+use crate::mobilenet;
+use crate::vector::compare::compare;
+use crate::vector::model::{
+    build_request, decode, to_model, BuiltRequest, ConstantMode, OutputSlot,
+};
+use crate::vector::{Tolerance, Vector};
+use crate::{Driver, PreparedModel};
+use nnhal_hal::memory::create_memfd;
+use nnhal_hal::{
+    DataLocation, HalResult, Memory, Model, OperandType, OperationType, Request, RequestArgument,
+};
+use nnhal_kernels::ukernels::{self, Isa};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The name `--builtin` accepts for the float32 MobileNet v1.
+pub const BUILTIN_MOBILENET_F32: &str = "mobilenet-v1-f32";
+
+/// Why a benchmark did not produce a report.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// The command line asked for something impossible (exit status 2).
+    #[error("{0}")]
+    Usage(String),
+    /// Preparing or executing failed (exit status 1).
+    #[error("{0}")]
+    Failed(String),
+}
+
+fn failed(what: &str) -> impl Fn(nnhal_hal::HalError) -> BenchError + '_ {
+    move |e| BenchError::Failed(format!("{what}: {e}"))
+}
+
+/// How executions reach the driver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// The driver library in this process.
+    #[default]
+    Inproc,
+    /// The HAL service over binder RPC: a running one (`socket`) or a child started for the run.
+    Rpc,
+}
+
+impl Transport {
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Inproc => "inproc",
+            Transport::Rpc => "rpc",
+        }
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A builtin model by name ([`BUILTIN_MOBILENET_F32`]).
+    Builtin(String),
+    /// A golden vector file.
+    Vector(PathBuf),
+}
+
+/// Everything `nnhal bench` can be asked.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub source: Source,
+    /// Kernel worker threads (0 = one per core).
+    pub threads: usize,
+    /// Timed executions.
+    pub iterations: usize,
+    /// Untimed executions before them.
+    pub warmup: usize,
+    pub transport: Transport,
+    /// rpc: a running service's socket; `None` starts a child service.
+    pub socket: Option<PathBuf>,
+    /// Micro-kernel level; `None`: the process default ([`ukernels::best`]).
+    pub isa: Option<String>,
+    /// Measure every operation (in-process only).
+    pub profile: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            source: Source::Builtin(BUILTIN_MOBILENET_F32.into()),
+            threads: 1,
+            iterations: 100,
+            warmup: 10,
+            transport: Transport::Inproc,
+            socket: None,
+            isa: None,
+            profile: false,
+        }
+    }
+}
+
+/// Latency statistics of the timed executions, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Stats {
+    pub median: f64,
+    pub p10: f64,
+    pub p90: f64,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl Stats {
+    /// Statistics of `samples` (any order); all zero when empty. Percentiles interpolate
+    /// linearly between the two nearest ranks, so the median of an even count is the mean of
+    /// the middle two.
+    pub fn of(samples: &[f64]) -> Stats {
+        if samples.is_empty() {
+            return Stats::default();
+        }
+        let mut s = samples.to_vec();
+        s.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            let pos = q * (s.len() - 1) as f64;
+            let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+            s[lo] + (s[hi] - s[lo]) * (pos - lo as f64)
+        };
+        Stats {
+            median: at(0.5),
+            p10: at(0.1),
+            p90: at(0.9),
+            min: s[0],
+            max: s[s.len() - 1],
+            mean: s.iter().sum::<f64>() / s.len() as f64,
+        }
+    }
+}
+
+/// The arithmetic of one operation, from the model's declared shapes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpCost {
+    /// Multiply-adds (0 for operations without a dot product).
+    pub macs: u64,
+    /// Whether the operation works on TENSOR_QUANT8_ASYMM data (rates in GOP/s, not GFLOP/s).
+    pub quantized: bool,
+}
+
+fn elements(dims: &[u32]) -> u64 {
+    dims.iter().map(|&d| u64::from(d)).product()
+}
+
+/// The multiply-adds of every operation of `model`: CONV_2D: output elements × kh·kw·in_c;
+/// DEPTHWISE_CONV_2D: output elements × kh·kw; FULLY_CONNECTED: output elements (rows × units)
+/// × input_size. Other operations count 0.
+pub fn op_costs(model: &Model) -> Vec<OpCost> {
+    let dims = |i: u32| -> &[u32] {
+        model
+            .operands
+            .get(i as usize)
+            .map_or(&[], |o| o.dimensions.as_slice())
+    };
+    model
+        .operations
+        .iter()
+        .map(|op| {
+            let out = op.outputs.first().map_or(0, |&o| elements(dims(o)));
+            let filter = op.inputs.get(1).map_or(&[][..], |&f| dims(f));
+            let per_output = match OperationType::from_raw(op.operation_type) {
+                Some(OperationType::Conv2d) if filter.len() == 4 => elements(&filter[1..]),
+                Some(OperationType::DepthwiseConv2d) if filter.len() == 4 => {
+                    elements(&filter[1..3])
+                }
+                Some(OperationType::FullyConnected) if filter.len() == 2 => u64::from(filter[1]),
+                _ => 0,
+            };
+            let quantized = op.outputs.first().is_some_and(|&o| {
+                model.operands.get(o as usize).map(|x| x.operand_type)
+                    == Some(OperandType::TensorQuant8Asymm.raw())
+            });
+            OpCost {
+                macs: out * per_output,
+                quantized,
+            }
+        })
+        .collect()
+}
+
+/// One row of the per-operation profile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProfileRow {
+    pub index: usize,
+    pub operation: String,
+    pub output_dims: Vec<u32>,
+    /// Median wall time over the profiled executions, in microseconds.
+    pub median_us: f64,
+    /// Share of the sum of all medians.
+    pub share: f64,
+    pub cost: OpCost,
+}
+
+impl ProfileRow {
+    /// GFLOP/s (float) or GOP/s (quantized), two operations per multiply-add; `None` when the
+    /// operation has no dot product.
+    pub fn rate(&self) -> Option<f64> {
+        (self.cost.macs > 0 && self.median_us > 0.0)
+            .then(|| 2.0 * self.cost.macs as f64 / (self.median_us * 1e3))
+    }
+}
+
+/// The result of checking one output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub ok: bool,
+    /// One line for people.
+    pub summary: String,
+    /// Fields for the JSON line.
+    pub fields: BTreeMap<String, Value>,
+}
+
+/// Everything one benchmark run measured.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// `mobilenet-v1-f32` or the vector's name.
+    pub model: String,
+    /// Operations of the benchmarked model.
+    pub operations: usize,
+    /// Multiply-adds of one execution.
+    pub macs: u64,
+    pub quantized: bool,
+    pub transport: Transport,
+    /// Where the service ran (rpc), for people.
+    pub endpoint: Option<String>,
+    /// Kernel threads; `None` when a running service was used (its own setting).
+    pub threads: Option<usize>,
+    /// Micro-kernel level; `None` when a running service was used.
+    pub isa: Option<Isa>,
+    pub iterations: usize,
+    pub warmup: usize,
+    pub prepare_ms: f64,
+    /// Latency of the timed executions.
+    pub latency: Stats,
+    /// The output of the first and of the last execution.
+    pub output: Verdict,
+    /// The golden-logits variant, when the vector has one.
+    pub logits: Option<Verdict>,
+    pub profile: Option<Vec<ProfileRow>>,
+}
+
+impl Report {
+    /// Whether every checked output was right.
+    pub fn passed(&self) -> bool {
+        self.output.ok && self.logits.as_ref().is_none_or(|l| l.ok)
+    }
+
+    /// The one-line JSON object (`median_ms` and friends).
+    pub fn json(&self) -> Value {
+        let mut o = json!({
+            "model": self.model,
+            "median_ms": self.latency.median,
+            "p10_ms": self.latency.p10,
+            "p90_ms": self.latency.p90,
+            "min_ms": self.latency.min,
+            "max_ms": self.latency.max,
+            "mean_ms": self.latency.mean,
+            "prepare_ms": self.prepare_ms,
+            "threads": self.threads,
+            "iterations": self.iterations,
+            "runs": self.iterations,
+            "warmup": self.warmup,
+            "isa": self.isa.map(Isa::name),
+            "transport": self.transport.name(),
+            "macs": self.macs,
+            "output_ok": self.output.ok,
+        });
+        let map = o.as_object_mut().expect("an object");
+        if self.latency.median > 0.0 {
+            let rate = 2.0 * self.macs as f64 / (self.latency.median * 1e6);
+            let key = if self.quantized { "gops" } else { "gflops" };
+            map.insert(key.into(), json!(rate));
+        }
+        for (k, v) in &self.output.fields {
+            map.insert(k.clone(), v.clone());
+        }
+        if let Some(l) = &self.logits {
+            map.insert("logits_exact".into(), json!(l.ok));
+            for (k, v) in &l.fields {
+                map.insert(format!("logits_{k}"), v.clone());
+            }
+        }
+        if let Some(rows) = &self.profile {
+            let rows: Vec<Value> = rows
+                .iter()
+                .map(|r| {
+                    json!({
+                        "index": r.index,
+                        "type": r.operation,
+                        "output": r.output_dims,
+                        "median_us": r.median_us,
+                        "share": r.share,
+                        "rate": r.rate(),
+                    })
+                })
+                .collect();
+            map.insert("profile".into(), Value::Array(rows));
+        }
+        o
+    }
+
+    /// The report for people, one fact per line.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        let unit = if self.quantized { "GOP/s" } else { "GFLOP/s" };
+        let _ = writeln!(
+            out,
+            "model      {} ({} operations, {} per execution)",
+            self.model,
+            self.operations,
+            amount(2 * self.macs, if self.quantized { "OP" } else { "FLOP" })
+        );
+        let shown = |v: Option<String>| v.unwrap_or_else(|| "(the service's own)".into());
+        let _ = writeln!(
+            out,
+            "device     {}{}, isa {}, threads {}",
+            self.transport.name(),
+            self.endpoint
+                .as_ref()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default(),
+            shown(self.isa.map(|i| i.name().to_string())),
+            shown(self.threads.map(|t| t.to_string())),
+        );
+        let _ = writeln!(out, "prepare    {:.2} ms", self.prepare_ms);
+        let s = &self.latency;
+        let rate = if s.median > 0.0 {
+            format!(", {:.1} {unit}", 2.0 * self.macs as f64 / (s.median * 1e6))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "latency    median {:.3} ms, p10 {:.3}, p90 {:.3}, min {:.3} ms ({} timed after {} \
+             warm-up{rate})",
+            s.median, s.p10, s.p90, s.min, self.iterations, self.warmup
+        );
+        let verdict =
+            |v: &Verdict| format!("{} {}", if v.ok { "correct:" } else { "WRONG:" }, v.summary);
+        let _ = writeln!(out, "output     {}", verdict(&self.output));
+        if let Some(l) = &self.logits {
+            let _ = writeln!(
+                out,
+                "logits     {} {}",
+                if l.ok { "bit-exact:" } else { "NOT EXACT:" },
+                l.summary
+            );
+        }
+        if let Some(rows) = &self.profile {
+            out.push_str(&profile_table(rows, unit));
+        }
+        out
+    }
+}
+
+/// `count` with an SI prefix: "1.137 GFLOP", "32 FLOP".
+fn amount(count: u64, unit: &str) -> String {
+    let c = count as f64;
+    match count {
+        0..1_000 => format!("{count} {unit}"),
+        1_000..1_000_000 => format!("{:.3} k{unit}", c / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.3} M{unit}", c / 1e6),
+        _ => format!("{:.3} G{unit}", c / 1e9),
+    }
+}
+
+fn profile_table(rows: &[ProfileRow], unit: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "profile    median per operation ({unit} at 2 operations per multiply-add)"
+    );
+    let _ = writeln!(
+        out,
+        "{:>4}  {:<26} {:<20} {:>11} {:>7} {:>9}",
+        "#", "operation", "output", "median µs", "share", unit
+    );
+    for r in rows {
+        let dims = format!(
+            "[{}]",
+            r.output_dims
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let rate = r.rate().map_or_else(|| "–".into(), |g| format!("{g:.1}"));
+        let _ = writeln!(
+            out,
+            "{:>4}  {:<26} {:<20} {:>11.1} {:>6.1}% {:>9}",
+            r.index,
+            r.operation,
+            dims,
+            r.median_us,
+            100.0 * r.share,
+            rate
+        );
+    }
+    let total: f64 = rows.iter().map(|r| r.median_us).sum();
+    let macs: u64 = rows.iter().map(|r| r.cost.macs).sum();
+    let rate = if total > 0.0 {
+        format!("{:.1}", 2.0 * macs as f64 / (total * 1e3))
+    } else {
+        "–".into()
+    };
+    let _ = writeln!(
+        out,
+        "{:>4}  {:<26} {:<20} {:>11.1} {:>6.1}% {:>9}",
+        "", "total", "", total, 100.0, rate
+    );
+    out
+}
+
+// ---- workloads ------------------------------------------------------------------------------
+
+/// How an output is judged.
+enum Check {
+    /// The builtin MobileNet: top-5 classes and every probability against the reference.
+    Reference,
+    /// A vector example: the harness tolerance against the expected values.
+    Golden {
+        tolerance: Tolerance,
+        expected: Vec<Option<Vec<f64>>>,
+    },
+}
+
+/// A model, the request for its example, and how to judge the output.
+struct Workload {
+    name: String,
+    model: Model,
+    request: BuiltRequest,
+    check: Check,
+}
+
+impl Workload {
+    fn judge(&self, outputs: &[Vec<u8>]) -> Verdict {
+        match &self.check {
+            Check::Reference => judge_reference(&outputs[0]),
+            Check::Golden {
+                tolerance,
+                expected,
+            } => judge_golden(&self.request.outputs, outputs, expected, tolerance),
+        }
+    }
+}
+
+fn judge_reference(bytes: &[u8]) -> Verdict {
+    let got: Vec<f32> = decode(OperandType::TensorFloat32, bytes)
+        .into_iter()
+        .map(|v| v as f32)
+        .collect();
+    let reference = mobilenet::reference_output();
+    let top5 = mobilenet::top_k(&got, 5);
+    let mut max_diff = 0f32;
+    let mut outside = 0usize;
+    for (&g, &r) in got.iter().zip(&reference) {
+        // A NaN output is outside and the largest difference (NaN sorts above infinity).
+        let d = (g - r).abs();
+        if d.is_nan() || d > mobilenet::REFERENCE_TOLERANCE {
+            outside += 1;
+        }
+        if d.total_cmp(&max_diff).is_gt() {
+            max_diff = d;
+        }
+    }
+    let top_ok = top5 == mobilenet::REFERENCE_TOP5;
+    let ok = got.len() == reference.len() && top_ok && outside == 0;
+    let list = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(" ");
+    let mut summary = format!(
+        "top-5 {} ({}), max |Δp| {:.2e} vs the ONNX Runtime reference (limit {:.0e})",
+        list(&top5),
+        if top_ok {
+            "as the reference".to_string()
+        } else {
+            format!("reference {}", list(&mobilenet::REFERENCE_TOP5))
+        },
+        max_diff,
+        mobilenet::REFERENCE_TOLERANCE
+    );
+    if outside > 0 {
+        let _ = write!(summary, ", {outside} of {} outside", reference.len());
+    }
+    let mut fields = BTreeMap::new();
+    fields.insert("top5".into(), json!(top5));
+    fields.insert("max_abs_diff".into(), json!(max_diff));
+    Verdict {
+        ok,
+        summary,
+        fields,
+    }
+}
+
+fn judge_golden(
+    slots: &[OutputSlot],
+    outputs: &[Vec<u8>],
+    expected: &[Option<Vec<f64>>],
+    tolerance: &Tolerance,
+) -> Verdict {
+    let mut ok = true;
+    let mut parts = Vec::new();
+    let mut max_diff = 0f64;
+    let mut mismatches = 0usize;
+    for ((slot, bytes), want) in slots.iter().zip(outputs).zip(expected) {
+        let Some(want) = want else {
+            parts.push(format!("output {} not compared", slot.position));
+            continue;
+        };
+        let c = compare(slot.operand_type, want, bytes, tolerance);
+        ok &= c.passed();
+        max_diff = max_diff.max(c.max_abs_diff);
+        mismatches += c.mismatches;
+        let mut part = format!("output {}: max |diff| {}", slot.position, c.max_abs_diff);
+        if c.quant8_total > 0 {
+            let _ = write!(part, ", {} of {} exact", c.quant8_exact, c.quant8_total);
+        }
+        if !c.passed() {
+            let _ = write!(part, " — {}", c.describe());
+        }
+        parts.push(part);
+    }
+    let mut fields = BTreeMap::new();
+    fields.insert("max_abs_diff".into(), json!(max_diff));
+    fields.insert("mismatches".into(), json!(mismatches));
+    Verdict {
+        ok,
+        summary: parts.join("; "),
+        fields,
+    }
+}
+
+/// A sealed memfd pool holding `data` (at least 4 bytes: an empty pool is invalid).
+fn sealed_pool(name: &str, data: &[u8]) -> Result<Memory, BenchError> {
+    let size = data.len().max(4) as u64;
+    let fd = create_memfd(name, data, size, true)
+        .map_err(|e| BenchError::Failed(format!("cannot create the {name} pool: {e}")))?;
+    Ok(Memory::shared(fd, size))
+}
+
+fn builtin(name: &str) -> Result<Workload, BenchError> {
+    if name != BUILTIN_MOBILENET_F32 {
+        return Err(BenchError::Usage(format!(
+            "unknown builtin model {name:?} (known: {BUILTIN_MOBILENET_F32})"
+        )));
+    }
+    let model = mobilenet::model();
+    let input: Vec<u8> = mobilenet::input()
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let out_len = mobilenet::CLASSES * 4;
+    let argument = |pool_index: u32, length: usize| RequestArgument {
+        has_no_value: false,
+        location: DataLocation {
+            pool_index,
+            offset: 0,
+            length: length as u32,
+        },
+        dimensions: Vec::new(),
+    };
+    let request = Request {
+        inputs: vec![argument(0, input.len())],
+        outputs: vec![argument(1, out_len)],
+        pools: vec![
+            sealed_pool("nnhal-bench-input", &input)?,
+            sealed_pool("nnhal-bench-output", &vec![0; out_len])?,
+        ],
+    };
+    let output = mobilenet::operands::OUTPUT;
+    let slot = OutputSlot {
+        position: 0,
+        operand: output,
+        operand_type: OperandType::TensorFloat32,
+        dimensions: model.operands[output as usize].dimensions.clone(),
+        scale: 0.0,
+        zero_point: 0,
+        location: request.outputs[0].location,
+    };
+    Ok(Workload {
+        name: BUILTIN_MOBILENET_F32.into(),
+        model,
+        request: BuiltRequest {
+            request,
+            outputs: vec![slot],
+        },
+        check: Check::Reference,
+    })
+}
+
+/// The parts of a vector's `origin` object the benchmark reads.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Origin {
+    #[serde(default)]
+    golden_logits: Option<GoldenLogits>,
+}
+
+#[derive(Debug, Deserialize)]
+struct GoldenLogits {
+    operand: u32,
+    values: Vec<f64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WithOrigin {
+    #[serde(default)]
+    origin: Option<Origin>,
+}
+
+fn vector_workload(v: &Vector) -> Result<Workload, BenchError> {
+    let invalid = |e: crate::vector::VectorError| BenchError::Usage(format!("{}: {e}", v.name));
+    let example = v
+        .examples
+        .first()
+        .ok_or_else(|| BenchError::Usage(format!("{}: the vector has no example", v.name)))?;
+    let model = to_model(v, ConstantMode::Copy).map_err(invalid)?;
+    let request = build_request(v, ConstantMode::Copy, example).map_err(invalid)?;
+    let expected = request
+        .outputs
+        .iter()
+        .map(|slot| {
+            if v.tolerance.ignored_outputs.contains(&slot.position) {
+                return Ok(None);
+            }
+            example
+                .output(slot.position)
+                .map(|e| Some(e.to_vec()))
+                .ok_or_else(|| {
+                    BenchError::Usage(format!(
+                        "{}: output {} has no expected values",
+                        v.name, slot.position
+                    ))
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Workload {
+        name: v.name.clone(),
+        model,
+        request,
+        check: Check::Golden {
+            tolerance: v.tolerance.clone(),
+            expected,
+        },
+    })
+}
+
+/// The variant of `v` whose only output is `operand` (with `values` expected exactly): the
+/// operations after the one producing it are dropped, and so are the operands only they used;
+/// the rest are renumbered in their original order.
+pub fn output_variant(v: &Vector, operand: u32, values: Vec<f64>) -> Result<Vector, String> {
+    let ops = &v.model.operations;
+    let producer = ops
+        .iter()
+        .position(|op| op.outputs.contains(&operand))
+        .ok_or_else(|| format!("no operation computes operand {operand}"))?;
+    let kept = &ops[..=producer];
+    let mut used = vec![false; v.model.operands.len()];
+    for &i in kept
+        .iter()
+        .flat_map(|op| op.inputs.iter().chain(&op.outputs))
+        .chain(&v.model.input_indexes)
+    {
+        *used
+            .get_mut(i as usize)
+            .ok_or_else(|| format!("operand index {i} out of range"))? = true;
+    }
+    let mut renumber = vec![u32::MAX; used.len()];
+    let mut operands = Vec::new();
+    for (i, operand_info) in v.model.operands.iter().enumerate() {
+        if used[i] {
+            renumber[i] = operands.len() as u32;
+            let mut o = operand_info.clone();
+            if o.lifetime == "MODEL_OUTPUT" {
+                o.lifetime = "TEMPORARY_VARIABLE".into();
+            }
+            operands.push(o);
+        }
+    }
+    let new_output = renumber[operand as usize];
+    operands[new_output as usize].lifetime = "MODEL_OUTPUT".into();
+    let map = |list: &[u32]| list.iter().map(|&i| renumber[i as usize]).collect();
+    let mut out = v.clone();
+    out.name = format!("{}_output_{operand}", v.name);
+    out.model.operands = operands;
+    out.model.operations = kept
+        .iter()
+        .map(|op| crate::vector::VectorOperation {
+            operation_type: op.operation_type.clone(),
+            inputs: map(&op.inputs),
+            outputs: map(&op.outputs),
+        })
+        .collect();
+    out.model.input_indexes = map(&v.model.input_indexes);
+    out.model.output_indexes = vec![new_output];
+    out.examples.truncate(1);
+    for example in &mut out.examples {
+        example.outputs = BTreeMap::from([("0".to_string(), values.clone())]);
+    }
+    // Bit for bit: no allowance on any type.
+    let mut tolerance = Tolerance::default();
+    tolerance.float32.atol = 0.0;
+    tolerance.float32.rtol = 0.0;
+    tolerance.quant8.max_abs_diff = 0;
+    tolerance.int32.max_abs_diff = 0;
+    out.tolerance = tolerance;
+    // AOSP's input list describes the original model only.
+    out.aosp = Default::default();
+    Ok(out)
+}
+
+/// The vector at `path` and, when it names golden logits, its logits variant.
+fn load_vector(path: &Path) -> Result<(Workload, Option<Workload>), BenchError> {
+    let not_a_vector =
+        |why: String| BenchError::Usage(format!("not a vector file: {}: {why}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| not_a_vector(e.to_string()))?;
+    let v = Vector::from_json(&text, path).map_err(|e| match e {
+        crate::vector::VectorError::Json { source, .. } => not_a_vector(source.to_string()),
+        other => not_a_vector(other.to_string()),
+    })?;
+    let origin: WithOrigin =
+        serde_json::from_str(&text).map_err(|e| not_a_vector(format!("origin: {e}")))?;
+    let workload = vector_workload(&v)?;
+    let logits = match origin.origin.and_then(|o| o.golden_logits) {
+        Some(g) => {
+            let variant = output_variant(&v, g.operand, g.values).map_err(|why| {
+                BenchError::Usage(format!("{}: origin.goldenLogits: {why}", v.name))
+            })?;
+            Some(vector_workload(&variant)?)
+        }
+        None => None,
+    };
+    Ok((workload, logits))
+}
+
+// ---- devices --------------------------------------------------------------------------------
+
+/// The device executions go to.
+enum Device {
+    Inproc(Driver),
+    Rpc {
+        // Declared first so the session closes before a child service is stopped.
+        device: RemoteDevice,
+        _child: Option<ServiceChild>,
+        endpoint: String,
+    },
+}
+
+enum Prepared {
+    Inproc(Arc<PreparedModel>),
+    Rpc(RemotePreparedModel),
+}
+
+impl Device {
+    fn prepare(&self, model: Model) -> HalResult<Prepared> {
+        match self {
+            Device::Inproc(driver) => driver.prepare_model(model).map(Prepared::Inproc),
+            Device::Rpc { device, .. } => device.prepare_model(model).map(Prepared::Rpc),
+        }
+    }
+}
+
+impl Prepared {
+    fn execute(&self, request: &Request) -> HalResult<()> {
+        match self {
+            Prepared::Inproc(p) => p.execute(request).map(drop),
+            Prepared::Rpc(p) => p.execute(request).map(drop),
+        }
+    }
+}
+
+/// How long a started service may take to accept its first connection.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A service started for this run on a socket in a private temporary directory; dropping it
+/// stops the service and removes the directory.
+struct ServiceChild {
+    process: Child,
+    dir: PathBuf,
+}
+
+/// The program (and leading arguments) that serves the device: `$NNHAL_SERVICE`, else the
+/// `nnhal-service` binary beside this executable (or one level up, for cargo's test
+/// executables in `deps/`), else this executable's own hidden `serve` subcommand, which makes
+/// the same library call (so `cargo build --bin nnhal` alone is enough).
+fn service_command() -> Result<(PathBuf, Vec<&'static str>), BenchError> {
+    if let Some(path) = std::env::var_os("NNHAL_SERVICE") {
+        return Ok((PathBuf::from(path), vec![]));
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| BenchError::Failed(format!("cannot locate this executable: {e}")))?;
+    let beside = exe
+        .ancestors()
+        .skip(1)
+        .take(2)
+        .map(|dir| dir.join("nnhal-service"))
+        .find(|p| p.is_file());
+    Ok(match beside {
+        Some(path) => (path, vec![]),
+        None => (exe, vec!["serve"]),
+    })
+}
+
+impl ServiceChild {
+    fn start(threads: usize, isa: Option<Isa>) -> Result<(ServiceChild, PathBuf), BenchError> {
+        let (program, leading) = service_command()?;
+        let dir = std::env::temp_dir().join(format!("nnhal-bench-{}", std::process::id()));
+        let cannot = |what: &str, e: std::io::Error| {
+            BenchError::Failed(format!("cannot {what} {}: {e}", dir.display()))
+        };
+        // A leftover of a killed run with the same pid is ours to replace.
+        let _ = std::fs::remove_dir_all(&dir);
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&dir)
+                .map_err(|e| cannot("create", e))?;
+        }
+        let socket = dir.join("default.sock");
+        let mut command = Command::new(&program);
+        command
+            .args(&leading)
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--threads")
+            .arg(threads.to_string())
+            .arg("--log-level")
+            .arg("warn,rsbinder=error")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        if let Some(isa) = isa {
+            // The service takes its kernels from NNHAL_ISA.
+            command.env("NNHAL_ISA", isa.name());
+        }
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: the closure runs in the forked child before exec and makes one
+            // async-signal-safe system call (prctl); it allocates nothing and takes no locks.
+            unsafe {
+                command.pre_exec(|| {
+                    // The service must not outlive a benchmark that is killed outright.
+                    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)
+                        .map_err(std::io::Error::from)
+                });
+            }
+        }
+        let process = command.spawn().map_err(|e| {
+            let _ = std::fs::remove_dir_all(&dir);
+            BenchError::Failed(format!("cannot start {}: {e}", program.display()))
+        })?;
+        Ok((ServiceChild { process, dir }, socket))
+    }
+
+    /// Waits for the service to accept a connection, noticing when it exits instead.
+    fn connect(&mut self, socket: &Path) -> Result<RemoteDevice, BenchError> {
+        let start = Instant::now();
+        loop {
+            match binder::connect_with(socket, &ConnectOptions::default()) {
+                Ok(device) => return Ok(device),
+                Err(e) => {
+                    if let Ok(Some(status)) = self.process.try_wait() {
+                        return Err(BenchError::Failed(format!(
+                            "the service exited ({status}) before accepting a connection"
+                        )));
+                    }
+                    if start.elapsed() > START_TIMEOUT {
+                        return Err(BenchError::Failed(format!(
+                            "the service did not accept a connection within {START_TIMEOUT:?}: {e}"
+                        )));
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ServiceChild {
+    fn drop(&mut self) {
+        use nix::sys::signal::{kill, Signal};
+        use nix::unistd::Pid;
+        if let Ok(pid) = i32::try_from(self.process.id()) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match self.process.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                Ok(None) => {
+                    let _ = self.process.kill();
+                    let _ = self.process.wait();
+                    break;
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The requested micro-kernel level, checked against this build and processor.
+fn parse_isa(name: &str) -> Result<Isa, BenchError> {
+    let usage = |e: ukernels::IsaError| BenchError::Usage(format!("--isa {name}: {e}"));
+    let isa = Isa::parse(name).map_err(usage)?;
+    ukernels::table(isa).map_err(usage)?;
+    Ok(isa)
+}
+
+/// The device, threads and isa the report names.
+fn open(
+    options: &Options,
+    isa: Option<Isa>,
+) -> Result<(Device, Option<usize>, Option<Isa>), BenchError> {
+    match options.transport {
+        Transport::Inproc => {
+            let driver = match isa {
+                Some(isa) => {
+                    let table =
+                        ukernels::table(isa).map_err(|e| BenchError::Usage(e.to_string()))?;
+                    Driver::with_kernels(options.threads, table)
+                }
+                None => Driver::new(options.threads),
+            }
+            .map_err(failed("cannot start the driver"))?;
+            let (threads, isa) = (driver.threads(), driver.isa());
+            Ok((Device::Inproc(driver), Some(threads), Some(isa)))
+        }
+        Transport::Rpc => match &options.socket {
+            Some(socket) => {
+                let device =
+                    binder::connect_with(socket, &ConnectOptions::default()).map_err(|e| {
+                        BenchError::Failed(format!(
+                            "{e} (is nnhal-service running on {}?)",
+                            socket.display()
+                        ))
+                    })?;
+                let endpoint = format!("service on {}", socket.display());
+                Ok((
+                    Device::Rpc {
+                        device,
+                        _child: None,
+                        endpoint,
+                    },
+                    None,
+                    None,
+                ))
+            }
+            None => {
+                let (mut child, socket) = ServiceChild::start(options.threads, isa)?;
+                let device = child.connect(&socket)?;
+                let endpoint = format!("own service, pid {}", child.process.id());
+                // The child picks its kernels the way this process would (same environment
+                // and processor), unless told otherwise.
+                let isa = isa.unwrap_or(ukernels::best().isa);
+                let threads = match options.threads {
+                    0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+                    n => n,
+                };
+                Ok((
+                    Device::Rpc {
+                        device,
+                        _child: Some(child),
+                        endpoint,
+                    },
+                    Some(threads),
+                    Some(isa),
+                ))
+            }
+        },
+    }
+}
+
+// ---- the run --------------------------------------------------------------------------------
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn run_once(prepared: &Prepared, w: &Workload) -> Result<Vec<Vec<u8>>, BenchError> {
+    prepared
+        .execute(&w.request.request)
+        .map_err(failed("execution"))?;
+    w.request
+        .read_outputs()
+        .map_err(failed("reading the outputs"))
+}
+
+/// Overwrites every output region with values that fail any check against `outputs` (float32
+/// NaN; a quant8 value at least 128 away; other types bit-inverted), so the check after the
+/// timed executions sees what they wrote rather than what the first one left.
+fn scramble_outputs(request: &BuiltRequest, outputs: &[Vec<u8>]) -> Result<(), BenchError> {
+    let memory = &request.request.pools[crate::vector::model::OUTPUT_POOL as usize];
+    let pool = nnhal_hal::MappedPool::map(memory, "output pool")
+        .map_err(failed("mapping the output pool"))?;
+    for (slot, bytes) in request.outputs.iter().zip(outputs) {
+        let scrambled: Vec<u8> = match slot.operand_type {
+            OperandType::TensorFloat32 | OperandType::Float32 => vec![0xFF; bytes.len()],
+            OperandType::TensorQuant8Asymm => bytes
+                .iter()
+                .map(|&b| if b < 128 { 255 } else { 0 })
+                .collect(),
+            _ => bytes.iter().map(|&b| !b).collect(),
+        };
+        pool.write(u64::from(slot.location.offset), &scrambled)
+            .map_err(failed("clearing the outputs"))?;
+    }
+    Ok(())
+}
+
+/// Runs the benchmark `options` describe.
+pub fn run(options: &Options) -> Result<Report, BenchError> {
+    if options.iterations == 0 {
+        return Err(BenchError::Usage("--iterations must be at least 1".into()));
+    }
+    if options.profile && options.transport == Transport::Rpc {
+        return Err(BenchError::Usage(
+            "--profile needs --transport inproc: per-operation times are not available over rpc"
+                .into(),
+        ));
+    }
+    if options.socket.is_some() && options.transport != Transport::Rpc {
+        return Err(BenchError::Usage("--socket needs --transport rpc".into()));
+    }
+    // Checked before a large vector is read.
+    let isa = options.isa.as_deref().map(parse_isa).transpose()?;
+    if isa.is_some() && options.socket.is_some() {
+        return Err(BenchError::Usage(
+            "--isa cannot change a running service (--socket); start it with \
+             NNHAL_ISA=<level> instead"
+                .into(),
+        ));
+    }
+    let (workload, logits) = match &options.source {
+        Source::Builtin(name) => (builtin(name)?, None),
+        Source::Vector(path) => load_vector(path)?,
+    };
+    let (device, threads, isa) = open(options, isa)?;
+    let costs = op_costs(&workload.model);
+    let operations = workload.model.operations.len();
+    let profile_model = options.profile.then(|| workload.model.clone());
+
+    let started = Instant::now();
+    let prepared = device
+        .prepare(workload.model.clone())
+        .map_err(failed("prepareModel"))?;
+    let prepare_ms = ms(started.elapsed());
+
+    // The first output is checked before any timing, the last one after it.
+    let first_bytes = run_once(&prepared, &workload)?;
+    let first = workload.judge(&first_bytes);
+    scramble_outputs(&workload.request, &first_bytes)?;
+    for _ in 0..options.warmup {
+        prepared
+            .execute(&workload.request.request)
+            .map_err(failed("execution"))?;
+    }
+    let mut samples = Vec::with_capacity(options.iterations);
+    for _ in 0..options.iterations {
+        let t = Instant::now();
+        prepared
+            .execute(&workload.request.request)
+            .map_err(failed("execution"))?;
+        samples.push(ms(t.elapsed()));
+    }
+    let last = workload.judge(
+        &workload
+            .request
+            .read_outputs()
+            .map_err(failed("reading the outputs"))?,
+    );
+    let output = if first.ok && !last.ok {
+        Verdict {
+            summary: format!("first execution right, last one wrong: {}", last.summary),
+            ..last
+        }
+    } else {
+        first
+    };
+
+    let profile = match (&prepared, profile_model) {
+        (Prepared::Inproc(p), Some(model)) => Some(profile(
+            p,
+            &model,
+            &workload.request.request,
+            &costs,
+            options.iterations,
+        )?),
+        _ => None,
+    };
+
+    let logits = match logits {
+        Some(variant) => {
+            let prepared = device
+                .prepare(variant.model.clone())
+                .map_err(failed("prepareModel (logits variant)"))?;
+            Some(variant.judge(&run_once(&prepared, &variant)?))
+        }
+        None => None,
+    };
+
+    let endpoint = match &device {
+        Device::Rpc { endpoint, .. } => Some(endpoint.clone()),
+        Device::Inproc(_) => None,
+    };
+    Ok(Report {
+        model: workload.name,
+        operations,
+        macs: costs.iter().map(|c| c.macs).sum(),
+        quantized: costs.iter().any(|c| c.quantized),
+        transport: options.transport,
+        endpoint,
+        threads,
+        isa,
+        iterations: options.iterations,
+        warmup: options.warmup,
+        prepare_ms,
+        latency: Stats::of(&samples),
+        output,
+        logits,
+        profile,
+    })
+}
+
+/// Per-operation medians over `runs` profiled executions.
+fn profile(
+    prepared: &PreparedModel,
+    model: &Model,
+    request: &Request,
+    costs: &[OpCost],
+    runs: usize,
+) -> Result<Vec<ProfileRow>, BenchError> {
+    let n = model.operations.len();
+    let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(runs); n];
+    for _ in 0..runs {
+        let (_, per_op) = prepared
+            .execute_profiled(request)
+            .map_err(failed("profiled execution"))?;
+        if per_op.len() != n {
+            return Err(BenchError::Failed(format!(
+                "the profile has {} entries for {n} operations",
+                per_op.len()
+            )));
+        }
+        for (k, d) in per_op.iter().enumerate() {
+            times[k].push(d.as_secs_f64() * 1e6);
+        }
+    }
+    let medians: Vec<f64> = times.iter().map(|t| Stats::of(t).median).collect();
+    let total: f64 = medians.iter().sum();
+    Ok(model
+        .operations
+        .iter()
+        .enumerate()
+        .map(|(k, op)| ProfileRow {
+            index: k,
+            operation: OperationType::from_raw(op.operation_type).map_or_else(
+                || format!("type {}", op.operation_type),
+                |t| t.name().into(),
+            ),
+            output_dims: op
+                .outputs
+                .first()
+                .map(|&o| model.operands[o as usize].dimensions.clone())
+                .unwrap_or_default(),
+            median_us: medians[k],
+            share: if total > 0.0 { medians[k] / total } else { 0.0 },
+            cost: costs[k],
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statistics_interpolate_between_ranks() {
+        let s = Stats::of(&[4.0, 1.0, 3.0, 2.0]);
+        assert_eq!((s.median, s.min, s.max, s.mean), (2.5, 1.0, 4.0, 2.5));
+        let s = Stats::of(&(0..=10).map(f64::from).collect::<Vec<_>>());
+        assert_eq!((s.p10, s.median, s.p90), (1.0, 5.0, 9.0));
+        assert_eq!(Stats::of(&[]), Stats::default());
+    }
+
+    #[test]
+    fn costs_of_the_builtin_mobilenet() {
+        let model = mobilenet::model();
+        let costs = op_costs(&model);
+        assert_eq!(costs.iter().map(|c| c.macs).sum::<u64>(), mobilenet::MACS);
+        assert_eq!(costs[0].macs, 10_838_016);
+        assert_eq!(costs[1].macs, 3_612_672);
+        assert_eq!(costs[27].macs, 0); // average pool
+        assert!(costs.iter().all(|c| !c.quantized));
+    }
+
+    /// `t = a + b` (3), `u = relu(t)` (4), `y = u * c` (6): a chain with a constant (5) that
+    /// only the last operation reads.
+    const CHAIN: &str = r#"{"name": "chain", "model": {
+        "operands": [
+          {"type": "TENSOR_FLOAT32", "dimensions": [2], "lifetime": "MODEL_INPUT"},
+          {"type": "TENSOR_FLOAT32", "dimensions": [2], "lifetime": "MODEL_INPUT"},
+          {"type": "INT32", "dimensions": [], "lifetime": "CONSTANT_COPY", "value": [0]},
+          {"type": "TENSOR_FLOAT32", "dimensions": [2], "lifetime": "TEMPORARY_VARIABLE"},
+          {"type": "TENSOR_FLOAT32", "dimensions": [2], "lifetime": "TEMPORARY_VARIABLE"},
+          {"type": "TENSOR_FLOAT32", "dimensions": [2], "lifetime": "CONSTANT_COPY",
+           "value": [2, 3]},
+          {"type": "TENSOR_FLOAT32", "dimensions": [2], "lifetime": "MODEL_OUTPUT"}],
+        "operations": [
+          {"type": "ADD", "inputs": [0, 1, 2], "outputs": [3]},
+          {"type": "RELU", "inputs": [3], "outputs": [4]},
+          {"type": "MUL", "inputs": [4, 5, 2], "outputs": [6]}],
+        "inputIndexes": [0, 1], "outputIndexes": [6]},
+      "examples": [{"inputs": {"0": [1, -5], "1": [2, 2]}, "outputs": {"0": [6, 0]}}]}"#;
+
+    #[test]
+    fn output_variant_drops_what_only_later_operations_use() {
+        let v = Vector::from_json(CHAIN, Path::new("chain.json")).unwrap();
+        let t = output_variant(&v, 3, vec![3.0, -3.0]).unwrap();
+        assert_eq!(t.model.operations.len(), 1);
+        assert_eq!(t.model.operands.len(), 4);
+        assert_eq!(t.model.operands[3].lifetime, "MODEL_OUTPUT");
+        assert_eq!(t.model.output_indexes, [3]);
+        assert_eq!(t.examples[0].output(0), Some(&[3.0, -3.0][..]));
+        assert_eq!(t.tolerance.float32.atol, 0.0);
+
+        // Cutting after RELU keeps operands 0..=4 and renumbers nothing.
+        let u = output_variant(&v, 4, vec![3.0, 0.0]).unwrap();
+        assert_eq!(u.model.operands.len(), 5);
+        assert_eq!(u.model.operations[1].inputs, [3]);
+        assert_eq!(u.model.operands[3].lifetime, "TEMPORARY_VARIABLE");
+
+        // The variant is a runnable model computing the cut operand.
+        let w = vector_workload(&t).unwrap();
+        let driver = Driver::new(1).unwrap();
+        let prepared = Prepared::Inproc(driver.prepare_model(w.model.clone()).unwrap());
+        assert!(w.judge(&run_once(&prepared, &w).unwrap()).ok);
+
+        assert!(
+            output_variant(&v, 0, vec![]).is_err(),
+            "an input has no producer"
+        );
+        assert!(output_variant(&v, 99, vec![]).is_err());
+    }
+
+    #[test]
+    fn scrambled_outputs_fail_every_check() {
+        let driver = Driver::new(1).unwrap();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors");
+        for name in ["conv_float", "conv_quant8"] {
+            let v = Vector::from_file(&dir.join(format!("{name}.json"))).unwrap();
+            let w = vector_workload(&v).unwrap();
+            let prepared = Prepared::Inproc(driver.prepare_model(w.model.clone()).unwrap());
+            let first = run_once(&prepared, &w).unwrap();
+            assert!(w.judge(&first).ok, "{name}");
+            scramble_outputs(&w.request, &first).unwrap();
+            let scrambled = w.request.read_outputs().unwrap();
+            assert!(!w.judge(&scrambled).ok, "{name}");
+            // The next execution writes the right values again.
+            assert!(w.judge(&run_once(&prepared, &w).unwrap()).ok, "{name}");
+        }
+    }
+}

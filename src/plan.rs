@@ -1,0 +1,816 @@
+//! The compiled plan: what prepareModel turns a validated model into (DESIGN.md §5).
+//!
+//! Compiling chooses, once, the registration of every operation (`executor::lookup`), packs
+//! its constant operands into the layout the chosen micro-kernel reads, and — when every shape
+//! and parameter is known before execution — places every non-constant operand in one arena
+//! planned from the operands' lifetimes: two operands share bytes only when no step needs both.
+//! A RESHAPE whose input lives in the arena is not a step at all: its output aliases its input.
+//!
+//! Each execution takes an arena from a small lock-free pool kept by the plan (allocating one
+//! only when every pooled arena is in use), so any number of executions may run on one prepared
+//! model at once and the steady state allocates nothing. Models whose shapes or parameters are
+//! only known at execution (unspecified dimensions, runtime scalar parameters, omittable
+//! inputs) run the same registrations on buffers allocated per execution instead, inferring
+//! shapes as they go; so does a model whose arena would exceed the execution memory budget,
+//! which then fails at execution as before.
+
+use crate::executor::{self, Call, OpImpl, PackArgs, Packed, WorkArgs};
+use crate::tensor::{Data, DataMut, DataRef, Tensor, TensorMut, TensorRef};
+use crossbeam_queue::ArrayQueue;
+use nnhal_hal::shape::{self, Arg, InferError, Inferred};
+use nnhal_hal::validate::{self, BoundRequest, ValidModel};
+use nnhal_hal::{HalError, HalResult, OperandLifeTime, OperandType};
+use nnhal_kernels::ops::AlignedBuf;
+use nnhal_kernels::ukernels::Ukernels;
+use smallvec::SmallVec;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Upper bound on the bytes of operand values one execution may hold at once. A model or
+/// request that needs more fails with GENERAL_FAILURE instead of exhausting the service.
+pub const EXECUTION_MEMORY_BUDGET: u64 = 4 << 30;
+
+/// Plans whose estimated work (about one unit per multiply-add or element visited) is at most
+/// this run on the thread that asked for the execution. Handing an execution to the kernel
+/// pool means waking a worker and sleeping until it is done, some 10–25 µs; below this size
+/// the whole plan takes about that long on one core, so the pool cannot win the hand-off back.
+pub const INLINE_MAX_WORK: u64 = 1 << 15;
+
+/// Arenas kept per prepared model: enough for the executions a client runs at once in
+/// practice; more concurrent executions allocate (and free) their own.
+const POOLED_ARENAS: usize = 4;
+
+/// Element type of a value in an arena.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Elem {
+    F32,
+    I32,
+    U8,
+}
+
+impl Elem {
+    fn of(ty: OperandType) -> HalResult<Elem> {
+        Ok(match ty {
+            OperandType::Float32 | OperandType::TensorFloat32 => Elem::F32,
+            OperandType::Int32 | OperandType::UInt32 | OperandType::TensorInt32 => Elem::I32,
+            OperandType::TensorQuant8Asymm => Elem::U8,
+            _ => {
+                return Err(HalError::GeneralFailure(format!(
+                    "{ty} operands cannot be executed"
+                )))
+            }
+        })
+    }
+
+    fn size(self) -> usize {
+        match self {
+            Elem::F32 | Elem::I32 => 4,
+            Elem::U8 => 1,
+        }
+    }
+}
+
+/// A byte range of the arena holding one operand's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Region {
+    offset: usize,
+    bytes: usize,
+    elem: Elem,
+}
+
+impl Region {
+    fn end(&self) -> usize {
+        self.offset + self.bytes
+    }
+
+    fn overlaps(&self, other: &Region) -> bool {
+        self.offset < other.end() && other.offset < self.end()
+    }
+}
+
+/// Where an operand's values are during an execution of a static plan.
+#[derive(Clone, Debug)]
+enum Home {
+    /// No value (an omitted optional operand).
+    Absent,
+    Constant(Arc<Tensor>),
+    Arena(Region),
+}
+
+/// One operation of the plan.
+struct Step {
+    /// Index of the operation in the model.
+    op: usize,
+    imp: &'static OpImpl,
+    /// Resolved at prepare when static; `None`: inferred at execution.
+    params: Option<Inferred>,
+    packed: Option<Packed>,
+    /// A RESHAPE whose output aliases its input: nothing to do.
+    aliased: bool,
+    /// Output positions in increasing arena offset (static plans), for carving the arena.
+    out_order: SmallVec<[usize; 4]>,
+}
+
+/// The arena layout of a fully static model.
+struct Layout {
+    homes: Vec<Home>,
+    bytes: usize,
+}
+
+/// A compiled model.
+pub struct Plan {
+    model: ValidModel,
+    steps: Vec<Step>,
+    /// Decoded constant values, by operand index.
+    constants: Vec<Option<Arc<Tensor>>>,
+    /// `Some` for a fully static plan (arena execution), `None` for the dynamic path.
+    layout: Option<Layout>,
+    arenas: ArrayQueue<AlignedBuf<u8>>,
+    /// Estimated work of a static plan (see [`INLINE_MAX_WORK`]).
+    work: Option<u64>,
+    kernels: &'static Ukernels,
+}
+
+impl Plan {
+    /// Compiles a validated, supported model: decodes constants, chooses and packs every
+    /// operation's kernel, and plans the arena when everything is static.
+    pub fn compile(
+        model: ValidModel,
+        constants: Vec<Option<Arc<Tensor>>>,
+        kernels: &'static Ukernels,
+    ) -> HalResult<Plan> {
+        let mut steps = Vec::with_capacity(model.operations.len());
+        for (k, op) in model.operations.iter().enumerate() {
+            let ty = model.operands[op.inputs[0]].ty;
+            let imp = executor::lookup(op.ty, ty).ok_or_else(|| {
+                HalError::GeneralFailure(format!(
+                    "operation {k} ({}) on {ty} cannot be executed by this driver",
+                    op.ty
+                ))
+            })?;
+            let params = model.static_params[k].clone().and_then(|params| {
+                let outputs = op
+                    .outputs
+                    .iter()
+                    .map(|&o| model.static_dims[o].clone())
+                    .collect::<Option<_>>()?;
+                Some(Inferred { outputs, params })
+            });
+            let packed = match &params {
+                Some(inferred) => (imp.pack)(&PackArgs {
+                    model: &model,
+                    op,
+                    params: &inferred.params,
+                    kernels,
+                    constants: &constants,
+                })?,
+                None => None,
+            };
+            steps.push(Step {
+                op: k,
+                imp,
+                params,
+                packed,
+                aliased: false,
+                out_order: SmallVec::new(),
+            });
+        }
+        let mut plan = Plan {
+            model,
+            steps,
+            constants,
+            layout: None,
+            arenas: ArrayQueue::new(POOLED_ARENAS),
+            work: None,
+            kernels,
+        };
+        plan.work = plan.estimated_work();
+        plan.layout = plan.plan_arena()?;
+        plan.release_packed_constants();
+        Ok(plan)
+    }
+
+    /// A static plan needs a constant's decoded values only where a step reads them at run
+    /// time; constants that every reader has packed are dropped, so the weights are held
+    /// once. (The dynamic path keeps them: it infers shapes from them at execution.)
+    fn release_packed_constants(&mut self) {
+        let Some(layout) = &mut self.layout else {
+            return;
+        };
+        let m = &self.model;
+        let mut needed = vec![false; m.operands.len()];
+        for step in &self.steps {
+            for (pos, &i) in m.operations[step.op].inputs.iter().enumerate() {
+                if step.packed.is_none() || !step.imp.packs.contains(&pos) {
+                    needed[i] = true;
+                }
+            }
+        }
+        for &o in &m.outputs {
+            needed[o] = true;
+        }
+        for (i, constant) in self.constants.iter_mut().enumerate() {
+            if constant.is_some() && !needed[i] {
+                *constant = None;
+                layout.homes[i] = Home::Absent;
+            }
+        }
+    }
+
+    /// The model this plan runs.
+    pub fn model(&self) -> &ValidModel {
+        &self.model
+    }
+
+    /// The micro-kernel table the plan was compiled against.
+    pub fn kernels(&self) -> &'static Ukernels {
+        self.kernels
+    }
+
+    /// Whether executions run on the calling thread rather than the kernel pool.
+    pub fn runs_inline(&self) -> bool {
+        self.layout.is_some() && self.work.is_some_and(|w| w <= INLINE_MAX_WORK)
+    }
+
+    /// Whether the plan runs in a pre-planned arena (every shape static).
+    pub fn is_static(&self) -> bool {
+        self.layout.is_some()
+    }
+
+    /// Bytes of one execution arena (0 for the dynamic path).
+    pub fn arena_bytes(&self) -> usize {
+        self.layout.as_ref().map_or(0, |l| l.bytes)
+    }
+
+    /// Per step, the name of the registration chosen for it (for profiles).
+    pub fn kernel_names(&self) -> Vec<&'static str> {
+        self.steps.iter().map(|s| s.imp.name).collect()
+    }
+
+    fn estimated_work(&self) -> Option<u64> {
+        let m = &self.model;
+        let elements = |o: usize| -> Option<u64> {
+            shape::element_count(m.static_dims.get(o)?.as_deref()?).ok()
+        };
+        let mut total: u64 = 0;
+        for step in &self.steps {
+            let inferred = step.params.as_ref()?;
+            let op = &m.operations[step.op];
+            let mut read: u64 = 0;
+            for &i in &op.inputs {
+                if m.operands[i].lifetime != OperandLifeTime::NoValue {
+                    read = read.saturating_add(elements(i)?);
+                }
+            }
+            let mut written: u64 = 0;
+            for dims in &inferred.outputs {
+                written = written.saturating_add(shape::element_count(dims).ok()?);
+            }
+            let filter_dims = op
+                .inputs
+                .get(1)
+                .and_then(|&i| m.static_dims.get(i)?.as_deref());
+            total = total.saturating_add((step.imp.work)(&WorkArgs {
+                params: &inferred.params,
+                read,
+                written,
+                filter_dims,
+            }));
+        }
+        Some(total)
+    }
+
+    /// Places every non-constant operand in the arena, or `None` when the model is not fully
+    /// static (or its arena would exceed the execution budget).
+    fn plan_arena(&mut self) -> HalResult<Option<Layout>> {
+        let m = &self.model;
+        let n = m.operands.len();
+        if self.steps.iter().any(|s| s.params.is_none())
+            || m.inputs.iter().any(|&i| m.omittable[i])
+            || m.static_dims.iter().any(|d| d.is_none())
+        {
+            return Ok(None);
+        }
+        // RESHAPE outputs share their input's storage when that input lives in the arena.
+        let mut alias: Vec<usize> = (0..n).collect();
+        for step in &mut self.steps {
+            let op = &m.operations[step.op];
+            if op.ty == nnhal_hal::OperationType::Reshape {
+                let (i, o) = (op.inputs[0], op.outputs[0]);
+                if self.constants[i].is_none() && m.operands[i].lifetime != OperandLifeTime::NoValue
+                {
+                    alias[o] = alias[i];
+                    step.aliased = true;
+                }
+            }
+        }
+        // Lifetimes in step time: model inputs are written at 0, step k runs at k + 1, model
+        // outputs are read at steps + 1.
+        let end = self.steps.len() + 1;
+        let mut live: Vec<Option<(usize, usize)>> = vec![None; n];
+        let mut touch = |o: usize, t: usize| {
+            let r = alias[o];
+            live[r] = Some(match live[r] {
+                Some((a, b)) => (a.min(t), b.max(t)),
+                None => (t, t),
+            });
+        };
+        for &i in &m.inputs {
+            touch(i, 0);
+        }
+        for (k, step) in self.steps.iter().enumerate() {
+            let op = &m.operations[step.op];
+            for &i in &op.inputs {
+                if self.constants[i].is_none() && m.operands[i].lifetime != OperandLifeTime::NoValue
+                {
+                    touch(i, k + 1);
+                }
+            }
+            for &o in &op.outputs {
+                touch(o, k + 1);
+            }
+        }
+        for &o in &m.outputs {
+            touch(o, end);
+        }
+        // Greedy by size: biggest first, each at the lowest offset that no value live at the
+        // same time occupies.
+        let mut order: Vec<usize> = (0..n).filter(|&r| live[r].is_some()).collect();
+        let mut bytes_of = vec![0usize; n];
+        for &r in &order {
+            let elems = shape::element_count(m.static_dims[r].as_deref().unwrap_or(&[]))
+                .map_err(HalError::InvalidArgument)? as usize;
+            bytes_of[r] = elems * Elem::of(m.operands[r].ty)?.size();
+        }
+        order.sort_by(|&a, &b| bytes_of[b].cmp(&bytes_of[a]).then(a.cmp(&b)));
+        let mut placed: Vec<(usize, usize, usize)> = Vec::new(); // (offset, end, rep)
+        let mut offset_of = vec![0usize; n];
+        let mut total: usize = 0;
+        for &r in &order {
+            let (first, last) = live[r].expect("filtered on live");
+            let size = bytes_of[r].div_ceil(64) * 64;
+            let mut busy: Vec<(usize, usize)> = placed
+                .iter()
+                .filter(|&&(_, _, q)| {
+                    let (f, l) = live[q].expect("placed values are live");
+                    f <= last && first <= l
+                })
+                .map(|&(s, e, _)| (s, e))
+                .collect();
+            busy.sort_unstable();
+            let mut at = 0usize;
+            for (s, e) in busy {
+                if at + size <= s {
+                    break;
+                }
+                at = at.max(e);
+            }
+            offset_of[r] = at;
+            placed.push((at, at + size, r));
+            total = total.max(at + size);
+        }
+        if total as u64 > EXECUTION_MEMORY_BUDGET {
+            return Ok(None);
+        }
+        let mut homes = Vec::with_capacity(n);
+        for o in 0..n {
+            homes.push(if let Some(c) = &self.constants[o] {
+                Home::Constant(c.clone())
+            } else if live[alias[o]].is_some() {
+                let elems = shape::element_count(m.static_dims[o].as_deref().unwrap_or(&[]))
+                    .map_err(HalError::InvalidArgument)? as usize;
+                let elem = Elem::of(m.operands[o].ty)?;
+                Home::Arena(Region {
+                    offset: offset_of[alias[o]],
+                    bytes: elems * elem.size(),
+                    elem,
+                })
+            } else {
+                Home::Absent
+            });
+        }
+        // Every step's outputs must be disjoint from each other and from its inputs: the
+        // arena is carved on that promise.
+        for step in self.steps.iter_mut().filter(|s| !s.aliased) {
+            let op = &m.operations[step.op];
+            let region = |o: usize| match &homes[o] {
+                Home::Arena(r) => Some(*r),
+                _ => None,
+            };
+            let outs: Vec<Region> = op.outputs.iter().filter_map(|&o| region(o)).collect();
+            if outs.len() != op.outputs.len() {
+                return Err(HalError::GeneralFailure(format!(
+                    "operation {}: an output has no arena slot",
+                    step.op
+                )));
+            }
+            for (a, ra) in outs.iter().enumerate() {
+                let clash = outs[a + 1..].iter().any(|rb| ra.overlaps(rb))
+                    || op
+                        .inputs
+                        .iter()
+                        .filter_map(|&i| region(i))
+                        .any(|ri| ra.overlaps(&ri));
+                if clash {
+                    return Err(HalError::GeneralFailure(format!(
+                        "operation {}: the arena plan overlaps its operands",
+                        step.op
+                    )));
+                }
+            }
+            let mut order: SmallVec<[usize; 4]> = (0..outs.len()).collect();
+            order.sort_by_key(|&j| outs[j].offset);
+            step.out_order = order;
+        }
+        Ok(Some(Layout {
+            homes,
+            bytes: total,
+        }))
+    }
+
+    /// Runs one execution of a validated request, writing the outputs into its pools.
+    /// With `profile`, the wall time of every operation is pushed in model order.
+    pub fn run(
+        &self,
+        bound: &BoundRequest,
+        profile: Option<&mut Vec<Duration>>,
+    ) -> HalResult<Vec<Vec<u32>>> {
+        match &self.layout {
+            Some(layout) => {
+                let mut arena = match self.arenas.pop() {
+                    Some(a) => a,
+                    None => AlignedBuf::try_zeroed(layout.bytes).ok_or_else(|| {
+                        HalError::GeneralFailure(format!(
+                            "cannot allocate an execution arena of {} bytes",
+                            layout.bytes
+                        ))
+                    })?,
+                };
+                let result = self.run_static(layout, &mut arena, bound, profile);
+                // A full pool means more executions ran at once than it keeps: drop the extra.
+                let _ = self.arenas.push(arena);
+                result
+            }
+            None => self.run_dynamic(bound, profile),
+        }
+    }
+
+    fn run_static(
+        &self,
+        layout: &Layout,
+        arena: &mut [u8],
+        bound: &BoundRequest,
+        mut profile: Option<&mut Vec<Duration>>,
+    ) -> HalResult<Vec<Vec<u32>>> {
+        let m = &self.model;
+        for (pos, arg) in bound.inputs.iter().enumerate() {
+            let (Some(arg), Home::Arena(r)) = (arg, &layout.homes[m.inputs[pos]]) else {
+                continue;
+            };
+            let pool = &bound.pools[arg.pool];
+            let bytes = &mut arena[r.offset..r.end()];
+            match r.elem {
+                Elem::F32 => {
+                    pool.read_values(arg.offset, cast_mut::<f32>(bytes)?, f32::from_le_bytes)?
+                }
+                Elem::I32 => {
+                    pool.read_values(arg.offset, cast_mut::<i32>(bytes)?, i32::from_le_bytes)?
+                }
+                Elem::U8 => pool.read(arg.offset, bytes)?,
+            }
+        }
+        for step in &self.steps {
+            if step.aliased {
+                if let Some(times) = profile.as_deref_mut() {
+                    times.push(Duration::ZERO);
+                }
+                continue;
+            }
+            let started = profile.is_some().then(Instant::now);
+            let op = &m.operations[step.op];
+            let inferred = step
+                .params
+                .as_ref()
+                .expect("static plans resolve every step");
+            let (outs, gaps) = carve(arena, &layout.homes, &op.outputs, &step.out_order)?;
+            let mut values: SmallVec<[Option<TensorRef>; 12]> = SmallVec::new();
+            for &i in &op.inputs {
+                values.push(match &layout.homes[i] {
+                    Home::Absent => None,
+                    Home::Constant(t) => Some(t.view()),
+                    Home::Arena(r) => Some(TensorRef {
+                        dims: m.static_dims[i].as_deref().unwrap_or(&[]),
+                        data: view(find(&gaps, r)?, r.elem)?,
+                    }),
+                });
+            }
+            let mut out_views: SmallVec<[TensorMut; 4]> = SmallVec::new();
+            for ((bytes, r), dims) in outs.into_iter().zip(&inferred.outputs) {
+                if !step.imp.fills {
+                    bytes.fill(0);
+                }
+                out_views.push(TensorMut {
+                    dims,
+                    data: view_mut(bytes, r.elem)?,
+                });
+            }
+            let call = Call {
+                model: m,
+                op,
+                params: &inferred.params,
+                packed: step.packed.as_ref(),
+                kernels: self.kernels,
+                values: &values,
+            };
+            (step.imp.run)(&call, &mut out_views)?;
+            if let (Some(times), Some(t0)) = (profile.as_deref_mut(), started) {
+                times.push(t0.elapsed());
+            }
+        }
+        let mut shapes = Vec::with_capacity(m.outputs.len());
+        for (pos, arg) in bound.outputs.iter().enumerate() {
+            let o = m.outputs[pos];
+            let dims = m.static_dims[o].clone().unwrap_or_default();
+            let value = match &layout.homes[o] {
+                Home::Arena(r) => view(&arena[r.offset..r.end()], r.elem)?,
+                Home::Constant(t) => t.view().data,
+                Home::Absent => {
+                    return Err(HalError::GeneralFailure(format!(
+                        "output {pos} was not computed"
+                    )))
+                }
+            };
+            write_output(pos, &dims, value, arg, bound)?;
+            shapes.push(dims);
+        }
+        Ok(shapes)
+    }
+
+    /// Output shapes and parameters of step `k` from the values bound at execution.
+    fn infer_at_execution(&self, k: usize, slots: &[Option<Arc<Tensor>>]) -> HalResult<Inferred> {
+        let m = &self.model;
+        let op = &m.operations[k];
+        // Parameter bytes for inference: scalars and small integer tensors (shapes).
+        let param_bytes: Vec<Option<Vec<u8>>> = op
+            .inputs
+            .iter()
+            .map(|&i| {
+                let o = &m.operands[i];
+                let small = !o.ty.is_tensor() || (o.ty == OperandType::TensorInt32);
+                slots[i]
+                    .as_ref()
+                    .filter(|t| small && t.data.len() <= 256)
+                    .map(|t| t.data.to_le_bytes())
+            })
+            .collect();
+        let args: Vec<Option<Arg>> = op
+            .inputs
+            .iter()
+            .zip(&param_bytes)
+            .map(|(&i, bytes)| {
+                let o = &m.operands[i];
+                slots[i].as_ref().map(|t| Arg {
+                    ty: o.ty,
+                    dims: &t.dims,
+                    scale: o.scale,
+                    zero_point: o.zero_point,
+                    value: bytes.as_deref(),
+                })
+            })
+            .collect();
+        let inferred = match shape::infer(op.ty, &args) {
+            Ok(inferred) => inferred,
+            Err(InferError::Invalid(why)) => {
+                return Err(HalError::InvalidArgument(format!(
+                    "operation {k} ({}): {why}",
+                    op.ty
+                )))
+            }
+            Err(InferError::Unknown) => {
+                return Err(HalError::InvalidArgument(format!(
+                    "operation {k} ({}): a dimension or parameter is still unknown at execution",
+                    op.ty
+                )))
+            }
+        };
+        for (&o, dims) in op.outputs.iter().zip(&inferred.outputs) {
+            validate::check_declared(k, op.ty, o, &m.operands[o].dims, dims)?;
+        }
+        Ok(inferred)
+    }
+
+    /// The path for models only fully known at execution: every value in its own buffer,
+    /// shapes inferred step by step, temporaries freed after their last reader.
+    fn run_dynamic(
+        &self,
+        bound: &BoundRequest,
+        mut profile: Option<&mut Vec<Duration>>,
+    ) -> HalResult<Vec<Vec<u32>>> {
+        let m = &self.model;
+        let mut slots: Vec<Option<Arc<Tensor>>> = self.constants.clone();
+        let mut held: u64 = 0;
+        for (pos, arg) in bound.inputs.iter().enumerate() {
+            let Some(arg) = arg else { continue };
+            let info = &m.operands[m.inputs[pos]];
+            let need = validate::byte_size(info.ty, &arg.dims)?;
+            held = charge(held, need)?;
+            let count = shape::element_count(&arg.dims).map_err(HalError::InvalidArgument)?;
+            let data = Data::read(info.ty, &bound.pools[arg.pool], arg.offset, count as usize)?;
+            slots[m.inputs[pos]] = Some(Arc::new(Tensor {
+                dims: arg.dims.clone(),
+                data,
+            }));
+        }
+
+        let mut remaining: Vec<u32> = m.operands.iter().map(|o| o.consumers).collect();
+        for step in &self.steps {
+            let k = step.op;
+            let op = &m.operations[k];
+            let dynamic;
+            let inferred = match &step.params {
+                Some(inferred) => inferred,
+                None => {
+                    dynamic = self.infer_at_execution(k, &slots)?;
+                    &dynamic
+                }
+            };
+            let mut outs = Vec::with_capacity(op.outputs.len());
+            for (&o, dims) in op.outputs.iter().zip(&inferred.outputs) {
+                let info = &m.operands[o];
+                let count = shape::element_count(dims).map_err(HalError::InvalidArgument)?;
+                held = charge(held, count * info.ty.element_size().unwrap_or(1) as u64)?;
+                outs.push(Tensor {
+                    dims: dims.clone(),
+                    data: Data::zeros(info.ty, count as usize)?,
+                });
+            }
+            {
+                let started = profile.is_some().then(Instant::now);
+                let values: SmallVec<[Option<TensorRef>; 12]> = op
+                    .inputs
+                    .iter()
+                    .map(|&i| slots[i].as_deref().map(Tensor::view))
+                    .collect();
+                let mut out_views: SmallVec<[TensorMut; 4]> =
+                    outs.iter_mut().map(Tensor::view_mut).collect();
+                let call = Call {
+                    model: m,
+                    op,
+                    params: &inferred.params,
+                    packed: step.packed.as_ref(),
+                    kernels: self.kernels,
+                    values: &values,
+                };
+                (step.imp.run)(&call, &mut out_views)?;
+                if let (Some(times), Some(t0)) = (profile.as_deref_mut(), started) {
+                    times.push(t0.elapsed());
+                }
+            }
+            for (&o, t) in op.outputs.iter().zip(outs) {
+                slots[o] = Some(Arc::new(t));
+            }
+            // Free temporaries after their last reader, as the reference executor does.
+            for &i in &op.inputs {
+                remaining[i] = remaining[i].saturating_sub(1);
+                if remaining[i] == 0 && m.operands[i].lifetime == OperandLifeTime::TemporaryVariable
+                {
+                    if let Some(t) = slots[i].take() {
+                        let bytes = t.data.len() as u64
+                            * m.operands[i].ty.element_size().unwrap_or(1) as u64;
+                        held = held.saturating_sub(bytes);
+                    }
+                }
+            }
+        }
+
+        let mut shapes = Vec::with_capacity(m.outputs.len());
+        for (pos, arg) in bound.outputs.iter().enumerate() {
+            let t = slots[m.outputs[pos]].as_ref().ok_or_else(|| {
+                HalError::GeneralFailure(format!("output {pos} was not computed"))
+            })?;
+            write_output(pos, &t.dims, t.view().data, arg, bound)?;
+            shapes.push(t.dims.clone());
+        }
+        Ok(shapes)
+    }
+}
+
+/// Checks an output against the request's argument and writes it into its pool.
+fn write_output(
+    pos: usize,
+    dims: &[u32],
+    value: DataRef,
+    arg: &validate::BoundArg,
+    bound: &BoundRequest,
+) -> HalResult<()> {
+    if dims != arg.dims.as_slice() {
+        return Err(HalError::InvalidArgument(format!(
+            "output {pos}: computed dimensions {dims:?} differ from the requested {:?}",
+            arg.dims
+        )));
+    }
+    let need = match value {
+        DataRef::F32(v) => v.len() * 4,
+        DataRef::I32(v) => v.len() * 4,
+        DataRef::U8(v) => v.len(),
+    };
+    if need as u64 > arg.length {
+        return Err(HalError::OutputInsufficientSize(format!(
+            "output {pos}: {} bytes given, {need} needed",
+            arg.length
+        )));
+    }
+    let pool = &bound.pools[arg.pool];
+    match value {
+        DataRef::F32(v) => pool.write_values(arg.offset, v, |x| x.to_le_bytes()),
+        DataRef::I32(v) => pool.write_values(arg.offset, v, |x| x.to_le_bytes()),
+        DataRef::U8(v) => pool.write(arg.offset, v),
+    }
+}
+
+fn charge(held: u64, bytes: u64) -> HalResult<u64> {
+    let total = held.saturating_add(bytes);
+    if total > EXECUTION_MEMORY_BUDGET {
+        return Err(HalError::GeneralFailure(format!(
+            "execution needs more than {EXECUTION_MEMORY_BUDGET} bytes of operand memory"
+        )));
+    }
+    Ok(total)
+}
+
+fn layout_error() -> HalError {
+    HalError::GeneralFailure("an arena slot is misaligned or mis-sized".into())
+}
+
+fn cast_mut<T: bytemuck::Pod>(bytes: &mut [u8]) -> HalResult<&mut [T]> {
+    bytemuck::try_cast_slice_mut(bytes).map_err(|_| layout_error())
+}
+
+fn view(bytes: &[u8], elem: Elem) -> HalResult<DataRef<'_>> {
+    let cast = |_| layout_error();
+    Ok(match elem {
+        Elem::F32 => DataRef::F32(bytemuck::try_cast_slice(bytes).map_err(cast)?),
+        Elem::I32 => DataRef::I32(bytemuck::try_cast_slice(bytes).map_err(cast)?),
+        Elem::U8 => DataRef::U8(bytes),
+    })
+}
+
+fn view_mut(bytes: &mut [u8], elem: Elem) -> HalResult<DataMut<'_>> {
+    Ok(match elem {
+        Elem::F32 => DataMut::F32(cast_mut(bytes)?),
+        Elem::I32 => DataMut::I32(cast_mut(bytes)?),
+        Elem::U8 => DataMut::U8(bytes),
+    })
+}
+
+/// A read-only stretch of the arena between (or around) a step's outputs, with its offset.
+type Gap<'a> = (usize, &'a [u8]);
+
+/// Splits the arena into the step's output regions (mutable, in output order, each with its
+/// region) and the read-only gaps around them, where every input of the step lies (the plan
+/// checked that outputs overlap neither each other nor the inputs).
+#[allow(clippy::type_complexity)]
+fn carve<'a>(
+    arena: &'a mut [u8],
+    homes: &[Home],
+    outputs: &[usize],
+    order: &[usize],
+) -> HalResult<(
+    SmallVec<[(&'a mut [u8], Region); 4]>,
+    SmallVec<[Gap<'a>; 5]>,
+)> {
+    let mut gaps: SmallVec<[Gap<'a>; 5]> = SmallVec::new();
+    let mut slots: SmallVec<[Option<(&'a mut [u8], Region)>; 4]> =
+        (0..outputs.len()).map(|_| None).collect();
+    let mut rest: &'a mut [u8] = arena;
+    let mut at = 0usize;
+    for &j in order {
+        let Home::Arena(r) = homes[outputs[j]] else {
+            return Err(layout_error());
+        };
+        let (gap, tail) = std::mem::take(&mut rest)
+            .split_at_mut_checked(r.offset - at)
+            .ok_or_else(layout_error)?;
+        let (out, tail) = tail
+            .split_at_mut_checked(r.bytes)
+            .ok_or_else(layout_error)?;
+        gaps.push((at, gap));
+        slots[j] = Some((out, r));
+        at = r.end();
+        rest = tail;
+    }
+    gaps.push((at, rest));
+    let outs = slots
+        .into_iter()
+        .map(|s| s.ok_or_else(layout_error))
+        .collect::<HalResult<_>>()?;
+    Ok((outs, gaps))
+}
+
+/// The bytes of input region `r` inside the gap that holds it.
+fn find<'a>(gaps: &[Gap<'a>], r: &Region) -> HalResult<&'a [u8]> {
+    gaps.iter()
+        .find(|(start, g)| *start <= r.offset && r.end() <= start + g.len())
+        .map(|&(start, g)| &g[r.offset - start..r.end() - start])
+        .ok_or_else(layout_error)
+}

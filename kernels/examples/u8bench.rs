@@ -12,6 +12,7 @@ use nnhal_kernels::ops::conv_u8::{conv2d_u8, ConvQuant, PackedConvU8};
 use nnhal_kernels::ops::dwconv_u8::{depthwise_conv2d_u8, PackedDwU8};
 use nnhal_kernels::ops::pool_u8::average_pool_u8;
 use nnhal_kernels::ops::FilterShape;
+use nnhal_kernels::parallel::with_team;
 use nnhal_kernels::ukernels::{self, Isa, Ukernels};
 use nnhal_kernels::{Activation, Nhwc, Padding, QuantParams, Window};
 
@@ -211,16 +212,18 @@ fn main() {
         let (head, tail) = buffers.split_at_mut(i + 1);
         let (input, output) = (&head[i], &mut tail[0]);
         let times: Vec<f64> = pool.install(|| {
-            for _ in 0..3 {
-                run(input, output);
-            }
-            (0..reps)
-                .map(|_| {
-                    let t = Instant::now();
+            with_team(|| {
+                for _ in 0..3 {
                     run(input, output);
-                    t.elapsed().as_secs_f64() * 1e6
-                })
-                .collect()
+                }
+                (0..reps)
+                    .map(|_| {
+                        let t = Instant::now();
+                        run(input, output);
+                        t.elapsed().as_secs_f64() * 1e6
+                    })
+                    .collect::<Vec<f64>>()
+            })
         });
         let us = median(times);
         total += us;
@@ -245,17 +248,20 @@ fn main() {
     }
     // The layers back to back, as one inference runs them (the pool's workers stay warm
     // between operations).
+    // Inside a team, as the driver runs an execution (helpers spin between operations).
     let times: Vec<f64> = pool.install(|| {
-        (0..reps)
-            .map(|_| {
-                let t = Instant::now();
-                for (i, (_, _, _, run)) in layers_run.iter_mut().enumerate() {
-                    let (head, tail) = buffers.split_at_mut(i + 1);
-                    run(&head[i], &mut tail[0]);
-                }
-                t.elapsed().as_secs_f64() * 1e6
-            })
-            .collect()
+        with_team(|| {
+            (0..reps)
+                .map(|_| {
+                    let t = Instant::now();
+                    for (i, (_, _, _, run)) in layers_run.iter_mut().enumerate() {
+                        let (head, tail) = buffers.split_at_mut(i + 1);
+                        run(&head[i], &mut tail[0]);
+                    }
+                    t.elapsed().as_secs_f64() * 1e6
+                })
+                .collect::<Vec<f64>>()
+        })
     });
     let us = median(times);
     println!(

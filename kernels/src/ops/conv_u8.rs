@@ -408,22 +408,35 @@ fn im2col_panel(w: &Window, input: &[u8], za: u8, p0: usize, panel: &mut [u8], k
     let c = w.input.c;
     let span = w.filter_w * c;
     let k = w.filter_h * span;
+    if span == 0 {
+        return;
+    }
     let mut ty = taps(oy, w.stride_h, w.padding.top, w.filter_h, w.input.h);
     for row in panel.chunks_exact_mut(kp) {
         let tx = taps(ox, w.stride_w, w.padding.left, w.filter_w, w.input.w);
         let (head, body) = (tx.first_tap * c, tx.len * c);
-        for (fy, seg) in row[..k].chunks_exact_mut(span).enumerate() {
-            if fy < ty.first_tap || fy >= ty.first_tap + ty.len || body == 0 {
-                seg.fill(za);
-                continue;
+        if ty.len == w.filter_h && body == span {
+            // The whole window is inside the input: kh spans of kw·c bytes, one input row
+            // apart.
+            let row_stride = w.input.w * c;
+            let start = w.input.offset(b, ty.first_input, tx.first_input, 0);
+            for (seg, src) in row[..k]
+                .chunks_exact_mut(span)
+                .zip(input[start..].chunks(row_stride))
+            {
+                copy_short(seg, &src[..span]);
             }
-            let iy = ty.first_input + (fy - ty.first_tap);
-            let start = w.input.offset(b, iy, tx.first_input, 0);
-            if body < span {
-                seg[..head].fill(za);
-                seg[head + body..].fill(za);
-            }
-            copy_short(&mut seg[head..head + body], &input[start..start + body]);
+        } else {
+            im2col_border_row(
+                input,
+                za,
+                &ty,
+                head,
+                body,
+                span,
+                |iy| w.input.offset(b, iy, tx.first_input, 0),
+                &mut row[..k],
+            );
         }
         ox += 1;
         if ox == w.output.w {
@@ -435,6 +448,33 @@ fn im2col_panel(w: &Window, input: &[u8], za: u8, p0: usize, panel: &mut [u8], k
             }
             ty = taps(oy, w.stride_h, w.padding.top, w.filter_h, w.input.h);
         }
+    }
+}
+
+/// One im2col row of a window that touches the padding: rows outside the input and the
+/// clipped columns are `za`.
+#[allow(clippy::too_many_arguments)]
+fn im2col_border_row(
+    input: &[u8],
+    za: u8,
+    ty: &crate::conv::Taps,
+    head: usize,
+    body: usize,
+    span: usize,
+    row_start: impl Fn(usize) -> usize,
+    row: &mut [u8],
+) {
+    for (fy, seg) in row.chunks_exact_mut(span).enumerate() {
+        if fy < ty.first_tap || fy >= ty.first_tap + ty.len || body == 0 {
+            seg.fill(za);
+            continue;
+        }
+        let start = row_start(ty.first_input + (fy - ty.first_tap));
+        if body < span {
+            seg[..head].fill(za);
+            seg[head + body..].fill(za);
+        }
+        copy_short(&mut seg[head..head + body], &input[start..start + body]);
     }
 }
 

@@ -147,7 +147,6 @@ pub(super) struct Rq512 {
     round: __m512i,
     mask: __m512i,
     half: __m512i,
-    one: __m512i,
     shift: __m128i,
     lo: __m512i,
     hi: __m512i,
@@ -162,7 +161,6 @@ pub(super) fn rq512(rq: &Requant8) -> Rq512 {
         round: _mm512_set1_epi64(1 << 30),
         mask: _mm512_set1_epi32(mask),
         half: _mm512_set1_epi32(mask >> 1),
-        one: _mm512_set1_epi32(1),
         shift: _mm_cvtsi32_si128(rq.shift as i32),
         lo: _mm512_set1_epi32(rq.lo),
         hi: _mm512_set1_epi32(rq.hi),
@@ -190,8 +188,8 @@ pub(super) fn requant512(x: __m512i, c: &Rq512) -> __m128i {
     let rem = _mm512_and_si512(h, c.mask);
     let threshold = _mm512_add_epi32(c.half, _mm512_srli_epi32::<31>(h));
     let q = _mm512_sra_epi32(h, c.shift);
-    let up = _mm512_cmpgt_epi32_mask(rem, threshold);
-    let q = _mm512_mask_add_epi32(q, up, q, c.one);
+    // rem > threshold ⟺ threshold − rem < 0 (both in 0..2^31, no overflow): add 1 there.
+    let q = _mm512_sub_epi32(q, _mm512_srai_epi32::<31>(_mm512_sub_epi32(threshold, rem)));
     let q = _mm512_min_epi32(_mm512_max_epi32(q, c.lo), c.hi);
     _mm512_cvtepi32_epi8(_mm512_add_epi32(q, c.zp))
 }

@@ -33,6 +33,48 @@ pub(crate) fn fill(t: &mut Ukernels) {
 pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
     const MR: usize = 7;
     debug_assert!((1..=MR).contains(&p.rows) && p.cols <= 32);
+    let acc = if p.rows == 1 {
+        let mut acc = [[_mm512_setzero_si512(); 2]; MR];
+        // SAFETY: the caller's contract.
+        acc[0] = unsafe { one_row(p) };
+        acc
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { seven_rows(p) }
+    };
+    let c = rq512(&p.rq);
+    // SAFETY: the bias block holds 32 values.
+    let bias = unsafe {
+        [
+            _mm512_loadu_si512(p.bias.cast()),
+            _mm512_loadu_si512(p.bias.add(16).cast()),
+        ]
+    };
+    let masks = [mask16(p.cols), mask16(p.cols.saturating_sub(16))];
+    for (r, acc_r) in acc.iter().enumerate() {
+        if r >= p.rows {
+            break;
+        }
+        // SAFETY: `row_corr` holds `rows` values.
+        let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
+        for v in 0..2 {
+            let x = _mm512_add_epi32(_mm512_add_epi32(acc_r[v], bias[v]), corr);
+            let out = p.out.wrapping_add(r * p.out_stride + 16 * v);
+            // SAFETY: the masked store writes columns 16v..min(cols, 16v+16) of row r only;
+            // with an empty mask it touches no memory.
+            unsafe { store16(out, masks[v], requant512(x, &c)) };
+        }
+    }
+}
+
+/// The raw sums of a 7×32 tile (rows past `rows` repeat the last real row).
+///
+/// # Safety
+/// As for [`u8_gemm_avx512vnni_7x32`].
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn seven_rows(p: &U8GemmArgs) -> [[__m512i; 2]; 7] {
+    const MR: usize = 7;
     // Rows past `rows` repeat the last real row: computed, never stored.
     let mut a = [p.a; MR];
     for r in 1..MR {
@@ -82,29 +124,61 @@ pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
             acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, w1);
         }
     }
-    let c = rq512(&p.rq);
-    // SAFETY: the bias block holds 32 values.
-    let bias = unsafe {
-        [
-            _mm512_loadu_si512(p.bias.cast()),
-            _mm512_loadu_si512(p.bias.add(16).cast()),
-        ]
+    acc
+}
+
+/// The raw sums of a single row: with one broadcast per step there is no reuse to exploit,
+/// so the k-steps are spread over four accumulator pairs to hide the `vpdpbusd` latency.
+///
+/// # Safety
+/// As for [`u8_gemm_avx512vnni_7x32`].
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn one_row(p: &U8GemmArgs) -> [__m512i; 2] {
+    let mut acc = [[_mm512_setzero_si512(); 2]; 4];
+    let step = |acc: &mut [__m512i; 2], g: usize, x: u32| {
+        // SAFETY: group g < ceil(k/4) of the aligned packed block (128 bytes per group).
+        let (w0, w1) = unsafe {
+            (
+                _mm512_load_si512(p.w.add(128 * g).cast()),
+                _mm512_load_si512(p.w.add(128 * g + 64).cast()),
+            )
+        };
+        let av = _mm512_set1_epi32(x as i32);
+        acc[0] = _mm512_dpbusd_epi32(acc[0], av, w0);
+        acc[1] = _mm512_dpbusd_epi32(acc[1], av, w1);
     };
-    let masks = [mask16(p.cols), mask16(p.cols.saturating_sub(16))];
-    for (r, acc_r) in acc.iter().enumerate() {
-        if r >= p.rows {
-            break;
+    let groups = p.k / 4;
+    // SAFETY: bytes 4g..4g+4 ≤ k of the row for g < groups.
+    let word = |g: usize| unsafe { p.a.add(4 * g).cast::<u32>().read_unaligned() };
+    let mut g = 0;
+    while g + 4 <= groups {
+        for (j, acc_j) in acc.iter_mut().enumerate() {
+            step(acc_j, g + j, word(g + j));
         }
-        // SAFETY: `row_corr` holds `rows` values.
-        let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
-        for v in 0..2 {
-            let x = _mm512_add_epi32(_mm512_add_epi32(acc_r[v], bias[v]), corr);
-            let out = p.out.wrapping_add(r * p.out_stride + 16 * v);
-            // SAFETY: the masked store writes columns 16v..min(cols, 16v+16) of row r only;
-            // with an empty mask it touches no memory.
-            unsafe { store16(out, masks[v], requant512(x, &c)) };
-        }
+        g += 4;
     }
+    while g < groups {
+        step(&mut acc[0], g, word(g));
+        g += 1;
+    }
+    let tail = p.k % 4;
+    if tail != 0 {
+        let mut x = 0u32;
+        for j in 0..tail {
+            // SAFETY: byte 4·groups + j < k of the row.
+            x |= u32::from(unsafe { *p.a.add(4 * groups + j) }) << (8 * j);
+        }
+        step(&mut acc[1], groups, x);
+    }
+    // Wrapping adds: the order of the partial sums does not matter.
+    let half = |v: usize| {
+        _mm512_add_epi32(
+            _mm512_add_epi32(acc[0][v], acc[1][v]),
+            _mm512_add_epi32(acc[2][v], acc[3][v]),
+        )
+    };
+    [half(0), half(1)]
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]

@@ -12,7 +12,6 @@ use nnhal_kernels::ops::conv_u8::{conv2d_u8, ConvQuant, PackedConvU8};
 use nnhal_kernels::ops::dwconv_u8::{depthwise_conv2d_u8, PackedDwU8};
 use nnhal_kernels::ops::pool_u8::average_pool_u8;
 use nnhal_kernels::ops::FilterShape;
-use nnhal_kernels::parallel::with_team;
 use nnhal_kernels::ukernels::{self, Isa, Ukernels};
 use nnhal_kernels::{Activation, Nhwc, Padding, QuantParams, Window};
 
@@ -212,18 +211,16 @@ fn main() {
         let (head, tail) = buffers.split_at_mut(i + 1);
         let (input, output) = (&head[i], &mut tail[0]);
         let times: Vec<f64> = pool.install(|| {
-            with_team(|| {
-                for _ in 0..3 {
+            for _ in 0..3 {
+                run(input, output);
+            }
+            (0..reps)
+                .map(|_| {
+                    let t = Instant::now();
                     run(input, output);
-                }
-                (0..reps)
-                    .map(|_| {
-                        let t = Instant::now();
-                        run(input, output);
-                        t.elapsed().as_secs_f64() * 1e6
-                    })
-                    .collect::<Vec<f64>>()
-            })
+                    t.elapsed().as_secs_f64() * 1e6
+                })
+                .collect::<Vec<f64>>()
         });
         let us = median(times);
         total += us;
@@ -246,22 +243,18 @@ fn main() {
     if only.is_some() {
         return;
     }
-    // The layers back to back, as one inference runs them (the pool's workers stay warm
-    // between operations).
-    // Inside a team, as the driver runs an execution (helpers spin between operations).
+    // The layers back to back inside the pool, as the driver runs one inference.
     let times: Vec<f64> = pool.install(|| {
-        with_team(|| {
-            (0..reps)
-                .map(|_| {
-                    let t = Instant::now();
-                    for (i, (_, _, _, run)) in layers_run.iter_mut().enumerate() {
-                        let (head, tail) = buffers.split_at_mut(i + 1);
-                        run(&head[i], &mut tail[0]);
-                    }
-                    t.elapsed().as_secs_f64() * 1e6
-                })
-                .collect::<Vec<f64>>()
-        })
+        (0..reps)
+            .map(|_| {
+                let t = Instant::now();
+                for (i, (_, _, _, run)) in layers_run.iter_mut().enumerate() {
+                    let (head, tail) = buffers.split_at_mut(i + 1);
+                    run(&head[i], &mut tail[0]);
+                }
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect::<Vec<f64>>()
     });
     let us = median(times);
     println!(

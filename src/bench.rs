@@ -12,6 +12,7 @@
 //! form the anchors' comparison script parses (`perf/README.md`, "What a
 //! benchmark command must print").
 
+use crate::binder::child::{ChildOptions, ServiceChild};
 use crate::binder::{self, ConnectOptions, RemoteDevice, RemotePreparedModel};
 use crate::mobilenet;
 use crate::vector::compare::compare;
@@ -30,7 +31,6 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -790,138 +790,6 @@ impl Prepared {
     }
 }
 
-/// How long a started service may take to accept its first connection.
-const START_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// A service started for this run on a socket in a private temporary directory; dropping it
-/// stops the service and removes the directory.
-struct ServiceChild {
-    process: Child,
-    dir: PathBuf,
-}
-
-/// The program (and leading arguments) that serves the device: `$NNHAL_SERVICE`, else the
-/// `nnhal-service` binary beside this executable (or one level up, for cargo's test
-/// executables in `deps/`), else this executable's own hidden `serve` subcommand, which makes
-/// the same library call (so `cargo build --bin nnhal` alone is enough).
-fn service_command() -> Result<(PathBuf, Vec<&'static str>), BenchError> {
-    if let Some(path) = std::env::var_os("NNHAL_SERVICE") {
-        return Ok((PathBuf::from(path), vec![]));
-    }
-    let exe = std::env::current_exe()
-        .map_err(|e| BenchError::Failed(format!("cannot locate this executable: {e}")))?;
-    let beside = exe
-        .ancestors()
-        .skip(1)
-        .take(2)
-        .map(|dir| dir.join("nnhal-service"))
-        .find(|p| p.is_file());
-    Ok(match beside {
-        Some(path) => (path, vec![]),
-        None => (exe, vec!["serve"]),
-    })
-}
-
-impl ServiceChild {
-    fn start(threads: usize, isa: Option<Isa>) -> Result<(ServiceChild, PathBuf), BenchError> {
-        let (program, leading) = service_command()?;
-        let dir = std::env::temp_dir().join(format!("nnhal-bench-{}", std::process::id()));
-        let cannot = |what: &str, e: std::io::Error| {
-            BenchError::Failed(format!("cannot {what} {}: {e}", dir.display()))
-        };
-        // A leftover of a killed run with the same pid is ours to replace.
-        let _ = std::fs::remove_dir_all(&dir);
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(&dir)
-                .map_err(|e| cannot("create", e))?;
-        }
-        let socket = dir.join("default.sock");
-        let mut command = Command::new(&program);
-        command
-            .args(&leading)
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--threads")
-            .arg(threads.to_string())
-            .arg("--log-level")
-            .arg("warn,rsbinder=error")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null());
-        if let Some(isa) = isa {
-            // The service takes its kernels from NNHAL_ISA.
-            command.env("NNHAL_ISA", isa.name());
-        }
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: the closure runs in the forked child before exec and makes one
-            // async-signal-safe system call (prctl); it allocates nothing and takes no locks.
-            unsafe {
-                command.pre_exec(|| {
-                    // The service must not outlive a benchmark that is killed outright.
-                    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)
-                        .map_err(std::io::Error::from)
-                });
-            }
-        }
-        let process = command.spawn().map_err(|e| {
-            let _ = std::fs::remove_dir_all(&dir);
-            BenchError::Failed(format!("cannot start {}: {e}", program.display()))
-        })?;
-        Ok((ServiceChild { process, dir }, socket))
-    }
-
-    /// Waits for the service to accept a connection, noticing when it exits instead.
-    fn connect(&mut self, socket: &Path) -> Result<RemoteDevice, BenchError> {
-        let start = Instant::now();
-        loop {
-            match binder::connect_with(socket, &ConnectOptions::default()) {
-                Ok(device) => return Ok(device),
-                Err(e) => {
-                    if let Ok(Some(status)) = self.process.try_wait() {
-                        return Err(BenchError::Failed(format!(
-                            "the service exited ({status}) before accepting a connection"
-                        )));
-                    }
-                    if start.elapsed() > START_TIMEOUT {
-                        return Err(BenchError::Failed(format!(
-                            "the service did not accept a connection within {START_TIMEOUT:?}: {e}"
-                        )));
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            }
-        }
-    }
-}
-
-impl Drop for ServiceChild {
-    fn drop(&mut self) {
-        use nix::sys::signal::{kill, Signal};
-        use nix::unistd::Pid;
-        if let Ok(pid) = i32::try_from(self.process.id()) {
-            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            match self.process.try_wait() {
-                Ok(Some(_)) | Err(_) => break,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5))
-                }
-                Ok(None) => {
-                    let _ = self.process.kill();
-                    let _ = self.process.wait();
-                    break;
-                }
-            }
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 /// The requested micro-kernel level, checked against this build and processor.
 fn parse_isa(name: &str) -> Result<Isa, BenchError> {
     let usage = |e: ukernels::IsaError| BenchError::Usage(format!("--isa {name}: {e}"));
@@ -970,9 +838,21 @@ fn open(
                 ))
             }
             None => {
-                let (mut child, socket) = ServiceChild::start(options.threads, isa)?;
-                let device = child.connect(&socket)?;
-                let endpoint = format!("own service, pid {}", child.process.id());
+                let mut child = ServiceChild::start(&ChildOptions {
+                    threads: options.threads,
+                    // The service takes its kernels from NNHAL_ISA.
+                    env: isa
+                        .map(|i| ("NNHAL_ISA".to_string(), i.name().to_string()))
+                        .into_iter()
+                        .collect(),
+                    tag: "nnhal-bench",
+                    ..ChildOptions::default()
+                })
+                .map_err(|e| BenchError::Failed(e.to_string()))?;
+                let device = child
+                    .connect(&ConnectOptions::default())
+                    .map_err(|e| BenchError::Failed(e.to_string()))?;
+                let endpoint = format!("own service, pid {}", child.pid());
                 // The child picks its kernels the way this process would (same environment
                 // and processor), unless told otherwise.
                 let isa = isa.unwrap_or(ukernels::best().isa);

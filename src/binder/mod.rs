@@ -7,11 +7,14 @@
 //! - `service`: `IDevice`, `IPreparedModel`, `IBurst`, `IFencedExecutionCallback` on top of
 //!   the in-process [`Driver`](crate::Driver); the one `HalError` → binder status mapping.
 //! - Linux hosts (cargo): `server` serves the device over binder RPC on a Unix socket with
-//!   `rsbinder`, and `client` is the matching client, in canonical types.
+//!   `rsbinder`, `client` is the matching client, in canonical types, and `child` starts a
+//!   private service for one client run.
 //! - Android (Soong, cargo feature `aosp`): `servicemanager` registers the device with the
 //!   platform's servicemanager through AOSP's `libbinder_rs`. The RPC server and client are
 //!   left out.
 
+#[cfg(not(feature = "aosp"))]
+pub mod child;
 #[cfg(not(feature = "aosp"))]
 pub mod client;
 // The canonical → AIDL half of the conversions serves the host RPC client, which the Android

@@ -8,14 +8,12 @@
 //! * [`TransportKind::Inproc`]: the driver library called directly, for debugging a failure
 //!   without a process boundary.
 
+use nnhal::binder::child::{service_program, ChildOptions, ServiceChild};
 use nnhal::binder::{self, ConnectOptions, RemoteDevice, RemotePreparedModel};
-use nnhal::hal::{Capabilities, HalError, HalResult, Model, Request};
+use nnhal::hal::{Capabilities, HalResult, Model, Request};
 use nnhal::{Driver, ExecutionResult, PreparedModel};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// `IDevice` as the suite uses it.
 pub trait Device: Send + Sync {
@@ -132,9 +130,6 @@ pub struct RpcDevice {
     child: Option<ServiceChild>,
 }
 
-/// How long a started service may take to accept its first connection.
-const START_TIMEOUT: Duration = Duration::from_secs(20);
-
 impl RpcDevice {
     /// Connects to `options.socket`, or starts a child service and connects to it.
     pub fn open(options: &TransportOptions) -> HalResult<RpcDevice> {
@@ -151,11 +146,20 @@ impl RpcDevice {
                 child: None,
             }),
             None => {
-                let mut child = ServiceChild::start(options, &instance)?;
+                let mut child = ServiceChild::start(&ChildOptions {
+                    program: options.service.clone(),
+                    self_serve: options.self_serve,
+                    instance: instance.clone(),
+                    threads: options.threads,
+                    log_level: std::env::var("NNHAL_SERVICE_LOG")
+                        .unwrap_or_else(|_| "warn,rsbinder=error".into()),
+                    env: Vec::new(),
+                    tag: "nnhal-vts",
+                })?;
                 let device = child.connect(&connect)?;
                 Ok(RpcDevice {
                     device,
-                    socket: child.socket.clone(),
+                    socket: child.socket().to_path_buf(),
                     child: Some(child),
                 })
             }
@@ -164,7 +168,7 @@ impl RpcDevice {
 
     /// The child service's process id, when this device started one.
     pub fn child_pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|c| c.process.id())
+        self.child.as_ref().map(ServiceChild::pid)
     }
 
     /// The socket the device is reached on.
@@ -178,8 +182,8 @@ impl Device for RpcDevice {
         match &self.child {
             Some(child) => format!(
                 "binder RPC to `{}` (pid {}) on {}",
-                child.program,
-                child.process.id(),
+                child.program(),
+                child.pid(),
                 self.socket.display()
             ),
             None => format!("binder RPC, {}", self.socket.display()),
@@ -215,163 +219,7 @@ impl Prepared for RpcPrepared {
     }
 }
 
-/// A `nnhal-service` started for this run, on a socket in a private temporary directory.
-/// Dropping it stops the service (SIGTERM, then SIGKILL if it lingers) and removes the directory.
-struct ServiceChild {
-    process: Child,
-    /// What was started, for reports.
-    program: String,
-    socket: PathBuf,
-    dir: PathBuf,
-}
-
 /// The program (and leading arguments) that starts a service; see [`TransportOptions`].
 pub fn service_command(options: &TransportOptions) -> HalResult<(PathBuf, Vec<&'static str>)> {
-    if let Some(path) = &options.service {
-        return Ok((path.clone(), vec![]));
-    }
-    if let Some(path) = std::env::var_os("NNHAL_SERVICE") {
-        return Ok((PathBuf::from(path), vec![]));
-    }
-    let unavailable = |why: String| {
-        HalError::DeviceUnavailable(format!(
-            "{why}; build it (`cargo build --bin nnhal-service`), set NNHAL_SERVICE, or pass \
-             --service or --socket"
-        ))
-    };
-    let exe = std::env::current_exe()
-        .map_err(|e| unavailable(format!("cannot locate this executable: {e}")))?;
-    // A binary sits in target/<profile>/; a test executable one level deeper, in deps/.
-    let candidates: Vec<PathBuf> = exe
-        .ancestors()
-        .skip(1)
-        .take(2)
-        .map(|dir| dir.join("nnhal-service"))
-        .collect();
-    if let Some(found) = candidates.iter().find(|p| p.is_file()) {
-        return Ok((found.clone(), vec![]));
-    }
-    if options.self_serve {
-        return Ok((exe, vec!["serve"]));
-    }
-    Err(unavailable(format!(
-        "no nnhal-service binary at {}",
-        candidates
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(" or ")
-    )))
-}
-
-impl ServiceChild {
-    fn start(options: &TransportOptions, instance: &str) -> HalResult<ServiceChild> {
-        static STARTED: AtomicUsize = AtomicUsize::new(0);
-        let (binary, leading) = service_command(options)?;
-        let dir = std::env::temp_dir().join(format!(
-            "nnhal-vts-{}-{}",
-            std::process::id(),
-            STARTED.fetch_add(1, Ordering::Relaxed)
-        ));
-        let failed = |what: &str, e: std::io::Error| {
-            HalError::DeviceUnavailable(format!("{what} {}: {e}", dir.display()))
-        };
-        // A leftover from a killed run with the same pid is ours to replace.
-        let _ = std::fs::remove_dir_all(&dir);
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(&dir)
-                .map_err(|e| failed("cannot create", e))?;
-        }
-        let socket = dir.join(format!("{instance}.sock"));
-        let log_level =
-            std::env::var("NNHAL_SERVICE_LOG").unwrap_or_else(|_| "warn,rsbinder=error".into());
-        let mut command = Command::new(&binary);
-        command
-            .args(&leading)
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--instance")
-            .arg(instance)
-            .arg("--threads")
-            .arg(options.threads.to_string())
-            .arg("--log-level")
-            .arg(log_level)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null());
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: the closure runs in the forked child before exec and only makes one
-            // async-signal-safe system call (prctl); it allocates nothing and takes no locks.
-            unsafe {
-                command.pre_exec(|| {
-                    // The service must not outlive a suite that is killed outright.
-                    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)
-                        .map_err(std::io::Error::from)
-                });
-            }
-        }
-        let process = command.spawn().map_err(|e| {
-            let _ = std::fs::remove_dir_all(&dir);
-            HalError::DeviceUnavailable(format!("cannot start {}: {e}", binary.display()))
-        })?;
-        let program = std::iter::once(binary.display().to_string())
-            .chain(leading.iter().map(|a| a.to_string()))
-            .collect::<Vec<_>>()
-            .join(" ");
-        Ok(ServiceChild {
-            process,
-            program,
-            socket,
-            dir,
-        })
-    }
-
-    /// Waits for the service to accept a connection, noticing when it exits instead.
-    fn connect(&mut self, options: &ConnectOptions) -> HalResult<RemoteDevice> {
-        let start = Instant::now();
-        loop {
-            match binder::connect_with(&self.socket, options) {
-                Ok(device) => return Ok(device),
-                Err(e) => {
-                    if let Ok(Some(status)) = self.process.try_wait() {
-                        return Err(HalError::DeviceUnavailable(format!(
-                            "the service exited ({status}) before accepting a connection"
-                        )));
-                    }
-                    if start.elapsed() > START_TIMEOUT {
-                        return Err(e);
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            }
-        }
-    }
-}
-
-impl Drop for ServiceChild {
-    fn drop(&mut self) {
-        use nix::sys::signal::{kill, Signal};
-        use nix::unistd::Pid;
-        if let Ok(pid) = i32::try_from(self.process.id()) {
-            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            match self.process.try_wait() {
-                Ok(Some(_)) | Err(_) => break,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5))
-                }
-                Ok(None) => {
-                    let _ = self.process.kill();
-                    let _ = self.process.wait();
-                    break;
-                }
-            }
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+    service_program(options.service.as_deref(), options.self_serve)
 }

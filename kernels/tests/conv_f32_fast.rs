@@ -121,7 +121,10 @@ fn check_conv_with(rng: &mut Rng, w: &Window, acts: &[Activation]) {
             let mut want = vec![0.0; w.output.len()];
             conv::conv2d_f32(w, &input, &filter, &bias, act, &mut want);
             let mut got = vec![f32::NAN; w.output.len()];
-            conv_f32::conv2d_f32(w, &packed, &input, act, &mut got);
+            // A fresh copy per call: later calls reuse the segment plan the first one
+            // recorded, which must not depend on where the input lies.
+            let moved = input.clone();
+            conv_f32::conv2d_f32(w, &packed, &moved, act, &mut got);
             assert_close(&got, &want, &mag, &format!("{} {act:?} {w:?}", uk.isa));
         }
     }
@@ -360,6 +363,39 @@ fn parallel_matches_sequential() {
                 "{}: {worst} off the reference for {w:?}",
                 uk.isa
             );
+        }
+    }
+}
+
+/// One packed filter run over two geometries: the second window must not use the segment
+/// plan recorded for the first.
+#[test]
+fn packed_filter_over_two_windows() {
+    let mut rng = Rng(11);
+    let a = window(Nhwc::new(1, 17, 13, 3), 20, (3, 3), (2, 2), pad(0, 1, 0, 1));
+    let b = window(Nhwc::new(1, 9, 21, 3), 20, (3, 3), (1, 1), pad(1, 1, 1, 1));
+    let shape = FilterShape {
+        out_c: 20,
+        kh: 3,
+        kw: 3,
+        in_c: 3,
+    };
+    let filter = rng.values(shape.out_c * shape.taps());
+    let bias = rng.values(shape.out_c);
+    for uk in tables() {
+        let packed = PackedConvF32::pack(uk, shape, &filter, &bias);
+        for w in [a, b, a, b] {
+            let input = rng.values(w.input.len());
+            let mut want = vec![0.0; w.output.len()];
+            conv::conv2d_f32(&w, &input, &filter, &bias, Activation::None, &mut want);
+            let mut got = vec![f32::NAN; w.output.len()];
+            conv_f32::conv2d_f32(&w, &packed, &input, Activation::None, &mut got);
+            let worst = got
+                .iter()
+                .zip(&want)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f32::max);
+            assert!(worst < 1e-4, "{}: {worst} off for {w:?}", uk.isa);
         }
     }
 }

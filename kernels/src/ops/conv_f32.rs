@@ -21,6 +21,7 @@
 //! few (the 14×14, 7×7 and 1×1 layers), so each task still reuses its share of the weights.
 
 use std::cell::RefCell;
+use std::sync::OnceLock;
 
 use super::{AlignedBuf, FilterShape};
 use crate::conv::taps;
@@ -51,6 +52,64 @@ pub struct PackedConvF32 {
     weights: AlignedBuf<f32>,
     /// `kw · in_c` zeros: the A segment of a filter row lying in the padding.
     zeros: AlignedBuf<f32>,
+    /// Where each A segment of the first window this filter ran over lies (a plan executes the
+    /// same geometry every time), so later calls turn offsets into pointers instead of
+    /// recomputing the window arithmetic per row tile.
+    segments: OnceLock<Option<SegmentPlan>>,
+}
+
+/// Segment sources of every output pixel of one convolution geometry: entry `m · kh + ky` is
+/// the input offset of segment (pixel `m`, filter row `ky`), [`SEG_ZEROS`] or [`SEG_GATHER`].
+#[derive(Clone, Debug)]
+struct SegmentPlan {
+    window: Window,
+    offsets: Vec<u32>,
+}
+
+/// The segment lies wholly in the vertical padding: the zero segment.
+const SEG_ZEROS: u32 = u32::MAX;
+/// The segment is cut by the horizontal padding: gathered per call.
+const SEG_GATHER: u32 = u32::MAX - 1;
+
+/// Largest plan kept (entries), 4 MiB: bigger geometries recompute per row tile.
+const SEG_PLAN_MAX: usize = 1 << 20;
+
+impl SegmentPlan {
+    /// The plan of `w` for `packed`, by running [`indirection`] over every row tile once and
+    /// recording where each pointer went; `None` if it would be too large.
+    fn new(w: &Window, packed: &PackedConvF32, input: &[f32]) -> Option<SegmentPlan> {
+        let kh = w.filter_h;
+        let m = w.output.n * w.output.h * w.output.w;
+        if m * kh > SEG_PLAN_MAX || input.len() >= SEG_GATHER as usize {
+            return None;
+        }
+        let seg = w.filter_w * w.input.c;
+        let mr = packed.gemm.mr;
+        let mut scratch = vec![0.0; mr * kh * seg];
+        let mut ptrs = vec![std::ptr::null(); mr * kh];
+        let mut offsets = vec![0; m * kh];
+        let (base, zeros) = (input.as_ptr_range(), packed.zeros.as_ptr());
+        for m0 in (0..m).step_by(mr) {
+            let rows = mr.min(m - m0);
+            let ptrs = &mut ptrs[..rows * kh];
+            indirection(w, input, &packed.zeros, m0, &mut scratch, ptrs);
+            for (i, &p) in ptrs.iter().enumerate() {
+                let (ky, r) = (i / rows, i % rows);
+                offsets[(m0 + r) * kh + ky] = if p == zeros {
+                    SEG_ZEROS
+                } else if base.contains(&p) {
+                    // In range: the offset is below input.len() < SEG_GATHER.
+                    (p as usize - base.start as usize) as u32 / std::mem::size_of::<f32>() as u32
+                } else {
+                    SEG_GATHER
+                };
+            }
+        }
+        Some(SegmentPlan {
+            window: *w,
+            offsets,
+        })
+    }
 }
 
 impl PackedConvF32 {
@@ -78,6 +137,7 @@ impl PackedConvF32 {
             gemm,
             weights,
             zeros: AlignedBuf::zeroed(shape.kw * shape.in_c),
+            segments: OnceLock::new(),
         }
     }
 
@@ -126,7 +186,12 @@ pub fn conv2d_f32(
     let rows = if pointwise {
         Rows::Direct(input)
     } else {
-        Rows::Conv { w, input }
+        let plan = packed
+            .segments
+            .get_or_init(|| SegmentPlan::new(w, packed, input))
+            .as_ref()
+            .filter(|p| p.window == *w);
+        Rows::Conv { w, input, plan }
     };
     Gemm::new(packed, rows, w.output.n * w.output.h * w.output.w, act).execute(output);
 }
@@ -152,8 +217,12 @@ enum Rows<'a> {
     /// A is the `M × K` row-major slice itself.
     Direct(&'a [f32]),
     /// Row `m` is the receptive field of output pixel `m` of a convolution, one segment per
-    /// filter row.
-    Conv { w: &'a Window, input: &'a [f32] },
+    /// filter row; `plan`, if any, is the segment plan of this window.
+    Conv {
+        w: &'a Window,
+        input: &'a [f32],
+        plan: Option<&'a SegmentPlan>,
+    },
 }
 
 /// One GEMM over a packed filter: `m` rows, `out_c` columns, `taps` deep.
@@ -319,9 +388,21 @@ impl<'a> Gemm<'a> {
                             }
                             &direct[..rows]
                         }
-                        Rows::Conv { w, input } => {
+                        Rows::Conv { w, input, plan } => {
                             let ptrs = &mut scratch.ptrs[..rows * ks];
-                            indirection(w, input, &self.packed.zeros, m0, &mut scratch.rows, ptrs);
+                            let planned = plan.is_some_and(|plan| {
+                                from_plan(plan, input, &self.packed.zeros, m0, ptrs)
+                            });
+                            if !planned {
+                                indirection(
+                                    w,
+                                    input,
+                                    &self.packed.zeros,
+                                    m0,
+                                    &mut scratch.rows,
+                                    ptrs,
+                                );
+                            }
                             ptrs
                         }
                     };
@@ -352,6 +433,32 @@ impl<'a> Gemm<'a> {
             }
         });
     }
+}
+
+/// Fills `ptrs` as [`indirection`] does, from the plan of this window; `false` (and `ptrs`
+/// partly written) if one of the tile's segments has to be gathered.
+fn from_plan(
+    plan: &SegmentPlan,
+    input: &[f32],
+    zeros: &[f32],
+    m0: usize,
+    ptrs: &mut [*const f32],
+) -> bool {
+    let kh = plan.window.filter_h;
+    let rows = ptrs.len() / kh;
+    let offsets = &plan.offsets[m0 * kh..(m0 + rows) * kh];
+    let (base, zero) = (input.as_ptr(), zeros.as_ptr());
+    for (r, offs) in offsets.chunks_exact(kh).enumerate() {
+        for (ky, &o) in offs.iter().enumerate() {
+            ptrs[ky * rows + r] = match o {
+                SEG_ZEROS => zero,
+                SEG_GATHER => return false,
+                // Recorded from a pointer into an input of this window's length.
+                o => base.wrapping_add(o as usize),
+            };
+        }
+    }
+    true
 }
 
 /// Fills `ptrs` (`kh · rows` entries, filter row major) with the A segments of output pixels

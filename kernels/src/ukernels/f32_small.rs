@@ -323,15 +323,10 @@ unsafe fn dw3x3_group<V: F32Simd, const S: usize, const Q: usize, const W: usize
             let c0 = j * l;
             let n = l.min(a.channels - c0);
             let wb = a.weights.add(j * 10 * l);
-            let mut w = [V::splat(0.0); 9];
-            for (t, w) in w.iter_mut().enumerate() {
-                *w = V::load(wb.add((t + 1) * l));
-            }
-            let bias = V::load(wb);
             if n == l {
-                dw3x3_tile::<V, S, Q, W, false>(a, &w, bias, c0, p, n);
+                dw3x3_tile::<V, S, Q, W, false>(a, wb, c0, p, n);
             } else {
-                dw3x3_tile::<V, S, Q, W, true>(a, &w, bias, c0, p, n);
+                dw3x3_tile::<V, S, Q, W, true>(a, wb, c0, p, n);
             }
         }
     }
@@ -350,19 +345,29 @@ unsafe fn dw3x3_tile<
     const TAIL: bool,
 >(
     a: &DwRun,
-    w: &[V; 9],
-    bias: V,
+    wb: *const f32,
     c0: usize,
     p: usize,
     n: usize,
 ) {
     let (r0, rows, k0, cols) = (W & 3, (W >> 2) & 3, (W >> 4) & 3, (W >> 6) & 3);
-    // SAFETY: the pixels p..p+Q of the run and their clipped windows are in bounds (caller).
+    let l = V::LANES;
+    // The filter rows as a loop the compiler cannot unroll: unrolled, every one of the
+    // 3·((Q−1)·S + 3) input addresses of a tile becomes its own loop-invariant pointer, which
+    // do not fit in the general registers and are spilled and reloaded for every load.
+    let rows = std::hint::black_box(rows);
+    // SAFETY: the pixels p..p+Q of the run and their clipped windows are in bounds, the
+    // block's packed taps and bias readable (caller).
     unsafe {
         let src = a.input.add(p * S * a.in_px + c0);
         let mut acc = [V::splat(0.0); Q];
         for ky in 0..rows {
             let row = src.add(ky * a.in_row);
+            let wrow = wb.add((1 + (r0 + ky) * 3 + k0) * l);
+            let mut wk = [V::splat(0.0); 3];
+            for (kx, wk) in wk.iter_mut().enumerate().take(cols) {
+                *wk = V::load(wrow.add(kx * l));
+            }
             for col in 0..(Q - 1) * S + cols {
                 let ptr = row.add(col * a.in_px);
                 let x = if TAIL {
@@ -372,11 +377,12 @@ unsafe fn dw3x3_tile<
                 };
                 for (q, acc) in acc.iter_mut().enumerate() {
                     if col >= q * S && col - q * S < cols {
-                        *acc = x.mul_add(w[(r0 + ky) * 3 + k0 + col - q * S], *acc);
+                        *acc = x.mul_add(wk[col - q * S], *acc);
                     }
                 }
             }
         }
+        let bias = V::load(wb);
         let (lo, hi) = (V::splat(a.clamp.lo), V::splat(a.clamp.hi));
         for (q, acc) in acc.iter().enumerate() {
             let y = clamp(acc.add(bias), lo, hi, a.clamp.nan_to_lo);

@@ -20,6 +20,7 @@ use nnhal_hal::validate::{self, BoundRequest, ValidModel};
 use nnhal_hal::{
     Capabilities, HalError, HalResult, Model, OperandLifeTime, PerformanceInfo, Request,
 };
+use nnhal_kernels::parallel;
 use nnhal_kernels::ukernels::{self, Isa, Ukernels};
 use std::sync::Arc;
 use std::time::Duration;
@@ -197,7 +198,8 @@ impl PreparedModel {
         let output_shapes = if self.plan.runs_inline() {
             self.plan.run(bound, profile)
         } else {
-            self.pool.install(|| self.plan.run(bound, profile))
+            self.pool
+                .install(|| parallel::with_team(|| self.plan.run(bound, profile)))
         }?;
         Ok(ExecutionResult { output_shapes })
     }

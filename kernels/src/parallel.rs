@@ -1,14 +1,25 @@
-//! How the kernels split one operation over threads (docs/design.md §8): at most one fork-join per
-//! operation, `parts` pieces spread over the rayon pool the execution runs on.
+//! How the kernels split one operation over threads (docs/design.md §8): at most one
+//! fork-join per operation, `parts` pieces claimed from an atomic counter, and the sizes below
+//! which a split does not pay.
 //!
-//! The driver runs a whole execution inside its pool (`ThreadPool::install`); kernels ask
-//! [`threads`] how many threads they may split over and hand [`for_parts`] the pieces. Inside a
-//! piece nothing splits again, and off a pool (tests, the calling thread of a small model)
-//! every piece runs in order on the caller: nothing ever falls through to rayon's implicit
-//! global pool, which would ignore the driver's thread count. The sizes below which a split
-//! does not pay for waking a worker live here too, so the policy has one place.
+//! A whole model execution runs inside [`with_team`] on a rayon worker. The team borrows the
+//! pool's other workers for the duration of that execution and keeps them spinning between
+//! operations, so each operation's fork costs a store and a few cache-line transfers instead
+//! of waking a sleeping thread (tens of microseconds on a virtual machine, and very variable,
+//! paid about thirty times per MobileNet inference). Helpers that never show up — the pool is
+//! busy with another execution — cost nothing but speed: the thread that forks claims parts
+//! too and finishes every part nobody else took, so nothing ever waits on a helper that has
+//! not joined. Until a helper has joined, forks go through rayon, whose wake-ups bring one.
+//!
+//! Outside a team, [`for_parts`] falls back to rayon (on a pool worker) or runs the parts in
+//! order (anywhere else), so the kernels behave the same when called directly; nothing ever
+//! falls through to rayon's implicit global pool, which would ignore the driver's threads.
 
 use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::SeqCst};
+use std::time::{Duration, Instant};
 
 /// Element-wise passes (one or a few operations per element) shorter than this run on one
 /// thread.
@@ -22,8 +33,57 @@ pub const MIN_F32_MACS: usize = 1 << 19;
 /// dot-product instructions do four times the work of a float FMA per lane.
 pub const MIN_U8_MACS: usize = 1 << 21;
 
+/// Helpers spin this long without work before they start yielding the processor between
+/// polls; inside one execution the gap between two operations is far shorter.
+const SPIN: Duration = Duration::from_micros(200);
+
+/// One fork: a body run once for each part index.
+struct Job<'a> {
+    body: &'a (dyn Fn(usize) + Sync),
+    parts: usize,
+    next: AtomicUsize,
+    finished: AtomicUsize,
+    panicked: AtomicBool,
+}
+
+impl Job<'_> {
+    /// Claims and runs parts until none is left.
+    fn work(&self) {
+        loop {
+            let i = self.next.fetch_add(1, SeqCst);
+            if i >= self.parts {
+                return;
+            }
+            let body = self.body;
+            let ok = in_part(|| catch_unwind(AssertUnwindSafe(|| body(i))).is_ok());
+            if !ok {
+                self.panicked.store(true, SeqCst);
+            }
+            self.finished.fetch_add(1, SeqCst);
+        }
+    }
+}
+
+/// What the forking thread and its helpers share for one execution.
+struct Shared {
+    /// The current job (type-erased `*const Job`), or null between forks.
+    job: AtomicPtr<()>,
+    /// Bumped at every fork, so a helper enters each job once.
+    epoch: AtomicUsize,
+    /// Helpers currently holding `job`: the forking thread waits for 0 after clearing `job`
+    /// before its stack frame (and the job on it) goes away.
+    users: AtomicUsize,
+    stop: AtomicBool,
+    /// Helpers that have started their loop.
+    joined: AtomicUsize,
+    /// Threads in the team, the forking one included.
+    size: usize,
+}
+
 thread_local! {
-    /// Set while this thread runs a piece of a split: nested splits run in place.
+    /// The team whose forking thread this is.
+    static TEAM: Cell<*const Shared> = const { Cell::new(ptr::null()) };
+    /// Set while this thread runs a part: nested splits run in place.
     static IN_PART: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -34,34 +94,148 @@ fn in_part<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// Whether the caller runs on a rayon worker thread, so work may fan out over its pool.
+/// Whether the caller runs on a rayon worker thread.
 #[inline]
 pub fn in_worker() -> bool {
     rayon::current_thread_index().is_some()
 }
 
-/// How many threads work may be split over here: the pool's size on a pool worker, 1 inside a
-/// piece of a split and anywhere else.
+/// Runs `f` with the other workers of the current rayon pool spinning as its helpers (see the
+/// module docs). Off a pool, or on a one-thread pool, it just runs `f`.
+pub fn with_team<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    let size = rayon::current_num_threads();
+    if !in_worker() || size <= 1 || !TEAM.with(|t| t.get().is_null()) {
+        return f();
+    }
+    let shared = Shared {
+        job: AtomicPtr::new(ptr::null_mut()),
+        epoch: AtomicUsize::new(0),
+        users: AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+        joined: AtomicUsize::new(0),
+        size,
+    };
+    let shared = &shared;
+    rayon::scope(|s| {
+        for _ in 1..size {
+            s.spawn(move |_| helper(shared));
+        }
+        TEAM.with(|t| t.set(shared));
+        // Stop the helpers however `f` ends, or `scope` would wait for them forever.
+        struct Stop<'a>(&'a Shared);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                TEAM.with(|t| t.set(ptr::null()));
+                self.0.stop.store(true, SeqCst);
+            }
+        }
+        let _stop = Stop(shared);
+        f()
+    })
+}
+
+/// A helper's loop: enter each new job once, claim parts, until the team stops.
+fn helper(shared: &Shared) {
+    shared.joined.fetch_add(1, SeqCst);
+    let mut seen = 0usize;
+    let mut idle_since = Instant::now();
+    while !shared.stop.load(SeqCst) {
+        let epoch = shared.epoch.load(SeqCst);
+        if epoch != seen {
+            shared.users.fetch_add(1, SeqCst);
+            let job = shared.job.load(SeqCst).cast_const().cast::<Job>();
+            if !job.is_null() {
+                // SAFETY: `job` was published by the forking thread, which clears it and then
+                // waits until `users` drops to 0 before the job leaves its stack; this thread
+                // counted itself in `users` before loading the pointer, so the job is alive
+                // until the `fetch_sub` below.
+                unsafe { (*job).work() };
+            }
+            shared.users.fetch_sub(1, SeqCst);
+            seen = epoch;
+            idle_since = Instant::now();
+        } else if idle_since.elapsed() < SPIN {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Spins until `done`, yielding the processor once the wait gets long (a helper that claimed a
+/// part was descheduled), so it is not kept from finishing by this very wait.
+fn wait_until(done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() < SPIN {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// How many threads work may be split over here: the team's size on its forking thread, the
+/// rayon pool's on a pool worker, 1 inside a part and anywhere else.
 pub fn threads() -> usize {
-    if !IN_PART.with(Cell::get) && in_worker() {
+    if IN_PART.with(Cell::get) {
+        return 1;
+    }
+    let team = TEAM.with(Cell::get);
+    if !team.is_null() {
+        // SAFETY: TEAM is set only while `with_team` runs on this thread, with the `Shared`
+        // alive on its stack.
+        return unsafe { (*team).size };
+    }
+    if in_worker() {
         rayon::current_num_threads()
     } else {
         1
     }
 }
 
-/// Runs `body(i)` for every `i < parts`, spread over the pool when [`threads`] allows, in
-/// order otherwise. Returns when every piece has finished.
+/// Runs `body(i)` for every `i < parts`: split over the team once a helper has joined it, over
+/// the pool on a pool worker, in order otherwise (and always inside a part). Returns when every
+/// part has finished; a panic in a part is resumed here.
 pub fn for_parts(parts: usize, body: impl Fn(usize) + Sync + Send) {
-    if parts <= 1 || threads() <= 1 {
+    if parts <= 1 || IN_PART.with(Cell::get) {
         (0..parts).for_each(body);
         return;
     }
-    use rayon::prelude::*;
-    (0..parts)
-        .into_par_iter()
-        .with_max_len(1)
-        .for_each(|i| in_part(|| body(i)));
+    let team = TEAM.with(Cell::get);
+    // SAFETY: TEAM is set only while `with_team` runs on this thread, with the `Shared`
+    // alive on its stack.
+    let shared = (!team.is_null()).then(|| unsafe { &*team });
+    let Some(shared) = shared.filter(|s| s.joined.load(SeqCst) > 0) else {
+        if in_worker() && rayon::current_num_threads() > 1 {
+            use rayon::prelude::*;
+            (0..parts)
+                .into_par_iter()
+                .with_max_len(1)
+                .for_each(|i| in_part(|| body(i)));
+        } else {
+            (0..parts).for_each(body);
+        }
+        return;
+    };
+    let job = Job {
+        body: &body,
+        parts,
+        next: AtomicUsize::new(0),
+        finished: AtomicUsize::new(0),
+        panicked: AtomicBool::new(false),
+    };
+    shared
+        .job
+        .store((&job as *const Job).cast_mut().cast(), SeqCst);
+    shared.epoch.fetch_add(1, SeqCst);
+    job.work();
+    wait_until(|| job.finished.load(SeqCst) >= parts);
+    shared.job.store(ptr::null_mut(), SeqCst);
+    wait_until(|| shared.users.load(SeqCst) == 0);
+    if job.panicked.load(SeqCst) {
+        panic!("a parallel part of a kernel panicked");
+    }
 }
 
 /// `body((i, &mut out[i]))` for every element: spread over the pool in runs of at least
@@ -105,7 +279,8 @@ pub fn for_chunks<T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::sync::atomic::AtomicU64;
 
     fn pool(n: usize) -> rayon::ThreadPool {
         rayon::ThreadPoolBuilder::new()
@@ -115,29 +290,39 @@ mod tests {
     }
 
     #[test]
-    fn every_part_runs_once_and_nested_splits_run_in_place() {
+    fn every_part_runs_once_in_and_out_of_a_team() {
         for n in [1, 2, 3] {
-            let sums: Vec<u64> = pool(n).install(|| {
-                assert_eq!(threads(), n);
-                (0..30)
-                    .map(|round| {
-                        let hits: Vec<AtomicU64> =
-                            (0..round % 9 + 1).map(|_| AtomicU64::new(0)).collect();
-                        let parts = hits.len();
-                        for_parts(parts, |i| {
-                            if parts > 1 && n > 1 {
-                                assert_eq!(threads(), 1, "inside a piece");
-                            }
-                            for_parts(3, |_| {
-                                hits[i].fetch_add(1, SeqCst);
-                            });
-                        });
-                        hits.iter().map(|h| h.load(SeqCst)).sum()
-                    })
-                    .collect()
-            });
-            for (round, s) in sums.iter().enumerate() {
-                assert_eq!(*s, 3 * (round as u64 % 9 + 1), "threads {n}");
+            let p = pool(n);
+            for team in [false, true] {
+                let sums: Vec<u64> = p.install(|| {
+                    let run = || {
+                        (0..50)
+                            .map(|round| {
+                                let hits: Vec<AtomicU64> =
+                                    (0..round % 9 + 1).map(|_| AtomicU64::new(0)).collect();
+                                let parts = hits.len();
+                                for_parts(parts, |i| {
+                                    // Nested splits run in place inside a part of a split.
+                                    if parts > 1 && n > 1 {
+                                        assert_eq!(threads(), 1);
+                                    }
+                                    for_parts(3, |_| {
+                                        hits[i].fetch_add(1, SeqCst);
+                                    });
+                                });
+                                hits.iter().map(|h| h.load(SeqCst)).sum()
+                            })
+                            .collect()
+                    };
+                    if team {
+                        with_team(run)
+                    } else {
+                        run()
+                    }
+                });
+                for (round, s) in sums.iter().enumerate() {
+                    assert_eq!(*s, 3 * (round as u64 % 9 + 1), "threads {n} team {team}");
+                }
             }
         }
         // Off the pool nothing splits.
@@ -145,10 +330,62 @@ mod tests {
     }
 
     #[test]
-    fn elements_are_visited_once_on_and_off_the_pool() {
+    fn a_team_helper_takes_parts() {
+        let (size, helped) = pool(2).install(|| {
+            with_team(|| {
+                let me = std::thread::current().id();
+                let helped = AtomicBool::new(false);
+                // Parts long enough that a spinning helper claims some of them, however long a
+                // busy machine takes to schedule it.
+                let start = Instant::now();
+                while !helped.load(SeqCst) && start.elapsed() < Duration::from_secs(20) {
+                    for_parts(8, |_| {
+                        let t = Instant::now();
+                        while t.elapsed() < Duration::from_micros(200) {}
+                        if std::thread::current().id() != me {
+                            helped.store(true, SeqCst);
+                        }
+                    });
+                }
+                (threads(), helped.load(SeqCst))
+            })
+        });
+        assert_eq!(size, 2);
+        assert!(helped, "no part ran on the helper thread");
+    }
+
+    #[test]
+    fn a_panicking_part_is_resumed_on_the_forking_thread_and_the_team_ends() {
+        let p = pool(2);
+        let r = p.install(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                with_team(|| {
+                    for _ in 0..20 {
+                        for_parts(4, |i| assert!(i != 2, "part 2 fails"));
+                    }
+                })
+            }))
+        });
+        assert!(r.is_err());
+        // The pool still works afterwards.
+        assert_eq!(p.install(|| with_team(|| 7)), 7);
+    }
+
+    #[test]
+    fn elements_and_chunks_are_visited_once_on_and_off_the_pool() {
         let mut v = vec![0u32; 3 * MIN_ELEMENTS + 5];
         pool(2).install(|| for_each_element(&mut v, MIN_ELEMENTS, |(i, x)| *x += i as u32));
         for_each_element(&mut v, MIN_ELEMENTS, |(i, x)| *x += i as u32);
-        assert!(v.iter().enumerate().all(|(i, &x)| x == 2 * i as u32));
+        pool(2).install(|| {
+            with_team(|| {
+                for_chunks(&mut v, 1000, |c, xs| {
+                    xs.iter_mut().for_each(|x| *x += c as u32)
+                })
+            })
+        });
+        assert!(v
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == 2 * i as u32 + (i / 1000) as u32));
     }
 }

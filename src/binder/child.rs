@@ -143,6 +143,8 @@ impl ServiceChild {
             .envs(options.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null());
+        // Where the C library offers it (glibc; not bionic in this nix version).
+        #[cfg(target_os = "linux")]
         {
             use std::os::unix::process::CommandExt;
             // SAFETY: the closure runs in the forked child before exec and makes one

@@ -8,49 +8,22 @@
 //! element may differ from the reference by a few ULP of the sum of absolute products; the
 //! bound is computed per element from the same reference run on absolute values.
 
+mod support;
+
 use nnhal_kernels::ops::{conv_f32, FilterShape, PackedConvF32};
-use nnhal_kernels::ukernels::{self, Isa, Ukernels};
+use nnhal_kernels::ukernels::Isa;
 use nnhal_kernels::{conv, Activation, Nhwc, Padding, Window};
-
-const ACTIVATIONS: [Activation; 4] = [
-    Activation::None,
-    Activation::Relu,
-    Activation::Relu1,
-    Activation::Relu6,
-];
-
-/// A deterministic SplitMix64 stream.
-struct Rng(u64);
+use support::{tables, Rng, ACTIVATIONS};
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
     /// Uniform in [-1, 1) with a full 24-bit mantissa.
     fn value(&mut self) -> f32 {
         ((self.next() >> 40) as f32 / (1u64 << 23) as f32) - 1.0
     }
 
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
     fn values(&mut self, n: usize) -> Vec<f32> {
         (0..n).map(|_| self.value()).collect()
     }
-}
-
-fn tables() -> Vec<&'static Ukernels> {
-    Isa::levels()
-        .iter()
-        .filter(|l| l.is_supported())
-        .map(|&l| ukernels::table(l).unwrap())
-        .collect()
 }
 
 fn window(

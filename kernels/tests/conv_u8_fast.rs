@@ -4,14 +4,15 @@
 //! below one, every activation, strides, paddings, depth multipliers, batch 2, accumulators
 //! near and past the int32 bounds, and the parallel split inside a 2-thread pool.
 
+mod support;
+
 use nnhal_kernels::ops::conv_u8::{self, ConvQuant, PackedConvU8};
 use nnhal_kernels::ops::dwconv_u8::{self, PackedDwU8};
 use nnhal_kernels::ops::pool_u8;
 use nnhal_kernels::ops::FilterShape;
 use nnhal_kernels::ukernels::{self, Isa, Ukernels};
 use nnhal_kernels::{conv, pool, Activation, Nhwc, Padding, QuantParams, Window};
-
-struct Rng(u64);
+use support::Rng;
 
 impl Rng {
     /// A stream per test and level; `NNHAL_TEST_SEED` shifts every stream (for soak runs).
@@ -21,19 +22,6 @@ impl Rng {
             .and_then(|s| s.parse::<u64>().ok())
             .unwrap_or(0);
         Rng(seed ^ (isa as u64) << 32 ^ extra.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-    }
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below(hi - lo + 1)
     }
     fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
         xs[self.below(xs.len())]

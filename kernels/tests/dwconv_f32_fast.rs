@@ -4,10 +4,13 @@
 //! asymmetric padding, depth multipliers 1–3, batch 2, every activation, NaN inputs, the
 //! MobileNet v1 geometries, and a 2-thread pool against the sequential result.
 
+mod support;
+
 use nnhal_kernels::conv::depthwise_conv2d_f32 as reference;
 use nnhal_kernels::ops::dwconv_f32::{depthwise_conv2d_f32, PackedDwF32};
 use nnhal_kernels::ukernels::{table, Isa, Ukernels};
 use nnhal_kernels::{Activation, Nhwc, Padding, Window};
+use support::{tables, Rng};
 
 const ACTS: [Activation; 4] = [
     Activation::None,
@@ -16,36 +19,13 @@ const ACTS: [Activation; 4] = [
     Activation::Relu6,
 ];
 
-struct Rng(u64);
-
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below(hi - lo + 1)
-    }
     fn f32(&mut self) -> f32 {
         ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
     }
     fn vec(&mut self, n: usize, scale: f32) -> Vec<f32> {
         (0..n).map(|_| self.f32() * scale).collect()
     }
-}
-
-fn tables() -> Vec<&'static Ukernels> {
-    Isa::levels()
-        .iter()
-        .filter(|l| l.is_supported())
-        .map(|&l| table(l).unwrap())
-        .collect()
 }
 
 struct Case {

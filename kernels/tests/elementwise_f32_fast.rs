@@ -3,9 +3,12 @@
 //! runs: lengths around the vector widths, every activation, NaN/±∞/±0/subnormal inputs,
 //! exp/tanh edges (overflow, underflow to subnormals and 0), and a 2-thread pool.
 
+mod support;
+
 use nnhal_kernels::ops::elementwise_f32 as fast;
-use nnhal_kernels::ukernels::{table, Isa, Ukernels};
+use nnhal_kernels::ukernels::Ukernels;
 use nnhal_kernels::{elementwise, normalization, Activation};
+use support::{tables, Rng};
 
 const ACTS: [Activation; 4] = [
     Activation::None,
@@ -16,16 +19,7 @@ const ACTS: [Activation; 4] = [
 
 const LENS: [usize; 12] = [0, 1, 3, 4, 7, 8, 15, 16, 17, 33, 100, 1001];
 
-struct Rng(u64);
-
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
     fn unit(&mut self) -> f32 {
         ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
     }
@@ -54,14 +48,6 @@ impl Rng {
     fn vec(&mut self, n: usize, scale: f32) -> Vec<f32> {
         (0..n).map(|_| self.value(scale)).collect()
     }
-}
-
-fn tables() -> Vec<&'static Ukernels> {
-    Isa::levels()
-        .iter()
-        .filter(|l| l.is_supported())
-        .map(|&l| table(l).unwrap())
-        .collect()
 }
 
 fn same_bits(a: f32, b: f32) -> bool {

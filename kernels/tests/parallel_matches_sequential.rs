@@ -14,8 +14,11 @@
 //! CONCATENATION, DEPTH_TO_SPACE and SPACE_TO_DEPTH have no parallel branch today; they are
 //! covered anyway so that one added later is checked from the start.
 
+mod support;
+
 use std::fmt::Debug;
 use std::sync::OnceLock;
+use support::{Rng, ACTIVATIONS};
 
 use nnhal_kernels::{
     conv, elementwise as ew, in_worker, layout, normalization as norm, pool, Activation, Nhwc,
@@ -28,25 +31,7 @@ use nnhal_kernels::{
 const PARALLEL_MIN_LEN: usize = 1 << 16;
 const PARALLEL_CHUNK: usize = 1 << 14;
 
-const ACTIVATIONS: [Activation; 4] = [
-    Activation::None,
-    Activation::Relu,
-    Activation::Relu1,
-    Activation::Relu6,
-];
-
-/// A deterministic SplitMix64 stream.
-struct Rng(u64);
-
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
     /// Uniform in [lo, hi), with a full 24-bit mantissa so sums depend on their order.
     fn f32s(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
         (0..n)

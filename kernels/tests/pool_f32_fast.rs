@@ -4,10 +4,13 @@
 //! paddings (including windows partly or wholly in the padding), channel tails, every
 //! activation, NaN inputs, the global 7×7 pool, and a 2-thread pool.
 
+mod support;
+
 use nnhal_kernels::ops::pool_f32;
 use nnhal_kernels::pool;
-use nnhal_kernels::ukernels::{table, Isa, Ukernels};
+use nnhal_kernels::ukernels::Ukernels;
 use nnhal_kernels::{Activation, Nhwc, Padding, Window};
+use support::{tables, Rng};
 
 const ACTS: [Activation; 4] = [
     Activation::None,
@@ -16,33 +19,10 @@ const ACTS: [Activation; 4] = [
     Activation::Relu6,
 ];
 
-struct Rng(u64);
-
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below(hi - lo + 1)
-    }
     fn f32(&mut self) -> f32 {
         ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
     }
-}
-
-fn tables() -> Vec<&'static Ukernels> {
-    Isa::levels()
-        .iter()
-        .filter(|l| l.is_supported())
-        .map(|&l| table(l).unwrap())
-        .collect()
 }
 
 type Reference = fn(&Window, &[f32], Activation, &mut [f32]);

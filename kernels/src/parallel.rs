@@ -9,7 +9,9 @@
 //! paid about thirty times per MobileNet inference). Helpers that never show up — the pool is
 //! busy with another execution — cost nothing but speed: the thread that forks claims parts
 //! too and finishes every part nobody else took, so nothing ever waits on a helper that has
-//! not joined. Until a helper has joined, forks go through rayon, whose wake-ups bring one.
+//! not joined. Until a helper has joined, forks go through rayon, whose wake-ups bring one;
+//! and an idle helper runs pending rayon pieces, so code that splits through rayon directly
+//! (the reference kernels) is helped as well.
 //!
 //! Outside a team, [`for_parts`] falls back to rayon (on a pool worker) or runs the parts in
 //! order (anywhere else), so the kernels behave the same when called directly; nothing ever
@@ -153,6 +155,10 @@ fn helper(shared: &Shared) {
             }
             shared.users.fetch_sub(1, SeqCst);
             seen = epoch;
+            idle_since = Instant::now();
+        } else if let Some(rayon::Yield::Executed) = rayon::yield_now() {
+            // Splits that go through rayon inside the execution (the reference kernels, the
+            // element-wise loops) still get this thread's help: it runs their pending pieces.
             idle_since = Instant::now();
         } else if idle_since.elapsed() < SPIN {
             std::hint::spin_loop();
@@ -352,6 +358,29 @@ mod tests {
         });
         assert_eq!(size, 2);
         assert!(helped, "no part ran on the helper thread");
+    }
+
+    #[test]
+    fn a_team_helper_runs_pieces_of_rayon_splits_too() {
+        use rayon::prelude::*;
+        let helped = pool(2).install(|| {
+            with_team(|| {
+                let me = std::thread::current().id();
+                let helped = AtomicBool::new(false);
+                let start = Instant::now();
+                while !helped.load(SeqCst) && start.elapsed() < Duration::from_secs(20) {
+                    (0..8).into_par_iter().with_max_len(1).for_each(|_| {
+                        let t = Instant::now();
+                        while t.elapsed() < Duration::from_micros(200) {}
+                        if std::thread::current().id() != me {
+                            helped.store(true, SeqCst);
+                        }
+                    });
+                }
+                helped.load(SeqCst)
+            })
+        });
+        assert!(helped, "no rayon piece ran on the helper thread");
     }
 
     #[test]

@@ -22,6 +22,7 @@ use nnhal_kernels::{
     conv, elementwise as ew, layout, lookup as lk, normalization as norm, pool, recurrent,
     Activation, KernelError, Nhwc, Padding, QuantParams, Window,
 };
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// Constant operands re-laid out for an operation's fast kernel, built once at prepare.
@@ -564,24 +565,27 @@ fn reshape(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     out0(outs)?.copy_from(c.t(0)?.data)
 }
 
+/// Shape lists inline: a CONCATENATION of up to 8 rank-4 inputs allocates nothing per run.
+type Dims = SmallVec<[usize; 4]>;
+
 fn concatenation(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let Params::Concat { axis } = c.params else {
         return Err(mismatch(c));
     };
     let n = c.op.inputs.len() - 1;
-    let dims: Vec<Vec<usize>> = (0..n)
-        .map(|i| c.dims(i).map(shape))
+    let dims: SmallVec<[Dims; 8]> = (0..n)
+        .map(|i| Ok(c.dims(i)?.iter().map(|&d| d as usize).collect()))
         .collect::<HalResult<_>>()?;
     let o = out0(outs)?;
     match &mut o.data {
         DataMut::U8(out) => {
-            let parts: Vec<(&[u8], &[usize])> = (0..n)
+            let parts: SmallVec<[(&[u8], &[usize]); 8]> = (0..n)
                 .map(|i| Ok((c.u(i)?, dims[i].as_slice())))
                 .collect::<HalResult<_>>()?;
             layout::concatenation(&parts, *axis, out);
         }
         DataMut::F32(out) => {
-            let parts: Vec<(&[f32], &[usize])> = (0..n)
+            let parts: SmallVec<[(&[f32], &[usize]); 8]> = (0..n)
                 .map(|i| Ok((c.f(i)?, dims[i].as_slice())))
                 .collect::<HalResult<_>>()?;
             layout::concatenation(&parts, *axis, out);

@@ -1,6 +1,7 @@
 //! How the kernels split one operation over threads (docs/design.md §8): at most one
-//! fork-join per operation, `parts` pieces claimed from an atomic counter, and the sizes below
-//! which a split does not pay.
+//! fork-join per operation, `parts` pieces dealt out as one contiguous home range per thread
+//! (the rest stolen from the back when a thread runs dry), and the sizes below which a split
+//! does not pay.
 //!
 //! A whole model execution runs inside [`with_team`] on a rayon worker. The team borrows the
 //! pool's other workers for the duration of that execution and keeps them spinning between
@@ -20,7 +21,7 @@
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 /// Element-wise passes (one or a few operations per element) shorter than this run on one
@@ -39,23 +40,84 @@ pub const MIN_U8_MACS: usize = 1 << 21;
 /// polls; inside one execution the gap between two operations is far shorter.
 const SPIN: Duration = Duration::from_micros(200);
 
+/// Team members that get a home range of parts; members past this only steal.
+const MAX_HOMES: usize = 8;
+
 /// One fork: a body run once for each part index.
+///
+/// The parts are dealt out as contiguous home ranges, one per team member in member order
+/// (the forking thread is member 0), and each member runs its own range front to back before
+/// it steals from the back of the others'. Operators number their parts in memory order (row
+/// tiles top to bottom, channel blocks left to right), so in the common case a member
+/// computes the same region of every tensor from one operation to the next: what it reads
+/// was written by itself and is still in its core's cache, instead of being pulled over from
+/// the other core's. Stealing keeps the balance when a member is late or descheduled.
 struct Job<'a> {
     body: &'a (dyn Fn(usize) + Sync),
-    parts: usize,
-    next: AtomicUsize,
+    /// Per home range, `(next << 32) | end`: claimed from the front by its owner and from
+    /// the back by thieves, both with one compare-and-swap.
+    homes: [AtomicU64; MAX_HOMES],
+    members: usize,
     finished: AtomicUsize,
     panicked: AtomicBool,
 }
 
-impl Job<'_> {
-    /// Claims and runs parts until none is left.
-    fn work(&self) {
-        loop {
-            let i = self.next.fetch_add(1, SeqCst);
-            if i >= self.parts {
-                return;
+impl<'a> Job<'a> {
+    fn new(body: &'a (dyn Fn(usize) + Sync), parts: usize, team: usize) -> Self {
+        let members = team.clamp(1, MAX_HOMES).min(parts.max(1));
+        let homes = std::array::from_fn(|r| {
+            if r < members {
+                let (start, end) = (r * parts / members, (r + 1) * parts / members);
+                AtomicU64::new(((start as u64) << 32) | end as u64)
+            } else {
+                AtomicU64::new(0)
             }
+        });
+        Job {
+            body,
+            homes,
+            members,
+            finished: AtomicUsize::new(0),
+            panicked: AtomicBool::new(false),
+        }
+    }
+
+    /// Takes the front part of home range `r` (`from_back`: its back part), if any is left.
+    fn take(&self, r: usize, from_back: bool) -> Option<usize> {
+        let home = &self.homes[r];
+        let mut cur = home.load(SeqCst);
+        loop {
+            let (next, end) = (cur >> 32, cur & 0xffff_ffff);
+            if next >= end {
+                return None;
+            }
+            let (new, part) = if from_back {
+                ((next << 32) | (end - 1), end - 1)
+            } else {
+                (((next + 1) << 32) | end, next)
+            };
+            match home.compare_exchange_weak(cur, new, SeqCst, SeqCst) {
+                Ok(_) => return Some(part as usize),
+                Err(seen) => cur = seen,
+            }
+        }
+    }
+
+    /// The next part for member `me`: its own range first, then the others' from the back.
+    fn claim(&self, me: usize) -> Option<usize> {
+        if me < self.members {
+            if let Some(i) = self.take(me, false) {
+                return Some(i);
+            }
+        }
+        (1..=self.members)
+            .map(|d| (me + d) % self.members)
+            .find_map(|r| self.take(r, true))
+    }
+
+    /// Claims and runs parts until none is left.
+    fn work(&self, me: usize) {
+        while let Some(i) = self.claim(me) {
             let body = self.body;
             let ok = in_part(|| catch_unwind(AssertUnwindSafe(|| body(i))).is_ok());
             if !ok {
@@ -138,7 +200,8 @@ pub fn with_team<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 
 /// A helper's loop: enter each new job once, claim parts, until the team stops.
 fn helper(shared: &Shared) {
-    shared.joined.fetch_add(1, SeqCst);
+    // Members are numbered in the order they join; the forking thread is member 0.
+    let me = shared.joined.fetch_add(1, SeqCst) + 1;
     let mut seen = 0usize;
     let mut idle_since = Instant::now();
     while !shared.stop.load(SeqCst) {
@@ -151,7 +214,7 @@ fn helper(shared: &Shared) {
                 // waits until `users` drops to 0 before the job leaves its stack; this thread
                 // counted itself in `users` before loading the pointer, so the job is alive
                 // until the `fetch_sub` below.
-                unsafe { (*job).work() };
+                unsafe { (*job).work(me) };
             }
             shared.users.fetch_sub(1, SeqCst);
             seen = epoch;
@@ -212,7 +275,8 @@ pub fn for_parts(parts: usize, body: impl Fn(usize) + Sync + Send) {
     // SAFETY: TEAM is set only while `with_team` runs on this thread, with the `Shared`
     // alive on its stack.
     let shared = (!team.is_null()).then(|| unsafe { &*team });
-    let Some(shared) = shared.filter(|s| s.joined.load(SeqCst) > 0) else {
+    let Some(shared) = shared.filter(|s| s.joined.load(SeqCst) > 0 && parts <= u32::MAX as usize)
+    else {
         if in_worker() && rayon::current_num_threads() > 1 {
             use rayon::prelude::*;
             (0..parts)
@@ -224,18 +288,12 @@ pub fn for_parts(parts: usize, body: impl Fn(usize) + Sync + Send) {
         }
         return;
     };
-    let job = Job {
-        body: &body,
-        parts,
-        next: AtomicUsize::new(0),
-        finished: AtomicUsize::new(0),
-        panicked: AtomicBool::new(false),
-    };
+    let job = Job::new(&body, parts, shared.size);
     shared
         .job
         .store((&job as *const Job).cast_mut().cast(), SeqCst);
     shared.epoch.fetch_add(1, SeqCst);
-    job.work();
+    job.work(0);
     wait_until(|| job.finished.load(SeqCst) >= parts);
     shared.job.store(ptr::null_mut(), SeqCst);
     wait_until(|| shared.users.load(SeqCst) == 0);

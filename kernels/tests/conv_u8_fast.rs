@@ -545,28 +545,46 @@ fn large_operations_split_over_two_threads_match_reference() {
         let w3 = window(Nhwc::new(2, 24, 24, 16), 40, (3, 3), (1, 1), p1);
         check_conv(uk, &mut rng, &w3, q, true);
 
-        let wd = window(Nhwc::new(1, 40, 40, 160), 160, (3, 3), (1, 1), p1);
-        let input = rng.bytes(wd.input.len());
-        let filter = rng.bytes(9 * 160);
-        let b = bias(&mut rng, 160);
-        let mut expected = vec![0u8; wd.output.len()];
-        conv::depthwise_conv2d_u8(
-            &wd,
-            1,
-            &input,
-            q.input,
-            &filter,
-            q.filter,
-            &b,
-            q.output,
-            q.act,
-            &mut expected,
-        )
-        .unwrap();
-        let packed = PackedDwU8::pack(uk, 3, 3, 160, &filter, &b, q).unwrap();
-        let mut got = vec![0x5au8; wd.output.len()];
-        pool2().install(|| dwconv_u8::depthwise_conv2d_u8(&wd, 1, &packed, &input, &mut got));
-        assert!(got == expected, "{} depthwise", uk.isa);
+        // Rows split (40×40), and channel blocks split on small images (at most 64 input
+        // pixels), with a channel count that leaves a partial last block.
+        let p_s2 = Padding {
+            top: 0,
+            left: 0,
+            bottom: 1,
+            right: 1,
+        };
+        for wd in [
+            window(Nhwc::new(1, 40, 40, 160), 160, (3, 3), (1, 1), p1),
+            window(Nhwc::new(1, 7, 7, 1048), 1048, (3, 3), (1, 1), p1),
+            window(Nhwc::new(2, 8, 8, 1040), 1040, (3, 3), (2, 2), p_s2),
+        ] {
+            let c = wd.output.c;
+            let input = rng.bytes(wd.input.len());
+            let filter = rng.bytes(9 * c);
+            let b = bias(&mut rng, c);
+            let mut expected = vec![0u8; wd.output.len()];
+            conv::depthwise_conv2d_u8(
+                &wd,
+                1,
+                &input,
+                q.input,
+                &filter,
+                q.filter,
+                &b,
+                q.output,
+                q.act,
+                &mut expected,
+            )
+            .unwrap();
+            let packed = PackedDwU8::pack(uk, 3, 3, c, &filter, &b, q).unwrap();
+            let mut got = vec![0x5au8; wd.output.len()];
+            pool2().install(|| {
+                nnhal_kernels::parallel::with_team(|| {
+                    dwconv_u8::depthwise_conv2d_u8(&wd, 1, &packed, &input, &mut got)
+                })
+            });
+            assert!(got == expected, "{} depthwise {:?}", uk.isa, wd.input);
+        }
 
         let wp = window(Nhwc::new(1, 40, 40, 256), 256, (3, 3), (1, 1), p1);
         let input = rng.bytes(wp.input.len());

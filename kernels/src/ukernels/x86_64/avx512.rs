@@ -145,38 +145,112 @@ unsafe fn gemm<const R: usize>(p: &F32GemmArgs) {
 pub(super) struct Rq512 {
     mult: __m512i,
     round: __m512i,
+    /// `shift − 1` (unused when `shift` is 0).
+    pre: __m128i,
+    /// `shift`, and the remainder mask `2^shift − 1` with its half.
+    shift: __m128i,
     mask: __m512i,
     half: __m512i,
-    shift: __m128i,
+    exact: bool,
     lo: __m512i,
     hi: __m512i,
     zp: __m512i,
+    /// The zero point in 16-bit lanes, and the activation bounds as absolute bytes.
+    zp16: __m512i,
+    min8: __m512i,
+    max8: __m512i,
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
 pub(super) fn rq512(rq: &Requant8) -> Rq512 {
     let mask = ((1i64 << rq.shift) - 1) as i32;
     Rq512 {
-        mult: _mm512_set1_epi32(rq.multiplier),
-        round: _mm512_set1_epi64(1 << 30),
+        shift: _mm_cvtsi32_si128(rq.shift as i32),
         mask: _mm512_set1_epi32(mask),
         half: _mm512_set1_epi32(mask >> 1),
-        shift: _mm_cvtsi32_si128(rq.shift as i32),
+        mult: _mm512_set1_epi32(rq.multiplier),
+        round: _mm512_set1_epi64(1 << 30),
+        pre: _mm_cvtsi32_si128(rq.shift.saturating_sub(1) as i32),
+        exact: rq.shift == 0,
         lo: _mm512_set1_epi32(rq.lo),
         hi: _mm512_set1_epi32(rq.hi),
         zp: _mm512_set1_epi32(rq.zero_point),
+        zp16: _mm512_set1_epi16(rq.zero_point as i16),
+        min8: _mm512_set1_epi8((rq.lo + rq.zero_point) as u8 as i8),
+        max8: _mm512_set1_epi8((rq.hi + rq.zero_point) as u8 as i8),
     }
 }
 
-/// [`Requant8::apply`] on 16 lanes, narrowed to 16 bytes.
+/// `RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, m), shift)` on 16 lanes, before
+/// the zero point.
 ///
 /// SaturatingRoundingDoublingHighMul is `floor((x·m + 2^30) / 2^31)` (the multiplier is never
 /// `i32::MIN`, so it never saturates): 64-bit products of the even lanes and of the odd lanes
 /// (`vpmuldq`), plus 2^30, and bits 31..62 of each sum picked out by a 64-bit shift right by
-/// 31 (even lanes, low dword) or left by 1 (odd lanes, high dword). RoundingDivideByPOT is the
-/// reference's mask/threshold form. The clamp to `[lo, hi]` (bounds already minus the zero
-/// point) comes before the zero point is added, so the final values lie in 0..=255 and the
-/// truncating `vpmovdb` is exact.
+/// 31 (even lanes, low dword) or left by 1 (odd lanes, high dword).
+///
+/// RoundingDivideByPOT rounds half away from zero. With `h' = h − [h < 0]` that is
+/// `floor((h' + 2^(s−1)) / 2^s)`, which equals `ceil(b / 2) = b − floor(b / 2)` for
+/// `b = floor(h' / 2^(s−1))`: two shifts and a subtraction, none of which can overflow (`h` is
+/// never `i32::MIN`, since `|h| ≤ |x|·m / 2^31 + 1/2` with `m < 2^31`).
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn requant_q512(x: __m512i, c: &Rq512) -> __m512i {
+    let even = _mm512_mul_epi32(x, c.mult);
+    let odd = _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), c.mult);
+    let even = _mm512_srli_epi64::<31>(_mm512_add_epi64(even, c.round));
+    let odd = _mm512_slli_epi64::<1>(_mm512_add_epi64(odd, c.round));
+    let h = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    if c.exact {
+        return h;
+    }
+    let b = _mm512_sra_epi32(_mm512_add_epi32(h, _mm512_srai_epi32::<31>(h)), c.pre);
+    _mm512_sub_epi32(b, _mm512_srai_epi32::<1>(b))
+}
+
+/// Two vectors of [`requant_q512`] results as 32 output bytes, `q0`'s lanes first.
+///
+/// The narrowing saturates (to int16, through the zero point, to 0..=255) before the clamp to
+/// the activation bounds, which lie inside 0..=255: a value the saturation moved was outside
+/// 0..=255 after the zero point, so it lands on the bound the reference's clamp gives it too.
+/// `vpackssdw`/`vpackuswb` work per 128-bit lane; one dword permutation restores the order.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn narrow2_512(q0: __m512i, q1: __m512i, c: &Rq512) -> __m256i {
+    let w = _mm512_adds_epi16(_mm512_packs_epi32(q0, q1), c.zp16);
+    let b = _mm512_packus_epi16(w, w);
+    // Lane L holds dwords [q0 4L.., q1 4L.., repeated]: gather q0's four, then q1's.
+    let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    let b = _mm512_permutexvar_epi32(order, b);
+    let b = _mm512_min_epu8(_mm512_max_epu8(b, c.min8), c.max8);
+    _mm512_castsi512_si256(b)
+}
+
+/// Stores the 32 bytes of `v` at `dst`, only the first `n ≤ 32`.
+///
+/// # Safety
+/// The first `n` bytes at `dst` are writable.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) unsafe fn store32(dst: *mut u8, n: usize, v: __m256i) {
+    if n >= 32 {
+        // SAFETY: all 32 bytes are writable.
+        unsafe { _mm256_storeu_si256(dst.cast(), v) }
+    } else {
+        let m = if n == 0 { 0 } else { u32::MAX >> (32 - n) };
+        // SAFETY: only the first `n` bytes are written.
+        unsafe { _mm256_mask_storeu_epi8(dst.cast(), m, v) }
+    }
+}
+
+/// [`Requant8::apply`] on 16 lanes, narrowed to 16 bytes, for chains where latency counts
+/// more than instruction count (the depthwise rows, one chain per pixel).
+///
+/// SaturatingRoundingDoublingHighMul as in [`requant_q512`]; RoundingDivideByPOT in the
+/// reference's mask/threshold form, whose three independent arms are one step shallower than
+/// [`requant_q512`]'s. The clamp to `[lo, hi]` (bounds already minus the zero point) comes
+/// before the zero point is added, so the final values lie in 0..=255 and the truncating
+/// `vpmovdb` is exact.
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
 #[inline]
 pub(super) fn requant512(x: __m512i, c: &Rq512) -> __m128i {

@@ -3,7 +3,9 @@
 
 use std::arch::x86_64::*;
 
-use super::avx512::{dw_row_512, mask16, requant512, rq512, store16};
+use super::avx512::{
+    dw_row_512, mask16, narrow2_512, requant512, requant_q512, rq512, store16, store32,
+};
 use crate::ukernels::quant8::{U8Dw, U8DwArgs, U8Gemm, U8GemmArgs, DW_BLOCK};
 use crate::ukernels::Ukernels;
 
@@ -50,20 +52,21 @@ pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
             _mm512_loadu_si512(p.bias.add(16).cast()),
         ]
     };
-    let masks = [mask16(p.cols), mask16(p.cols.saturating_sub(16))];
     for (r, acc_r) in acc.iter().enumerate() {
         if r >= p.rows {
             break;
         }
         // SAFETY: `row_corr` holds `rows` values.
         let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
-        for v in 0..2 {
-            let x = _mm512_add_epi32(_mm512_add_epi32(acc_r[v], bias[v]), corr);
-            let out = p.out.wrapping_add(r * p.out_stride + 16 * v);
-            // SAFETY: the masked store writes columns 16v..min(cols, 16v+16) of row r only;
-            // with an empty mask it touches no memory.
-            unsafe { store16(out, masks[v], requant512(x, &c)) };
-        }
+        let q = |v: usize| {
+            requant_q512(
+                _mm512_add_epi32(_mm512_add_epi32(acc_r[v], bias[v]), corr),
+                &c,
+            )
+        };
+        let bytes = narrow2_512(q(0), q(1), &c);
+        // SAFETY: the store writes columns 0..cols (≤ 32) of row r only.
+        unsafe { store32(p.out.wrapping_add(r * p.out_stride), p.cols, bytes) };
     }
 }
 

@@ -195,7 +195,7 @@ impl PreparedModel {
         bound: &BoundRequest,
         profile: Option<&mut Vec<Duration>>,
     ) -> HalResult<ExecutionResult> {
-        let output_shapes = if self.plan.runs_inline() {
+        let output_shapes = if self.runs_inline() {
             self.plan.run(bound, profile)
         } else {
             self.pool
@@ -204,9 +204,12 @@ impl PreparedModel {
         Ok(ExecutionResult { output_shapes })
     }
 
-    /// Whether executions of this model run on the calling thread (see [`INLINE_MAX_WORK`]).
+    /// Whether executions of this model run on the calling thread: small static models (see
+    /// [`INLINE_MAX_WORK`]), and every model on a one-thread driver, where handing the work to
+    /// the pool's single worker and waking the caller afterwards would only add two thread
+    /// wake-ups per execution. Off the pool every kernel runs sequentially.
     pub fn runs_inline(&self) -> bool {
-        self.plan.runs_inline()
+        self.plan.runs_inline() || self.pool.current_num_threads() <= 1
     }
 
     /// The compiled plan (arena layout, chosen kernels).

@@ -221,7 +221,7 @@ fn add_model_of(dims: &[u32]) -> Model {
 }
 
 #[test]
-fn small_static_plans_run_inline_and_others_on_the_pool() {
+fn small_static_plans_and_one_thread_drivers_run_inline_and_others_on_the_pool() {
     let driver = Driver::new(2).unwrap();
     let small = driver.prepare_model(probe::add_model()).unwrap();
     assert!(small.runs_inline());
@@ -231,6 +231,12 @@ fn small_static_plans_run_inline_and_others_on_the_pool() {
     assert!(!large.runs_inline());
     let dynamic = driver.prepare_model(add_model_of(&[1, 0, 0, 1])).unwrap();
     assert!(!dynamic.runs_inline());
+    // A one-thread driver runs everything on the calling thread.
+    let single = Driver::new(1).unwrap();
+    let large_single = single
+        .prepare_model(add_model_of(&[1, 256, 256, 1]))
+        .unwrap();
+    assert!(large_single.runs_inline());
 
     // The pool path computes the same thing.
     let n = 256 * 256;
@@ -256,9 +262,12 @@ fn small_static_plans_run_inline_and_others_on_the_pool() {
         outputs: vec![arg(1, 0)],
         pools: vec![Memory::shared(input, 2 * len), Memory::shared(output, len)],
     };
-    large.execute(&request).unwrap();
-    let mut got = vec![0u8; len as usize];
-    out_file.read_exact_at(&mut got, 0).unwrap();
     let want = f32_bytes(&a.iter().zip(&b).map(|(x, y)| x + y).collect::<Vec<_>>());
-    assert!(got == want, "large ADD on the pool differs");
+    for (prepared, how) in [(&large, "on the pool"), (&large_single, "inline")] {
+        prepared.execute(&request).unwrap();
+        let mut got = vec![0u8; len as usize];
+        out_file.read_exact_at(&mut got, 0).unwrap();
+        assert!(got == want, "large ADD {how} differs");
+        out_file.write_all_at(&vec![0u8; len as usize], 0).unwrap();
+    }
 }

@@ -17,13 +17,14 @@
 use crate::executor::{self, Call, OpImpl, PackArgs, Packed, WorkArgs};
 use crate::tensor::{Data, DataMut, DataRef, Tensor, TensorMut, TensorRef};
 use crossbeam_queue::ArrayQueue;
+use nnhal_hal::memory::MappedPool;
 use nnhal_hal::shape::{self, Arg, InferError, Inferred, Params};
 use nnhal_hal::validate::{self, BoundRequest, ValidModel};
 use nnhal_hal::{HalError, HalResult, OperandLifeTime, OperandType};
 use nnhal_kernels::ops::AlignedBuf;
 use nnhal_kernels::ukernels::Ukernels;
 use smallvec::SmallVec;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Upper bound on the bytes of operand values one execution may hold at once. A model or
@@ -467,17 +468,12 @@ impl Plan {
             let (Some(arg), Home::Arena(r)) = (arg, &layout.homes[m.inputs[pos]]) else {
                 continue;
             };
-            let pool = &bound.pools[arg.pool];
-            let bytes = &mut arena[r.offset..r.end()];
-            match r.elem {
-                Elem::F32 => {
-                    pool.read_values(arg.offset, cast_mut::<f32>(bytes)?, f32::from_le_bytes)?
-                }
-                Elem::I32 => {
-                    pool.read_values(arg.offset, cast_mut::<i32>(bytes)?, i32::from_le_bytes)?
-                }
-                Elem::U8 => pool.read(arg.offset, bytes)?,
-            }
+            read_input(
+                &bound.pools[arg.pool],
+                arg.offset,
+                &mut arena[r.offset..r.end()],
+                r.elem,
+            )?;
         }
         for step in &self.steps {
             if step.aliased {
@@ -743,6 +739,38 @@ fn charge(held: u64, bytes: u64) -> HalResult<u64> {
 
 fn layout_error() -> HalError {
     HalError::GeneralFailure("an arena slot is misaligned or mis-sized".into())
+}
+
+/// Inputs at least this long are copied in from their pool by all the team's threads.
+const PARALLEL_INPUT_BYTES: usize = 128 << 10;
+
+/// Copies an input's values from its request pool into its arena bytes. A large input (an
+/// image) is split over the threads, in parts ordered like the first operation's rows, so the
+/// copy is not a single-thread stretch at the start of every execution.
+fn read_input(pool: &MappedPool, offset: u64, bytes: &mut [u8], elem: Elem) -> HalResult<()> {
+    let one = |offset: u64, bytes: &mut [u8]| match elem {
+        Elem::F32 => pool.read_values(offset, cast_mut::<f32>(bytes)?, f32::from_le_bytes),
+        Elem::I32 => pool.read_values(offset, cast_mut::<i32>(bytes)?, i32::from_le_bytes),
+        Elem::U8 => pool.read(offset, bytes),
+    };
+    let threads = nnhal_kernels::parallel::threads();
+    if threads <= 1 || bytes.len() < PARALLEL_INPUT_BYTES {
+        return one(offset, bytes);
+    }
+    // Whole 64-byte lines per part keep the element boundaries and the lines unshared.
+    let part = bytes.len().div_ceil(2 * threads).next_multiple_of(64);
+    let parts: SmallVec<[Mutex<&mut [u8]>; 8]> = bytes.chunks_mut(part).map(Mutex::new).collect();
+    let failed: Mutex<Option<HalError>> = Mutex::new(None);
+    nnhal_kernels::parallel::for_parts(parts.len(), |i| {
+        let mut chunk = parts[i].lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = one(offset + (i * part) as u64, &mut chunk) {
+            *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+        }
+    });
+    match failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 fn cast_mut<T: bytemuck::Pod>(bytes: &mut [u8]) -> HalResult<&mut [T]> {

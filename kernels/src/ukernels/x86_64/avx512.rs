@@ -62,6 +62,9 @@ pub unsafe fn f32_gemm_avx512_7x32(p: &F32GemmArgs) {
     unsafe { gemm::<F32_MR>(p) }
 }
 
+/// How far ahead of its loads the one-row tile prefetches weights: 4 KiB, 32 k-steps.
+const PREFETCH_FLOATS: usize = 1024;
+
 /// `R ≤ 7` rows of the 7×32 tile.
 ///
 /// # Safety
@@ -87,6 +90,14 @@ unsafe fn gemm<const R: usize>(p: &F32GemmArgs) {
                 // SAFETY: `b` walks the K weight rows of this block; every segment holds kc
                 // values.
                 unsafe {
+                    if R == 1 {
+                        // A single row (FULLY_CONNECTED on one vector) streams the whole
+                        // weight matrix once with two FMAs per 128 bytes: nothing to hide
+                        // memory latency behind, so ask for the weights well ahead.
+                        // Prefetches never fault, past the end of the block or the buffer.
+                        _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(PREFETCH_FLOATS).cast());
+                        _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(PREFETCH_FLOATS + 16).cast());
+                    }
                     let b0 = _mm512_loadu_ps(b);
                     let b1 = _mm512_loadu_ps(b.add(16));
                     for r in 0..R {

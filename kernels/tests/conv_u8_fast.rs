@@ -545,8 +545,8 @@ fn large_operations_split_over_two_threads_match_reference() {
         let w3 = window(Nhwc::new(2, 24, 24, 16), 40, (3, 3), (1, 1), p1);
         check_conv(uk, &mut rng, &w3, q, true);
 
-        // Rows split (40×40), and channel blocks split on small images (at most 64 input
-        // pixels), with a channel count that leaves a partial last block.
+        // Rows split over the team, on a large image and on small ones with many channels and
+        // a partial last channel block.
         let p_s2 = Padding {
             top: 0,
             left: 0,

@@ -34,7 +34,7 @@ use crate::{Activation, Window};
 const PANEL_BYTES: usize = 256 << 10;
 
 /// With at most this many rows the work is split over column blocks instead of row tiles.
-pub(crate) const SPLIT_COLUMNS_MAX_ROWS: usize = 256;
+const SPLIT_COLUMNS_MAX_ROWS: usize = 256;
 
 /// Parts per pool thread when splitting over row tiles and over column blocks.
 const ROW_PARTS_PER_THREAD: usize = 4;

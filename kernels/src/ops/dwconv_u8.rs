@@ -7,8 +7,7 @@
 //! contribute `(za − za)·w' = 0`, exactly as the reference's clipped window. All of it holds
 //! modulo 2^32, matching the reference's wrapping accumulator.
 //!
-//! Rows of output pixels are the unit of work (channel blocks on images of at most
-//! [`CHANNEL_SPLIT_MAX_PIXELS`] input pixels). In a row, the columns whose window lies inside
+//! Rows of output pixels are the unit of work. In a row, the columns whose window lies inside
 //! the input horizontally are one kernel call whose tap pointers advance by `stride_w·c` per
 //! pixel (a vertically padded tap walks along a per-thread row of zero points); each border
 //! column is a call of its own with per-tap pointers. Depth multipliers other than 1 run a
@@ -162,42 +161,20 @@ pub fn depthwise_conv2d_u8(
     // A depthwise multiply-add costs about ten GEMM ones (no dot product, a requantization
     // per nine of them).
     let work = w.output.len() * w.filter_h * w.filter_w * 10;
-    let c = w.output.c;
-    let blocks = c.div_ceil(DW_BLOCK);
-    if multiplier == 1 && w.input.h * w.input.w <= CHANNEL_SPLIT_MAX_PIXELS && blocks > 1 {
-        // Small images: the GEMM that produced the input split its output channels over the
-        // threads (too few row tiles), so split the channels the same way and each thread
-        // reads what it wrote itself.
-        split_units(blocks, work, |bs| {
-            let chans = bs.start * DW_BLOCK..(bs.end * DW_BLOCK).min(c);
-            for r in 0..units {
-                let (b, oy) = (r / w.output.h, r % w.output.h);
-                // SAFETY: row `r` lies inside `output` and this task is the only one given
-                // channels `chans` of it.
-                unsafe { row_fast(w, f, input, b, oy, out.at(r * row_len), chans.clone()) };
-            }
-        });
-        return;
-    }
     split_units(units, work, |rows| {
         for r in rows {
+            // SAFETY: `r < n·out_h`, so the row lies inside `output`, and this task is the
+            // only one given row `r`.
+            let row = unsafe { std::slice::from_raw_parts_mut(out.at(r * row_len), row_len) };
             let (b, oy) = (r / w.output.h, r % w.output.h);
             if multiplier == 1 {
-                // SAFETY: row `r` lies inside `output` and this task is the only one given it.
-                unsafe { row_fast(w, f, input, b, oy, out.at(r * row_len), 0..c) };
+                row_fast(w, f, input, b, oy, row);
             } else {
-                // SAFETY: `r < n·out_h`, so the row lies inside `output`, and this task is the
-                // only one given row `r`.
-                let row = unsafe { std::slice::from_raw_parts_mut(out.at(r * row_len), row_len) };
                 row_multiplier(w, multiplier, f, input, b, oy, row);
             }
         }
     });
 }
-
-/// Input images of at most this many pixels are split over channel blocks, like the uint8
-/// GEMM that produced them (it splits channels once the row tiles are too few).
-const CHANNEL_SPLIT_MAX_PIXELS: usize = 64;
 
 /// Input offset of tap (fy, fx) of output pixel (oy, ox), or `None` in the padding.
 #[inline]
@@ -219,31 +196,14 @@ fn interior_columns(w: &Window) -> (usize, usize) {
     (lo, hi.max(lo))
 }
 
-/// Channels `chans` (block-aligned start) of one output row at `row`: every border pixel is
-/// its own kernel call with per-tap pointers (padding taps on the zero row); the interior
-/// columns are one call whose taps advance by `stride_w·c` per pixel (a vertically padded tap
-/// walks along the zero row).
-///
-/// # Safety
-/// `row` points at output row `oy` of image `b` (`out_w·c` bytes), and no other thread
-/// accesses channels `chans` of that row meanwhile.
-unsafe fn row_fast(
-    w: &Window,
-    f: &FastDw,
-    input: &[u8],
-    b: usize,
-    oy: usize,
-    row: *mut u8,
-    chans: std::ops::Range<usize>,
-) {
+/// One output row: every border pixel is its own kernel call with per-tap pointers (padding
+/// taps on the zero row); the interior columns are one call whose taps advance by
+/// `stride_w·c` per pixel (a vertically padded tap walks along the zero row).
+fn row_fast(w: &Window, f: &FastDw, input: &[u8], b: usize, oy: usize, row: &mut [u8]) {
     let c = w.output.c;
-    debug_assert!(
-        chans.start.is_multiple_of(DW_BLOCK) && chans.start < chans.end && chans.end <= c
-    );
     let step = w.stride_w * c;
     let ntaps = w.filter_h * w.filter_w;
     let (lo, hi) = interior_columns(w);
-    let weights = f.w[(chans.start / DW_BLOCK) * (1 + ntaps) * DW_BLOCK..].as_ptr();
     SCRATCH.with(|s| {
         let mut s = s.borrow_mut();
         let s = &mut *s;
@@ -253,34 +213,34 @@ unsafe fn row_fast(
             s.zero_row.resize(zero_len, f.za);
         }
         let zeros = s.zero_row.as_ptr();
-        let call = |taps: &mut Vec<*const u8>, ox: usize, width: usize| {
+        let mut call = |taps: &mut Vec<*const u8>, ox: usize, width: usize| {
             taps.clear();
             for fy in 0..w.filter_h {
                 for fx in 0..w.filter_w {
                     taps.push(match tap_offset(w, b, oy, ox, fy, fx) {
-                        Some(off) => input[off + chans.start..off + chans.end].as_ptr(),
+                        Some(off) => input[off..off + c].as_ptr(),
                         None => zeros,
                     });
                 }
             }
+            let out = &mut row[ox * c..(ox + width) * c];
             let args = U8DwArgs {
                 taps: taps.as_ptr(),
                 pixel_step: step,
                 ntaps,
                 width,
-                channels: chans.len(),
-                w: weights,
-                out: row.wrapping_add(ox * c + chans.start),
+                channels: c,
+                w: f.w.as_ptr(),
+                out: out.as_mut_ptr(),
                 out_stride: c,
                 rq: f.rq,
             };
-            // SAFETY: `taps` holds `ntaps` pointers. For a single pixel each addresses the
-            // `chans.len()` readable bytes of its channels. For the interior run every
-            // pixel's window is inside the input horizontally, so an in-bounds tap advanced by
-            // `p·stride_w·c` stays inside its input row, and a padding tap stays inside the
-            // zero row (`ow·step + c` bytes). The packed weights from block
-            // `chans.start/16` cover the blocks of `chans`, and pixels `ox..ox + width` of
-            // channels `chans` of the row are this call's alone (the caller's contract).
+            // SAFETY: `taps` holds `ntaps` pointers. For a single pixel each addresses `c`
+            // readable bytes. For the interior run every pixel's window is inside the input
+            // horizontally, so an in-bounds tap advanced by `p·stride_w·c` stays inside its
+            // input row, and a padding tap stays inside the zero row (`ow·step + c` bytes).
+            // The packed weights cover `ceil(c/16)` blocks of `1 + ntaps` groups, and `out`
+            // holds `width` pixels of `c` bytes.
             unsafe { (f.dw.kernel)(&args) };
         };
         let taps = &mut s.taps;

@@ -53,6 +53,7 @@ fn one_op(op: OperationType, ty: OperandType, tensors_in: usize, activation: boo
         output_indexes: vec![output],
         operand_values,
         pools: Vec::new(),
+        ..Model::default()
     }
 }
 

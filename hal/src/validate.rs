@@ -190,6 +190,35 @@ fn validate_operand(i: usize, o: &Operand, model: &Model) -> HalResult<OperandIn
             );
         }
     }
+    ensure!(
+        (ty == OperandType::Subgraph) == (lifetime == OperandLifeTime::Subgraph),
+        "operand {i}: type {ty} cannot have lifetime {lifetime}"
+    );
+    match (&o.channel_quant, ty) {
+        (Some(cq), OperandType::TensorQuant8SymmPerChannel) => {
+            let dim = o.dimensions.get(cq.channel_dim as usize).ok_or_else(|| {
+                HalError::InvalidArgument(format!(
+                    "operand {i}: channelDim {} is not below the rank {}",
+                    cq.channel_dim,
+                    o.dimensions.len()
+                ))
+            })?;
+            ensure!(
+                *dim == 0 || cq.scales.len() == *dim as usize,
+                "operand {i}: {} channel scales for a channel dimension of {dim}",
+                cq.scales.len()
+            );
+            ensure!(
+                cq.scales.iter().all(|s| *s > 0.0 && s.is_finite()),
+                "operand {i}: every channel scale must be > 0 and finite"
+            );
+        }
+        (None, OperandType::TensorQuant8SymmPerChannel) => {
+            invalid!("operand {i}: {ty} needs channelQuant parameters")
+        }
+        (Some(_), _) => invalid!("operand {i}: channelQuant parameters on a {ty} operand"),
+        (None, _) => {}
+    }
     if fully_specified(&o.dimensions) && ty.element_size().is_some() {
         byte_size(ty, &o.dimensions)
             .map_err(|e| HalError::InvalidArgument(format!("operand {i}: {}", e.message())))?;
@@ -203,6 +232,18 @@ fn validate_operand(i: usize, o: &Operand, model: &Model) -> HalResult<OperandIn
             ensure!(
                 loc.is_zero(),
                 "operand {i}: {lifetime} must have an empty location, has {loc:?}"
+            );
+        }
+        OperandLifeTime::Subgraph => {
+            ensure!(
+                loc.pool_index == 0 && loc.length == 0,
+                "operand {i}: a SUBGRAPH reference has pool 0 and length 0, has {loc:?}"
+            );
+            ensure!(
+                (loc.offset as usize) < model.referenced.len(),
+                "operand {i}: names referenced subgraph {} of {}",
+                loc.offset,
+                model.referenced.len()
             );
         }
         OperandLifeTime::ConstantCopy | OperandLifeTime::ConstantReference => {
@@ -392,9 +433,43 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
     Ok(())
 }
 
-/// Validates `model` completely. Model pools are mapped (and kept in the result) so constant
-/// parameters can be read for the static shape checks.
+/// Validates `model` completely, its referenced subgraphs (IF/WHILE bodies) included. Model
+/// pools are mapped (and kept in the result) so constant parameters can be read for the static
+/// shape checks.
 pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
+    let mut valid = validate_graph(model)?;
+    for (s, sub) in model.referenced.iter().enumerate() {
+        // A subgraph is checked as a model of its own that shares the main model's constants
+        // and referenced list; an operation inside it is run only by this driver's control
+        // flow, which it has none of, so its support flags do not matter.
+        let as_model = Model {
+            operands: sub.operands.clone(),
+            operations: sub.operations.clone(),
+            input_indexes: sub.input_indexes.clone(),
+            output_indexes: sub.output_indexes.clone(),
+            operand_values: model.operand_values.clone(),
+            pools: model.pools.clone(),
+            referenced: model.referenced.clone(),
+            relax_computation_float32_to_float16: model.relax_computation_float32_to_float16,
+        };
+        validate_graph(&as_model).map_err(|e| {
+            HalError::InvalidArgument(format!("referenced subgraph {s}: {}", e.message()))
+        })?;
+    }
+    if !model.referenced.is_empty() {
+        // Control flow is validated, not run.
+        for (k, op) in valid.operations.iter().enumerate() {
+            if matches!(op.ty, OperationType::If | OperationType::While) {
+                valid.supported[k] = false;
+            }
+        }
+    }
+    Ok(valid)
+}
+
+/// Validates one graph: the main subgraph of `model` (a referenced subgraph arrives here as
+/// the main subgraph of a model that shares the constants).
+fn validate_graph(model: &Model) -> HalResult<ValidModel> {
     ensure!(!model.operations.is_empty(), "model has no operations");
     ensure!(!model.operands.is_empty(), "model has no operands");
     ensure!(!model.input_indexes.is_empty(), "model has no inputs");

@@ -8,8 +8,9 @@
 //!
 //! The default transport is the service over binder RPC: with `--socket` the suite talks to a
 //! running `nnhal-service`, without it starts one on a temporary socket and stops it at the end.
-//! Each subcommand prints one `PASS`/`FAIL`/`SKIP` line per item and ends with
-//! `N passed, M failed`; the exit status is 1 when anything failed, 2 when a path cannot be
+//! Each subcommand prints one `PASS`/`FAIL`/`SKIP` line per item (a failure or skip with its
+//! reason) and ends with `N passed, M failed` (`vectors`: `N passed, M failed, K skipped`; a
+//! valid model the driver reports unsupported is skipped, never passed or failed); the exit status is 1 when anything failed, 2 when a path cannot be
 //! read or the device could not be opened. Paths are checked before any service starts.
 
 use clap::{Args, Parser, Subcommand};
@@ -237,8 +238,16 @@ fn vectors(transport: &TransportArgs, verbose: bool, paths: &[PathBuf]) -> ExitC
         Ok(p) => p,
         Err(code) => return code,
     };
+    // Files are listed first and loaded one at a time: the later-version set is hundreds of
+    // megabytes of JSON, more than is worth holding at once.
     let mut load_failures = Vec::new();
-    let vectors = load_all(&paths, &mut load_failures);
+    let mut files = Vec::new();
+    for path in &paths {
+        match vector_files(path) {
+            Ok(f) => files.extend(f),
+            Err(e) => load_failures.push(format!("FAIL {e}")),
+        }
+    }
     let device = match transport.open() {
         Ok(d) => d,
         Err(code) => return code,
@@ -248,26 +257,42 @@ fn vectors(transport: &TransportArgs, verbose: bool, paths: &[PathBuf]) -> ExitC
     }
     let (mut passed, mut failed, mut skipped) = (0usize, load_failures.len(), 0usize);
     let (mut exact, mut total) = (0usize, 0usize);
-    let progress = Progress::new(vectors.len());
-    for (done, v) in vectors.iter().enumerate() {
-        progress.at(done, &v.name);
-        let report = missing_expected(v).map_or_else(|| Ok(run_vector(device.as_ref(), v)), Err);
-        progress.clear();
-        if let Err(why) = report {
-            skipped += 1;
-            println!("SKIP {}: {why}", v.name);
-            continue;
-        }
-        let Ok(report) = report else { continue };
-        match &report.failure {
-            None => {
-                passed += 1;
-                println!("PASS {}", report.name);
-            }
-            Some(reason) => {
+    // Per NNAPI version directory: passed, failed, skipped.
+    let mut per_version: std::collections::BTreeMap<String, [usize; 3]> = Default::default();
+    let progress = Progress::new(files.len());
+    for (done, file) in files.iter().enumerate() {
+        let v = match Vector::from_file(file) {
+            Ok(v) => v,
+            Err(e) => {
                 failed += 1;
-                println!("FAIL {}: {reason}", report.name);
+                println!("FAIL {e}");
+                continue;
             }
+        };
+        progress.at(done, &v.name);
+        let report = missing_expected(&v).map_or_else(
+            || run_vector(device.as_ref(), &v),
+            |why| nnhal_vts::VectorReport {
+                name: v.name.clone(),
+                skipped: Some(why),
+                ..Default::default()
+            },
+        );
+        progress.clear();
+        let version = v.version.clone().unwrap_or_else(|| "V1_0".into());
+        let counts = per_version.entry(version).or_default();
+        if let Some(reason) = &report.failure {
+            failed += 1;
+            counts[1] += 1;
+            println!("FAIL {}: {reason}", report.name);
+        } else if let Some(why) = &report.skipped {
+            skipped += 1;
+            counts[2] += 1;
+            println!("SKIP {}: {why}", report.name);
+        } else {
+            passed += 1;
+            counts[0] += 1;
+            println!("PASS {}", report.name);
         }
         if verbose && report.quant8_total > 0 {
             println!(
@@ -279,11 +304,12 @@ fn vectors(transport: &TransportArgs, verbose: bool, paths: &[PathBuf]) -> ExitC
         total += report.quant8_total;
     }
     println!("quant8 exact: {exact} of {total} elements");
-    if skipped > 0 {
-        println!("{passed} passed, {failed} failed, {skipped} skipped");
-    } else {
-        println!("{passed} passed, {failed} failed");
+    if per_version.len() > 1 {
+        for (version, [p, f, k]) in &per_version {
+            println!("{version}: {p} passed, {f} failed, {k} skipped");
+        }
     }
+    println!("{passed} passed, {failed} failed, {skipped} skipped");
     if failed > 0 {
         ExitCode::FAILURE
     } else {

@@ -548,7 +548,7 @@ pub fn operand_lifetime(model: &Model) -> Vec<ModelVariant> {
             Some(ConstantCopy | ConstantReference | ModelInput) => {
                 vec![TemporaryVariable, ModelOutput]
             }
-            Some(NoValue) | None => vec![],
+            Some(NoValue | Subgraph) | None => vec![],
         };
         if !can_become_constant_copy(model, model_size, o) {
             targets.retain(|&t| t != ConstantCopy);
@@ -765,6 +765,7 @@ pub fn cycle_model() -> Model {
         output_indexes: vec![5],
         operand_values: Vec::new(),
         pools: Vec::new(),
+        ..Model::default()
     }
 }
 

@@ -82,7 +82,7 @@ fn vectors_and_mutations_default_to_binder() {
     );
     assert!(ok, "{out}\n{err}");
     assert!(err.contains("binder RPC"), "{err}");
-    assert!(out.ends_with("2 passed, 0 failed\n"), "{out}");
+    assert!(out.ends_with("2 passed, 0 failed, 0 skipped\n"), "{out}");
 
     let (ok, out, err) = run(
         &lone.exe,

@@ -706,7 +706,10 @@ fn write_output(
     arg: &validate::BoundArg,
     bound: &BoundRequest,
 ) -> HalResult<()> {
-    if dims != arg.dims.as_slice() {
+    // Unspecified (0) requested dimensions take the computed extent (dynamic output shapes).
+    let agrees = dims.len() == arg.dims.len()
+        && arg.dims.iter().zip(dims).all(|(&r, &d)| r == 0 || r == d);
+    if !agrees {
         return Err(HalError::InvalidArgument(format!(
             "output {pos}: computed dimensions {dims:?} differ from the requested {:?}",
             arg.dims

@@ -351,15 +351,51 @@ fn check_signature(
     }
 }
 
+/// Whether `operation` matches a signature a later NNAPI version added to `op`.
+fn matches_later(op: OperationType, operation: &Operation, operands: &[OperandInfo]) -> bool {
+    let ty_in = |i: usize| operands[operation.inputs[i] as usize].ty;
+    let ty_out = |i: usize| operands[operation.outputs[i] as usize].ty;
+    if op == OperationType::Concatenation {
+        let n = operation.inputs.len();
+        return n >= 2
+            && operation.outputs.len() == 1
+            && ty_in(n - 1) == OperandType::Int32
+            && ops::LATER_CONCATENATION_TYPES
+                .iter()
+                .any(|&t| (0..n - 1).all(|i| ty_in(i) == t) && ty_out(0) == t);
+    }
+    ops::later_signatures(op).iter().any(|s| {
+        s.inputs.len() == operation.inputs.len()
+            && s.outputs.len() == operation.outputs.len()
+            && s.inputs.iter().enumerate().all(|(i, &t)| ty_in(i) == t)
+            && s.outputs.iter().enumerate().all(|(i, &t)| ty_out(i) == t)
+    })
+}
+
+/// Ranks later versions accept where NNAPI 1.0 required 4 (2 or 4 for SOFTMAX): such an
+/// operation is valid and left to later-version kernels.
+fn later_rank(op: &OperationInfo, operands: &[OperandInfo]) -> bool {
+    use OperationType::*;
+    let rank = operands[op.inputs[0]].dims.len();
+    match op.ty {
+        Softmax => matches!(rank, 1 | 3),
+        L2Normalization | LocalResponseNormalization => matches!(rank, 1..=3),
+        _ => false,
+    }
+}
+
 /// Quantization relationships between an operation's operands (types.hal text for each op).
-fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) -> HalResult<()> {
+/// `Ok(false)`: a relationship NNAPI 1.0 required and later versions dropped (an output
+/// scale not above input × filter scale, CONCATENATION inputs of mixed scales) — valid, but
+/// not for the 1.0 kernels.
+fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) -> HalResult<bool> {
     use OperationType::*;
     let input = &operands[op.inputs[0]];
     if input.ty != OperandType::TensorQuant8Asymm
         && op.ty != HashtableLookup
         && op.ty != EmbeddingLookup
     {
-        return Ok(());
+        return Ok(true);
     }
     let out = &operands[op.outputs[0]];
     let same = |a: &OperandInfo, b: &OperandInfo, what: &str| -> HalResult<()> {
@@ -385,24 +421,20 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
                 op.ty,
                 bias.scale
             );
-            ensure!(
-                product < out.scale,
-                "operation {k} ({}): output scale {} must exceed input scale × filter scale {product}",
-                op.ty,
-                out.scale
-            );
+            if product >= out.scale {
+                return Ok(false);
+            }
         }
         Mul => {
             let product = input.scale * operands[op.inputs[1]].scale;
-            ensure!(
-                product < out.scale,
-                "operation {k} (MUL): output scale {} must exceed the product of the input scales {product}",
-                out.scale
-            );
+            if product >= out.scale {
+                return Ok(false);
+            }
         }
         Concatenation => {
-            for &i in &op.inputs[..op.inputs.len() - 1] {
-                same(out, &operands[i], "every input")?;
+            let inputs = &op.inputs[..op.inputs.len() - 1];
+            if inputs.iter().any(|&i| same(out, &operands[i], "").is_err()) {
+                return Ok(false);
             }
         }
         Logistic | Softmax => {
@@ -430,7 +462,7 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
         }
         _ => {}
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Validates `model` completely, its referenced subgraphs (IF/WHILE bodies) included. Model
@@ -508,18 +540,24 @@ fn validate_graph(model: &Model) -> HalResult<ValidModel> {
             .map(|&i| operands[i as usize].ty)
             .filter(|t| !t.in_nnapi_1_0())
             .collect();
-        let opaque = matches!(ops::arity(ty), Arity::Any) || !later_types.is_empty();
-        if ty.in_nnapi_1_0() {
-            // No version lets an NNAPI 1.0 operation take a boolean tensor or a subgraph.
-            if let Some(t) = later_types
-                .iter()
-                .find(|t| matches!(t, OperandType::TensorBool8 | OperandType::Subgraph))
-            {
-                invalid!("operation {k} ({ty}) takes no {t} operand");
-            }
-        }
+        let mut opaque = matches!(ops::arity(ty), Arity::Any);
         if !opaque {
-            check_signature(k, ty, operation, &operands)?;
+            // The NNAPI 1.0 signature runs on the 1.0 kernels; a signature a later version
+            // added is valid but not run; anything else is malformed.
+            let v1_0 = if later_types.is_empty() {
+                check_signature(k, ty, operation, &operands)
+            } else {
+                Err(HalError::InvalidArgument(String::new()))
+            };
+            if let Err(e) = v1_0 {
+                if !matches_later(ty, operation, &operands) {
+                    if later_types.is_empty() {
+                        return Err(e);
+                    }
+                    check_signature(k, ty, operation, &operands)?;
+                }
+                opaque = true;
+            }
         }
         for &o in &operation.outputs {
             let lt = operands[o as usize].lifetime;
@@ -539,14 +577,16 @@ fn validate_graph(model: &Model) -> HalResult<ValidModel> {
                 );
             }
         }
-        let info = OperationInfo {
+        let mut info = OperationInfo {
             ty,
             inputs: operation.inputs.iter().map(|&i| i as usize).collect(),
             outputs: operation.outputs.iter().map(|&i| i as usize).collect(),
             opaque,
         };
-        if !opaque {
-            check_quantization(k, &info, &operands)?;
+        if !opaque && (!check_quantization(k, &info, &operands)? || later_rank(&info, &operands))
+        {
+            // Valid under the relaxed rules of later versions; not run by the 1.0 kernels.
+            info.opaque = true;
         }
         operations.push(info);
     }
@@ -722,6 +762,16 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
             values.insert(i, valid.constant_bytes(model, i)?);
         }
     }
+    // LSH_PROJECTION type 3 (SPARSE_DEPRECATED) came with NNAPI 1.2: valid, not run here.
+    for (k, op) in valid.operations.iter_mut().enumerate() {
+        if op.ty == OperationType::LshProjection
+            && op.inputs.len() == 4
+            && values.get(&op.inputs[3]).map(Vec::as_slice) == Some(&3i32.to_le_bytes()[..])
+        {
+            op.opaque = true;
+            valid.supported[k] = false;
+        }
+    }
     let mut params = Vec::with_capacity(valid.operations.len());
     for (k, op) in valid.operations.iter().enumerate() {
         if op.opaque {
@@ -852,8 +902,10 @@ pub fn validate_request(
             }
             arg.dimensions.clone()
         };
+        // An output may stay unspecified: its shape is inferred at execution and reported
+        // (dynamic output shapes); an input must be known.
         ensure!(
-            fully_specified(&dims),
+            fully_specified(&dims) || what == "output",
             "{what} {pos}: dimensions {dims:?} are not fully specified"
         );
         let loc = arg.location;
@@ -871,7 +923,11 @@ pub fn validate_request(
             loc.pool_index,
             pool.size()
         );
-        let need = byte_size(o.ty, &dims)?;
+        let need = if fully_specified(&dims) {
+            byte_size(o.ty, &dims)?
+        } else {
+            0
+        };
         if u64::from(loc.length) < need {
             if what == "input" {
                 invalid!(

@@ -707,8 +707,8 @@ fn write_output(
     bound: &BoundRequest,
 ) -> HalResult<()> {
     // Unspecified (0) requested dimensions take the computed extent (dynamic output shapes).
-    let agrees = dims.len() == arg.dims.len()
-        && arg.dims.iter().zip(dims).all(|(&r, &d)| r == 0 || r == d);
+    let agrees =
+        dims.len() == arg.dims.len() && arg.dims.iter().zip(dims).all(|(&r, &d)| r == 0 || r == d);
     if !agrees {
         return Err(HalError::InvalidArgument(format!(
             "output {pos}: computed dimensions {dims:?} differ from the requested {:?}",

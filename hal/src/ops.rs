@@ -178,11 +178,12 @@ pub fn later_signatures(op: OperationType) -> &'static [LaterSignature] {
 }
 
 /// The element types later versions accept for CONCATENATION beyond float32 and uint8.
-pub const LATER_CONCATENATION_TYPES: &[OperandType] =
-    &[OperandType::TensorFloat16, OperandType::TensorQuant8AsymmSigned];
+pub const LATER_CONCATENATION_TYPES: &[OperandType] = &[
+    OperandType::TensorFloat16,
+    OperandType::TensorQuant8AsymmSigned,
+];
 
-fn build_later_table(
-) -> std::collections::HashMap<OperationType, Vec<LaterSignature>> {
+fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSignature>> {
     use OperandType::{
         Bool as B, Float16 as SH, TensorFloat16 as H, TensorQuant8AsymmSigned as QS,
         TensorQuant8Symm as Q8S, TensorQuant8SymmPerChannel as QC,
@@ -204,7 +205,11 @@ fn build_later_table(
     }
     // Pools: explicit padding (9 scalars) or implicit (6), then an optional BOOL layout.
     for op in [AveragePool2d, MaxPool2d, L2Pool2d] {
-        let types: &[OperandType] = if op == L2Pool2d { &[F, H] } else { &[F, H, Q, QS] };
+        let types: &[OperandType] = if op == L2Pool2d {
+            &[F, H]
+        } else {
+            &[F, H, Q, QS]
+        };
         for &ty in types {
             for scalars in [9, 6] {
                 let base = cat(&[&[ty], &rep(SI, scalars)]);
@@ -266,9 +271,17 @@ fn build_later_table(
         }
         add(L2Normalization, vec![ty, SI], vec![ty]);
     }
-    add(LocalResponseNormalization, vec![F, SI, SF, SF, SF, SI], vec![F]);
+    add(
+        LocalResponseNormalization,
+        vec![F, SI, SF, SF, SF, SI],
+        vec![F],
+    );
     add(LocalResponseNormalization, vec![H, SI, SH, SH, SH], vec![H]);
-    add(LocalResponseNormalization, vec![H, SI, SH, SH, SH, SI], vec![H]);
+    add(
+        LocalResponseNormalization,
+        vec![H, SI, SH, SH, SH, SI],
+        vec![H],
+    );
     for op in [Logistic, Relu, Relu1, Relu6, Tanh] {
         for ty in [H, QS] {
             add(op, vec![ty], vec![ty]);

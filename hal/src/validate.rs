@@ -583,8 +583,7 @@ fn validate_graph(model: &Model) -> HalResult<ValidModel> {
             outputs: operation.outputs.iter().map(|&i| i as usize).collect(),
             opaque,
         };
-        if !opaque && (!check_quantization(k, &info, &operands)? || later_rank(&info, &operands))
-        {
+        if !opaque && (!check_quantization(k, &info, &operands)? || later_rank(&info, &operands)) {
             // Valid under the relaxed rules of later versions; not run by the 1.0 kernels.
             info.opaque = true;
         }

@@ -27,6 +27,36 @@ pub mod vector {
     pub fn bundled_dir() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors")
     }
+
+    /// The NNAPI 1.1–1.3 vectors (`vts_tests/later/vectors.tar.xz`, see its README).
+    pub fn later_archive() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("later/vectors.tar.xz")
+    }
+
+    /// Unpacks [`later_archive`] into `dir` (with the system `tar`, which needs `xz`) unless a
+    /// previous call already did, and returns `dir`. A marker file written last tells a
+    /// complete unpacking from an interrupted one.
+    pub fn unpack_later(dir: &Path) -> std::io::Result<PathBuf> {
+        let marker = dir.join(".unpacked");
+        if marker.exists() {
+            return Ok(dir.to_path_buf());
+        }
+        std::fs::create_dir_all(dir)?;
+        let status = std::process::Command::new("tar")
+            .arg("-xJf")
+            .arg(later_archive())
+            .arg("-C")
+            .arg(dir)
+            .status()?;
+        if !status.success() {
+            return Err(std::io::Error::other(format!(
+                "tar -xJf {} failed ({status})",
+                later_archive().display()
+            )));
+        }
+        std::fs::write(&marker, b"")?;
+        Ok(dir.to_path_buf())
+    }
 }
 
 pub use model::{build_request, to_model, BuiltRequest, ConstantMode};

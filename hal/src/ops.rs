@@ -84,7 +84,12 @@ pub fn arity(op: OperationType) -> Arity {
             const S: &[Signature] = &[sig(&[I, F], &[F]), sig(&[I, I], &[I]), sig(&[I, Q], &[Q])];
             S
         }
-        Floor | L2Normalization | Tanh => UNARY_F,
+        Floor | Tanh => UNARY_F,
+        // The optional trailing `axis` came with NNAPI 1.2; these kernels take it.
+        L2Normalization => {
+            const S: &[Signature] = &[sig(&[F], &[F]), sig(&[F, SI], &[F])];
+            S
+        }
         FullyConnected => {
             const S: &[Signature] = &[sig(&[F, F, F, SI], &[F]), sig(&[Q, Q, I, SI], &[Q])];
             S
@@ -98,7 +103,10 @@ pub fn arity(op: OperationType) -> Arity {
             S
         }
         LocalResponseNormalization => {
-            const S: &[Signature] = &[sig(&[F, SI, SF, SF, SF], &[F])];
+            const S: &[Signature] = &[
+                sig(&[F, SI, SF, SF, SF], &[F]),
+                sig(&[F, SI, SF, SF, SF, SI], &[F]),
+            ];
             S
         }
         Logistic | Relu | Relu1 | Relu6 => UNARY_FQ,
@@ -127,7 +135,12 @@ pub fn arity(op: OperationType) -> Arity {
             S
         }
         Softmax => {
-            const S: &[Signature] = &[sig(&[F, SF], &[F]), sig(&[Q, SF], &[Q])];
+            const S: &[Signature] = &[
+                sig(&[F, SF], &[F]),
+                sig(&[Q, SF], &[Q]),
+                sig(&[F, SF, SI], &[F]),
+                sig(&[Q, SF, SI], &[Q]),
+            ];
             S
         }
         Svdf => {

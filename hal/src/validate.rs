@@ -372,18 +372,6 @@ fn matches_later(op: OperationType, operation: &Operation, operands: &[OperandIn
     })
 }
 
-/// Ranks later versions accept where NNAPI 1.0 required 4 (2 or 4 for SOFTMAX): such an
-/// operation is valid and left to later-version kernels.
-fn later_rank(op: &OperationInfo, operands: &[OperandInfo]) -> bool {
-    use OperationType::*;
-    let rank = operands[op.inputs[0]].dims.len();
-    match op.ty {
-        Softmax => matches!(rank, 1 | 3),
-        L2Normalization | LocalResponseNormalization => matches!(rank, 1..=3),
-        _ => false,
-    }
-}
-
 /// Quantization relationships between an operation's operands (types.hal text for each op).
 /// `Ok(false)`: a relationship NNAPI 1.0 required and later versions dropped (an output
 /// scale not above input × filter scale, CONCATENATION inputs of mixed scales) — valid, but
@@ -583,7 +571,7 @@ fn validate_graph(model: &Model) -> HalResult<ValidModel> {
             outputs: operation.outputs.iter().map(|&i| i as usize).collect(),
             opaque,
         };
-        if !opaque && (!check_quantization(k, &info, &operands)? || later_rank(&info, &operands)) {
+        if !opaque && !check_quantization(k, &info, &operands)? {
             // Valid under the relaxed rules of later versions; not run by the 1.0 kernels.
             info.opaque = true;
         }

@@ -83,6 +83,8 @@ pub struct PrepareOptions {
     pub priority: i32,
     /// Nanoseconds since boot; -1 for none.
     pub deadline_ns: i64,
+    /// Length of the (zero) compilation-cache token; the interface requires 32.
+    pub cache_token_len: usize,
 }
 
 impl Default for PrepareOptions {
@@ -91,6 +93,7 @@ impl Default for PrepareOptions {
             preference: ExecutionPreference::FAST_SINGLE_ANSWER.0,
             priority: Priority::MEDIUM.0,
             deadline_ns: -1,
+            cache_token_len: 32,
         }
     }
 }
@@ -354,8 +357,8 @@ impl RemoteDevice {
         let callback = PrepareCallback::new(tx);
         let notified = Notifications(Arc::clone(&callback.notified));
         let callback = BnPreparedModelCallback::new_binder(callback);
-        // No cache files are offered (the service needs none); the token is then ignored.
-        let token = [0u8; 32];
+        // No cache files are offered (the service needs none); the token is then unused.
+        let token = vec![0u8; options.cache_token_len];
         let launched = call(
             self.device.prepareModel(
                 &aidl,

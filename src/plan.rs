@@ -476,7 +476,12 @@ impl Plan {
                 Elem::I32 => {
                     pool.read_values(arg.offset, cast_mut::<i32>(bytes)?, i32::from_le_bytes)?
                 }
-                Elem::U8 => pool.read(arg.offset, bytes)?,
+                Elem::U8 => {
+                    pool.read(arg.offset, bytes)?;
+                    if m.signed[m.inputs[pos]] {
+                        flip_sign(bytes);
+                    }
+                }
             }
         }
         for step in &self.steps {
@@ -532,7 +537,7 @@ impl Plan {
                     )))
                 }
             };
-            write_output(pos, &dims, value, arg, bound)?;
+            write_output(pos, &dims, value, arg, bound, m.signed[o])?;
             shapes.push(dims);
         }
         Ok(shapes)
@@ -626,7 +631,10 @@ impl Plan {
             let need = validate::byte_size(info.ty, &arg.dims)?;
             held = charge(held, need)?;
             let count = shape::element_count(&arg.dims).map_err(HalError::InvalidArgument)?;
-            let data = Data::read(info.ty, &bound.pools[arg.pool], arg.offset, count as usize)?;
+            let mut data = Data::read(info.ty, &bound.pools[arg.pool], arg.offset, count as usize)?;
+            if let (true, Data::U8(v)) = (m.signed[m.inputs[pos]], &mut data) {
+                flip_sign(v);
+            }
             slots[m.inputs[pos]] = Some(Arc::new(Tensor {
                 dims: arg.dims.clone(),
                 data,
@@ -691,7 +699,14 @@ impl Plan {
             let t = slots[m.outputs[pos]].as_ref().ok_or_else(|| {
                 HalError::GeneralFailure(format!("output {pos} was not computed"))
             })?;
-            write_output(pos, &t.dims, t.view().data, arg, bound)?;
+            write_output(
+                pos,
+                &t.dims,
+                t.view().data,
+                arg,
+                bound,
+                m.signed[m.outputs[pos]],
+            )?;
             shapes.push(t.dims.clone());
         }
         Ok(shapes)
@@ -705,6 +720,7 @@ fn write_output(
     value: DataRef,
     arg: &validate::BoundArg,
     bound: &BoundRequest,
+    signed: bool,
 ) -> HalResult<()> {
     // Unspecified (0) requested dimensions take the computed extent (dynamic output shapes).
     let agrees =
@@ -730,7 +746,20 @@ fn write_output(
     match value {
         DataRef::F32(v) => pool.write_values(arg.offset, v, |x| x.to_le_bytes()),
         DataRef::I32(v) => pool.write_values(arg.offset, v, |x| x.to_le_bytes()),
+        DataRef::U8(v) if signed => {
+            let mut shifted = v.to_vec();
+            flip_sign(&mut shifted);
+            pool.write(arg.offset, &shifted)
+        }
         DataRef::U8(v) => pool.write(arg.offset, v),
+    }
+}
+
+/// Shifts quant8 bytes by 128 between the signed and unsigned encodings of one value
+/// (`x ⊕ 0x80` maps -128..127 onto 0..255 in order).
+fn flip_sign(bytes: &mut [u8]) {
+    for b in bytes {
+        *b ^= 0x80;
     }
 }
 

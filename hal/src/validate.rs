@@ -58,6 +58,10 @@ pub struct ValidModel {
     pub static_dims: Vec<Option<Vec<u32>>>,
     /// Per operation: parameters resolved at validation time when everything was static.
     pub static_params: Vec<Option<Params>>,
+    /// Per operand: a TENSOR_QUANT8_ASYMM_SIGNED operand of the model as given, validated and
+    /// run as its exact TENSOR_QUANT8_ASYMM image (see [`signed_as_unsigned`]); request data
+    /// of such a model input or output is shifted by 128 on the way in and out.
+    pub signed: Vec<bool>,
 }
 
 /// A request argument bound to a pool region with its resolved, fully-specified dimensions.
@@ -487,6 +491,57 @@ pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
     Ok(valid)
 }
 
+/// The exact TENSOR_QUANT8_ASYMM image of a model with TENSOR_QUANT8_ASYMM_SIGNED operands in
+/// its main graph: each such operand becomes unsigned with zero point + 128 and its constant
+/// bytes shifted by 128 (x ⊕ 0x80), so every value it stands for is unchanged and the uint8
+/// kernels compute bit-exactly what the signed operation defines (NNAPI 1.3 added the signed
+/// type as this mirror image). Constants of shifted operands become CONSTANT_COPY. `None`
+/// when there is nothing to shift or a constant cannot be read. The second value marks the
+/// shifted operands.
+pub fn signed_as_unsigned(model: &Model) -> Option<(Model, Vec<bool>)> {
+    let signed: Vec<bool> = model
+        .operands
+        .iter()
+        .map(|o| o.operand_type == OperandType::TensorQuant8AsymmSigned.raw())
+        .collect();
+    if !signed.contains(&true) {
+        return None;
+    }
+    let mut out = model.clone();
+    for (i, o) in out.operands.iter_mut().enumerate() {
+        if !signed[i] {
+            continue;
+        }
+        o.operand_type = OperandType::TensorQuant8Asymm.raw();
+        o.zero_point += 128;
+        let loc = o.location;
+        let bytes = match OperandLifeTime::from_raw(o.lifetime) {
+            Some(OperandLifeTime::ConstantCopy) => model
+                .operand_values
+                .get(loc.offset as usize..loc.end() as usize)?
+                .to_vec(),
+            Some(OperandLifeTime::ConstantReference) => {
+                let memory = model.pools.get(loc.pool_index as usize)?;
+                MappedPool::map(memory, "model pool")
+                    .ok()?
+                    .read_vec(u64::from(loc.offset), loc.length as usize)
+                    .ok()?
+            }
+            _ => continue,
+        };
+        let offset = out.operand_values.len().div_ceil(4) * 4;
+        out.operand_values.resize(offset, 0);
+        out.operand_values.extend(bytes.iter().map(|b| b ^ 0x80));
+        o.lifetime = OperandLifeTime::ConstantCopy.raw();
+        o.location = DataLocation {
+            pool_index: 0,
+            offset: u32::try_from(offset).ok()?,
+            length: loc.length,
+        };
+    }
+    Some((out, signed))
+}
+
 /// Validates one graph: the main subgraph of `model` (a referenced subgraph arrives here as
 /// the main subgraph of a model that shares the constants).
 fn validate_graph(model: &Model) -> HalResult<ValidModel> {
@@ -704,6 +759,7 @@ fn validate_graph(model: &Model) -> HalResult<ValidModel> {
         omittable,
         static_dims: Vec::new(),
         static_params: Vec::new(),
+        signed: vec![false; n],
     };
     infer_static(model, &mut valid)?;
     Ok(valid)

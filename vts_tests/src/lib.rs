@@ -7,13 +7,18 @@
 //!   `nnhal-service` (a child started on a temporary socket, or one already running);
 //! * [`runner`] runs vectors and mutation classes and reports;
 //! * [`mutations`] holds the VTS 1.0 model and request mutators (BI-01…BI-26);
-//! * [`basic`] holds the VTS BasicTests (status, capabilities, null and invalid arguments).
+//! * [`basic`] holds the VTS BasicTests (status, capabilities, null and invalid arguments);
+//! * [`qos`] holds the deadline cases of QualityOfServiceTests;
+//! * [`suites`] holds DynamicOutputShapeTest and QuantizationCouplingTest, which derive
+//!   models from the golden vectors.
 //!
 //! The `nnhal-vts` binary and the integration tests in `tests/` are thin layers over these.
 
 pub mod basic;
 pub mod mutations;
+pub mod qos;
 pub mod runner;
+pub mod suites;
 pub mod transport;
 
 pub use nnhal::vector::{compare, model};

@@ -67,7 +67,7 @@ fn status<T>(result: HalResult<T>) -> ErrorStatus {
 #[test]
 fn a_later_operand_type_on_a_1_0_operation_is_valid_and_unsupported() {
     let driver = Driver::new(1).unwrap();
-    for ty in [TensorFloat16, TensorQuant8AsymmSigned] {
+    for ty in [TensorFloat16] {
         let model = one_op(OperationType::Add, ty, 2, true);
         assert_eq!(
             driver.supported_operations(&model).unwrap(),
@@ -79,6 +79,14 @@ fn a_later_operand_type_on_a_1_0_operation_is_valid_and_unsupported() {
             ErrorStatus::GeneralFailure
         );
     }
+}
+
+#[test]
+fn signed_quant8_on_a_1_0_operation_runs_as_its_unsigned_image() {
+    let driver = Driver::new(1).unwrap();
+    let model = one_op(OperationType::Add, TensorQuant8AsymmSigned, 2, true);
+    assert_eq!(driver.supported_operations(&model).unwrap(), vec![true]);
+    assert!(driver.prepare_model(model).is_ok());
 }
 
 #[test]
@@ -142,6 +150,18 @@ fn malformed_uses_of_later_types_are_still_invalid() {
 
     let m = one_op(OperationType::Add, TensorBool8, 2, true);
     check(m, "ADD on boolean tensors");
+
+    // VTS's mutateOperandTypeTest: one ADD input float16 beside a float32 one.
+    let mut m = one_op(OperationType::Add, TensorFloat32, 2, true);
+    m.operands[1].operand_type = TensorFloat16.raw();
+    check(m, "ADD of float32 and float16");
+
+    // A reference to a subgraph the model does not have.
+    let mut m = one_op(OperationType::Abs, TensorFloat32, 1, false);
+    let mut sub = operand(Subgraph, &[], OperandLifeTime::Subgraph);
+    sub.location.offset = 0;
+    m.operands.push(sub);
+    check(m, "SUBGRAPH operand naming a missing referenced subgraph");
 
     let mut m = one_op(OperationType::Abs, TensorFloat32, 1, false);
     m.operations[0].inputs = vec![7];

@@ -669,6 +669,45 @@ mod tests {
     }
 
     #[test]
+    fn half_precision_round_trips_and_rounds_to_nearest_even() {
+        assert_eq!(f16_bits(1.0), 0x3C00);
+        assert_eq!(f16_bits(-2.0), 0xC000);
+        // The schema's own example: 1.001 is the half 0x3C01.
+        assert_eq!(f16_bits(1.001), 0x3C01);
+        assert_eq!(f16_bits(65520.0), 0x7C00); // rounds up to infinity
+        assert_eq!(f16_bits(5.960_464_5e-8), 0x0001); // smallest subnormal
+        assert_eq!(f16_bits(2.980_232_2e-8), 0x0000); // half of it: ties to even
+        for h in 0u16..=0xFFFF {
+            let v = f16_value(h);
+            if !v.is_nan() {
+                assert_eq!(f16_bits(v), h, "{h:#06x}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_quantized_type_encodes_in_its_own_width() {
+        let q = |ty, v: &[f64]| encode(ty, v, "t").unwrap();
+        assert_eq!(
+            q(OperandType::TensorQuant8AsymmSigned, &[-128.0, 127.0]),
+            [0x80, 0x7F]
+        );
+        assert_eq!(
+            q(OperandType::TensorQuant16Symm, &[-2.0]),
+            (-2i16).to_le_bytes()
+        );
+        assert_eq!(q(OperandType::TensorQuant16Asymm, &[65535.0]), [0xFF, 0xFF]);
+        assert_eq!(q(OperandType::Bool, &[1.0]), [1]);
+        assert!(encode(OperandType::TensorQuant8AsymmSigned, &[128.0], "t").is_err());
+        assert!(encode(OperandType::Bool, &[2.0], "t").is_err());
+        let bytes = q(OperandType::TensorQuant8SymmPerChannel, &[-5.0, 3.0]);
+        assert_eq!(
+            decode(OperandType::TensorQuant8SymmPerChannel, &bytes),
+            [-5.0, 3.0]
+        );
+    }
+
+    #[test]
     fn copy_mode_inlines_aligned_constants() {
         let v = vector("conv_quant8");
         let m = to_model(&v, ConstantMode::Copy).unwrap();

@@ -67,7 +67,7 @@ fn status<T>(result: HalResult<T>) -> ErrorStatus {
 #[test]
 fn a_later_operand_type_on_a_1_0_operation_is_valid_and_unsupported() {
     let driver = Driver::new(1).unwrap();
-    for ty in [TensorFloat16] {
+    for ty in [TensorFloat16, TensorInt32] {
         let model = one_op(OperationType::Add, ty, 2, true);
         assert_eq!(
             driver.supported_operations(&model).unwrap(),
@@ -158,7 +158,7 @@ fn malformed_uses_of_later_types_are_still_invalid() {
 
     // A reference to a subgraph the model does not have.
     let mut m = one_op(OperationType::Abs, TensorFloat32, 1, false);
-    let mut sub = operand(Subgraph, &[], OperandLifeTime::Subgraph);
+    let mut sub = operand(OperandType::Subgraph, &[], OperandLifeTime::Subgraph);
     sub.location.offset = 0;
     m.operands.push(sub);
     check(m, "SUBGRAPH operand naming a missing referenced subgraph");
@@ -176,6 +176,6 @@ fn malformed_uses_of_later_types_are_still_invalid() {
     check(m, "operation type past the AIDL range");
 
     let mut m = one_op(OperationType::Abs, TensorFloat32, 1, false);
-    m.operands[0].operand_type = Subgraph.raw() + 1;
+    m.operands[0].operand_type = OperandType::Subgraph.raw() + 1;
     check(m, "operand type past the AIDL range");
 }

@@ -179,3 +179,31 @@ fn malformed_uses_of_later_types_are_still_invalid() {
     m.operands[0].operand_type = OperandType::Subgraph.raw() + 1;
     check(m, "operand type past the AIDL range");
 }
+
+#[test]
+fn hardware_buffer_pools_are_a_general_failure_on_a_host() {
+    let driver = Driver::new(1).unwrap();
+    let hardware_buffer = || nnhal::hal::memory::Memory::Unsupported("hardwareBuffer".into());
+    let mut model = one_op(OperationType::Add, TensorFloat32, 2, true);
+    model.pools.push(hardware_buffer());
+    assert_eq!(
+        status(driver.supported_operations(&model)),
+        ErrorStatus::GeneralFailure
+    );
+    assert_eq!(
+        status(driver.prepare_model(model)),
+        ErrorStatus::GeneralFailure
+    );
+    let prepared = driver
+        .prepare_model(one_op(OperationType::Add, TensorFloat32, 2, true))
+        .unwrap();
+    let request = Request {
+        inputs: vec![RequestArgument::default(); 2],
+        outputs: vec![RequestArgument::default()],
+        pools: vec![hardware_buffer()],
+    };
+    assert_eq!(
+        status(prepared.execute(&request)),
+        ErrorStatus::GeneralFailure
+    );
+}

@@ -104,7 +104,9 @@ pub fn memory_from_aidl(memory: &AidlMemory, what: &str) -> HalResult<Memory> {
             prot: m.prot,
             offset: i64_to_u64(m.offset, &|| format!("{what}.mappableFile.offset"))?,
         },
-        AidlMemory::HardwareBuffer(_) => Memory::Unsupported("hardwareBuffer".into()),
+        AidlMemory::HardwareBuffer(_) => {
+            Memory::Unsupported(nnhal_hal::memory::HARDWARE_BUFFER.into())
+        }
     })
 }
 

@@ -524,6 +524,7 @@ impl Plan {
                 times.push(t0.elapsed());
             }
         }
+        check_sufficient(m, bound, |pos| m.static_dims[m.outputs[pos]].as_deref())?;
         let mut shapes = Vec::with_capacity(m.outputs.len());
         for (pos, arg) in bound.outputs.iter().enumerate() {
             let o = m.outputs[pos];
@@ -694,6 +695,9 @@ impl Plan {
             }
         }
 
+        check_sufficient(m, bound, |pos| {
+            slots[m.outputs[pos]].as_deref().map(|t| t.dims.as_slice())
+        })?;
         let mut shapes = Vec::with_capacity(m.outputs.len());
         for (pos, arg) in bound.outputs.iter().enumerate() {
             let t = slots[m.outputs[pos]].as_ref().ok_or_else(|| {
@@ -711,6 +715,34 @@ impl Plan {
         }
         Ok(shapes)
     }
+}
+
+/// Every output buffer must hold its result. When one does not, nothing is written and the
+/// error carries every output's shape and whether its buffer sufficed (as AIDL reports
+/// OUTPUT_INSUFFICIENT_SIZE). The success path allocates nothing.
+fn check_sufficient<'a>(
+    m: &ValidModel,
+    bound: &BoundRequest,
+    dims_of: impl Fn(usize) -> Option<&'a [u32]>,
+) -> HalResult<()> {
+    let fits = |pos: usize| {
+        let Some(dims) = dims_of(pos) else {
+            return true; // reported as "not computed" by the writer
+        };
+        let elem = m.operands[m.outputs[pos]].ty.element_size().unwrap_or(1) as u64;
+        shape::element_count(dims).map_or(true, |n| n * elem <= bound.outputs[pos].length)
+    };
+    if (0..bound.outputs.len()).all(fits) {
+        return Ok(());
+    }
+    let shapes: Vec<(Vec<u32>, bool)> = (0..bound.outputs.len())
+        .map(|pos| (dims_of(pos).unwrap_or(&[]).to_vec(), fits(pos)))
+        .collect();
+    let short: Vec<usize> = (0..shapes.len()).filter(|&p| !shapes[p].1).collect();
+    Err(HalError::OutputInsufficientShapes {
+        message: format!("outputs {short:?} are too small for their results"),
+        shapes,
+    })
 }
 
 /// Checks an output against the request's argument and writes it into its pool.

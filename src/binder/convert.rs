@@ -437,6 +437,25 @@ pub fn execution_result_to_aidl(
     })
 }
 
+/// The reply for outputs too small for their results: OUTPUT_INSUFFICIENT_SIZE in AIDL's form
+/// (`outputSufficientSize` false, every output's shape with `isSufficient`).
+pub fn insufficient_result_to_aidl(shapes: &[(Vec<u32>, bool)]) -> HalResult<AidlResult> {
+    Ok(AidlResult {
+        outputSufficientSize: false,
+        outputShapes: shapes
+            .iter()
+            .enumerate()
+            .map(|(i, (dims, sufficient))| {
+                Ok(AidlOutputShape {
+                    dimensions: dims_to_aidl(dims, &|| format!("output {i}"))?,
+                    isSufficient: *sufficient,
+                })
+            })
+            .collect::<HalResult<Vec<_>>>()?,
+        timing: NO_TIMING,
+    })
+}
+
 /// AIDL execution reply → canonical result; an insufficient output is an error.
 pub fn execution_result_from_aidl(result: &AidlResult) -> HalResult<ExecutionResult> {
     let shapes = result
@@ -458,9 +477,13 @@ pub fn execution_result_from_aidl(result: &AidlResult) -> HalResult<ExecutionRes
             .filter(|(_, s)| !s.isSufficient)
             .map(|(i, _)| i)
             .collect();
-        return Err(HalError::OutputInsufficientSize(format!(
-            "outputs {small:?} are too small; shapes {shapes:?}"
-        )));
+        return Err(HalError::OutputInsufficientShapes {
+            message: format!("outputs {small:?} are too small; shapes {shapes:?}"),
+            shapes: shapes
+                .into_iter()
+                .zip(result.outputShapes.iter().map(|s| s.isSufficient))
+                .collect(),
+        });
     }
     Ok(ExecutionResult {
         output_shapes: shapes,

@@ -56,7 +56,9 @@ pub fn version_string(kernels: Isa) -> String {
 /// machine's (warn, with runs of the same warning summarised).
 pub fn to_status(err: &HalError, call: &str) -> Status {
     match err {
-        HalError::InvalidArgument(_) | HalError::OutputInsufficientSize(_) => {
+        HalError::InvalidArgument(_)
+        | HalError::OutputInsufficientSize(_)
+        | HalError::OutputInsufficientShapes { .. } => {
             log::debug!("{call}: {err}")
         }
         HalError::GeneralFailure(_) | HalError::DeviceUnavailable(_) => {
@@ -431,7 +433,15 @@ fn execute(
     .map_err(|e| to_status(&e, call))?;
     check_deadline(deadline_ns, call)?;
     let run = Instant::now();
-    let result = guarded(call, || prepared.execute(&request)).map_err(|e| to_status(&e, call))?;
+    let result = match guarded(call, || prepared.execute(&request)) {
+        // Too-small outputs whose shapes are known are a reply, not an error: AIDL reports
+        // them with outputSufficientSize = false and every output's shape.
+        Err(HalError::OutputInsufficientShapes { message, shapes }) => {
+            log::debug!("{call}: {message}");
+            return convert::insufficient_result_to_aidl(&shapes).map_err(|e| to_status(&e, call));
+        }
+        other => other.map_err(|e| to_status(&e, call))?,
+    };
     let timing = if measure {
         Timing {
             timeOnDeviceNs: elapsed_ns(run),

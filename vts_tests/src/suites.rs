@@ -3,7 +3,8 @@
 //! * [`dynamic`] (`DynamicOutputShapeTest`): the model with every output's dimensions
 //!   unspecified (zeros, rank kept) must run with the real shapes reported and the golden
 //!   values written (GENERAL_FAILURE is allowed and skips); with output 0 one byte short it
-//!   must answer OUTPUT_INSUFFICIENT_SIZE.
+//!   must answer OUTPUT_INSUFFICIENT_SIZE with every output's shape, only output 0 marked
+//!   insufficient.
 //! * [`coupling`] (`QuantizationCouplingTest`): a single-operation model with
 //!   TENSOR_QUANT8_ASYMM operands that the driver supports must also be supported, and
 //!   correct, with those operands turned TENSOR_QUANT8_ASYMM_SIGNED (zero point − 128, every
@@ -13,7 +14,7 @@ use crate::model::{build_request, to_model, ConstantMode};
 use crate::runner::{guarded, run_vector};
 use crate::transport::Device;
 use crate::vector::Vector;
-use nnhal::hal::ErrorStatus;
+use nnhal::hal::HalError;
 
 /// The outcome of one suite item.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,7 +82,24 @@ pub fn dynamic(device: &dyn Device, v: &Vector) -> Outcome {
             .prepare_model(model)
             .map_err(|e| format!("prepare_model: {e}"))?;
         match prepared.execute(&built.request) {
-            Err(e) if e.status() == ErrorStatus::OutputInsufficientSize => Ok(()),
+            // VTS: every output's shape reported, only output 0 insufficient.
+            Err(HalError::OutputInsufficientShapes { shapes, .. }) => {
+                let declared: Vec<(Vec<u32>, bool)> = v
+                    .model
+                    .output_indexes
+                    .iter()
+                    .enumerate()
+                    .map(|(pos, &o)| (v.model.operands[o as usize].dimensions.clone(), pos != 0))
+                    .collect();
+                if shapes == declared {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "output 0 one byte short: OUTPUT_INSUFFICIENT_SIZE with shapes and \
+                         sufficiency {shapes:?}, expected {declared:?}"
+                    ))
+                }
+            }
             Err(e) => Err(format!(
                 "output 0 one byte short: {e}, expected OUTPUT_INSUFFICIENT_SIZE"
             )),

@@ -101,3 +101,35 @@ fn a_sample_of_later_vectors_over_binder() {
     assert!(c.odd_skips.is_empty(), "{}", c.odd_skips.join("\n"));
     assert!(c.passed > 0 && c.skipped > 0);
 }
+
+#[test]
+fn control_flow_bodies_may_leave_ranks_unknown() {
+    // An IF whose branches declare their non-constant tensors without dimensions (unknown
+    // rank, as the CTS-only control-flow tests do) is valid and reported unsupported; a
+    // constant without dimensions stays malformed.
+    let file = later_dir().join("V1_3/if_constant_copy_false.json");
+    let mut v = Vector::from_file(&file).unwrap();
+    for sub in &mut v.model.referenced {
+        for o in &mut sub.operands {
+            if o.operand_type.starts_with("TENSOR_") && o.lifetime != "CONSTANT_COPY" {
+                o.dimensions.clear();
+            }
+        }
+    }
+    let device = InProcessDevice::new(1).unwrap();
+    let model = nnhal_vts::to_model(&v, nnhal_vts::ConstantMode::Copy).unwrap();
+    assert_eq!(device.supported_operations(&model).unwrap(), vec![false]);
+
+    let mut bad = model.clone();
+    let constant = bad.referenced[0]
+        .operands
+        .iter_mut()
+        .find(|o| o.lifetime == nnhal::hal::OperandLifeTime::ConstantCopy.raw())
+        .unwrap();
+    constant.operand_type = nnhal::hal::OperandType::TensorFloat32.raw();
+    constant.dimensions.clear();
+    assert_eq!(
+        device.supported_operations(&bad).unwrap_err().status(),
+        nnhal::hal::ErrorStatus::InvalidArgument
+    );
+}

@@ -214,7 +214,8 @@ impl<'a> Ins<'a, '_> {
     /// Fully-specified dimensions of tensor input `i`.
     fn dims(&self, i: usize) -> Res<&'a [u32]> {
         let a = self.get(i)?;
-        if a.dims.contains(&0) {
+        // A 0 extent, or a tensor of unknown rank (allowed inside IF/WHILE bodies).
+        if a.dims.contains(&0) || (a.ty.is_tensor() && a.dims.is_empty()) {
             return Err(InferError::Unknown);
         }
         Ok(a.dims)

@@ -92,7 +92,12 @@ pub fn byte_size(ty: OperandType, dims: &[u32]) -> HalResult<u64> {
     Ok(n * ty.element_size().unwrap_or(1) as u64)
 }
 
-fn validate_operand(i: usize, o: &Operand, model: &Model) -> HalResult<OperandInfo> {
+fn validate_operand(
+    i: usize,
+    o: &Operand,
+    model: &Model,
+    in_subgraph: bool,
+) -> HalResult<OperandInfo> {
     let ty = OperandType::from_raw(o.operand_type).ok_or_else(|| {
         HalError::InvalidArgument(format!("operand {i}: unknown type {}", o.operand_type))
     })?;
@@ -106,8 +111,10 @@ fn validate_operand(i: usize, o: &Operand, model: &Model) -> HalResult<OperandIn
     if ty.is_tensor() {
         // Later versions allow a tensor of unknown rank where its shape can still be inferred;
         // a constant's shape is always its data's.
+        // Inside an IF/WHILE body any non-constant tensor may leave its rank unknown: the
+        // shapes flow in from the caller's operands at run time.
         ensure!(
-            !o.dimensions.is_empty() || (!ty.in_nnapi_1_0() && !constant),
+            !o.dimensions.is_empty() || ((!ty.in_nnapi_1_0() || in_subgraph) && !constant),
             "operand {i}: {ty} must have rank ≥ 1"
         );
     } else {
@@ -461,7 +468,7 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
 /// pools are mapped (and kept in the result) so constant parameters can be read for the static
 /// shape checks.
 pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
-    let mut valid = validate_graph(model)?;
+    let mut valid = validate_graph(model, false)?;
     for (s, sub) in model.referenced.iter().enumerate() {
         // A subgraph is checked as a model of its own that shares the main model's constants
         // and referenced list; an operation inside it is run only by this driver's control
@@ -476,7 +483,7 @@ pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
             referenced: model.referenced.clone(),
             relax_computation_float32_to_float16: model.relax_computation_float32_to_float16,
         };
-        validate_graph(&as_model).map_err(|e| {
+        validate_graph(&as_model, true).map_err(|e| {
             HalError::InvalidArgument(format!("referenced subgraph {s}: {}", e.message()))
         })?;
     }
@@ -544,7 +551,7 @@ pub fn signed_as_unsigned(model: &Model) -> Option<(Model, Vec<bool>)> {
 
 /// Validates one graph: the main subgraph of `model` (a referenced subgraph arrives here as
 /// the main subgraph of a model that shares the constants).
-fn validate_graph(model: &Model) -> HalResult<ValidModel> {
+fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
     ensure!(!model.operations.is_empty(), "model has no operations");
     ensure!(!model.operands.is_empty(), "model has no operands");
     ensure!(!model.input_indexes.is_empty(), "model has no inputs");
@@ -556,7 +563,7 @@ fn validate_graph(model: &Model) -> HalResult<ValidModel> {
         .operands
         .iter()
         .enumerate()
-        .map(|(i, o)| validate_operand(i, o, model))
+        .map(|(i, o)| validate_operand(i, o, model, in_subgraph))
         .collect::<HalResult<Vec<_>>>()?;
     let n = operands.len();
 
@@ -790,7 +797,10 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
     let mut dims: Vec<Option<Vec<u32>>> = valid
         .operands
         .iter()
-        .map(|o| fully_specified(&o.dims).then(|| o.dims.clone()))
+        .map(|o| {
+            let known = fully_specified(&o.dims) && !(o.ty.is_tensor() && o.dims.is_empty());
+            known.then(|| o.dims.clone())
+        })
         .collect();
     // Parameter values: scalars and small integer tensors (shape operands) that are constant.
     let mut values: HashMap<usize, Vec<u8>> = HashMap::new();
@@ -871,11 +881,13 @@ pub fn check_declared(
     declared: &[u32],
     inferred: &[u32],
 ) -> HalResult<()> {
-    let agrees = declared.len() == inferred.len()
-        && declared
-            .iter()
-            .zip(inferred)
-            .all(|(&d, &i)| d == 0 || d == i);
+    // An empty declaration of a tensor is an unknown rank (allowed inside IF/WHILE bodies).
+    let agrees = declared.is_empty()
+        || declared.len() == inferred.len()
+            && declared
+                .iter()
+                .zip(inferred)
+                .all(|(&d, &i)| d == 0 || d == i);
     ensure!(
         agrees,
         "operation {k} ({op}): output operand {operand} is declared {declared:?} but computes to {inferred:?}"

@@ -39,27 +39,40 @@ pub mod vector {
     }
 
     /// Unpacks [`later_archive`] into `dir` (with the system `tar`, which needs `xz`) unless a
-    /// previous call already did, and returns `dir`. A marker file written last tells a
-    /// complete unpacking from an interrupted one.
+    /// previous call already did, and returns `dir`. Each call unpacks into a staging
+    /// directory of its own and renames it into place, so concurrent callers (parallel tests,
+    /// other processes) never read a half-written tree; a marker file tells a complete one.
     pub fn unpack_later(dir: &Path) -> std::io::Result<PathBuf> {
+        static STAGING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let marker = dir.join(".unpacked");
         if marker.exists() {
             return Ok(dir.to_path_buf());
         }
-        std::fs::create_dir_all(dir)?;
+        let n = STAGING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let staging = dir.with_extension(format!("part-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&staging);
+        std::fs::create_dir_all(&staging)?;
         let status = std::process::Command::new("tar")
             .arg("-xJf")
             .arg(later_archive())
             .arg("-C")
-            .arg(dir)
+            .arg(&staging)
             .status()?;
         if !status.success() {
+            let _ = std::fs::remove_dir_all(&staging);
             return Err(std::io::Error::other(format!(
                 "tar -xJf {} failed ({status})",
                 later_archive().display()
             )));
         }
-        std::fs::write(&marker, b"")?;
+        std::fs::write(staging.join(".unpacked"), b"")?;
+        if let Err(e) = std::fs::rename(&staging, dir) {
+            let _ = std::fs::remove_dir_all(&staging);
+            // Another caller got there first; its tree is complete.
+            if !marker.exists() {
+                return Err(e);
+            }
+        }
         Ok(dir.to_path_buf())
     }
 }

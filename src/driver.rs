@@ -112,13 +112,20 @@ impl Driver {
     /// Validates `model` (INVALID_ARGUMENT when malformed), then says per operation whether
     /// this driver can run it.
     pub fn supported_operations(&self, model: &Model) -> HalResult<Vec<bool>> {
-        Ok(validate::validate_model(model)?.supported)
+        let valid = validate::validate_model(model)?;
+        Ok(match unsigned_image(model) {
+            Some((_, image)) => image.supported,
+            None => valid.supported,
+        })
     }
 
     /// Validates `model` (the synchronous part of prepareModel).
     pub fn validate_model(&self, model: Model) -> HalResult<ValidatedModel> {
         let valid = validate::validate_model(&model)?;
-        Ok(ValidatedModel { model, valid })
+        Ok(match unsigned_image(&model) {
+            Some((model, valid)) => ValidatedModel { model, valid },
+            None => ValidatedModel { model, valid },
+        })
     }
 
     /// Validates and plans `model`.
@@ -159,6 +166,15 @@ impl Driver {
             pool: self.pool.clone(),
         }))
     }
+}
+
+/// A valid model with TENSOR_QUANT8_ASYMM_SIGNED operands runs as its unsigned image (an
+/// exact shift by 128 into the uint8 kernels), validated in that form too.
+fn unsigned_image(model: &Model) -> Option<(Model, validate::ValidModel)> {
+    let (image, signed) = validate::signed_as_unsigned(model)?;
+    let mut valid = validate::validate_model(&image).ok()?;
+    valid.signed = signed;
+    Some((image, valid))
 }
 
 impl PreparedModel {

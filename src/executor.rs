@@ -959,12 +959,55 @@ fn resize_bilinear(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
 
 // ---- normalization ---------------------------------------------------------------------------
 
+/// Runs `f` on rows of `depth` consecutive elements. The axis an operation works along has
+/// its elements `inner` apart; when that is not the last axis (`inner` > 1) the input is
+/// regrouped so the axis becomes the last one, and the result is put back in place.
+fn along_axis<T: Copy + Default, E>(
+    input: &[T],
+    out: &mut [T],
+    depth: usize,
+    inner: usize,
+    f: impl FnOnce(&[T], &mut [T]) -> Result<(), E>,
+) -> Result<(), E> {
+    if inner <= 1 {
+        return f(input, out);
+    }
+    let block = depth * inner;
+    let mut moved = vec![T::default(); input.len()];
+    for (src, dst) in input.chunks_exact(block).zip(moved.chunks_exact_mut(block)) {
+        for d in 0..depth {
+            for i in 0..inner {
+                dst[i * depth + d] = src[d * inner + i];
+            }
+        }
+    }
+    let mut result = vec![T::default(); input.len()];
+    f(&moved, &mut result)?;
+    for (src, dst) in result.chunks_exact(block).zip(out.chunks_exact_mut(block)) {
+        for d in 0..depth {
+            for i in 0..inner {
+                dst[d * inner + i] = src[i * depth + d];
+            }
+        }
+    }
+    Ok(())
+}
+
 fn l2_normalization(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
-    let Params::Depth { depth } = c.params else {
+    let Params::Depth { depth, inner } = c.params else {
         return Err(mismatch(c));
     };
-    norm::l2_normalization_f32(c.f(0)?, *depth as usize, out0(outs)?.f32_mut()?);
-    Ok(())
+    let depth = *depth as usize;
+    along_axis(
+        c.f(0)?,
+        out0(outs)?.f32_mut()?,
+        depth,
+        *inner as usize,
+        |x, o| {
+            norm::l2_normalization_f32(x, depth, o);
+            Ok::<(), HalError>(())
+        },
+    )
 }
 
 fn local_response_normalization(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
@@ -973,40 +1016,56 @@ fn local_response_normalization(c: &Call, outs: &mut [TensorMut]) -> HalResult<(
         bias,
         alpha,
         beta,
+        depth,
+        inner,
     } = c.params
     else {
         return Err(mismatch(c));
     };
-    let depth = c.dims(0)?[3] as usize;
-    norm::local_response_normalization_f32(
+    let depth = *depth as usize;
+    along_axis(
         c.f(0)?,
-        depth,
-        *radius as usize,
-        *bias,
-        *alpha,
-        *beta,
         out0(outs)?.f32_mut()?,
-    );
-    Ok(())
+        depth,
+        *inner as usize,
+        |x, o| {
+            norm::local_response_normalization_f32(
+                x,
+                depth,
+                *radius as usize,
+                *bias,
+                *alpha,
+                *beta,
+                o,
+            );
+            Ok::<(), HalError>(())
+        },
+    )
 }
 
-fn softmax_params(c: &Call) -> HalResult<(f32, usize)> {
+fn softmax_params(c: &Call) -> HalResult<(f32, usize, usize)> {
     match c.params {
-        Params::Softmax { beta, depth } => Ok((*beta, *depth as usize)),
+        Params::Softmax { beta, depth, inner } => Ok((*beta, *depth as usize, *inner as usize)),
         _ => Err(mismatch(c)),
     }
 }
 
 fn softmax_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
-    let (beta, depth) = softmax_params(c)?;
+    let (beta, depth, inner) = softmax_params(c)?;
     let o = out0(outs)?.f32_mut()?;
-    fast::elementwise_f32::softmax_f32(c.kernels, beta, depth, c.f(0)?, o);
-    Ok(())
+    along_axis(c.f(0)?, o, depth, inner, |x, o| {
+        fast::elementwise_f32::softmax_f32(c.kernels, beta, depth, x, o);
+        Ok::<(), HalError>(())
+    })
 }
 
 fn softmax_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
-    let (beta, depth) = softmax_params(c)?;
-    norm::softmax_u8(c.u(0)?, c.q(0), depth, beta, out0(outs)?.u8_mut()?).map_err(kernel_error)
+    let (beta, depth, inner) = softmax_params(c)?;
+    let q = c.q(0);
+    along_axis(c.u(0)?, out0(outs)?.u8_mut()?, depth, inner, |x, o| {
+        norm::softmax_u8(x, q, depth, beta, o)
+    })
+    .map_err(kernel_error)
 }
 
 // ---- recurrent -------------------------------------------------------------------------------

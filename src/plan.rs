@@ -473,6 +473,7 @@ impl Plan {
                 arg.offset,
                 &mut arena[r.offset..r.end()],
                 r.elem,
+                m.signed[m.inputs[pos]],
             )?;
         }
         for step in &self.steps {
@@ -515,6 +516,7 @@ impl Plan {
                 times.push(t0.elapsed());
             }
         }
+        check_sufficient(m, bound, |pos| m.static_dims[m.outputs[pos]].as_deref())?;
         let mut shapes = Vec::with_capacity(m.outputs.len());
         for (pos, arg) in bound.outputs.iter().enumerate() {
             let o = m.outputs[pos];
@@ -528,7 +530,7 @@ impl Plan {
                     )))
                 }
             };
-            write_output(pos, &dims, value, arg, bound)?;
+            write_output(pos, &dims, value, arg, bound, m.signed[o])?;
             shapes.push(dims);
         }
         Ok(shapes)
@@ -622,7 +624,10 @@ impl Plan {
             let need = validate::byte_size(info.ty, &arg.dims)?;
             held = charge(held, need)?;
             let count = shape::element_count(&arg.dims).map_err(HalError::InvalidArgument)?;
-            let data = Data::read(info.ty, &bound.pools[arg.pool], arg.offset, count as usize)?;
+            let mut data = Data::read(info.ty, &bound.pools[arg.pool], arg.offset, count as usize)?;
+            if let (true, Data::U8(v)) = (m.signed[m.inputs[pos]], &mut data) {
+                flip_sign(v);
+            }
             slots[m.inputs[pos]] = Some(Arc::new(Tensor {
                 dims: arg.dims.clone(),
                 data,
@@ -682,16 +687,54 @@ impl Plan {
             }
         }
 
+        check_sufficient(m, bound, |pos| {
+            slots[m.outputs[pos]].as_deref().map(|t| t.dims.as_slice())
+        })?;
         let mut shapes = Vec::with_capacity(m.outputs.len());
         for (pos, arg) in bound.outputs.iter().enumerate() {
             let t = slots[m.outputs[pos]].as_ref().ok_or_else(|| {
                 HalError::GeneralFailure(format!("output {pos} was not computed"))
             })?;
-            write_output(pos, &t.dims, t.view().data, arg, bound)?;
+            write_output(
+                pos,
+                &t.dims,
+                t.view().data,
+                arg,
+                bound,
+                m.signed[m.outputs[pos]],
+            )?;
             shapes.push(t.dims.clone());
         }
         Ok(shapes)
     }
+}
+
+/// Every output buffer must hold its result. When one does not, nothing is written and the
+/// error carries every output's shape and whether its buffer sufficed (as AIDL reports
+/// OUTPUT_INSUFFICIENT_SIZE). The success path allocates nothing.
+fn check_sufficient<'a>(
+    m: &ValidModel,
+    bound: &BoundRequest,
+    dims_of: impl Fn(usize) -> Option<&'a [u32]>,
+) -> HalResult<()> {
+    let fits = |pos: usize| {
+        let Some(dims) = dims_of(pos) else {
+            return true; // reported as "not computed" by the writer
+        };
+        let elem = m.operands[m.outputs[pos]].ty.element_size().unwrap_or(1) as u64;
+        shape::element_count(dims).map_or(true, |n| n * elem <= bound.outputs[pos].length)
+    };
+    if (0..bound.outputs.len()).all(fits) {
+        return Ok(());
+    }
+    let shapes: Vec<(Vec<u32>, bool)> = (0..bound.outputs.len())
+        .map(|pos| (dims_of(pos).unwrap_or(&[]).to_vec(), fits(pos)))
+        .collect();
+    let short: Vec<usize> = (0..shapes.len()).filter(|&p| !shapes[p].1).collect();
+    Err(HalError::OutputInsufficientShapes {
+        message: format!("outputs {short:?} are too small for their results"),
+        shapes,
+    })
 }
 
 /// Checks an output against the request's argument and writes it into its pool.
@@ -701,8 +744,12 @@ fn write_output(
     value: DataRef,
     arg: &validate::BoundArg,
     bound: &BoundRequest,
+    signed: bool,
 ) -> HalResult<()> {
-    if dims != arg.dims.as_slice() {
+    // Unspecified (0) requested dimensions take the computed extent (dynamic output shapes).
+    let agrees =
+        dims.len() == arg.dims.len() && arg.dims.iter().zip(dims).all(|(&r, &d)| r == 0 || r == d);
+    if !agrees {
         return Err(HalError::InvalidArgument(format!(
             "output {pos}: computed dimensions {dims:?} differ from the requested {:?}",
             arg.dims
@@ -723,7 +770,20 @@ fn write_output(
     match value {
         DataRef::F32(v) => pool.write_values(arg.offset, v, |x| x.to_le_bytes()),
         DataRef::I32(v) => pool.write_values(arg.offset, v, |x| x.to_le_bytes()),
+        DataRef::U8(v) if signed => {
+            let mut shifted = v.to_vec();
+            flip_sign(&mut shifted);
+            pool.write(arg.offset, &shifted)
+        }
         DataRef::U8(v) => pool.write(arg.offset, v),
+    }
+}
+
+/// Shifts quant8 bytes by 128 between the signed and unsigned encodings of one value
+/// (`x ⊕ 0x80` maps -128..127 onto 0..255 in order).
+fn flip_sign(bytes: &mut [u8]) {
+    for b in bytes {
+        *b ^= 0x80;
     }
 }
 
@@ -747,11 +807,24 @@ const PARALLEL_INPUT_BYTES: usize = 128 << 10;
 /// Copies an input's values from its request pool into its arena bytes. A large input (an
 /// image) is split over the threads, in parts ordered like the first operation's rows, so the
 /// copy is not a single-thread stretch at the start of every execution.
-fn read_input(pool: &MappedPool, offset: u64, bytes: &mut [u8], elem: Elem) -> HalResult<()> {
+/// A signed quant8 input is flipped into its unsigned image as it arrives.
+fn read_input(
+    pool: &MappedPool,
+    offset: u64,
+    bytes: &mut [u8],
+    elem: Elem,
+    signed: bool,
+) -> HalResult<()> {
     let one = |offset: u64, bytes: &mut [u8]| match elem {
         Elem::F32 => pool.read_values(offset, cast_mut::<f32>(bytes)?, f32::from_le_bytes),
         Elem::I32 => pool.read_values(offset, cast_mut::<i32>(bytes)?, i32::from_le_bytes),
-        Elem::U8 => pool.read(offset, bytes),
+        Elem::U8 => {
+            pool.read(offset, bytes)?;
+            if signed {
+                flip_sign(bytes);
+            }
+            Ok(())
+        }
     };
     let threads = nnhal_kernels::parallel::threads();
     if threads <= 1 || bytes.len() < PARALLEL_INPUT_BYTES {

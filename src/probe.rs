@@ -43,6 +43,7 @@ pub fn add_model() -> Model {
         output_indexes: vec![3],
         operand_values: 0i32.to_le_bytes().to_vec(),
         pools: Vec::new(),
+        ..Model::default()
     }
 }
 

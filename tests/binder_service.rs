@@ -387,17 +387,29 @@ fn bi57_null_callback_and_out_of_range_arguments() {
             deadline_ns: -2,
             ..PrepareOptions::default()
         },
+        // The cache token must be exactly 32 bytes.
+        PrepareOptions {
+            cache_token_len: 31,
+            ..PrepareOptions::default()
+        },
+        PrepareOptions {
+            cache_token_len: 0,
+            ..PrepareOptions::default()
+        },
     ];
     for options in bad_prepare {
         let err = device.prepare_model_with(&model, &options).err().unwrap();
         assert_eq!(status_of(err), ErrorStatus::InvalidArgument, "{options:?}");
     }
-    // A deadline already in the past: MISSED_DEADLINE_PERSISTENT (AIDL code 6).
+    // A deadline already in the past: the launch succeeds (QualityOfServiceTests asserts
+    // it), and the callback carries MISSED_DEADLINE_PERSISTENT (AIDL code 6).
     let past = PrepareOptions {
         deadline_ns: 1,
         ..PrepareOptions::default()
     };
-    let err = device.prepare_model_with(&model, &past).err().unwrap();
+    let pending = device.launch_prepare(&model, &past).unwrap();
+    assert!(pending.launched().is_ok(), "{:?}", pending.launched());
+    let err = pending.wait().err().unwrap();
     assert!(err.message().contains("status 6"), "{err}");
 
     let prepared = device.prepare_model(model).unwrap();

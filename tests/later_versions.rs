@@ -53,6 +53,7 @@ fn one_op(op: OperationType, ty: OperandType, tensors_in: usize, activation: boo
         output_indexes: vec![output],
         operand_values,
         pools: Vec::new(),
+        ..Model::default()
     }
 }
 
@@ -66,7 +67,7 @@ fn status<T>(result: HalResult<T>) -> ErrorStatus {
 #[test]
 fn a_later_operand_type_on_a_1_0_operation_is_valid_and_unsupported() {
     let driver = Driver::new(1).unwrap();
-    for ty in [TensorFloat16, TensorQuant8AsymmSigned] {
+    for ty in [TensorFloat16, TensorInt32] {
         let model = one_op(OperationType::Add, ty, 2, true);
         assert_eq!(
             driver.supported_operations(&model).unwrap(),
@@ -78,6 +79,14 @@ fn a_later_operand_type_on_a_1_0_operation_is_valid_and_unsupported() {
             ErrorStatus::GeneralFailure
         );
     }
+}
+
+#[test]
+fn signed_quant8_on_a_1_0_operation_runs_as_its_unsigned_image() {
+    let driver = Driver::new(1).unwrap();
+    let model = one_op(OperationType::Add, TensorQuant8AsymmSigned, 2, true);
+    assert_eq!(driver.supported_operations(&model).unwrap(), vec![true]);
+    assert!(driver.prepare_model(model).is_ok());
 }
 
 #[test]
@@ -142,6 +151,18 @@ fn malformed_uses_of_later_types_are_still_invalid() {
     let m = one_op(OperationType::Add, TensorBool8, 2, true);
     check(m, "ADD on boolean tensors");
 
+    // VTS's mutateOperandTypeTest: one ADD input float16 beside a float32 one.
+    let mut m = one_op(OperationType::Add, TensorFloat32, 2, true);
+    m.operands[1].operand_type = TensorFloat16.raw();
+    check(m, "ADD of float32 and float16");
+
+    // A reference to a subgraph the model does not have.
+    let mut m = one_op(OperationType::Abs, TensorFloat32, 1, false);
+    let mut sub = operand(OperandType::Subgraph, &[], OperandLifeTime::Subgraph);
+    sub.location.offset = 0;
+    m.operands.push(sub);
+    check(m, "SUBGRAPH operand naming a missing referenced subgraph");
+
     let mut m = one_op(OperationType::Abs, TensorFloat32, 1, false);
     m.operations[0].inputs = vec![7];
     check(m, "later operation reading a missing operand");
@@ -155,6 +176,34 @@ fn malformed_uses_of_later_types_are_still_invalid() {
     check(m, "operation type past the AIDL range");
 
     let mut m = one_op(OperationType::Abs, TensorFloat32, 1, false);
-    m.operands[0].operand_type = Subgraph.raw() + 1;
+    m.operands[0].operand_type = OperandType::Subgraph.raw() + 1;
     check(m, "operand type past the AIDL range");
+}
+
+#[test]
+fn hardware_buffer_pools_are_a_general_failure_on_a_host() {
+    let driver = Driver::new(1).unwrap();
+    let hardware_buffer = || nnhal::hal::memory::Memory::Unsupported("hardwareBuffer".into());
+    let mut model = one_op(OperationType::Add, TensorFloat32, 2, true);
+    model.pools.push(hardware_buffer());
+    assert_eq!(
+        status(driver.supported_operations(&model)),
+        ErrorStatus::GeneralFailure
+    );
+    assert_eq!(
+        status(driver.prepare_model(model)),
+        ErrorStatus::GeneralFailure
+    );
+    let prepared = driver
+        .prepare_model(one_op(OperationType::Add, TensorFloat32, 2, true))
+        .unwrap();
+    let request = Request {
+        inputs: vec![RequestArgument::default(); 2],
+        outputs: vec![RequestArgument::default()],
+        pools: vec![hardware_buffer()],
+    };
+    assert_eq!(
+        status(prepared.execute(&request)),
+        ErrorStatus::GeneralFailure
+    );
 }

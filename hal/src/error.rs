@@ -11,6 +11,13 @@ pub enum HalError {
     /// An output buffer is smaller than the result.
     #[error("output insufficient size: {0}")]
     OutputInsufficientSize(String),
+    /// Output buffers smaller than their results, found after the shapes were computed: every
+    /// output's shape and whether its buffer sufficed, which the AIDL reply reports.
+    #[error("output insufficient size: {message}")]
+    OutputInsufficientShapes {
+        message: String,
+        shapes: Vec<(Vec<u32>, bool)>,
+    },
     /// A valid input the driver could not process (unsupported operation, resources).
     #[error("general failure: {0}")]
     GeneralFailure(String),
@@ -23,7 +30,9 @@ impl HalError {
     pub fn status(&self) -> ErrorStatus {
         match self {
             HalError::InvalidArgument(_) => ErrorStatus::InvalidArgument,
-            HalError::OutputInsufficientSize(_) => ErrorStatus::OutputInsufficientSize,
+            HalError::OutputInsufficientSize(_) | HalError::OutputInsufficientShapes { .. } => {
+                ErrorStatus::OutputInsufficientSize
+            }
             HalError::GeneralFailure(_) => ErrorStatus::GeneralFailure,
             HalError::DeviceUnavailable(_) => ErrorStatus::DeviceUnavailable,
         }
@@ -34,7 +43,8 @@ impl HalError {
             HalError::InvalidArgument(m)
             | HalError::OutputInsufficientSize(m)
             | HalError::GeneralFailure(m)
-            | HalError::DeviceUnavailable(m) => m,
+            | HalError::DeviceUnavailable(m)
+            | HalError::OutputInsufficientShapes { message: m, .. } => m,
         }
     }
 }

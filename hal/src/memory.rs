@@ -48,6 +48,11 @@ pub enum Memory {
     Unsupported(String),
 }
 
+/// The [`Memory::Unsupported`] kind of an AIDL `hardwareBuffer` (AHardwareBuffer) pool: a
+/// valid pool that no host can map, so a model or request using one fails with
+/// GENERAL_FAILURE rather than INVALID_ARGUMENT.
+pub const HARDWARE_BUFFER: &str = "hardwareBuffer";
+
 impl Memory {
     /// A read-write shared-memory pool over a whole fd.
     pub fn shared(fd: OwnedFd, size: u64) -> Self {
@@ -67,6 +72,11 @@ impl Memory {
     /// Static checks that need no system call (pool kinds, size, protection bits).
     pub fn validate(&self, what: &str) -> HalResult<()> {
         match self {
+            Memory::Unsupported(kind) if kind == HARDWARE_BUFFER => {
+                return Err(crate::HalError::GeneralFailure(format!(
+                    "{what}: hardware buffers (AHardwareBuffer) cannot be mapped on this host"
+                )));
+            }
             Memory::Unsupported(kind) => {
                 invalid!("{what}: memory kind {kind} is not usable by an NNAPI 1.0 driver")
             }

@@ -84,7 +84,12 @@ pub fn arity(op: OperationType) -> Arity {
             const S: &[Signature] = &[sig(&[I, F], &[F]), sig(&[I, I], &[I]), sig(&[I, Q], &[Q])];
             S
         }
-        Floor | L2Normalization | Tanh => UNARY_F,
+        Floor | Tanh => UNARY_F,
+        // The optional trailing `axis` came with NNAPI 1.2; these kernels take it.
+        L2Normalization => {
+            const S: &[Signature] = &[sig(&[F], &[F]), sig(&[F, SI], &[F])];
+            S
+        }
         FullyConnected => {
             const S: &[Signature] = &[sig(&[F, F, F, SI], &[F]), sig(&[Q, Q, I, SI], &[Q])];
             S
@@ -98,7 +103,10 @@ pub fn arity(op: OperationType) -> Arity {
             S
         }
         LocalResponseNormalization => {
-            const S: &[Signature] = &[sig(&[F, SI, SF, SF, SF], &[F])];
+            const S: &[Signature] = &[
+                sig(&[F, SI, SF, SF, SF], &[F]),
+                sig(&[F, SI, SF, SF, SF, SI], &[F]),
+            ];
             S
         }
         Logistic | Relu | Relu1 | Relu6 => UNARY_FQ,
@@ -127,7 +135,12 @@ pub fn arity(op: OperationType) -> Arity {
             S
         }
         Softmax => {
-            const S: &[Signature] = &[sig(&[F, SF], &[F]), sig(&[Q, SF], &[Q])];
+            const S: &[Signature] = &[
+                sig(&[F, SF], &[F]),
+                sig(&[Q, SF], &[Q]),
+                sig(&[F, SF, SI], &[F]),
+                sig(&[Q, SF, SI], &[Q]),
+            ];
             S
         }
         Svdf => {
@@ -155,4 +168,175 @@ pub fn is_optional_input(op: OperationType, position: usize) -> bool {
 /// Whether this driver executes `op` (every NNAPI 1.0 operation but OEM_OPERATION).
 pub fn is_supported(op: OperationType) -> bool {
     op.in_nnapi_1_0() && op != OperationType::OemOperation
+}
+
+/// A signature held by value: the later-version tables are built once at first use.
+#[derive(Debug, Clone)]
+pub struct LaterSignature {
+    pub inputs: Vec<OperandType>,
+    pub outputs: Vec<OperandType>,
+}
+
+/// The signatures NNAPI 1.1–1.3 (the AIDL V1 operation set, feature level 5) added to the
+/// NNAPI 1.0 operations: float16 and signed-quantized variants, the optional NCHW `layout`,
+/// dilation, `axis`, `align_corners` / `half_pixel_centers` inputs, per-channel filters,
+/// int32 arithmetic, layer-normalised LSTM. A model using one is valid; the NNAPI 1.0
+/// kernels do not run it, so such an operation is reported unsupported.
+pub fn later_signatures(op: OperationType) -> &'static [LaterSignature] {
+    use std::collections::HashMap;
+    use std::sync::LazyLock;
+    static TABLE: LazyLock<HashMap<OperationType, Vec<LaterSignature>>> =
+        LazyLock::new(build_later_table);
+    TABLE.get(&op).map_or(&[], Vec::as_slice)
+}
+
+/// The element types later versions accept for CONCATENATION beyond float32 and uint8.
+pub const LATER_CONCATENATION_TYPES: &[OperandType] = &[
+    OperandType::TensorFloat16,
+    OperandType::TensorQuant8AsymmSigned,
+];
+
+fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSignature>> {
+    use OperandType::{
+        Bool as B, Float16 as SH, TensorFloat16 as H, TensorQuant8AsymmSigned as QS,
+        TensorQuant8Symm as Q8S, TensorQuant8SymmPerChannel as QC,
+    };
+    use OperationType::*;
+    let mut t: std::collections::HashMap<OperationType, Vec<LaterSignature>> = Default::default();
+    let mut add = |op: OperationType, inputs: Vec<OperandType>, outputs: Vec<OperandType>| {
+        t.entry(op)
+            .or_default()
+            .push(LaterSignature { inputs, outputs });
+    };
+    let rep = |ty: OperandType, n: usize| vec![ty; n];
+    let cat = |parts: &[&[OperandType]]| parts.concat();
+
+    for op in [Add, Mul] {
+        for ty in [H, I, QS] {
+            add(op, vec![ty, ty, SI], vec![ty]);
+        }
+    }
+    // Pools: explicit padding (9 scalars) or implicit (6), then an optional BOOL layout.
+    for op in [AveragePool2d, MaxPool2d, L2Pool2d] {
+        let types: &[OperandType] = if op == L2Pool2d {
+            &[F, H]
+        } else {
+            &[F, H, Q, QS]
+        };
+        for &ty in types {
+            for scalars in [9, 6] {
+                let base = cat(&[&[ty], &rep(SI, scalars)]);
+                if matches!(ty, H | QS) {
+                    add(op, base.clone(), vec![ty]);
+                }
+                add(op, cat(&[&base, &[B]]), vec![ty]);
+            }
+        }
+    }
+    // Convolutions: (input, filter, bias) type triples; explicit or implicit padding scalars,
+    // then optional layout, then optional dilation factors.
+    let conv_types: &[(OperandType, OperandType, OperandType)] = &[
+        (F, F, F),
+        (H, H, H),
+        (Q, Q, I),
+        (Q, QC, I),
+        (QS, QS, I),
+        (QS, QC, I),
+    ];
+    for (op, explicit, implicit) in [(Conv2d, 7, 4), (DepthwiseConv2d, 8, 5)] {
+        for &(x, w, b) in conv_types {
+            for scalars in [explicit, implicit] {
+                let base = cat(&[&[x, w, b], &rep(SI, scalars)]);
+                let old = matches!((x, w), (F, F) | (Q, Q));
+                if !old {
+                    add(op, base.clone(), vec![x]);
+                }
+                add(op, cat(&[&base, &[B]]), vec![x]);
+                add(op, cat(&[&base, &[B, SI, SI]]), vec![x]);
+            }
+        }
+    }
+    for op in [DepthToSpace, SpaceToDepth] {
+        for ty in [F, H, Q, QS] {
+            if matches!(ty, H | QS) {
+                add(op, vec![ty, SI], vec![ty]);
+            }
+            add(op, vec![ty, SI, B], vec![ty]);
+        }
+    }
+    for input in [Q, QS, Q8S, QC] {
+        for output in [F, H] {
+            if (input, output) != (Q, F) {
+                add(Dequantize, vec![input], vec![output]);
+            }
+        }
+    }
+    for ty in [H, QS] {
+        add(EmbeddingLookup, vec![I, ty], vec![ty]);
+        add(Reshape, vec![ty, I], vec![ty]);
+    }
+    add(Floor, vec![H], vec![H]);
+    add(FullyConnected, vec![H, H, H, SI], vec![H]);
+    add(FullyConnected, vec![QS, QS, I, SI], vec![QS]);
+    for ty in [F, H, Q, QS] {
+        if ty != F {
+            add(L2Normalization, vec![ty], vec![ty]);
+        }
+        add(L2Normalization, vec![ty, SI], vec![ty]);
+    }
+    add(
+        LocalResponseNormalization,
+        vec![F, SI, SF, SF, SF, SI],
+        vec![F],
+    );
+    add(LocalResponseNormalization, vec![H, SI, SH, SH, SH], vec![H]);
+    add(
+        LocalResponseNormalization,
+        vec![H, SI, SH, SH, SH, SI],
+        vec![H],
+    );
+    for op in [Logistic, Relu, Relu1, Relu6, Tanh] {
+        for ty in [H, QS] {
+            add(op, vec![ty], vec![ty]);
+        }
+    }
+    add(Tanh, vec![Q], vec![Q]);
+    for hash in [F, H] {
+        for lookup in [F, H, I, Q] {
+            for weight in [F, H] {
+                if hash == F && weight == F && lookup != H {
+                    continue; // NNAPI 1.0
+                }
+                add(LshProjection, vec![hash, lookup, weight, SI], vec![I]);
+            }
+        }
+    }
+    // LSTM: float16 (clips in FLOAT16), and the layer-normalised form with 4 more weights.
+    for (ty, clip) in [(F, SF), (H, SH)] {
+        let base = cat(&[&rep(ty, 20), &[SI, clip, clip]]);
+        if ty == H {
+            add(Lstm, base.clone(), rep(ty, 4));
+        }
+        add(Lstm, cat(&[&base, &rep(ty, 4)]), rep(ty, 4));
+    }
+    for (ty, scale) in [(F, SF), (H, SH), (Q, SF), (QS, SF)] {
+        for size in [SI, scale] {
+            for tail in [&[][..], &[B], &[B, B, B]] {
+                let inputs = cat(&[&[ty, size, size], tail]);
+                if ty == F && size == SI && tail.is_empty() {
+                    continue; // NNAPI 1.0
+                }
+                add(ResizeBilinear, inputs, vec![ty]);
+            }
+        }
+    }
+    add(Rnn, rep(H, 5).into_iter().chain([SI]).collect(), vec![H, H]);
+    add(Svdf, cat(&[&rep(H, 5), &[SI, SI]]), vec![H, H]);
+    for (ty, beta) in [(F, SF), (Q, SF), (QS, SF), (H, SH)] {
+        if matches!(ty, QS | H) {
+            add(Softmax, vec![ty, beta], vec![ty]);
+        }
+        add(Softmax, vec![ty, beta, SI], vec![ty]);
+    }
+    t
 }

@@ -124,11 +124,14 @@ pub enum Params {
         rows: u32,
         row_len: u32,
     },
+    /// LOCAL_RESPONSE_NORMALIZATION along an axis: `depth` elements `inner` apart.
     Lrn {
         radius: u32,
         bias: f32,
         alpha: f32,
         beta: f32,
+        depth: u32,
+        inner: u32,
     },
     Lsh {
         kind: LshKind,
@@ -147,13 +150,16 @@ pub enum Params {
         units: u32,
         act: FusedActivationFunc,
     },
+    /// SOFTMAX along an axis: `depth` elements `inner` apart (`inner` = 1: the last axis).
     Softmax {
         beta: f32,
         depth: u32,
+        inner: u32,
     },
-    /// L2_NORMALIZATION.
+    /// L2_NORMALIZATION along an axis, as for SOFTMAX.
     Depth {
         depth: u32,
+        inner: u32,
     },
     Svdf {
         batch: u32,
@@ -208,7 +214,8 @@ impl<'a> Ins<'a, '_> {
     /// Fully-specified dimensions of tensor input `i`.
     fn dims(&self, i: usize) -> Res<&'a [u32]> {
         let a = self.get(i)?;
-        if a.dims.contains(&0) {
+        // A 0 extent, or a tensor of unknown rank (allowed inside IF/WHILE bodies).
+        if a.dims.contains(&0) || (a.ty.is_tensor() && a.dims.is_empty()) {
             return Err(InferError::Unknown);
         }
         Ok(a.dims)
@@ -412,6 +419,30 @@ pub fn broadcast(a: &[u32], b: &[u32]) -> Result<Vec<u32>, String> {
 }
 
 /// Infers outputs and parameters of `op` from its inputs (`None` = omitted optional input).
+/// SOFTMAX, L2_NORMALIZATION and LOCAL_RESPONSE_NORMALIZATION work along one axis of a
+/// rank 1–4 input: the last one (NNAPI 1.0, where only rank 4, or 2 and 4 for SOFTMAX, was
+/// allowed), or the optional `axis` input at position `at` (NNAPI 1.2), negative values
+/// counting from the end. Returns the axis length and the stride between its elements.
+fn axis_split(ins: &Ins, d: &[u32], at: usize) -> Res<(u32, u32)> {
+    let rank = d.len();
+    check!(
+        (1..=4).contains(&rank),
+        "input must have rank 1 to 4, has {rank}"
+    );
+    let axis = if ins.args.len() > at {
+        let a = ins.i32(at)?;
+        check!(
+            a >= -(rank as i32) && a < rank as i32,
+            "axis {a} is outside [-{rank}, {rank})"
+        );
+        a.rem_euclid(rank as i32) as usize
+    } else {
+        rank - 1
+    };
+    let inner: u64 = d[axis + 1..].iter().map(|&x| u64::from(x)).product();
+    Ok((d[axis], inner as u32))
+}
+
 pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
     use OperationType::*;
     let ins = Ins { args: inputs };
@@ -608,11 +639,13 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
             })
         }
         L2Normalization => {
-            let d = ins.dims_rank(0, 4, "input")?;
-            one(d.to_vec(), Params::Depth { depth: d[3] })
+            let d = ins.dims(0)?;
+            let (depth, inner) = axis_split(&ins, d, 1)?;
+            one(d.to_vec(), Params::Depth { depth, inner })
         }
         LocalResponseNormalization => {
-            let d = ins.dims_rank(0, 4, "input")?;
+            let d = ins.dims(0)?;
+            let (depth, inner) = axis_split(&ins, d, 5)?;
             let radius = ins.non_negative(1, "radius")?;
             let (bias, alpha, beta) = (ins.f32(2)?, ins.f32(3)?, ins.f32(4)?);
             one(
@@ -622,6 +655,8 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
                     bias,
                     alpha,
                     beta,
+                    depth,
+                    inner,
                 },
             )
         }
@@ -742,20 +777,10 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
         }
         Softmax => {
             let d = ins.dims(0)?;
-            check!(
-                d.len() == 2 || d.len() == 4,
-                "input must have rank 2 or 4, has {}",
-                d.len()
-            );
+            let (depth, inner) = axis_split(&ins, d, 2)?;
             let beta = ins.f32(1)?;
             check!(beta > 0.0, "beta must be positive, is {beta}");
-            one(
-                d.to_vec(),
-                Params::Softmax {
-                    beta,
-                    depth: d[d.len() - 1],
-                },
-            )
+            one(d.to_vec(), Params::Softmax { beta, depth, inner })
         }
         Svdf => {
             let x = ins.dims_rank(0, 2, "input")?;

@@ -264,6 +264,8 @@ wire_enum!(
         ConstantCopy = 3 => "CONSTANT_COPY",
         ConstantReference = 4 => "CONSTANT_REFERENCE",
         NoValue = 5 => "NO_VALUE",
+        // AIDL `OperandLifeTime::SUBGRAPH`: the operand names one of `Model::referenced`.
+        Subgraph = 6 => "SUBGRAPH",
     }
 );
 
@@ -317,6 +319,14 @@ impl DataLocation {
     }
 }
 
+/// `SymmPerChannelQuantParams`: the per-channel scales of a TENSOR_QUANT8_SYMM_PER_CHANNEL
+/// operand (AIDL `OperandExtraParams::channelQuant`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChannelQuant {
+    pub scales: Vec<f32>,
+    pub channel_dim: u32,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Operand {
     /// Raw `OperandType`.
@@ -329,6 +339,8 @@ pub struct Operand {
     /// Raw `OperandLifeTime`.
     pub lifetime: i32,
     pub location: DataLocation,
+    /// Per-channel quantization (AIDL `extraParams.channelQuant`); `None` everywhere else.
+    pub channel_quant: Option<ChannelQuant>,
 }
 
 impl Operand {
@@ -341,6 +353,7 @@ impl Operand {
             zero_point: 0,
             lifetime: lifetime.raw(),
             location: DataLocation::default(),
+            channel_quant: None,
         }
     }
 }
@@ -351,6 +364,17 @@ pub struct Operation {
     pub operation_type: i32,
     pub inputs: Vec<u32>,
     pub outputs: Vec<u32>,
+}
+
+/// A referenced subgraph (AIDL `Subgraph`): the body of an IF branch or a WHILE condition or
+/// body. Its MODEL_INPUT / MODEL_OUTPUT operands are the subgraph's own inputs and outputs;
+/// its constants live in the model's `operand_values` and `pools`.
+#[derive(Clone, Debug, Default)]
+pub struct Subgraph {
+    pub operands: Vec<Operand>,
+    pub operations: Vec<Operation>,
+    pub input_indexes: Vec<u32>,
+    pub output_indexes: Vec<u32>,
 }
 
 /// A model: operations are listed in execution order.
@@ -364,6 +388,11 @@ pub struct Model {
     pub operand_values: Vec<u8>,
     /// Backing store of CONSTANT_REFERENCE operands.
     pub pools: Vec<Memory>,
+    /// Subgraphs named by SUBGRAPH operands (AIDL `Model.referenced`).
+    pub referenced: Vec<Subgraph>,
+    /// AIDL `relaxComputationFloat32toFloat16`: float32 may be computed with float16 range and
+    /// precision. Computing in float32 always satisfies it.
+    pub relax_computation_float32_to_float16: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -407,7 +436,7 @@ mod tests {
         for raw in [-1, 102, 9999, 10001, 0xDEADBEEFu32 as i32] {
             assert_eq!(OperationType::from_raw(raw), None, "{raw}");
         }
-        assert_eq!(OperandLifeTime::from_raw(6), None);
+        assert_eq!(OperandLifeTime::from_raw(7), None);
         // The AIDL enumerations: 0..=101 and OEM_OPERATION; 0..=15 and the two OEM types.
         assert_eq!(OperationType::ALL.len(), 103);
         assert_eq!(OperandType::ALL.len(), 18);

@@ -58,6 +58,10 @@ pub struct ValidModel {
     pub static_dims: Vec<Option<Vec<u32>>>,
     /// Per operation: parameters resolved at validation time when everything was static.
     pub static_params: Vec<Option<Params>>,
+    /// Per operand: a TENSOR_QUANT8_ASYMM_SIGNED operand of the model as given, validated and
+    /// run as its exact TENSOR_QUANT8_ASYMM image (see [`signed_as_unsigned`]); request data
+    /// of such a model input or output is shifted by 128 on the way in and out.
+    pub signed: Vec<bool>,
 }
 
 /// A request argument bound to a pool region with its resolved, fully-specified dimensions.
@@ -88,7 +92,12 @@ pub fn byte_size(ty: OperandType, dims: &[u32]) -> HalResult<u64> {
     Ok(n * ty.element_size().unwrap_or(1) as u64)
 }
 
-fn validate_operand(i: usize, o: &Operand, model: &Model) -> HalResult<OperandInfo> {
+fn validate_operand(
+    i: usize,
+    o: &Operand,
+    model: &Model,
+    in_subgraph: bool,
+) -> HalResult<OperandInfo> {
     let ty = OperandType::from_raw(o.operand_type).ok_or_else(|| {
         HalError::InvalidArgument(format!("operand {i}: unknown type {}", o.operand_type))
     })?;
@@ -102,8 +111,10 @@ fn validate_operand(i: usize, o: &Operand, model: &Model) -> HalResult<OperandIn
     if ty.is_tensor() {
         // Later versions allow a tensor of unknown rank where its shape can still be inferred;
         // a constant's shape is always its data's.
+        // Inside an IF/WHILE body any non-constant tensor may leave its rank unknown: the
+        // shapes flow in from the caller's operands at run time.
         ensure!(
-            !o.dimensions.is_empty() || (!ty.in_nnapi_1_0() && !constant),
+            !o.dimensions.is_empty() || ((!ty.in_nnapi_1_0() || in_subgraph) && !constant),
             "operand {i}: {ty} must have rank ≥ 1"
         );
     } else {
@@ -190,6 +201,35 @@ fn validate_operand(i: usize, o: &Operand, model: &Model) -> HalResult<OperandIn
             );
         }
     }
+    ensure!(
+        (ty == OperandType::Subgraph) == (lifetime == OperandLifeTime::Subgraph),
+        "operand {i}: type {ty} cannot have lifetime {lifetime}"
+    );
+    match (&o.channel_quant, ty) {
+        (Some(cq), OperandType::TensorQuant8SymmPerChannel) => {
+            let dim = o.dimensions.get(cq.channel_dim as usize).ok_or_else(|| {
+                HalError::InvalidArgument(format!(
+                    "operand {i}: channelDim {} is not below the rank {}",
+                    cq.channel_dim,
+                    o.dimensions.len()
+                ))
+            })?;
+            ensure!(
+                *dim == 0 || cq.scales.len() == *dim as usize,
+                "operand {i}: {} channel scales for a channel dimension of {dim}",
+                cq.scales.len()
+            );
+            ensure!(
+                cq.scales.iter().all(|s| *s > 0.0 && s.is_finite()),
+                "operand {i}: every channel scale must be > 0 and finite"
+            );
+        }
+        (None, OperandType::TensorQuant8SymmPerChannel) => {
+            invalid!("operand {i}: {ty} needs channelQuant parameters")
+        }
+        (Some(_), _) => invalid!("operand {i}: channelQuant parameters on a {ty} operand"),
+        (None, _) => {}
+    }
     if fully_specified(&o.dimensions) && ty.element_size().is_some() {
         byte_size(ty, &o.dimensions)
             .map_err(|e| HalError::InvalidArgument(format!("operand {i}: {}", e.message())))?;
@@ -203,6 +243,18 @@ fn validate_operand(i: usize, o: &Operand, model: &Model) -> HalResult<OperandIn
             ensure!(
                 loc.is_zero(),
                 "operand {i}: {lifetime} must have an empty location, has {loc:?}"
+            );
+        }
+        OperandLifeTime::Subgraph => {
+            ensure!(
+                loc.pool_index == 0 && loc.length == 0,
+                "operand {i}: a SUBGRAPH reference has pool 0 and length 0, has {loc:?}"
+            );
+            ensure!(
+                (loc.offset as usize) < model.referenced.len(),
+                "operand {i}: names referenced subgraph {} of {}",
+                loc.offset,
+                model.referenced.len()
             );
         }
         OperandLifeTime::ConstantCopy | OperandLifeTime::ConstantReference => {
@@ -310,15 +362,39 @@ fn check_signature(
     }
 }
 
+/// Whether `operation` matches a signature a later NNAPI version added to `op`.
+fn matches_later(op: OperationType, operation: &Operation, operands: &[OperandInfo]) -> bool {
+    let ty_in = |i: usize| operands[operation.inputs[i] as usize].ty;
+    let ty_out = |i: usize| operands[operation.outputs[i] as usize].ty;
+    if op == OperationType::Concatenation {
+        let n = operation.inputs.len();
+        return n >= 2
+            && operation.outputs.len() == 1
+            && ty_in(n - 1) == OperandType::Int32
+            && ops::LATER_CONCATENATION_TYPES
+                .iter()
+                .any(|&t| (0..n - 1).all(|i| ty_in(i) == t) && ty_out(0) == t);
+    }
+    ops::later_signatures(op).iter().any(|s| {
+        s.inputs.len() == operation.inputs.len()
+            && s.outputs.len() == operation.outputs.len()
+            && s.inputs.iter().enumerate().all(|(i, &t)| ty_in(i) == t)
+            && s.outputs.iter().enumerate().all(|(i, &t)| ty_out(i) == t)
+    })
+}
+
 /// Quantization relationships between an operation's operands (types.hal text for each op).
-fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) -> HalResult<()> {
+/// `Ok(false)`: a relationship NNAPI 1.0 required and later versions dropped (an output
+/// scale not above input × filter scale, CONCATENATION inputs of mixed scales) — valid, but
+/// not for the 1.0 kernels.
+fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) -> HalResult<bool> {
     use OperationType::*;
     let input = &operands[op.inputs[0]];
     if input.ty != OperandType::TensorQuant8Asymm
         && op.ty != HashtableLookup
         && op.ty != EmbeddingLookup
     {
-        return Ok(());
+        return Ok(true);
     }
     let out = &operands[op.outputs[0]];
     let same = |a: &OperandInfo, b: &OperandInfo, what: &str| -> HalResult<()> {
@@ -344,24 +420,20 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
                 op.ty,
                 bias.scale
             );
-            ensure!(
-                product < out.scale,
-                "operation {k} ({}): output scale {} must exceed input scale × filter scale {product}",
-                op.ty,
-                out.scale
-            );
+            if product >= out.scale {
+                return Ok(false);
+            }
         }
         Mul => {
             let product = input.scale * operands[op.inputs[1]].scale;
-            ensure!(
-                product < out.scale,
-                "operation {k} (MUL): output scale {} must exceed the product of the input scales {product}",
-                out.scale
-            );
+            if product >= out.scale {
+                return Ok(false);
+            }
         }
         Concatenation => {
-            for &i in &op.inputs[..op.inputs.len() - 1] {
-                same(out, &operands[i], "every input")?;
+            let inputs = &op.inputs[..op.inputs.len() - 1];
+            if inputs.iter().any(|&i| same(out, &operands[i], "").is_err()) {
+                return Ok(false);
             }
         }
         Logistic | Softmax => {
@@ -389,12 +461,97 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
         }
         _ => {}
     }
-    Ok(())
+    Ok(true)
 }
 
-/// Validates `model` completely. Model pools are mapped (and kept in the result) so constant
-/// parameters can be read for the static shape checks.
+/// Validates `model` completely, its referenced subgraphs (IF/WHILE bodies) included. Model
+/// pools are mapped (and kept in the result) so constant parameters can be read for the static
+/// shape checks.
 pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
+    let mut valid = validate_graph(model, false)?;
+    for (s, sub) in model.referenced.iter().enumerate() {
+        // A subgraph is checked as a model of its own that shares the main model's constants
+        // and referenced list; an operation inside it is run only by this driver's control
+        // flow, which it has none of, so its support flags do not matter.
+        let as_model = Model {
+            operands: sub.operands.clone(),
+            operations: sub.operations.clone(),
+            input_indexes: sub.input_indexes.clone(),
+            output_indexes: sub.output_indexes.clone(),
+            operand_values: model.operand_values.clone(),
+            pools: model.pools.clone(),
+            referenced: model.referenced.clone(),
+            relax_computation_float32_to_float16: model.relax_computation_float32_to_float16,
+        };
+        validate_graph(&as_model, true).map_err(|e| {
+            HalError::InvalidArgument(format!("referenced subgraph {s}: {}", e.message()))
+        })?;
+    }
+    if !model.referenced.is_empty() {
+        // Control flow is validated, not run.
+        for (k, op) in valid.operations.iter().enumerate() {
+            if matches!(op.ty, OperationType::If | OperationType::While) {
+                valid.supported[k] = false;
+            }
+        }
+    }
+    Ok(valid)
+}
+
+/// The exact TENSOR_QUANT8_ASYMM image of a model with TENSOR_QUANT8_ASYMM_SIGNED operands in
+/// its main graph: each such operand becomes unsigned with zero point + 128 and its constant
+/// bytes shifted by 128 (x ⊕ 0x80), so every value it stands for is unchanged and the uint8
+/// kernels compute bit-exactly what the signed operation defines (NNAPI 1.3 added the signed
+/// type as this mirror image). Constants of shifted operands become CONSTANT_COPY. `None`
+/// when there is nothing to shift or a constant cannot be read. The second value marks the
+/// shifted operands.
+pub fn signed_as_unsigned(model: &Model) -> Option<(Model, Vec<bool>)> {
+    let signed: Vec<bool> = model
+        .operands
+        .iter()
+        .map(|o| o.operand_type == OperandType::TensorQuant8AsymmSigned.raw())
+        .collect();
+    if !signed.contains(&true) {
+        return None;
+    }
+    let mut out = model.clone();
+    for (i, o) in out.operands.iter_mut().enumerate() {
+        if !signed[i] {
+            continue;
+        }
+        o.operand_type = OperandType::TensorQuant8Asymm.raw();
+        o.zero_point += 128;
+        let loc = o.location;
+        let bytes = match OperandLifeTime::from_raw(o.lifetime) {
+            Some(OperandLifeTime::ConstantCopy) => model
+                .operand_values
+                .get(loc.offset as usize..loc.end() as usize)?
+                .to_vec(),
+            Some(OperandLifeTime::ConstantReference) => {
+                let memory = model.pools.get(loc.pool_index as usize)?;
+                MappedPool::map(memory, "model pool")
+                    .ok()?
+                    .read_vec(u64::from(loc.offset), loc.length as usize)
+                    .ok()?
+            }
+            _ => continue,
+        };
+        let offset = out.operand_values.len().div_ceil(4) * 4;
+        out.operand_values.resize(offset, 0);
+        out.operand_values.extend(bytes.iter().map(|b| b ^ 0x80));
+        o.lifetime = OperandLifeTime::ConstantCopy.raw();
+        o.location = DataLocation {
+            pool_index: 0,
+            offset: u32::try_from(offset).ok()?,
+            length: loc.length,
+        };
+    }
+    Some((out, signed))
+}
+
+/// Validates one graph: the main subgraph of `model` (a referenced subgraph arrives here as
+/// the main subgraph of a model that shares the constants).
+fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
     ensure!(!model.operations.is_empty(), "model has no operations");
     ensure!(!model.operands.is_empty(), "model has no operands");
     ensure!(!model.input_indexes.is_empty(), "model has no inputs");
@@ -406,7 +563,7 @@ pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
         .operands
         .iter()
         .enumerate()
-        .map(|(i, o)| validate_operand(i, o, model))
+        .map(|(i, o)| validate_operand(i, o, model, in_subgraph))
         .collect::<HalResult<Vec<_>>>()?;
     let n = operands.len();
 
@@ -433,18 +590,24 @@ pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
             .map(|&i| operands[i as usize].ty)
             .filter(|t| !t.in_nnapi_1_0())
             .collect();
-        let opaque = matches!(ops::arity(ty), Arity::Any) || !later_types.is_empty();
-        if ty.in_nnapi_1_0() {
-            // No version lets an NNAPI 1.0 operation take a boolean tensor or a subgraph.
-            if let Some(t) = later_types
-                .iter()
-                .find(|t| matches!(t, OperandType::TensorBool8 | OperandType::Subgraph))
-            {
-                invalid!("operation {k} ({ty}) takes no {t} operand");
-            }
-        }
+        let mut opaque = matches!(ops::arity(ty), Arity::Any);
         if !opaque {
-            check_signature(k, ty, operation, &operands)?;
+            // The NNAPI 1.0 signature runs on the 1.0 kernels; a signature a later version
+            // added is valid but not run; anything else is malformed.
+            let v1_0 = if later_types.is_empty() {
+                check_signature(k, ty, operation, &operands)
+            } else {
+                Err(HalError::InvalidArgument(String::new()))
+            };
+            if let Err(e) = v1_0 {
+                if !matches_later(ty, operation, &operands) {
+                    if later_types.is_empty() {
+                        return Err(e);
+                    }
+                    check_signature(k, ty, operation, &operands)?;
+                }
+                opaque = true;
+            }
         }
         for &o in &operation.outputs {
             let lt = operands[o as usize].lifetime;
@@ -464,14 +627,15 @@ pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
                 );
             }
         }
-        let info = OperationInfo {
+        let mut info = OperationInfo {
             ty,
             inputs: operation.inputs.iter().map(|&i| i as usize).collect(),
             outputs: operation.outputs.iter().map(|&i| i as usize).collect(),
             opaque,
         };
-        if !opaque {
-            check_quantization(k, &info, &operands)?;
+        if !opaque && !check_quantization(k, &info, &operands)? {
+            // Valid under the relaxed rules of later versions; not run by the 1.0 kernels.
+            info.opaque = true;
         }
         operations.push(info);
     }
@@ -602,6 +766,7 @@ pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
         omittable,
         static_dims: Vec::new(),
         static_params: Vec::new(),
+        signed: vec![false; n],
     };
     infer_static(model, &mut valid)?;
     Ok(valid)
@@ -632,7 +797,10 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
     let mut dims: Vec<Option<Vec<u32>>> = valid
         .operands
         .iter()
-        .map(|o| fully_specified(&o.dims).then(|| o.dims.clone()))
+        .map(|o| {
+            let known = fully_specified(&o.dims) && !(o.ty.is_tensor() && o.dims.is_empty());
+            known.then(|| o.dims.clone())
+        })
         .collect();
     // Parameter values: scalars and small integer tensors (shape operands) that are constant.
     let mut values: HashMap<usize, Vec<u8>> = HashMap::new();
@@ -645,6 +813,16 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
             !o.ty.is_tensor() || (o.ty == OperandType::TensorInt32 && o.location.length <= 1024);
         if is_const && small && !o.ty.is_opaque() {
             values.insert(i, valid.constant_bytes(model, i)?);
+        }
+    }
+    // LSH_PROJECTION type 3 (SPARSE_DEPRECATED) came with NNAPI 1.2: valid, not run here.
+    for (k, op) in valid.operations.iter_mut().enumerate() {
+        if op.ty == OperationType::LshProjection
+            && op.inputs.len() == 4
+            && values.get(&op.inputs[3]).map(Vec::as_slice) == Some(&3i32.to_le_bytes()[..])
+        {
+            op.opaque = true;
+            valid.supported[k] = false;
         }
     }
     let mut params = Vec::with_capacity(valid.operations.len());
@@ -703,11 +881,13 @@ pub fn check_declared(
     declared: &[u32],
     inferred: &[u32],
 ) -> HalResult<()> {
-    let agrees = declared.len() == inferred.len()
-        && declared
-            .iter()
-            .zip(inferred)
-            .all(|(&d, &i)| d == 0 || d == i);
+    // An empty declaration of a tensor is an unknown rank (allowed inside IF/WHILE bodies).
+    let agrees = declared.is_empty()
+        || declared.len() == inferred.len()
+            && declared
+                .iter()
+                .zip(inferred)
+                .all(|(&d, &i)| d == 0 || d == i);
     ensure!(
         agrees,
         "operation {k} ({op}): output operand {operand} is declared {declared:?} but computes to {inferred:?}"
@@ -777,8 +957,10 @@ pub fn validate_request(
             }
             arg.dimensions.clone()
         };
+        // An output may stay unspecified: its shape is inferred at execution and reported
+        // (dynamic output shapes); an input must be known.
         ensure!(
-            fully_specified(&dims),
+            fully_specified(&dims) || what == "output",
             "{what} {pos}: dimensions {dims:?} are not fully specified"
         );
         let loc = arg.location;
@@ -796,7 +978,11 @@ pub fn validate_request(
             loc.pool_index,
             pool.size()
         );
-        let need = byte_size(o.ty, &dims)?;
+        let need = if fully_specified(&dims) {
+            byte_size(o.ty, &dims)?
+        } else {
+            0
+        };
         if u64::from(loc.length) < need {
             if what == "input" {
                 invalid!(

@@ -83,6 +83,8 @@ pub struct PrepareOptions {
     pub priority: i32,
     /// Nanoseconds since boot; -1 for none.
     pub deadline_ns: i64,
+    /// Length of the (zero) compilation-cache token; the interface requires 32.
+    pub cache_token_len: usize,
 }
 
 impl Default for PrepareOptions {
@@ -91,6 +93,7 @@ impl Default for PrepareOptions {
             preference: ExecutionPreference::FAST_SINGLE_ANSWER.0,
             priority: Priority::MEDIUM.0,
             deadline_ns: -1,
+            cache_token_len: 32,
         }
     }
 }
@@ -354,8 +357,8 @@ impl RemoteDevice {
         let callback = PrepareCallback::new(tx);
         let notified = Notifications(Arc::clone(&callback.notified));
         let callback = BnPreparedModelCallback::new_binder(callback);
-        // No cache files are offered (the service needs none); the token is then ignored.
-        let token = [0u8; 32];
+        // No cache files are offered (the service needs none); the token is then unused.
+        let token = vec![0u8; options.cache_token_len];
         let launched = call(
             self.device.prepareModel(
                 &aidl,
@@ -578,10 +581,16 @@ impl RemotePreparedModel {
     /// `executeFenced` with no fences to wait for; waits for completion (a returned sync
     /// fence is polled) and reports the status `getExecutionInfo` gives.
     pub fn execute_fenced(&self, request: &Request) -> HalResult<()> {
+        self.execute_fenced_with(request, -1)
+    }
+
+    /// [`RemotePreparedModel::execute_fenced`] with a deadline (nanoseconds since boot, -1
+    /// for none).
+    pub fn execute_fenced_with(&self, request: &Request, deadline_ns: i64) -> HalResult<()> {
         let request = convert::request_to_aidl(request)?;
         let result = call(
             self.prepared
-                .executeFenced(&request, &[], false, -1, -1, -1),
+                .executeFenced(&request, &[], false, deadline_ns, -1, -1),
             "executeFenced",
         )?;
         if let Some(fence) = &result.syncFence {
@@ -633,11 +642,16 @@ pub struct RemoteBurst {
 impl RemoteBurst {
     /// `IBurst::executeSynchronously` with no memory identifiers (-1 per pool).
     pub fn execute(&self, request: &Request) -> HalResult<ExecutionResult> {
+        self.execute_with(request, -1)
+    }
+
+    /// [`RemoteBurst::execute`] with a deadline (nanoseconds since boot, -1 for none).
+    pub fn execute_with(&self, request: &Request, deadline_ns: i64) -> HalResult<ExecutionResult> {
         let tokens = vec![-1i64; request.pools.len()];
         let request = convert::request_to_aidl(request)?;
         let result = call(
             self.burst
-                .executeSynchronously(&request, &tokens, false, -1, -1),
+                .executeSynchronously(&request, &tokens, false, deadline_ns, -1),
             "IBurst::executeSynchronously",
         )?;
         convert::execution_result_from_aidl(&result)

@@ -4,9 +4,10 @@
 //! Direction AIDL → canonical (the service side) treats every field as hostile: enumerations
 //! are carried as their raw `i32` so that validation, not the decoder, reports values outside
 //! NNAPI 1.0; signed 32/64-bit counts, indexes, offsets and lengths are narrowed with a range
-//! check and a value that does not fit is `INVALID_ARGUMENT`, never truncated. Features an
-//! NNAPI 1.0 driver cannot represent (referenced subgraphs, extension data, hardware buffers,
-//! driver-managed buffer tokens) are refused or passed on as an unsupported pool kind.
+//! check and a value that does not fit is `INVALID_ARGUMENT`, never truncated. Referenced
+//! subgraphs, per-channel parameters and the relaxed flag are carried for validation;
+//! extension data is refused (no extension is declared); hardware buffers and driver-managed
+//! buffer tokens become an unsupported pool kind.
 //!
 //! Direction canonical → AIDL serves the client (models, requests, pools) and the service's
 //! replies (capabilities, output shapes, status codes).
@@ -18,6 +19,7 @@ use super::aidl::android::hardware::neuralnetworks::{
     Capabilities::Capabilities as AidlCapabilities, DataLocation::DataLocation as AidlDataLocation,
     ErrorStatus::ErrorStatus as AidlErrorStatus, ExecutionResult::ExecutionResult as AidlResult,
     Memory::Memory as AidlMemory, Model::Model as AidlModel, Operand::Operand as AidlOperand,
+    OperandExtraParams::OperandExtraParams as AidlExtraParams,
     OperandLifeTime::OperandLifeTime as AidlLifeTime,
     OperandPerformance::OperandPerformance as AidlOperandPerformance,
     OperandType::OperandType as AidlOperandType, Operation::Operation as AidlOperation,
@@ -25,13 +27,15 @@ use super::aidl::android::hardware::neuralnetworks::{
     PerformanceInfo::PerformanceInfo as AidlPerformanceInfo, Request::Request as AidlRequest,
     RequestArgument::RequestArgument as AidlRequestArgument,
     RequestMemoryPool::RequestMemoryPool as AidlRequestMemoryPool,
-    Subgraph::Subgraph as AidlSubgraph, Timing::Timing as AidlTiming,
+    Subgraph::Subgraph as AidlSubgraph,
+    SymmPerChannelQuantParams::SymmPerChannelQuantParams as AidlChannelQuant,
+    Timing::Timing as AidlTiming,
 };
 use super::ipc::ParcelFileDescriptor;
 use crate::driver::ExecutionResult;
 use nnhal_hal::{
-    Capabilities, DataLocation, ErrorStatus, HalError, HalResult, Memory, Model, Operand,
-    OperandType, Operation, PerformanceInfo, Request, RequestArgument,
+    Capabilities, ChannelQuant, DataLocation, ErrorStatus, HalError, HalResult, Memory, Model,
+    Operand, OperandType, Operation, PerformanceInfo, Request, RequestArgument, Subgraph,
 };
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -100,29 +104,28 @@ pub fn memory_from_aidl(memory: &AidlMemory, what: &str) -> HalResult<Memory> {
             prot: m.prot,
             offset: i64_to_u64(m.offset, &|| format!("{what}.mappableFile.offset"))?,
         },
-        AidlMemory::HardwareBuffer(_) => Memory::Unsupported("hardwareBuffer".into()),
+        AidlMemory::HardwareBuffer(_) => {
+            Memory::Unsupported(nnhal_hal::memory::HARDWARE_BUFFER.into())
+        }
     })
 }
 
 fn operand_from_aidl(index: usize, operand: &AidlOperand, consumers: u32) -> HalResult<Operand> {
     let what = || format!("operand {index}");
-    if let Some(extra) = &operand.extraParams {
-        // Per-channel quantization and extension data belong to operand types NNAPI 1.0 does
-        // not have; on a 1.0 type they are a malformed operand. Operations on the later types
-        // are never run (validation checks their structure only), so their parameters are not
-        // needed.
-        if let Some(ty) = OperandType::from_raw(operand.r#type.0).filter(|t| t.in_nnapi_1_0()) {
+    let channel_quant = match &operand.extraParams {
+        None => None,
+        Some(AidlExtraParams::ChannelQuant(cq)) => Some(ChannelQuant {
+            scales: cq.scales.clone(),
+            channel_dim: to_u32(cq.channelDim, &|| format!("{}: channelDim", what()))?,
+        }),
+        // Extension operand data: this driver declares no extension, so no operand can carry it.
+        Some(AidlExtraParams::Extension(_)) => {
             return invalid(format!(
-                "{}: extraParams {} are not allowed on {}",
-                what(),
-                match extra {
-                    super::aidl::android::hardware::neuralnetworks::OperandExtraParams::OperandExtraParams::ChannelQuant(_) => "channelQuant",
-                    super::aidl::android::hardware::neuralnetworks::OperandExtraParams::OperandExtraParams::Extension(_) => "extension",
-                },
-                ty.name()
-            ));
+                "{}: extension extraParams, but this driver supports no extension",
+                what()
+            ))
         }
-    }
+    };
     Ok(Operand {
         operand_type: operand.r#type.0,
         dimensions: u32_list(&operand.dimensions, &|d| {
@@ -133,6 +136,7 @@ fn operand_from_aidl(index: usize, operand: &AidlOperand, consumers: u32) -> Hal
         zero_point: operand.zeroPoint,
         lifetime: operand.lifetime.0,
         location: location(&operand.location, &|| format!("{}.location", what()))?,
+        channel_quant,
     })
 }
 
@@ -160,31 +164,48 @@ fn consumer_counts(subgraph: &AidlSubgraph) -> Vec<u32> {
     counts
 }
 
-/// AIDL `Model` → canonical model (main subgraph only).
+/// AIDL `Subgraph` → canonical operands, operations and index lists.
+fn subgraph_from_aidl(sub: &AidlSubgraph, what: &str) -> HalResult<Subgraph> {
+    let consumers = consumer_counts(sub);
+    let prefix = |m: String| {
+        if what.is_empty() {
+            m
+        } else {
+            format!("{what}: {m}")
+        }
+    };
+    Ok(Subgraph {
+        operands: sub
+            .operands
+            .iter()
+            .enumerate()
+            .map(|(i, o)| operand_from_aidl(i, o, consumers[i]))
+            .collect::<HalResult<Vec<_>>>()
+            .map_err(|e| HalError::InvalidArgument(prefix(e.message().to_string())))?,
+        operations: sub
+            .operations
+            .iter()
+            .enumerate()
+            .map(|(i, op)| operation_from_aidl(i, op))
+            .collect::<HalResult<Vec<_>>>()
+            .map_err(|e| HalError::InvalidArgument(prefix(e.message().to_string())))?,
+        input_indexes: u32_list(&sub.inputIndexes, &|i| prefix(format!("model input {i}")))?,
+        output_indexes: u32_list(&sub.outputIndexes, &|i| prefix(format!("model output {i}")))?,
+    })
+}
+
+/// AIDL `Model` → canonical model, referenced subgraphs included.
 pub fn model_from_aidl(model: &AidlModel) -> HalResult<Model> {
-    if !model.referenced.is_empty() {
-        return invalid(format!(
-            "model has {} referenced subgraphs: control flow (IF/WHILE) is not part of NNAPI 1.0",
-            model.referenced.len()
-        ));
-    }
     // `relaxComputationFloat32toFloat16` allows computing float32 with precision and range
     // *as low as* float16; computing in full float32 always satisfies it, so the flag is
-    // accepted and has no effect. `extensionNameToPrefix` only matters to operand and
-    // operation types above 0xFFFF, which validation refuses as outside NNAPI 1.0.
-    let main = &model.main;
-    let consumers = consumer_counts(main);
-    let operands = main
-        .operands
+    // carried and has no effect on the kernels. `extensionNameToPrefix` only matters to
+    // operand and operation types above 0xFFFF, which validation refuses.
+    let main = subgraph_from_aidl(&model.main, "")?;
+    let referenced = model
+        .referenced
         .iter()
         .enumerate()
-        .map(|(i, o)| operand_from_aidl(i, o, consumers[i]))
-        .collect::<HalResult<Vec<_>>>()?;
-    let operations = main
-        .operations
-        .iter()
-        .enumerate()
-        .map(|(i, op)| operation_from_aidl(i, op))
+        .map(|(k, sub)| subgraph_from_aidl(sub, &format!("referenced subgraph {k}")))
         .collect::<HalResult<Vec<_>>>()?;
     let pools = model
         .pools
@@ -193,12 +214,14 @@ pub fn model_from_aidl(model: &AidlModel) -> HalResult<Model> {
         .map(|(i, m)| memory_from_aidl(m, &format!("model pool {i}")))
         .collect::<HalResult<Vec<_>>>()?;
     Ok(Model {
-        operands,
-        operations,
-        input_indexes: u32_list(&main.inputIndexes, &|i| format!("model input {i}"))?,
-        output_indexes: u32_list(&main.outputIndexes, &|i| format!("model output {i}"))?,
+        operands: main.operands,
+        operations: main.operations,
+        input_indexes: main.input_indexes,
+        output_indexes: main.output_indexes,
         operand_values: model.operandValues.clone(),
         pools,
+        referenced,
+        relax_computation_float32_to_float16: model.relaxComputationFloat32toFloat16,
     })
 }
 
@@ -414,6 +437,25 @@ pub fn execution_result_to_aidl(
     })
 }
 
+/// The reply for outputs too small for their results: OUTPUT_INSUFFICIENT_SIZE in AIDL's form
+/// (`outputSufficientSize` false, every output's shape with `isSufficient`).
+pub fn insufficient_result_to_aidl(shapes: &[(Vec<u32>, bool)]) -> HalResult<AidlResult> {
+    Ok(AidlResult {
+        outputSufficientSize: false,
+        outputShapes: shapes
+            .iter()
+            .enumerate()
+            .map(|(i, (dims, sufficient))| {
+                Ok(AidlOutputShape {
+                    dimensions: dims_to_aidl(dims, &|| format!("output {i}"))?,
+                    isSufficient: *sufficient,
+                })
+            })
+            .collect::<HalResult<Vec<_>>>()?,
+        timing: NO_TIMING,
+    })
+}
+
 /// AIDL execution reply → canonical result; an insufficient output is an error.
 pub fn execution_result_from_aidl(result: &AidlResult) -> HalResult<ExecutionResult> {
     let shapes = result
@@ -435,9 +477,13 @@ pub fn execution_result_from_aidl(result: &AidlResult) -> HalResult<ExecutionRes
             .filter(|(_, s)| !s.isSufficient)
             .map(|(i, _)| i)
             .collect();
-        return Err(HalError::OutputInsufficientSize(format!(
-            "outputs {small:?} are too small; shapes {shapes:?}"
-        )));
+        return Err(HalError::OutputInsufficientShapes {
+            message: format!("outputs {small:?} are too small; shapes {shapes:?}"),
+            shapes: shapes
+                .into_iter()
+                .zip(result.outputShapes.iter().map(|s| s.isSufficient))
+                .collect(),
+        });
     }
     Ok(ExecutionResult {
         output_shapes: shapes,
@@ -510,10 +556,14 @@ pub fn memory_to_aidl(memory: &Memory, what: &str) -> HalResult<AidlMemory> {
     })
 }
 
-/// Canonical model → AIDL `Model` (everything in the main subgraph).
-pub fn model_to_aidl(model: &Model) -> HalResult<AidlModel> {
-    let operands = model
-        .operands
+/// Canonical operands, operations and index lists → AIDL `Subgraph`.
+fn subgraph_to_aidl(
+    operands: &[Operand],
+    operations: &[Operation],
+    inputs: &[u32],
+    outputs: &[u32],
+) -> HalResult<AidlSubgraph> {
+    let operands = operands
         .iter()
         .enumerate()
         .map(|(i, o)| {
@@ -524,12 +574,17 @@ pub fn model_to_aidl(model: &Model) -> HalResult<AidlModel> {
                 zeroPoint: o.zero_point,
                 lifetime: AidlLifeTime(o.lifetime),
                 location: location_to_aidl(&o.location, &|| format!("operand {i}.location"))?,
-                extraParams: None,
+                extraParams: match &o.channel_quant {
+                    None => None,
+                    Some(cq) => Some(AidlExtraParams::ChannelQuant(AidlChannelQuant {
+                        scales: cq.scales.clone(),
+                        channelDim: to_i32(cq.channel_dim, &|| format!("operand {i}: channelDim"))?,
+                    })),
+                },
             })
         })
         .collect::<HalResult<Vec<_>>>()?;
-    let operations = model
-        .operations
+    let operations = operations
         .iter()
         .enumerate()
         .map(|(i, op)| {
@@ -540,6 +595,16 @@ pub fn model_to_aidl(model: &Model) -> HalResult<AidlModel> {
             })
         })
         .collect::<HalResult<Vec<_>>>()?;
+    Ok(AidlSubgraph {
+        operands,
+        operations,
+        inputIndexes: i32_list(inputs, &|i| format!("model input {i}"))?,
+        outputIndexes: i32_list(outputs, &|i| format!("model output {i}"))?,
+    })
+}
+
+/// Canonical model → AIDL `Model`.
+pub fn model_to_aidl(model: &Model) -> HalResult<AidlModel> {
     let pools = model
         .pools
         .iter()
@@ -547,16 +612,27 @@ pub fn model_to_aidl(model: &Model) -> HalResult<AidlModel> {
         .map(|(i, m)| memory_to_aidl(m, &format!("model pool {i}")))
         .collect::<HalResult<Vec<_>>>()?;
     Ok(AidlModel {
-        main: AidlSubgraph {
-            operands,
-            operations,
-            inputIndexes: i32_list(&model.input_indexes, &|i| format!("model input {i}"))?,
-            outputIndexes: i32_list(&model.output_indexes, &|i| format!("model output {i}"))?,
-        },
-        referenced: Vec::new(),
+        main: subgraph_to_aidl(
+            &model.operands,
+            &model.operations,
+            &model.input_indexes,
+            &model.output_indexes,
+        )?,
+        referenced: model
+            .referenced
+            .iter()
+            .map(|s| {
+                subgraph_to_aidl(
+                    &s.operands,
+                    &s.operations,
+                    &s.input_indexes,
+                    &s.output_indexes,
+                )
+            })
+            .collect::<HalResult<Vec<_>>>()?,
         operandValues: model.operand_values.clone(),
         pools,
-        relaxComputationFloat32toFloat16: false,
+        relaxComputationFloat32toFloat16: model.relax_computation_float32_to_float16,
         extensionNameToPrefix: Vec::new(),
     })
 }
@@ -674,10 +750,6 @@ mod tests {
                 }),
             ),
             (
-                "referenced",
-                Box::new(|m| m.referenced.push(AidlSubgraph::default())),
-            ),
-            (
                 "extraParams",
                 Box::new(|m| {
                     m.main.operands[0].extraParams = Some(
@@ -693,6 +765,10 @@ mod tests {
             assert_eq!(err.status(), ErrorStatus::InvalidArgument, "{name}: {err}");
         }
         assert!(model_from_aidl(&base).is_ok());
+        // Referenced subgraphs are carried for validation (which refuses an empty one).
+        let mut m = model_to_aidl(&add_model()).unwrap();
+        m.referenced.push(AidlSubgraph::default());
+        assert_eq!(model_from_aidl(&m).unwrap().referenced.len(), 1);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use super::aidl::android::hardware::neuralnetworks::{
     Extension::Extension,
     FencedExecutionResult::FencedExecutionResult,
     IBurst::{BnBurst, IBurst},
-    IDevice::IDevice,
+    IDevice::{self as idev, IDevice},
     IFencedExecutionCallback::{BnFencedExecutionCallback, IFencedExecutionCallback},
     IPreparedModel::{self as ipm, BnPreparedModel, IPreparedModel},
     IPreparedModelCallback::IPreparedModelCallback,
@@ -56,7 +56,9 @@ pub fn version_string(kernels: Isa) -> String {
 /// machine's (warn, with runs of the same warning summarised).
 pub fn to_status(err: &HalError, call: &str) -> Status {
     match err {
-        HalError::InvalidArgument(_) | HalError::OutputInsufficientSize(_) => {
+        HalError::InvalidArgument(_)
+        | HalError::OutputInsufficientSize(_)
+        | HalError::OutputInsufficientShapes { .. } => {
             log::debug!("{call}: {err}")
         }
         HalError::GeneralFailure(_) | HalError::DeviceUnavailable(_) => {
@@ -176,6 +178,19 @@ fn require_callback<'a>(
             call,
         )
     })
+}
+
+/// A compilation-cache token is exactly `IDevice::BYTE_SIZE_OF_CACHE_TOKEN` (32) bytes, even
+/// when, as here, no cache is kept.
+fn check_cache_token(token: &[u8]) -> HalResult<()> {
+    if token.len() != idev::BYTE_SIZE_OF_CACHE_TOKEN as usize {
+        return Err(HalError::InvalidArgument(format!(
+            "cache token has {} bytes, {} expected",
+            token.len(),
+            idev::BYTE_SIZE_OF_CACHE_TOKEN
+        )));
+    }
+    Ok(())
 }
 
 /// `deadlineNs` (and other `-1`-means-none durations) must be -1 or non-negative.
@@ -306,7 +321,7 @@ impl IDevice for Device {
         deadline_ns: i64,
         _model_cache: &[ParcelFileDescriptor],
         _data_cache: &[ParcelFileDescriptor],
-        _token: &[u8],
+        token: &[u8],
         callback: PrepareCallbackArg<'_>,
     ) -> BinderResult<()> {
         let call = "prepareModel";
@@ -327,6 +342,7 @@ impl IDevice for Device {
                 )));
             }
             check_optional_ns(deadline_ns, "deadlineNs")?;
+            check_cache_token(token)?;
             let model = convert::model_from_aidl(model)?;
             guarded(call, || self.driver.validate_model(model))
         })();
@@ -338,9 +354,11 @@ impl IDevice for Device {
                 return Err(to_status(&e, call));
             }
         };
-        if let Err(status) = check_deadline(deadline_ns, call) {
+        if check_deadline(deadline_ns, call).is_err() {
+            // The launch itself succeeds; the missed deadline is the preparation's outcome,
+            // which the callback carries (as QualityOfServiceTests checks).
             notify(callback, AidlStatus::MISSED_DEADLINE_PERSISTENT, None);
-            return Err(status);
+            return Ok(());
         }
 
         let driver = Arc::clone(&self.driver);
@@ -379,10 +397,14 @@ impl IDevice for Device {
         _deadline_ns: i64,
         _model_cache: &[ParcelFileDescriptor],
         _data_cache: &[ParcelFileDescriptor],
-        _token: &[u8],
+        token: &[u8],
         callback: PrepareCallbackArg<'_>,
     ) -> BinderResult<()> {
         let callback = require_callback(callback, "prepareModelFromCache")?;
+        if let Err(e) = check_cache_token(token) {
+            notify(callback, convert::error_status_to_aidl(e.status()), None);
+            return Err(to_status(&e, "prepareModelFromCache"));
+        }
         // The contract: when caching is not supported, notify GENERAL_FAILURE with a null model
         // and return the same status.
         let e = HalError::GeneralFailure(
@@ -411,7 +433,15 @@ fn execute(
     .map_err(|e| to_status(&e, call))?;
     check_deadline(deadline_ns, call)?;
     let run = Instant::now();
-    let result = guarded(call, || prepared.execute(&request)).map_err(|e| to_status(&e, call))?;
+    let result = match guarded(call, || prepared.execute(&request)) {
+        // Too-small outputs whose shapes are known are a reply, not an error: AIDL reports
+        // them with outputSufficientSize = false and every output's shape.
+        Err(HalError::OutputInsufficientShapes { message, shapes }) => {
+            log::debug!("{call}: {message}");
+            return convert::insufficient_result_to_aidl(&shapes).map_err(|e| to_status(&e, call));
+        }
+        other => other.map_err(|e| to_status(&e, call))?,
+    };
     let timing = if measure {
         Timing {
             timeOnDeviceNs: elapsed_ns(run),

@@ -4,6 +4,9 @@
 //!   does (so a result that passes there passes here and vice versa); NaN never passes.
 //! * TENSOR_QUANT8_ASYMM: `|e − a| ≤ maxAbsDiff` in uint8 units. Exact matches are counted as
 //!   well: the ±1 allowance hides rounding differences, and the count shows how many there are.
+//! * TENSOR_QUANT8_ASYMM_SIGNED likewise (and counted as quant8); the other quantized types
+//!   with their own `maxAbsDiff` (1 by default); TENSOR_FLOAT16 with the float16 limits;
+//!   TENSOR_BOOL8 exactly.
 //! * TENSOR_INT32 (and the other integer types): `|e − a| ≤ maxAbsDiff`, 0 by default (exact).
 
 use super::model::decode;
@@ -92,13 +95,29 @@ pub fn compare(ty: OperandType, expected: &[f64], actual: &[u8], tol: &Tolerance
             OperandType::Float32 | OperandType::TensorFloat32 => {
                 float_within(e as f32, a as f32, tol.float32.atol, tol.float32.rtol)
             }
-            OperandType::TensorQuant8Asymm => {
+            OperandType::Float16 | OperandType::TensorFloat16 => {
+                float_within(e as f32, a as f32, tol.float16.atol, tol.float16.rtol)
+            }
+            OperandType::TensorQuant8Asymm | OperandType::TensorQuant8AsymmSigned => {
                 c.quant8_total += 1;
                 if e == a {
                     c.quant8_exact += 1;
                 }
-                (e - a).abs() <= tol.quant8.max_abs_diff as f64
+                let limit = if ty == OperandType::TensorQuant8Asymm {
+                    tol.quant8.max_abs_diff
+                } else {
+                    tol.quant8_signed.max_abs_diff
+                };
+                (e - a).abs() <= limit as f64
             }
+            OperandType::TensorQuant8Symm | OperandType::TensorQuant8SymmPerChannel => {
+                (e - a).abs() <= tol.quant8_symm.max_abs_diff as f64
+            }
+            OperandType::TensorQuant16Asymm => {
+                (e - a).abs() <= tol.quant16_asymm.max_abs_diff as f64
+            }
+            OperandType::TensorQuant16Symm => (e - a).abs() <= tol.quant16_symm.max_abs_diff as f64,
+            OperandType::Bool | OperandType::TensorBool8 => e == a,
             _ => (e - a).abs() <= tol.int32.max_abs_diff as f64,
         };
         let diff = (e - a).abs();

@@ -73,6 +73,25 @@ pub struct Vector {
     pub tolerance: Tolerance,
     #[serde(default)]
     pub aosp: Aosp,
+    /// The oldest NNAPI version the test model belongs to (`V1_0`…`V1_3`, `UNKNOWN`).
+    #[serde(default, rename = "minSupportedVersion")]
+    pub min_supported_version: Option<String>,
+    /// The variation names joined into the test name ("" for none).
+    #[serde(default)]
+    pub variant: String,
+    /// `Model.relaxComputationFloat32toFloat16`.
+    #[serde(default)]
+    pub relaxed: bool,
+    /// The harness expects preparation or execution to fail; VTS runs such a model only in
+    /// its validation suites.
+    #[serde(default, rename = "expectFailure")]
+    pub expect_failure: bool,
+    /// For a `_dynamic_output_shape` file: the base test it was derived from.
+    #[serde(default, rename = "derivedFrom")]
+    pub derived_from: Option<String>,
+    /// The AIDL VTS suites that instantiate this model.
+    #[serde(default, rename = "vtsSuites")]
+    pub vts_suites: Vec<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -83,6 +102,28 @@ pub struct VectorModel {
     /// Model inputs in request order; omitted optional inputs are not listed.
     pub input_indexes: Vec<u32>,
     pub output_indexes: Vec<u32>,
+    /// Subgraphs named by SUBGRAPH operands (IF branches, WHILE condition and body).
+    #[serde(default)]
+    pub referenced: Vec<VectorSubgraph>,
+}
+
+/// A referenced subgraph; its MODEL_INPUT / MODEL_OUTPUT operands are its own inputs and
+/// outputs, and its constants are written inline like the main model's.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VectorSubgraph {
+    pub operands: Vec<VectorOperand>,
+    pub operations: Vec<VectorOperation>,
+    pub input_indexes: Vec<u32>,
+    pub output_indexes: Vec<u32>,
+}
+
+/// Per-channel quantization parameters (`SymmPerChannelQuantParams`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VectorChannelQuant {
+    pub scales: Vec<f32>,
+    pub channel_dim: u32,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -99,9 +140,12 @@ pub struct VectorOperand {
     pub zero_point: i32,
     /// `OperandLifeTime` name; `NO_VALUE` marks an omitted optional input.
     pub lifetime: String,
-    /// Constant contents (CONSTANT_COPY only); scalars are one-element lists.
+    /// Constant contents (CONSTANT_COPY only); scalars are one-element lists. For a SUBGRAPH
+    /// operand, `[k]`: the index of the referenced subgraph.
     #[serde(default)]
     pub value: Option<Vec<f64>>,
+    #[serde(default)]
+    pub channel_quant: Option<VectorChannelQuant>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -133,13 +177,24 @@ impl Example {
 }
 
 /// The AOSP harness comparison rule for this test.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tolerance {
     #[serde(default)]
     pub float32: Float32Tolerance,
+    /// TENSOR_FLOAT16 outputs (the relaxed limits).
+    #[serde(default = "Float32Tolerance::half")]
+    pub float16: Float32Tolerance,
     #[serde(default)]
     pub quant8: IntTolerance<1>,
+    #[serde(default)]
+    pub quant8_signed: IntTolerance<1>,
+    #[serde(default)]
+    pub quant8_symm: IntTolerance<1>,
+    #[serde(default)]
+    pub quant16_asymm: IntTolerance<1>,
+    #[serde(default)]
+    pub quant16_symm: IntTolerance<1>,
     #[serde(default)]
     pub int32: IntTolerance<0>,
     /// Output positions the harness does not compare (scratch buffers, some states).
@@ -147,10 +202,36 @@ pub struct Tolerance {
     pub ignored_outputs: Vec<usize>,
 }
 
+impl Default for Tolerance {
+    fn default() -> Self {
+        Tolerance {
+            float32: Float32Tolerance::default(),
+            float16: Float32Tolerance::half(),
+            quant8: IntTolerance::default(),
+            quant8_signed: IntTolerance::default(),
+            quant8_symm: IntTolerance::default(),
+            quant16_asymm: IntTolerance::default(),
+            quant16_symm: IntTolerance::default(),
+            int32: IntTolerance::default(),
+            ignored_outputs: Vec::new(),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, Deserialize)]
 pub struct Float32Tolerance {
     pub atol: f32,
     pub rtol: f32,
+}
+
+impl Float32Tolerance {
+    /// The harness limits for float16 (and relaxed float32): `atol = rtol = 5 · 2⁻¹⁰`.
+    pub fn half() -> Self {
+        Float32Tolerance {
+            atol: 0.0048828125,
+            rtol: 0.0048828125,
+        }
+    }
 }
 
 impl Default for Float32Tolerance {
@@ -240,8 +321,9 @@ impl Vector {
     }
 }
 
-/// The files `path` stands for: itself if it is a file, otherwise the `*.json` files directly
-/// inside it, sorted by name so runs are reproducible.
+/// The files `path` stands for: itself if it is a file, otherwise the `*.json` files inside
+/// it and its subdirectories (the later-version set keeps one directory per NNAPI version),
+/// sorted by path so runs are reproducible.
 pub fn vector_files(path: &Path) -> Result<Vec<PathBuf>, VectorError> {
     let io = |source| VectorError::Io {
         path: path.to_path_buf(),
@@ -253,10 +335,15 @@ pub fn vector_files(path: &Path) -> Result<Vec<PathBuf>, VectorError> {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut files = Vec::new();
-    for entry in std::fs::read_dir(path).map_err(io)? {
-        let p = entry.map_err(io)?.path();
-        if p.is_file() && p.extension().is_some_and(|e| e == "json") {
-            files.push(p);
+    let mut dirs = vec![path.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(io)? {
+            let p = entry.map_err(io)?.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.is_file() && p.extension().is_some_and(|e| e == "json") {
+                files.push(p);
+            }
         }
     }
     files.sort();

@@ -14,8 +14,8 @@
 use super::{Example, Vector, VectorError};
 use nnhal_hal::memory::create_memfd;
 use nnhal_hal::{
-    DataLocation, HalError, HalResult, MappedPool, Memory, Model, Operand, OperandLifeTime,
-    OperandType, Operation, OperationType, Request, RequestArgument,
+    ChannelQuant, DataLocation, HalError, HalResult, MappedPool, Memory, Model, Operand,
+    OperandLifeTime, OperandType, Operation, OperationType, Request, RequestArgument, Subgraph,
 };
 
 /// Where a model's constants live.
@@ -68,33 +68,92 @@ pub fn byte_size(ty: i32, dimensions: &[u32]) -> Option<usize> {
     element_count(dimensions)?.checked_mul(elem)
 }
 
-/// Encodes values of an operand of type `ty` as the driver reads them: 4-byte little-endian
-/// words for float32/int32/uint32, one byte per quant8 element.
+/// The IEEE half-precision bits nearest to `x` (round to nearest, ties to even), as a C
+/// compiler narrows a float literal to `_Float16`.
+pub fn f16_bits(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let exp = ((bits >> 23) & 0xff) as i32;
+    let man = bits & 0x7f_ffff;
+    if exp == 0xff {
+        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        return sign | 0x7c00;
+    }
+    // Keep the top bits of the significand, round on the rest; a carry out of the mantissa
+    // correctly bumps the exponent (up to infinity).
+    let round = |kept: u32, rest: u32, half: u32| -> u16 {
+        let up = rest > half || (rest == half && kept & 1 == 1);
+        (kept + u32::from(up)) as u16
+    };
+    if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        let m = man | 0x80_0000;
+        let shift = (14 - e) as u32;
+        return sign | round(m >> shift, m & ((1 << shift) - 1), 1 << (shift - 1));
+    }
+    let kept = ((e as u32) << 10) | (man >> 13);
+    sign | round(kept, man & 0x1fff, 0x1000)
+}
+
+/// The value of IEEE half-precision bits.
+pub fn f16_value(h: u16) -> f32 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from((h >> 10) & 0x1f);
+    let man = u32::from(h & 0x3ff);
+    match exp {
+        0 => sign * man as f32 * 2f32.powi(-24),
+        0x1f if man == 0 => sign * f32::INFINITY,
+        0x1f => f32::NAN,
+        _ => f32::from_bits(
+            (u32::from(h & 0x8000) << 16) | (((exp + 112) as u32) << 23) | (man << 13),
+        ),
+    }
+}
+
+/// Encodes values of an operand of type `ty` as the driver reads them: little-endian
+/// elements of the type's size (4 bytes for float32/int32/uint32, 2 for float16 and the
+/// 16-bit quantized types, 1 for the 8-bit and boolean types).
 pub fn encode(ty: OperandType, values: &[f64], what: &str) -> Result<Vec<u8>, VectorError> {
     let mut out = Vec::with_capacity(values.len() * 4);
     for (i, &v) in values.iter().enumerate() {
         let bad = || invalid(format!("{what}: value {v} at {i} does not fit {ty}"));
+        let integer = |lo: f64, hi: f64| {
+            if v.fract() != 0.0 || v < lo || v > hi {
+                Err(bad())
+            } else {
+                Ok(v)
+            }
+        };
         match ty {
             OperandType::Float32 | OperandType::TensorFloat32 => {
                 out.extend_from_slice(&(v as f32).to_le_bytes())
             }
-            OperandType::Int32 | OperandType::TensorInt32 => {
-                if v.fract() != 0.0 || v < f64::from(i32::MIN) || v > f64::from(i32::MAX) {
-                    return Err(bad());
-                }
-                out.extend_from_slice(&(v as i32).to_le_bytes())
+            OperandType::Float16 | OperandType::TensorFloat16 => {
+                out.extend_from_slice(&f16_bits(v as f32).to_le_bytes())
             }
+            OperandType::Int32 | OperandType::TensorInt32 => out.extend_from_slice(
+                &(integer(f64::from(i32::MIN), f64::from(i32::MAX))? as i32).to_le_bytes(),
+            ),
             OperandType::UInt32 => {
-                if v.fract() != 0.0 || v < 0.0 || v > f64::from(u32::MAX) {
-                    return Err(bad());
-                }
-                out.extend_from_slice(&(v as u32).to_le_bytes())
+                out.extend_from_slice(&(integer(0.0, f64::from(u32::MAX))? as u32).to_le_bytes())
             }
-            OperandType::TensorQuant8Asymm => {
-                if v.fract() != 0.0 || !(0.0..=255.0).contains(&v) {
-                    return Err(bad());
-                }
-                out.push(v as u8)
+            OperandType::TensorQuant8Asymm => out.push(integer(0.0, 255.0)? as u8),
+            OperandType::Bool | OperandType::TensorBool8 => out.push(integer(0.0, 1.0)? as u8),
+            OperandType::TensorQuant8AsymmSigned
+            | OperandType::TensorQuant8Symm
+            | OperandType::TensorQuant8SymmPerChannel => {
+                out.push(integer(-128.0, 127.0)? as i8 as u8)
+            }
+            OperandType::TensorQuant16Asymm => {
+                out.extend_from_slice(&(integer(0.0, 65535.0)? as u16).to_le_bytes())
+            }
+            OperandType::TensorQuant16Symm => {
+                out.extend_from_slice(&(integer(-32768.0, 32767.0)? as i16).to_le_bytes())
             }
             _ => {
                 return Err(invalid(format!(
@@ -109,10 +168,15 @@ pub fn encode(ty: OperandType, values: &[f64], what: &str) -> Result<Vec<u8>, Ve
 /// The inverse of [`encode`]: reads the elements of `bytes` as `ty` values.
 pub fn decode(ty: OperandType, bytes: &[u8]) -> Vec<f64> {
     let word = |c: &[u8]| [c[0], c[1], c[2], c[3]];
+    let half = |c: &[u8]| [c[0], c[1]];
     match ty {
         OperandType::Float32 | OperandType::TensorFloat32 => bytes
             .chunks_exact(4)
             .map(|c| f64::from(f32::from_le_bytes(word(c))))
+            .collect(),
+        OperandType::Float16 | OperandType::TensorFloat16 => bytes
+            .chunks_exact(2)
+            .map(|c| f64::from(f16_value(u16::from_le_bytes(half(c)))))
             .collect(),
         OperandType::Int32 | OperandType::TensorInt32 => bytes
             .chunks_exact(4)
@@ -122,9 +186,23 @@ pub fn decode(ty: OperandType, bytes: &[u8]) -> Vec<f64> {
             .chunks_exact(4)
             .map(|c| f64::from(u32::from_le_bytes(word(c))))
             .collect(),
-        OperandType::TensorQuant8Asymm | OperandType::TensorOemByte => {
-            bytes.iter().map(|&b| f64::from(b)).collect()
+        OperandType::TensorQuant8Asymm
+        | OperandType::TensorOemByte
+        | OperandType::Bool
+        | OperandType::TensorBool8 => bytes.iter().map(|&b| f64::from(b)).collect(),
+        OperandType::TensorQuant8AsymmSigned
+        | OperandType::TensorQuant8Symm
+        | OperandType::TensorQuant8SymmPerChannel => {
+            bytes.iter().map(|&b| f64::from(b as i8)).collect()
         }
+        OperandType::TensorQuant16Asymm => bytes
+            .chunks_exact(2)
+            .map(|c| f64::from(u16::from_le_bytes(half(c))))
+            .collect(),
+        OperandType::TensorQuant16Symm => bytes
+            .chunks_exact(2)
+            .map(|c| f64::from(i16::from_le_bytes(half(c))))
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -190,22 +268,30 @@ pub fn request_inputs(
     Ok(out)
 }
 
-/// Builds the HAL model of `v` in `mode`.
-pub fn to_model(v: &Vector, mode: ConstantMode) -> Result<Model, VectorError> {
-    let n = v.model.operands.len();
-    let inputs = request_inputs(v, mode)?;
-    let mut model = Model::default();
-    // Constant bytes in declaration order; they go to operand_values or to the pool.
-    let mut constants: Vec<u8> = Vec::new();
-
-    for (index, vo) in v.model.operands.iter().enumerate() {
-        let what = format!("operand {index}");
-        let ty = operand_type(v, index)?;
+/// Builds HAL operands from vector operands; constant bytes are appended to `constants`
+/// (4-byte aligned) and located there. `fed_later` says whether an operand is an omitted
+/// optional input that becomes a MODEL_INPUT fed with no value.
+fn build_operands(
+    operands: &[super::VectorOperand],
+    mode: ConstantMode,
+    constants: &mut Vec<u8>,
+    fed_later: &dyn Fn(usize) -> bool,
+    scope: &str,
+) -> Result<Vec<Operand>, VectorError> {
+    let mut out = Vec::with_capacity(operands.len());
+    for (index, vo) in operands.iter().enumerate() {
+        let what = format!("{scope}operand {index}");
+        let ty = OperandType::from_name(&vo.operand_type)
+            .ok_or_else(|| invalid(format!("{what}: unknown operand type {}", vo.operand_type)))?;
         let lifetime = OperandLifeTime::from_name(&vo.lifetime)
             .ok_or_else(|| invalid(format!("{what}: unknown lifetime {}", vo.lifetime)))?;
         let mut operand = Operand::new(ty, &vo.dimensions, lifetime);
         operand.scale = vo.scale;
         operand.zero_point = vo.zero_point;
+        operand.channel_quant = vo.channel_quant.as_ref().map(|cq| ChannelQuant {
+            scales: cq.scales.clone(),
+            channel_dim: cq.channel_dim,
+        });
         match lifetime {
             OperandLifeTime::ConstantCopy | OperandLifeTime::ConstantReference => {
                 let values = vo
@@ -224,49 +310,94 @@ pub fn to_model(v: &Vector, mode: ConstantMode) -> Result<Model, VectorError> {
                 let offset = constants.len();
                 constants.extend_from_slice(&bytes);
                 constants.resize(align4(constants.len()), 0);
-                let (lifetime, pool_index) = match mode {
-                    ConstantMode::Copy => (OperandLifeTime::ConstantCopy, 0),
-                    ConstantMode::Reference => (OperandLifeTime::ConstantReference, 0),
-                };
-                operand.lifetime = lifetime.raw();
+                operand.lifetime = match mode {
+                    ConstantMode::Copy => OperandLifeTime::ConstantCopy,
+                    ConstantMode::Reference => OperandLifeTime::ConstantReference,
+                }
+                .raw();
                 operand.location = DataLocation {
-                    pool_index,
+                    pool_index: 0,
                     offset: offset as u32,
                     length: bytes.len() as u32,
                 };
             }
+            // The VTS harness's location for a subgraph reference: offset = its index.
+            OperandLifeTime::Subgraph => {
+                let k = match vo.value.as_deref() {
+                    Some(&[k]) if k >= 0.0 && k.fract() == 0.0 && k <= f64::from(u32::MAX) => k,
+                    _ => {
+                        return Err(invalid(format!(
+                            "{what}: a SUBGRAPH operand's value is [index]"
+                        )))
+                    }
+                };
+                operand.location = DataLocation {
+                    pool_index: 0,
+                    offset: k as u32,
+                    length: 0,
+                };
+            }
             // An omitted optional input in reference mode: a model input fed with no value.
-            OperandLifeTime::NoValue
-                if inputs
-                    .iter()
-                    .any(|&(o, p)| o as usize == index && p.is_none()) =>
-            {
+            OperandLifeTime::NoValue if fed_later(index) => {
                 operand.lifetime = OperandLifeTime::ModelInput.raw();
             }
             _ => {}
         }
-        model.operands.push(operand);
+        out.push(operand);
     }
+    Ok(out)
+}
 
-    for (k, op) in v.model.operations.iter().enumerate() {
-        let ty = OperationType::from_name(&op.operation_type)
-            .ok_or_else(|| invalid(format!("operation {k}: unknown type {}", op.operation_type)))?;
-        if let Some(&bad) = op
-            .inputs
+/// Converts vector operations, checking every operand index against `n`.
+fn build_operations(
+    operations: &[super::VectorOperation],
+    n: usize,
+    scope: &str,
+) -> Result<Vec<Operation>, VectorError> {
+    operations
+        .iter()
+        .enumerate()
+        .map(|(k, op)| {
+            let ty = OperationType::from_name(&op.operation_type).ok_or_else(|| {
+                invalid(format!(
+                    "{scope}operation {k}: unknown type {}",
+                    op.operation_type
+                ))
+            })?;
+            if let Some(&bad) = op
+                .inputs
+                .iter()
+                .chain(&op.outputs)
+                .find(|&&i| i as usize >= n)
+            {
+                return Err(invalid(format!(
+                    "{scope}operation {k}: operand index {bad} out of range"
+                )));
+            }
+            Ok(Operation {
+                operation_type: ty.raw(),
+                inputs: op.inputs.clone(),
+                outputs: op.outputs.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Builds the HAL model of `v` in `mode`, referenced subgraphs included (their constants
+/// share the main model's store).
+pub fn to_model(v: &Vector, mode: ConstantMode) -> Result<Model, VectorError> {
+    let n = v.model.operands.len();
+    let inputs = request_inputs(v, mode)?;
+    let mut model = Model::default();
+    // Constant bytes in declaration order; they go to operand_values or to the pool.
+    let mut constants: Vec<u8> = Vec::new();
+    let fed_later = |index: usize| {
+        inputs
             .iter()
-            .chain(&op.outputs)
-            .find(|&&i| i as usize >= n)
-        {
-            return Err(invalid(format!(
-                "operation {k}: operand index {bad} out of range"
-            )));
-        }
-        model.operations.push(Operation {
-            operation_type: ty.raw(),
-            inputs: op.inputs.clone(),
-            outputs: op.outputs.clone(),
-        });
-    }
+            .any(|&(o, p)| o as usize == index && p.is_none())
+    };
+    model.operands = build_operands(&v.model.operands, mode, &mut constants, &fed_later, "")?;
+    model.operations = build_operations(&v.model.operations, n, "")?;
     model.input_indexes = inputs.iter().map(|&(o, _)| o).collect();
     model.output_indexes = v.model.output_indexes.clone();
     if let Some(&bad) = model
@@ -279,6 +410,24 @@ pub fn to_model(v: &Vector, mode: ConstantMode) -> Result<Model, VectorError> {
             "model input/output index {bad} out of range"
         )));
     }
+    for (s, sub) in v.model.referenced.iter().enumerate() {
+        let scope = format!("referenced subgraph {s}: ");
+        let operands = build_operands(&sub.operands, mode, &mut constants, &|_| false, &scope)?;
+        let operations = build_operations(&sub.operations, operands.len(), &scope)?;
+        let mut graph = Model {
+            operands,
+            operations,
+            ..Model::default()
+        };
+        count_consumers(&mut graph);
+        model.referenced.push(Subgraph {
+            operands: graph.operands,
+            operations: graph.operations,
+            input_indexes: sub.input_indexes.clone(),
+            output_indexes: sub.output_indexes.clone(),
+        });
+    }
+    model.relax_computation_float32_to_float16 = v.relaxed;
     count_consumers(&mut model);
 
     match mode {
@@ -401,14 +550,16 @@ pub fn build_request(
                 invalid(format!("output {position}: operand {operand} out of range"))
             })?;
         let ty = operand_type(v, operand as usize)?;
-        let length = byte_size(ty.raw(), &vo.dimensions)
-            .filter(|&l| l > 0)
-            .ok_or_else(|| {
-                invalid(format!(
-                    "output {position}: dimensions {:?} are not fully specified",
-                    vo.dimensions
-                ))
-            })?;
+        // Unspecified (0) dimensions: the buffer holds the expected values, at least one byte,
+        // as the VTS harness sizes it.
+        let length = match byte_size(ty.raw(), &vo.dimensions).filter(|&l| l > 0) {
+            Some(l) => l,
+            None => {
+                let expected = example.output(position).map_or(0, <[f64]>::len);
+                let elem = ty.element_size().unwrap_or(1);
+                (expected * elem).max(1)
+            }
+        };
         let location = DataLocation {
             pool_index: OUTPUT_POOL,
             offset: output_size as u32,
@@ -515,6 +666,45 @@ mod tests {
     fn vector(name: &str) -> Vector {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors");
         Vector::from_file(&dir.join(format!("{name}.json"))).unwrap()
+    }
+
+    #[test]
+    fn half_precision_round_trips_and_rounds_to_nearest_even() {
+        assert_eq!(f16_bits(1.0), 0x3C00);
+        assert_eq!(f16_bits(-2.0), 0xC000);
+        // The schema's own example: 1.001 is the half 0x3C01.
+        assert_eq!(f16_bits(1.001), 0x3C01);
+        assert_eq!(f16_bits(65520.0), 0x7C00); // rounds up to infinity
+        assert_eq!(f16_bits(5.960_464_5e-8), 0x0001); // smallest subnormal
+        assert_eq!(f16_bits(2.980_232_2e-8), 0x0000); // half of it: ties to even
+        for h in 0u16..=0xFFFF {
+            let v = f16_value(h);
+            if !v.is_nan() {
+                assert_eq!(f16_bits(v), h, "{h:#06x}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_quantized_type_encodes_in_its_own_width() {
+        let q = |ty, v: &[f64]| encode(ty, v, "t").unwrap();
+        assert_eq!(
+            q(OperandType::TensorQuant8AsymmSigned, &[-128.0, 127.0]),
+            [0x80, 0x7F]
+        );
+        assert_eq!(
+            q(OperandType::TensorQuant16Symm, &[-2.0]),
+            (-2i16).to_le_bytes()
+        );
+        assert_eq!(q(OperandType::TensorQuant16Asymm, &[65535.0]), [0xFF, 0xFF]);
+        assert_eq!(q(OperandType::Bool, &[1.0]), [1]);
+        assert!(encode(OperandType::TensorQuant8AsymmSigned, &[128.0], "t").is_err());
+        assert!(encode(OperandType::Bool, &[2.0], "t").is_err());
+        let bytes = q(OperandType::TensorQuant8SymmPerChannel, &[-5.0, 3.0]);
+        assert_eq!(
+            decode(OperandType::TensorQuant8SymmPerChannel, &bytes),
+            [-5.0, 3.0]
+        );
     }
 
     #[test]

@@ -215,6 +215,7 @@ fn cycle_model() -> Model {
         output_indexes: vec![5],
         operand_values: Vec::new(),
         pools: Vec::new(),
+        ..Model::default()
     }
 }
 

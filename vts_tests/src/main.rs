@@ -4,12 +4,16 @@
 //! nnhal-vts vectors   [--transport rpc|inproc] [--socket PATH] [-v] [PATH...]
 //! nnhal-vts mutations [--transport rpc|inproc] [--socket PATH] [--class N]... [--show N] [PATH...]
 //! nnhal-vts basic     [--socket PATH]
+//! nnhal-vts qos       [--socket PATH]
+//! nnhal-vts dynamic   [--transport rpc|inproc] [--socket PATH] [PATH...]
+//! nnhal-vts coupling  [--transport rpc|inproc] [--socket PATH] [PATH...]
 //! ```
 //!
 //! The default transport is the service over binder RPC: with `--socket` the suite talks to a
 //! running `nnhal-service`, without it starts one on a temporary socket and stops it at the end.
-//! Each subcommand prints one `PASS`/`FAIL`/`SKIP` line per item and ends with
-//! `N passed, M failed`; the exit status is 1 when anything failed, 2 when a path cannot be
+//! Each subcommand prints one `PASS`/`FAIL`/`SKIP` line per item (a failure or skip with its
+//! reason) and ends with `N passed, M failed` (`vectors`: `N passed, M failed, K skipped`; a
+//! valid model the driver reports unsupported is skipped, never passed or failed); the exit status is 1 when anything failed, 2 when a path cannot be
 //! read or the device could not be opened. Paths are checked before any service starts.
 
 use clap::{Args, Parser, Subcommand};
@@ -17,6 +21,7 @@ use nnhal::hal::HalError;
 use nnhal_vts::basic;
 use nnhal_vts::mutations::{base_models, BaseModel, MODEL_MUTATORS, REQUEST_MUTATORS};
 use nnhal_vts::runner::{run_model_class, run_request_class, run_vector, ClassReport};
+use nnhal_vts::suites::{self, Outcome};
 use nnhal_vts::transport::{self, Device, RpcDevice, TransportKind, TransportOptions};
 use nnhal_vts::vector::{bundled_dir, vector_files, Vector};
 use std::path::PathBuf;
@@ -65,6 +70,35 @@ enum Command {
         /// Failing variants listed per class.
         #[arg(long, value_name = "N", default_value_t = 10)]
         show: usize,
+        /// Vector files or directories of them [default: the bundled vectors,
+        /// vts_tests/vectors]
+        paths: Vec<PathBuf>,
+    },
+    /// The deadline cases of the AIDL QualityOfServiceTests over binder: a passed deadline
+    /// must launch prepareModel and report MISSED_DEADLINE through its callback, and fail
+    /// every execution path with MISSED_DEADLINE; a deadline ahead changes nothing.
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
+    Qos {
+        #[command(flatten)]
+        service: ServiceArgs,
+    },
+    /// DynamicOutputShapeTest: every vector again with its outputs' dimensions unspecified
+    /// (the shapes must be reported), and with output 0 one byte short
+    /// (OUTPUT_INSUFFICIENT_SIZE).
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
+    Dynamic {
+        #[command(flatten)]
+        transport: TransportArgs,
+        /// Vector files or directories of them [default: the bundled vectors,
+        /// vts_tests/vectors]
+        paths: Vec<PathBuf>,
+    },
+    /// QuantizationCouplingTest: every supported single-operation TENSOR_QUANT8_ASYMM vector
+    /// must also be supported and correct as TENSOR_QUANT8_ASYMM_SIGNED.
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
+    Coupling {
+        #[command(flatten)]
+        transport: TransportArgs,
         /// Vector files or directories of them [default: the bundled vectors,
         /// vts_tests/vectors]
         paths: Vec<PathBuf>,
@@ -237,8 +271,16 @@ fn vectors(transport: &TransportArgs, verbose: bool, paths: &[PathBuf]) -> ExitC
         Ok(p) => p,
         Err(code) => return code,
     };
+    // Files are listed first and loaded one at a time: the later-version set is hundreds of
+    // megabytes of JSON, more than is worth holding at once.
     let mut load_failures = Vec::new();
-    let vectors = load_all(&paths, &mut load_failures);
+    let mut files = Vec::new();
+    for path in &paths {
+        match vector_files(path) {
+            Ok(f) => files.extend(f),
+            Err(e) => load_failures.push(format!("FAIL {e}")),
+        }
+    }
     let device = match transport.open() {
         Ok(d) => d,
         Err(code) => return code,
@@ -248,26 +290,42 @@ fn vectors(transport: &TransportArgs, verbose: bool, paths: &[PathBuf]) -> ExitC
     }
     let (mut passed, mut failed, mut skipped) = (0usize, load_failures.len(), 0usize);
     let (mut exact, mut total) = (0usize, 0usize);
-    let progress = Progress::new(vectors.len());
-    for (done, v) in vectors.iter().enumerate() {
-        progress.at(done, &v.name);
-        let report = missing_expected(v).map_or_else(|| Ok(run_vector(device.as_ref(), v)), Err);
-        progress.clear();
-        if let Err(why) = report {
-            skipped += 1;
-            println!("SKIP {}: {why}", v.name);
-            continue;
-        }
-        let Ok(report) = report else { continue };
-        match &report.failure {
-            None => {
-                passed += 1;
-                println!("PASS {}", report.name);
-            }
-            Some(reason) => {
+    // Per NNAPI version directory: passed, failed, skipped.
+    let mut per_version: std::collections::BTreeMap<String, [usize; 3]> = Default::default();
+    let progress = Progress::new(files.len());
+    for (done, file) in files.iter().enumerate() {
+        let v = match Vector::from_file(file) {
+            Ok(v) => v,
+            Err(e) => {
                 failed += 1;
-                println!("FAIL {}: {reason}", report.name);
+                println!("FAIL {e}");
+                continue;
             }
+        };
+        progress.at(done, &v.name);
+        let report = missing_expected(&v).map_or_else(
+            || run_vector(device.as_ref(), &v),
+            |why| nnhal_vts::VectorReport {
+                name: v.name.clone(),
+                skipped: Some(why),
+                ..Default::default()
+            },
+        );
+        progress.clear();
+        let version = v.version.clone().unwrap_or_else(|| "V1_0".into());
+        let counts = per_version.entry(version).or_default();
+        if let Some(reason) = &report.failure {
+            failed += 1;
+            counts[1] += 1;
+            println!("FAIL {}: {reason}", report.name);
+        } else if let Some(why) = &report.skipped {
+            skipped += 1;
+            counts[2] += 1;
+            println!("SKIP {}: {why}", report.name);
+        } else {
+            passed += 1;
+            counts[0] += 1;
+            println!("PASS {}", report.name);
         }
         if verbose && report.quant8_total > 0 {
             println!(
@@ -279,11 +337,12 @@ fn vectors(transport: &TransportArgs, verbose: bool, paths: &[PathBuf]) -> ExitC
         total += report.quant8_total;
     }
     println!("quant8 exact: {exact} of {total} elements");
-    if skipped > 0 {
-        println!("{passed} passed, {failed} failed, {skipped} skipped");
-    } else {
-        println!("{passed} passed, {failed} failed");
+    if per_version.len() > 1 {
+        for (version, [p, f, k]) in &per_version {
+            println!("{version}: {p} passed, {f} failed, {k} skipped");
+        }
     }
+    println!("{passed} passed, {failed} failed, {skipped} skipped");
     if failed > 0 {
         ExitCode::FAILURE
     } else {
@@ -376,6 +435,96 @@ fn mutations(
     }
 }
 
+/// Runs a derived-model suite over every vector the paths name, one line per vector.
+fn derived_suite(
+    transport: &TransportArgs,
+    paths: &[PathBuf],
+    run: fn(&dyn Device, &Vector) -> Outcome,
+) -> ExitCode {
+    let paths = match resolve_paths(paths) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let mut files = Vec::new();
+    let mut failed = 0usize;
+    for path in &paths {
+        match vector_files(path) {
+            Ok(f) => files.extend(f),
+            Err(e) => {
+                failed += 1;
+                println!("FAIL {e}");
+            }
+        }
+    }
+    let device = match transport.open() {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let (mut passed, mut skipped) = (0usize, 0usize);
+    let progress = Progress::new(files.len());
+    for (done, file) in files.iter().enumerate() {
+        let v = match Vector::from_file(file) {
+            Ok(v) => v,
+            Err(e) => {
+                failed += 1;
+                println!("FAIL {e}");
+                continue;
+            }
+        };
+        progress.at(done, &v.name);
+        let outcome = run(device.as_ref(), &v);
+        progress.clear();
+        match outcome {
+            Outcome::Pass => {
+                passed += 1;
+                println!("PASS {}", v.name);
+            }
+            Outcome::Fail(why) => {
+                failed += 1;
+                println!("FAIL {}: {why}", v.name);
+            }
+            Outcome::Skip(why) => {
+                skipped += 1;
+                println!("SKIP {}: {why}", v.name);
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed, {skipped} skipped");
+    if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn qos(service: &ServiceArgs) -> ExitCode {
+    let device = match RpcDevice::open(&service.options()) {
+        Ok(d) => d,
+        Err(e) => return cannot_open(e),
+    };
+    eprintln!("device: {}", device.describe());
+    let remote = device.remote().expect("an rpc device has a binder client");
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for (name, outcome) in nnhal_vts::qos::run_all(remote) {
+        match outcome {
+            Ok(()) => {
+                passed += 1;
+                println!("PASS {name}");
+            }
+            Err(reason) => {
+                failed += 1;
+                println!("FAIL {name}: {reason}");
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed, 0 skipped");
+    if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 fn basic(service: &ServiceArgs) -> ExitCode {
     let device = match RpcDevice::open(&service.options()) {
         Ok(d) => d,
@@ -433,5 +582,8 @@ fn main() -> ExitCode {
             paths,
         } => mutations(transport, classes, *show, paths),
         Command::Basic { service } => basic(service),
+        Command::Qos { service } => qos(service),
+        Command::Dynamic { transport, paths } => derived_suite(transport, paths, suites::dynamic),
+        Command::Coupling { transport, paths } => derived_suite(transport, paths, suites::coupling),
     }
 }

@@ -548,7 +548,7 @@ pub fn operand_lifetime(model: &Model) -> Vec<ModelVariant> {
             Some(ConstantCopy | ConstantReference | ModelInput) => {
                 vec![TemporaryVariable, ModelOutput]
             }
-            Some(NoValue) | None => vec![],
+            Some(NoValue | Subgraph) | None => vec![],
         };
         if !can_become_constant_copy(model, model_size, o) {
             targets.retain(|&t| t != ConstantCopy);
@@ -765,6 +765,7 @@ pub fn cycle_model() -> Model {
         output_indexes: vec![5],
         operand_values: Vec::new(),
         pools: Vec::new(),
+        ..Model::default()
     }
 }
 
@@ -1062,9 +1063,24 @@ fn push_int32_operand(model: &mut Model, lifetime: OperandLifeTime) -> u32 {
     (model.operands.len() - 1) as u32
 }
 
+/// Operations the AIDL VTS leaves out of addOperationInputTest: one more INT32 input can be
+/// their optional `axis` (SOFTMAX, L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION) or a
+/// valid later form (the resize operations below 6 inputs).
+fn add_operation_input_skipped(op: &Operation) -> bool {
+    let n = op.inputs.len();
+    match OperationType::from_raw(op.operation_type) {
+        Some(OperationType::L2Normalization) => n == 1,
+        Some(OperationType::LocalResponseNormalization) => n == 5,
+        Some(OperationType::Softmax) => n == 2,
+        Some(OperationType::ResizeBilinear | OperationType::ResizeNearestNeighbor) => n < 6,
+        _ => false,
+    }
+}
+
 /// BI-21: each operation given an extra INT32 MODEL_INPUT input (also added to the inputs).
 pub fn add_operation_input(model: &Model) -> Vec<ModelVariant> {
     (0..model.operations.len())
+        .filter(|&operation| !add_operation_input_skipped(&model.operations[operation]))
         .map(|operation| {
             variant(
                 21,

@@ -37,8 +37,11 @@ fn status_name(e: &HalError) -> &'static str {
 #[derive(Clone, Debug, Default)]
 pub struct VectorReport {
     pub name: String,
-    /// `None` when the vector passed.
+    /// `None` when the vector passed (or was skipped).
     pub failure: Option<String>,
+    /// Why the vector was not run: a valid model the driver reports unsupported, or one VTS
+    /// itself does not run as a generated test. Never set together with `failure`.
+    pub skipped: Option<String>,
     /// Quant8 output elements compared in CONSTANT_COPY mode, and how many matched exactly
     /// (counted in one mode only so each golden element counts once).
     pub quant8_total: usize,
@@ -49,7 +52,11 @@ pub struct VectorReport {
 
 impl VectorReport {
     pub fn passed(&self) -> bool {
-        self.failure.is_none()
+        self.failure.is_none() && self.skipped.is_none()
+    }
+
+    pub fn is_skipped(&self) -> bool {
+        self.failure.is_none() && self.skipped.is_some()
     }
 }
 
@@ -57,6 +64,9 @@ impl VectorReport {
 #[derive(Default)]
 struct ModeRun {
     failures: Vec<String>,
+    /// Set when the driver reported the model unsupported (or, for a dynamic-shape model,
+    /// answered GENERAL_FAILURE, which VTS accepts as "skip").
+    skip: Option<String>,
     quant8_total: usize,
     quant8_exact: usize,
     executions: usize,
@@ -77,8 +87,46 @@ fn unsupported_list(model: &Model, supported: &[bool]) -> String {
         .join(", ")
 }
 
+/// The shapes a driver reports for outputs declared with unspecified (0) dimensions must be
+/// fully specified, keep the declared rank and known extents, and hold exactly the expected
+/// number of values.
+fn check_dynamic_shapes(
+    outputs: &[crate::model::OutputSlot],
+    shapes: &[Vec<u32>],
+    example: &crate::vector::Example,
+) -> Result<(), String> {
+    if shapes.len() != outputs.len() {
+        return Err(format!(
+            "{} output shapes reported for {} outputs with unspecified dimensions",
+            shapes.len(),
+            outputs.len()
+        ));
+    }
+    for (slot, shape) in outputs.iter().zip(shapes) {
+        let declared = &slot.dimensions;
+        let agrees = shape.len() == declared.len()
+            && declared.iter().zip(shape).all(|(&d, &s)| d == 0 || d == s);
+        let count: u64 = shape.iter().map(|&d| u64::from(d)).product();
+        let expected = example.output(slot.position).map(<[f64]>::len);
+        if !agrees || expected.is_some_and(|n| n as u64 != count) {
+            return Err(format!(
+                "output {} reported shape {shape:?}, declared {declared:?} with {} values",
+                slot.position,
+                expected.map_or_else(|| "unknown".into(), |n| n.to_string())
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, label: &str, run: &mut ModeRun) {
     let fail = |run: &mut ModeRun, msg: String| run.failures.push(format!("{label}: {msg}"));
+    let dynamic = v.model.output_indexes.iter().any(|&o| {
+        v.model
+            .operands
+            .get(o as usize)
+            .is_some_and(|op| op.dimensions.contains(&0))
+    });
     let model = match to_model(v, mode) {
         Ok(m) => m,
         Err(e) => return fail(run, format!("cannot build the model: {e}")),
@@ -99,13 +147,11 @@ fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, label: &str, ru
             )
         }
         Ok(Ok(s)) if s.iter().any(|x| !x) => {
-            return fail(
-                run,
-                format!(
-                    "operations reported unsupported: {}",
-                    unsupported_list(&model, &s)
-                ),
-            )
+            run.skip = Some(format!(
+                "unsupported by the driver: {}",
+                unsupported_list(&model, &s)
+            ));
+            return;
         }
         Ok(Ok(_)) => {}
     }
@@ -128,6 +174,11 @@ fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, label: &str, ru
                 fail(run, format!("{at}: {p}"));
                 continue;
             }
+            Ok(Err(e)) if dynamic && e.status() == ErrorStatus::GeneralFailure => {
+                // DynamicOutputShapeTest accepts GENERAL_FAILURE and skips the test.
+                run.skip = Some(format!("{at}: GENERAL_FAILURE on unspecified outputs: {e}"));
+                return;
+            }
             Ok(Err(e)) => {
                 fail(run, format!("{at}: execute returned {e}"));
                 continue;
@@ -135,8 +186,14 @@ fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, label: &str, ru
             Ok(Ok(r)) => r,
         };
         run.executions += 1;
-        // 1.0 reports no shapes; when the driver does report them they must be the declared ones.
-        if !result.output_shapes.is_empty() {
+        if dynamic {
+            if let Err(why) = check_dynamic_shapes(&built.outputs, &result.output_shapes, example) {
+                fail(run, format!("{at}: {why}"));
+                continue;
+            }
+        } else if !result.output_shapes.is_empty() {
+            // 1.0 reports no shapes; when the driver does report them they must be the
+            // declared ones.
             let declared: Vec<Vec<u32>> =
                 built.outputs.iter().map(|s| s.dimensions.clone()).collect();
             if result.output_shapes != declared {
@@ -158,6 +215,10 @@ fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, label: &str, ru
         };
         for (slot, bytes) in built.outputs.iter().zip(&actual) {
             if v.tolerance.ignored_outputs.contains(&slot.position) {
+                continue;
+            }
+            if example.output(slot.position).is_some_and(<[f64]>::is_empty) {
+                // A zero-sized output: its shape was checked, it has no values.
                 continue;
             }
             let Some(expected) = example.output(slot.position) else {
@@ -188,14 +249,35 @@ fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, label: &str, ru
     }
 }
 
+/// Whether a vector comes from the later (NNAPI 1.1–1.3) set, whose files already include
+/// AOSP's `all_tensors_as_inputs` variants.
+fn is_later(v: &Vector) -> bool {
+    v.version.as_deref().is_some_and(|ver| ver != "V1_0")
+}
+
 /// Runs one vector in both constant modes.
 pub fn run_vector(device: &dyn Device, v: &Vector) -> VectorReport {
+    if v.expect_failure {
+        return VectorReport {
+            name: v.name.clone(),
+            skipped: Some(
+                "expectFailure: VTS runs this model only in its validation suites".into(),
+            ),
+            ..VectorReport::default()
+        };
+    }
     let mut run = ModeRun::default();
     for mode in ConstantMode::ALL {
         run_mode(device, v, mode, mode.name(), &mut run);
+        if run.skip.is_some() {
+            break;
+        }
     }
-    // AOSP runs every test a third time with its constant tensors fed as inputs.
-    if let Some(variant) = v.tensors_as_inputs() {
+    // AOSP runs every 1.0 test a third time with its constant tensors fed as inputs.
+    if let Some(variant) = v
+        .tensors_as_inputs()
+        .filter(|_| !is_later(v) && run.skip.is_none())
+    {
         run_mode(
             device,
             &variant,
@@ -219,6 +301,7 @@ pub fn run_vector(device: &dyn Device, v: &Vector) -> VectorReport {
     };
     VectorReport {
         name: v.name.clone(),
+        skipped: if failure.is_none() { run.skip } else { None },
         failure,
         quant8_total: run.quant8_total,
         quant8_exact: run.quant8_exact,
@@ -238,7 +321,11 @@ impl Summary {
     }
 
     pub fn failed(&self) -> usize {
-        self.reports.len() - self.passed()
+        self.reports.iter().filter(|r| r.failure.is_some()).count()
+    }
+
+    pub fn skipped(&self) -> usize {
+        self.reports.iter().filter(|r| r.is_skipped()).count()
     }
 
     /// (exactly matching, compared) quant8 elements over all vectors.
@@ -249,7 +336,10 @@ impl Summary {
     }
 
     pub fn failures(&self) -> Vec<&VectorReport> {
-        self.reports.iter().filter(|r| !r.passed()).collect()
+        self.reports
+            .iter()
+            .filter(|r| r.failure.is_some())
+            .collect()
     }
 }
 

@@ -82,7 +82,7 @@ fn vectors_and_mutations_default_to_binder() {
     );
     assert!(ok, "{out}\n{err}");
     assert!(err.contains("binder RPC"), "{err}");
-    assert!(out.ends_with("2 passed, 0 failed\n"), "{out}");
+    assert!(out.ends_with("2 passed, 0 failed, 0 skipped\n"), "{out}");
 
     let (ok, out, err) = run(
         &lone.exe,
@@ -180,4 +180,42 @@ fn help_shows_defaults_and_exit_statuses() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown log level `bogus`"));
+}
+
+#[test]
+fn qos_deadlines_over_binder() {
+    let lone = LoneBinary::new("qos");
+    let (ok, out, err) = run(&lone.exe, &["qos"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(err.contains("binder RPC"), "{err}");
+    assert!(
+        out.contains("PASS prepare_with_passed_deadline_launches_and_reports_missed_deadline"),
+        "{out}"
+    );
+    assert!(out.ends_with("6 passed, 0 failed, 0 skipped\n"), "{out}");
+}
+
+#[test]
+fn dynamic_output_shapes_and_signed_coupling() {
+    let exe = Path::new(env!("CARGO_BIN_EXE_nnhal-vts"));
+    let vectors = [
+        vector("add.json"),
+        vector("conv_quant8.json"),
+        vector("softmax_quant8_1.json"),
+        vector("lstm.json"),
+    ];
+    let mut args = vec!["dynamic", "--transport", "inproc"];
+    args.extend(vectors.iter().map(String::as_str));
+    let (ok, out, err) = run(exe, &args);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.ends_with("4 passed, 0 failed, 0 skipped\n"), "{out}");
+
+    // Coupling applies to the single-operation quant8 models only: the float ADD and the
+    // LSTM are skipped with their reason, the other two must run signed as well.
+    args[0] = "coupling";
+    let (ok, out, err) = run(exe, &args);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("SKIP add: VTS does not couple it"), "{out}");
+    assert!(out.contains("PASS conv_quant8"), "{out}");
+    assert!(out.ends_with("2 passed, 0 failed, 2 skipped\n"), "{out}");
 }

@@ -1,0 +1,135 @@
+//! The NNAPI 1.1–1.3 golden vectors (`vts_tests/later/vectors.tar.xz`, 16,396 AOSP test
+//! models of every AIDL V1 operation and operand type): every file either passes or is
+//! reported unsupported with its reason, never failed — in particular a valid model is never
+//! INVALID_ARGUMENT. The whole set runs in-process; a sample runs over binder RPC through a
+//! `nnhal-service` child, the transport a device uses.
+
+use nnhal_vts::runner::run_vector;
+use nnhal_vts::transport::{Device, InProcessDevice, RpcDevice, TransportOptions};
+use nnhal_vts::vector::{unpack_later, vector_files, Vector};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn later_dir() -> PathBuf {
+    unpack_later(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("later-vectors"))
+        .expect("unpack vts_tests/later/vectors.tar.xz")
+}
+
+#[derive(Default, Debug)]
+struct Counts {
+    passed: usize,
+    failed: Vec<String>,
+    skipped: usize,
+    /// Per version directory: passed, skipped.
+    per_version: BTreeMap<String, [usize; 2]>,
+    /// Skips for a reason other than "the driver reports an operation unsupported" or
+    /// "expectFailure": each would hide a defect of the suite.
+    odd_skips: Vec<String>,
+}
+
+fn run(device: &dyn Device, files: &[PathBuf]) -> Counts {
+    let mut c = Counts::default();
+    for file in files {
+        let v = match Vector::from_file(file) {
+            Ok(v) => v,
+            Err(e) => {
+                c.failed.push(format!("FAIL {e}"));
+                continue;
+            }
+        };
+        let report = run_vector(device, &v);
+        let version = v.version.clone().unwrap_or_default();
+        let slot = c.per_version.entry(version).or_default();
+        if let Some(why) = &report.failure {
+            c.failed.push(format!("FAIL {}: {why}", v.name));
+        } else if let Some(why) = &report.skipped {
+            c.skipped += 1;
+            slot[1] += 1;
+            if !why.starts_with("unsupported by the driver: ") && !why.starts_with("expectFailure")
+            {
+                c.odd_skips.push(format!("{}: {why}", v.name));
+            }
+        } else {
+            c.passed += 1;
+            slot[0] += 1;
+        }
+    }
+    c
+}
+
+#[test]
+fn every_later_vector_passes_or_is_reported_unsupported() {
+    let files = vector_files(&later_dir()).unwrap();
+    assert_eq!(files.len(), 16_396, "the archive holds 16,396 files");
+    let device = InProcessDevice::new(2).unwrap();
+    let c = run(&device, &files);
+    eprintln!(
+        "{} passed, {} failed, {} skipped; per version (passed, skipped): {:?}",
+        c.passed,
+        c.failed.len(),
+        c.skipped,
+        c.per_version
+    );
+    assert!(c.failed.is_empty(), "{}", c.failed.join("\n"));
+    assert!(c.odd_skips.is_empty(), "{}", c.odd_skips.join("\n"));
+    // What runs today (1.0 operations on 1.0 types, with their dynamic-shape copies); a
+    // drop means an operation stopped running.
+    assert!(c.passed >= 2108, "only {} passed", c.passed);
+}
+
+#[test]
+fn a_sample_of_later_vectors_over_binder() {
+    let files = vector_files(&later_dir()).unwrap();
+    // Every 40th file: all three versions, control flow, dynamic shapes, every operand type.
+    let sample: Vec<PathBuf> = files.iter().step_by(40).cloned().collect();
+    let device = RpcDevice::open(&TransportOptions {
+        threads: 2,
+        service: Some(PathBuf::from(env!("CARGO_BIN_EXE_nnhal-service"))),
+        ..TransportOptions::default()
+    })
+    .expect("start nnhal-service and connect");
+    assert!(device.child_pid().is_some());
+    let c = run(&device, &sample);
+    eprintln!(
+        "binder sample of {}: {} passed, {} failed, {} skipped",
+        sample.len(),
+        c.passed,
+        c.failed.len(),
+        c.skipped
+    );
+    assert!(c.failed.is_empty(), "{}", c.failed.join("\n"));
+    assert!(c.odd_skips.is_empty(), "{}", c.odd_skips.join("\n"));
+    assert!(c.passed > 0 && c.skipped > 0);
+}
+
+#[test]
+fn control_flow_bodies_may_leave_ranks_unknown() {
+    // An IF whose branches declare their non-constant tensors without dimensions (unknown
+    // rank, as the CTS-only control-flow tests do) is valid and reported unsupported; a
+    // constant without dimensions stays malformed.
+    let file = later_dir().join("V1_3/if_constant_copy_false.json");
+    let mut v = Vector::from_file(&file).unwrap();
+    for sub in &mut v.model.referenced {
+        for o in &mut sub.operands {
+            if o.operand_type.starts_with("TENSOR_") && o.lifetime != "CONSTANT_COPY" {
+                o.dimensions.clear();
+            }
+        }
+    }
+    let device = InProcessDevice::new(1).unwrap();
+    let model = nnhal_vts::to_model(&v, nnhal_vts::ConstantMode::Copy).unwrap();
+    assert_eq!(device.supported_operations(&model).unwrap(), vec![false]);
+
+    let mut bad = model.clone();
+    let constant = bad.referenced[0]
+        .operands
+        .iter_mut()
+        .find(|o| o.lifetime == nnhal::hal::OperandLifeTime::ConstantCopy.raw())
+        .unwrap();
+    constant.operand_type = nnhal::hal::OperandType::TensorFloat32.raw();
+    constant.dimensions.clear();
+    assert_eq!(
+        device.supported_operations(&bad).unwrap_err().status(),
+        nnhal::hal::ErrorStatus::InvalidArgument
+    );
+}

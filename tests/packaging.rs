@@ -5,6 +5,11 @@
 //! this test a mismatch would first show on a device (a refused registration, an unlabelled
 //! binary).
 //!
+//! It also holds each Soong module's `rustlibs` to the Cargo build: a dependency the device
+//! build has (not optional, or enabled by the `aosp` feature; `host` is off on the device) and
+//! the module's sources use must be listed, and every listed crate must be such a dependency or
+//! one of the platform crates only Soong supplies (libbinder_rs and the generated AIDL crates).
+//!
 //! `Android.bp` is read with a small Blueprint parser (modules of properties: strings, booleans,
 //! integers, lists and maps; comments), so a check looks at a module's property rather than at
 //! text that merely resembles it.
@@ -298,6 +303,257 @@ fn tag_texts<'a>(xml: &'a str, tag: &str) -> Vec<&'a str> {
     out
 }
 
+// ---- rustlibs against Cargo -------------------------------------------------------------------
+
+/// Crates only the Soong build supplies, by the name the sources use, with their Soong module.
+/// The AIDL crates carry the frozen versions (`aidl_version` is filled in).
+fn platform_crates(aidl_version: u32) -> Vec<(&'static str, String)> {
+    vec![
+        ("binder", "libbinder_rs".into()),
+        (
+            "android_hardware_neuralnetworks",
+            format!("android.hardware.neuralnetworks-V{aidl_version}-rust"),
+        ),
+        // The version android.hardware.neuralnetworks V1 imports.
+        (
+            "android_hardware_common",
+            "android.hardware.common-V2-rust".into(),
+        ),
+    ]
+}
+
+/// The Soong module AOSP gives a crates.io crate (or one of ours), from the name code uses.
+fn soong_name(crate_name: &str) -> String {
+    match crate_name {
+        // external/rust/crates/log: `liblog` is taken by the C logging library.
+        "log" => "liblog_rust".into(),
+        other => format!("lib{other}"),
+    }
+}
+
+/// The dependencies of the manifest `rel` that the device build compiles, as crate names
+/// (`-` → `_`): the `[dependencies]` not marked optional plus those the `aosp` feature
+/// enables, and with `dev` the `[dev-dependencies]` too. `Err` when the manifest does not parse.
+fn device_dependencies(files: &Files, rel: &str, dev: bool) -> Result<Vec<String>, String> {
+    let manifest: toml::Table =
+        toml::from_str(files.get(rel)).map_err(|e| format!("{rel}: {e}"))?;
+    let table = |key: &str| manifest.get(key).and_then(|v| v.as_table()).cloned();
+    let aosp_enables: Vec<String> = table("features")
+        .and_then(|f| f.get("aosp").and_then(|v| v.as_array()).cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .map(|s| s.trim_start_matches("dep:").to_string())
+        .collect();
+    let mut out = Vec::new();
+    let mut sections = vec![("dependencies", false)];
+    if dev {
+        sections.push(("dev-dependencies", true));
+    }
+    for (section, all) in sections {
+        for (name, spec) in table(section).unwrap_or_default() {
+            let optional = spec
+                .get("optional")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false);
+            if all || !optional || aosp_enables.contains(&name) {
+                out.push(name.replace('-', "_"));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Every `.rs` file under `dir` (recursively), or `dir` itself when it is a file.
+fn rust_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    if dir.is_file() {
+        return vec![dir.to_path_buf()];
+    }
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// The names a Rust file uses as the first segment of a path (`name::…`, `extern crate name`),
+/// without the ones the file binds itself (`mod name`, `use a::name;`, `as name`). Comments are
+/// skipped; a name behind `::` is a path segment, not a crate.
+fn crates_named(text: &str) -> std::collections::BTreeSet<String> {
+    let code: String = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let b = code.as_bytes();
+    let is_ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut used = std::collections::BTreeSet::new();
+    let mut bound = std::collections::BTreeSet::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !is_ident(b[i]) || (i > 0 && (is_ident(b[i - 1]) || b[i - 1] == b'$')) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && is_ident(b[i]) {
+            i += 1;
+        }
+        let word = &code[start..i];
+        let before = code[..start].trim_end();
+        if before.ends_with("::") {
+            // A later segment: `use a::word;` binds it.
+            if code[i..].trim_start().starts_with(';') && before.contains("use ") {
+                bound.insert(word.to_string());
+            }
+            continue;
+        }
+        if before.ends_with(" mod") || before.ends_with("\nmod") || before.ends_with(" as") {
+            bound.insert(word.to_string());
+        } else if before.ends_with("extern crate") || code[i..].starts_with("::") {
+            used.insert(word.to_string());
+        }
+    }
+    for keyword in ["crate", "self", "super", "Self"] {
+        bound.insert(keyword.to_string());
+    }
+    used.difference(&bound).cloned().collect()
+}
+
+/// The crate names used by the sources under `paths` (relative to the root).
+fn crates_used(paths: &[&str], skip: &[&str]) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for path in paths {
+        for file in rust_files(&root().join(path)) {
+            if skip.iter().any(|s| file.starts_with(root().join(s))) {
+                continue;
+            }
+            out.extend(crates_named(&std::fs::read_to_string(&file).unwrap()));
+        }
+    }
+    out
+}
+
+/// Each Soong Rust module against the Cargo manifest it mirrors (see the module docs).
+fn check_rustlibs(
+    files: &Files,
+    modules: &[Module],
+    aidl_version: u32,
+    problems: &mut Vec<String>,
+) {
+    let platform = platform_crates(aidl_version);
+    // (module, manifest, with dev-dependencies, sources, sources left out, extra crates the
+    // module may use: its package's own library for a binary)
+    let table: [(&str, &str, bool, &[&str], &[&str], &[&str]); 6] = [
+        (
+            "libnnhal_hal",
+            "hal/Cargo.toml",
+            false,
+            &["hal/src"],
+            &[],
+            &[],
+        ),
+        (
+            "nnhal_hal_unit_tests",
+            "hal/Cargo.toml",
+            true,
+            &["hal/src"],
+            &[],
+            &[],
+        ),
+        (
+            "libnnhal_kernels",
+            "kernels/Cargo.toml",
+            false,
+            &["kernels/src"],
+            &[],
+            &[],
+        ),
+        (
+            "nnhal_kernels_unit_tests",
+            "kernels/Cargo.toml",
+            true,
+            &["kernels/src"],
+            &[],
+            &[],
+        ),
+        ("libnnhal", "Cargo.toml", false, &["src"], &["src/bin"], &[]),
+        (
+            SERVICE_MODULE,
+            "Cargo.toml",
+            false,
+            &["src/bin/nnhal-service.rs"],
+            &[],
+            &["nnhal"],
+        ),
+    ];
+    // Per manifest, the device dependencies no module has claimed yet.
+    let mut unclaimed: Vec<(&str, Vec<String>)> = Vec::new();
+    for (name, manifest, dev, srcs, skip, own) in table {
+        let Some(module) = modules.iter().find(|m| m.name() == Some(name)) else {
+            continue; // reported by `check`
+        };
+        let deps = match device_dependencies(files, manifest, dev) {
+            Ok(d) => d,
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
+        if !unclaimed.iter().any(|(m, _)| *m == manifest) {
+            unclaimed.push((manifest, deps.clone()));
+        }
+        let used = crates_used(srcs, skip);
+        let listed = module.strings("rustlibs").unwrap_or_default();
+        let mut expected: Vec<String> = Vec::new();
+        for dep in deps.iter().map(String::as_str).chain(own.iter().copied()) {
+            if used.contains(dep) {
+                expected.push(soong_name(dep));
+                if let Some((_, left)) = unclaimed.iter_mut().find(|(m, _)| *m == manifest) {
+                    left.retain(|d| d != dep);
+                }
+            }
+        }
+        for (crate_name, soong) in &platform {
+            if used.contains(*crate_name) && name == "libnnhal" {
+                expected.push(soong.clone());
+            }
+        }
+        for want in &expected {
+            require(
+                problems,
+                listed.contains(&want.as_str()),
+                format!(
+                    "{name}: rustlibs lacks {want}, a dependency in {manifest} its sources use"
+                ),
+            );
+        }
+        for have in &listed {
+            require(
+                problems,
+                expected.iter().any(|e| e == have),
+                format!(
+                    "{name}: rustlibs names {have}, which is no dependency of the device build \
+                     in {manifest} that its sources use"
+                ),
+            );
+        }
+    }
+    for (manifest, left) in unclaimed {
+        require(
+            problems,
+            left.is_empty(),
+            format!("{manifest}: the device build depends on {left:?}, which no Soong module's sources use"),
+        );
+    }
+}
+
 // ---- the checks ------------------------------------------------------------------------------
 
 /// The files the checks read, by path relative to the repository root, so a test can hand in
@@ -310,6 +566,8 @@ impl Files {
             "Android.bp",
             "build.rs",
             "Cargo.toml",
+            "hal/Cargo.toml",
+            "kernels/Cargo.toml",
             "README.md",
             "service/sepolicy/file_contexts",
             "service/sepolicy/service_contexts",
@@ -423,6 +681,8 @@ fn check(files: &Files) -> Vec<String> {
         unstated.is_empty(),
         format!("aidl/android/hardware/neuralnetworks: {unstated:?} do not state `{stated}`"),
     );
+
+    check_rustlibs(files, &modules, aidl_version, &mut problems);
 
     // Android.bp: the service binary.
     let Some(service) = service_module(&modules) else {
@@ -704,6 +964,80 @@ fn drift_is_reported() {
             "{what}: drift in {rel} went unnoticed"
         );
     }
+}
+
+/// Each way `rustlibs` and Cargo drift apart is reported, with the module and crate named: the
+/// checks run on copies of the files, each broken one way.
+#[test]
+fn rustlibs_drift_is_reported() {
+    let cases: [(&str, &str, &str, &str); 7] = [
+        // A dependency the sources use, missing from its module.
+        (
+            "Android.bp",
+            "\"libcrossbeam_queue\",\n",
+            "",
+            "libnnhal: rustlibs lacks libcrossbeam_queue",
+        ),
+        (
+            "Android.bp",
+            "\"libmemmap2\",\n",
+            "",
+            "libnnhal_hal: rustlibs lacks libmemmap2",
+        ),
+        // Host-only code compiled on the device again (how libnnhal once lacked serde_json).
+        (
+            "Cargo.toml",
+            "serde_json = { workspace = true, optional = true }",
+            "serde_json.workspace = true",
+            "libnnhal: rustlibs lacks libserde_json",
+        ),
+        (
+            "Cargo.toml",
+            "aosp = [\"dep:android_logger\"]",
+            "aosp = [\"dep:android_logger\", \"dep:serde\"]",
+            "libnnhal: rustlibs lacks libserde,",
+        ),
+        // A module naming a crate the Cargo build does not have (or the module does not use).
+        (
+            "Android.bp",
+            "\"libclap\",",
+            "\"libclap\", \"libserde_json\",",
+            "android.hardware.neuralnetworks-service.nnhal: rustlibs names libserde_json",
+        ),
+        (
+            "Android.bp",
+            "\"librayon\",\n        \"libsmallvec\",",
+            "\"librayon\",\n        \"libsmallvec\",\n        \"libitoa\",",
+            "libnnhal: rustlibs names libitoa",
+        ),
+        // A Cargo dependency no module's sources use.
+        (
+            "kernels/Cargo.toml",
+            "[dependencies]\n",
+            "[dependencies]\nitoa = \"1\"\n",
+            "kernels/Cargo.toml: the device build depends on [\"itoa\"]",
+        ),
+    ];
+    for (rel, from, to, expected) in cases {
+        let mut files = Files::from_repo();
+        files.replace(rel, from, to);
+        let problems = check(&files);
+        assert!(
+            problems.iter().any(|p| p.contains(expected)),
+            "{rel}: {from:?} → {to:?} should report {expected:?}, got {problems:#?}"
+        );
+    }
+}
+
+#[test]
+fn crate_names_are_read_from_paths_not_from_local_names() {
+    let used = crates_named(
+        "use nnhal::binder;\nuse crate::vector::x;\nmod plan;\n// serde_json::x\n\
+         extern crate rayon;\nfn f() { binder::go(); plan::x(); log::info!(\"\"); \
+         crate::smallvec::S; self::serde::x; $crate::x(); }",
+    );
+    let used: Vec<&str> = used.iter().map(String::as_str).collect();
+    assert_eq!(used, ["log", "nnhal", "rayon"]);
 }
 
 #[test]

@@ -426,18 +426,48 @@ fn crates_named(text: &str) -> std::collections::BTreeSet<String> {
     used.difference(&bound).cloned().collect()
 }
 
-/// The crate names used by the sources under `paths` (relative to the root).
-fn crates_used(paths: &[&str], skip: &[&str]) -> std::collections::BTreeSet<String> {
+/// The crate names used by the sources under `path` (relative to the root), but not under
+/// `skip`.
+fn crates_used(path: &str, skip: Option<&str>) -> std::collections::BTreeSet<String> {
     let mut out = std::collections::BTreeSet::new();
-    for path in paths {
-        for file in rust_files(&root().join(path)) {
-            if skip.iter().any(|s| file.starts_with(root().join(s))) {
-                continue;
-            }
-            out.extend(crates_named(&std::fs::read_to_string(&file).unwrap()));
+    for file in rust_files(&root().join(path)) {
+        if skip.is_some_and(|s| file.starts_with(root().join(s))) {
+            continue;
         }
+        out.extend(crates_named(&std::fs::read_to_string(&file).unwrap()));
     }
     out
+}
+
+/// A Soong module and the Cargo manifest it mirrors.
+struct Mirror {
+    name: &'static str,
+    manifest: &'static str,
+    /// Whether `[dev-dependencies]` count (a test module).
+    dev: bool,
+    /// The module's sources: a file or a directory.
+    srcs: &'static str,
+    /// Sources under `srcs` that belong to another module.
+    skip: Option<&'static str>,
+    /// The package's own library, which a binary module uses besides the dependencies.
+    own: Option<&'static str>,
+}
+
+impl Mirror {
+    fn lib(name: &'static str, manifest: &'static str, srcs: &'static str) -> Mirror {
+        Mirror {
+            name,
+            manifest,
+            dev: false,
+            srcs,
+            skip: None,
+            own: None,
+        }
+    }
+
+    fn with_dev(self) -> Mirror {
+        Mirror { dev: true, ..self }
+    }
 }
 
 /// Each Soong Rust module against the Cargo manifest it mirrors (see the module docs).
@@ -448,54 +478,36 @@ fn check_rustlibs(
     problems: &mut Vec<String>,
 ) {
     let platform = platform_crates(aidl_version);
-    // (module, manifest, with dev-dependencies, sources, sources left out, extra crates the
-    // module may use: its package's own library for a binary)
-    let table: [(&str, &str, bool, &[&str], &[&str], &[&str]); 6] = [
-        (
-            "libnnhal_hal",
-            "hal/Cargo.toml",
-            false,
-            &["hal/src"],
-            &[],
-            &[],
-        ),
-        (
-            "nnhal_hal_unit_tests",
-            "hal/Cargo.toml",
-            true,
-            &["hal/src"],
-            &[],
-            &[],
-        ),
-        (
-            "libnnhal_kernels",
-            "kernels/Cargo.toml",
-            false,
-            &["kernels/src"],
-            &[],
-            &[],
-        ),
-        (
+    let table = [
+        Mirror::lib("libnnhal_hal", "hal/Cargo.toml", "hal/src"),
+        Mirror::lib("nnhal_hal_unit_tests", "hal/Cargo.toml", "hal/src").with_dev(),
+        Mirror::lib("libnnhal_kernels", "kernels/Cargo.toml", "kernels/src"),
+        Mirror::lib(
             "nnhal_kernels_unit_tests",
             "kernels/Cargo.toml",
-            true,
-            &["kernels/src"],
-            &[],
-            &[],
-        ),
-        ("libnnhal", "Cargo.toml", false, &["src"], &["src/bin"], &[]),
-        (
-            SERVICE_MODULE,
-            "Cargo.toml",
-            false,
-            &["src/bin/nnhal-service.rs"],
-            &[],
-            &["nnhal"],
-        ),
+            "kernels/src",
+        )
+        .with_dev(),
+        Mirror {
+            skip: Some("src/bin"),
+            ..Mirror::lib("libnnhal", "Cargo.toml", "src")
+        },
+        Mirror {
+            own: Some("nnhal"),
+            ..Mirror::lib(SERVICE_MODULE, "Cargo.toml", "src/bin/nnhal-service.rs")
+        },
     ];
     // Per manifest, the device dependencies no module has claimed yet.
     let mut unclaimed: Vec<(&str, Vec<String>)> = Vec::new();
-    for (name, manifest, dev, srcs, skip, own) in table {
+    for Mirror {
+        name,
+        manifest,
+        dev,
+        srcs,
+        skip,
+        own,
+    } in table
+    {
         let Some(module) = modules.iter().find(|m| m.name() == Some(name)) else {
             continue; // reported by `check`
         };
@@ -512,7 +524,7 @@ fn check_rustlibs(
         let used = crates_used(srcs, skip);
         let listed = module.strings("rustlibs").unwrap_or_default();
         let mut expected: Vec<String> = Vec::new();
-        for dep in deps.iter().map(String::as_str).chain(own.iter().copied()) {
+        for dep in deps.iter().map(String::as_str).chain(own) {
             if used.contains(dep) {
                 expected.push(soong_name(dep));
                 if let Some((_, left)) = unclaimed.iter_mut().find(|(m, _)| *m == manifest) {

@@ -18,6 +18,8 @@ use std::path::PathBuf;
 
 /// The service binary's Soong module, which is also its installed file name.
 const SERVICE_MODULE: &str = "android.hardware.neuralnetworks-service.nnhal";
+/// The same binary as a lazy HAL, with its own `.rc` file.
+const LAZY_MODULE: &str = "android.hardware.neuralnetworks-service-lazy.nnhal";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -303,6 +305,99 @@ fn tag_texts<'a>(xml: &'a str, tag: &str) -> Vec<&'a str> {
     out
 }
 
+// ---- the lazy HAL variant --------------------------------------------------------------------
+
+/// The lazy module is the service module with another `.rc`: the same sources, features,
+/// crates, install directory and VINTF fragment; its `.rc` runs it with `--lazy` as the same
+/// instance, declares that instance with `interface aidl`, and is `oneshot` and `disabled`.
+fn check_lazy(
+    files: &Files,
+    modules: &[Module],
+    service: &Module,
+    instance: &str,
+    lazy_path: &str,
+    problems: &mut Vec<String>,
+) {
+    let Some(lazy) = modules.iter().find(|m| m.name() == Some(LAZY_MODULE)) else {
+        problems.push(format!("Android.bp: no module named {LAZY_MODULE}"));
+        return;
+    };
+    require(
+        problems,
+        lazy.kind == "rust_binary",
+        format!("{LAZY_MODULE} is a {}, not a rust_binary", lazy.kind),
+    );
+    for key in [
+        "srcs",
+        "features",
+        "rustlibs",
+        "vintf_fragments",
+        "defaults",
+        "crate_name",
+        "relative_install_path",
+    ] {
+        require(
+            problems,
+            lazy.get(key).is_some() && lazy.get(key) == service.get(key),
+            format!("{LAZY_MODULE}: {key} differs from {SERVICE_MODULE}'s"),
+        );
+    }
+    require(
+        problems,
+        lazy.bool("vendor") == Some(true),
+        format!("{LAZY_MODULE}: not `vendor: true`"),
+    );
+    let rc_rel = single_file(lazy, "init_rc");
+    let services = match parse_rc(files.get(&rc_rel)) {
+        Ok(s) => s,
+        Err(e) => {
+            problems.push(e);
+            return;
+        }
+    };
+    let [s] = &services[..] else {
+        problems.push(format!("{rc_rel}: {} services, expected 1", services.len()));
+        return;
+    };
+    require(
+        problems,
+        s.path == lazy_path,
+        format!(
+            "{rc_rel}: runs {}, but {LAZY_MODULE} installs as {lazy_path}",
+            s.path
+        ),
+    );
+    let instance_arg = s
+        .args
+        .iter()
+        .position(|a| a == "--instance")
+        .and_then(|i| s.args.get(i + 1));
+    require(
+        problems,
+        instance_arg.map(String::as_str) == Some(instance),
+        format!("{rc_rel}: --instance {instance_arg:?}, but the plain .rc registers {instance}"),
+    );
+    require(
+        problems,
+        s.args.iter().any(|a| a == "--lazy"),
+        format!("{rc_rel}: the service is not started with --lazy"),
+    );
+    let interface = nnhal::binder::service_name(instance);
+    let mut wanted: Vec<Vec<&str>> = vec![
+        vec!["interface", "aidl", interface.as_str()],
+        vec!["oneshot"],
+        vec!["disabled"],
+    ];
+    wanted.extend([["class", "hal"], ["user", "system"], ["group", "system"]].map(Vec::from));
+    for option in wanted {
+        require(
+            problems,
+            s.options.iter().any(|o| o[..] == option[..]),
+            format!("{rc_rel}: no `{}` line", option.join(" ")),
+        );
+    }
+}
+
 // ---- rustlibs against Cargo -------------------------------------------------------------------
 
 /// Crates only the Soong build supplies, by the name the sources use, with their Soong module.
@@ -496,6 +591,10 @@ fn check_rustlibs(
             own: Some("nnhal"),
             ..Mirror::lib(SERVICE_MODULE, "Cargo.toml", "src/bin/nnhal-service.rs")
         },
+        Mirror {
+            own: Some("nnhal"),
+            ..Mirror::lib(LAZY_MODULE, "Cargo.toml", "src/bin/nnhal-service.rs")
+        },
     ];
     // Per manifest, the device dependencies no module has claimed yet.
     let mut unclaimed: Vec<(&str, Vec<String>)> = Vec::new();
@@ -589,6 +688,7 @@ impl Files {
         .to_vec();
         // The .rc and VINTF files are whichever the binary module names.
         paths.push(rc_path());
+        paths.push(lazy_rc_path());
         paths.push(vintf_path());
         Files(
             paths
@@ -634,6 +734,19 @@ fn service_file(key: &str) -> String {
     assert!(
         !file.is_empty(),
         "Android.bp: {SERVICE_MODULE} has no single {key} file"
+    );
+    file
+}
+
+fn lazy_rc_path() -> String {
+    let modules = parse_blueprint(&read("Android.bp")).expect("Android.bp parses");
+    let file = modules
+        .iter()
+        .find(|m| m.name() == Some(LAZY_MODULE))
+        .map_or(String::new(), |m| single_file(m, "init_rc"));
+    assert!(
+        !file.is_empty(),
+        "Android.bp: {LAZY_MODULE} has no single init_rc file"
     );
     file
 }
@@ -862,10 +975,22 @@ fn check(files: &Files) -> Vec<String> {
         .filter_map(|l| l.split_whitespace().next())
         .map(|regex| regex.replace("\\.", "."))
         .collect::<Vec<_>>();
+    let lazy_path = format!("/vendor/bin/{install_dir}/{LAZY_MODULE}");
     require(
         &mut problems,
-        labelled == [binary_path.clone()],
-        format!("file_contexts labels {labelled:?}, but the binary installs as {binary_path}"),
+        labelled == [binary_path.clone(), lazy_path.clone()],
+        format!(
+            "file_contexts labels {labelled:?}, but the binaries install as {binary_path} and \
+             {lazy_path}"
+        ),
+    );
+    check_lazy(
+        files,
+        &modules,
+        service,
+        &instance,
+        &lazy_path,
+        &mut problems,
     );
     let exec_type = "u:object_r:hal_neuralnetworks_nnhal_exec:s0";
     require(
@@ -913,13 +1038,30 @@ fn the_service_binary_takes_the_instance_flag_the_rc_passes() {
         .output()
         .expect("nnhal-service runs");
     assert!(help.status.success());
-    assert!(String::from_utf8_lossy(&help.stdout).contains("--instance <NAME>"));
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--instance <NAME>"), "{help}");
+    assert!(help.contains("--lazy"), "{help}");
+}
+
+/// A host has no servicemanager: `--lazy` is refused with a usage error that says why,
+/// rather than silently serving for good.
+#[test]
+fn lazy_is_refused_on_a_host_with_the_reason() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nnhal-service"))
+        .args(["--lazy", "--instance", "lazy-host-test"])
+        .output()
+        .expect("nnhal-service runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("servicemanager"), "{stderr}");
+    assert!(stderr.contains("without --lazy"), "{stderr}");
 }
 
 /// Each kind of drift is caught: the checks are not vacuous.
 #[test]
 fn drift_is_reported() {
     let rc = rc_path();
+    let lazy_rc = lazy_rc_path();
     let xml = vintf_path();
     let cases: Vec<(&str, String, &str, &str)> = vec![
         ("instance", xml.clone(), "IDevice/nnhal", "IDevice/other"),
@@ -960,6 +1102,32 @@ fn drift_is_reported() {
             "service/sepolicy/service_contexts".into(),
             "IDevice/nnhal",
             "IDevice/default",
+        ),
+        (
+            "lazy flag",
+            lazy_rc.clone(),
+            " --lazy\n",
+            "\n",
+        ),
+        (
+            "lazy interface",
+            lazy_rc.clone(),
+            "interface aidl android.hardware.neuralnetworks.IDevice/nnhal",
+            "interface aidl android.hardware.neuralnetworks.IDevice/default",
+        ),
+        ("lazy oneshot", lazy_rc.clone(), "    oneshot\n", ""),
+        ("lazy disabled", lazy_rc.clone(), "    disabled\n", ""),
+        (
+            "lazy instance",
+            lazy_rc,
+            "--instance nnhal --lazy",
+            "--instance other --lazy",
+        ),
+        (
+            "lazy module",
+            "Android.bp".into(),
+            "init_rc: [\"service/android.hardware.neuralnetworks-service-lazy.nnhal.rc\"],\n    vintf_fragments: [\"service/android.hardware.neuralnetworks-service.nnhal.xml\"],",
+            "init_rc: [\"service/android.hardware.neuralnetworks-service-lazy.nnhal.rc\"],\n    vintf_fragments: [\"service/other.xml\"],",
         ),
         (
             "syntax",

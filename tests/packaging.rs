@@ -680,6 +680,7 @@ impl Files {
             "hal/Cargo.toml",
             "kernels/Cargo.toml",
             "README.md",
+            "LICENSE",
             "service/sepolicy/file_contexts",
             "service/sepolicy/service_contexts",
             "service/sepolicy/hal_neuralnetworks_nnhal.te",
@@ -808,6 +809,36 @@ fn check(files: &Files) -> Vec<String> {
     );
 
     check_rustlibs(files, &modules, aidl_version, &mut problems);
+
+    // The licence: Cargo.toml's SPDX id, the LICENSE text and Android.bp's license module.
+    let spdx = toml::from_str::<toml::Table>(files.get("Cargo.toml"))
+        .ok()
+        .and_then(|t| {
+            t.get("workspace")?
+                .get("package")?
+                .get("license")?
+                .as_str()
+                .map(String::from)
+        });
+    require(
+        &mut problems,
+        spdx.as_deref() == Some("Apache-2.0"),
+        format!("Cargo.toml: workspace license {spdx:?}, but LICENSE is the Apache License 2.0"),
+    );
+    let license = files.get("LICENSE");
+    require(
+        &mut problems,
+        license.contains("Apache License") && license.contains("Version 2.0, January 2004"),
+        "LICENSE is not the Apache License 2.0 text".into(),
+    );
+    let license_module = modules.iter().find(|m| m.kind == "license");
+    require(
+        &mut problems,
+        license_module.and_then(|m| m.strings("license_kinds"))
+            == Some(vec!["SPDX-license-identifier-Apache-2.0"])
+            && license_module.and_then(|m| m.strings("license_text")) == Some(vec!["LICENSE"]),
+        "Android.bp: the license module must be Apache-2.0 with license_text [\"LICENSE\"]".into(),
+    );
 
     // Android.bp: the service binary.
     let Some(service) = service_module(&modules) else {
@@ -1128,6 +1159,18 @@ fn drift_is_reported() {
             "Android.bp".into(),
             "init_rc: [\"service/android.hardware.neuralnetworks-service-lazy.nnhal.rc\"],\n    vintf_fragments: [\"service/android.hardware.neuralnetworks-service.nnhal.xml\"],",
             "init_rc: [\"service/android.hardware.neuralnetworks-service-lazy.nnhal.rc\"],\n    vintf_fragments: [\"service/other.xml\"],",
+        ),
+        (
+            "licence",
+            "Cargo.toml".into(),
+            "license = \"Apache-2.0\"",
+            "license = \"MIT\"",
+        ),
+        (
+            "licence text",
+            "LICENSE".into(),
+            "Apache License",
+            "MIT License",
         ),
         (
             "syntax",

@@ -764,6 +764,76 @@ mod tests {
         }
     }
 
+    /// The value of the `key: value` line `key` in a dump.
+    fn dump_value(text: &str, key: &str) -> u64 {
+        let prefix = format!("{key}: ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no `{key}` line in\n{text}"))
+            .parse()
+            .unwrap()
+    }
+
+    /// `dump` through the device's `Interface::dump` (what the binder crate's dump handler
+    /// calls), after a model was prepared and run through the RPC transport: the counters
+    /// move with the traffic. Other tests in this process may add to them too, so the checks
+    /// are on increases.
+    #[cfg(not(feature = "aosp"))]
+    #[test]
+    fn dump_reports_version_isa_capabilities_counters_and_limits() {
+        use crate::probe::{self, AddRun};
+        let dump = |device: &Device| {
+            let mut out = Vec::new();
+            Interface::dump(device, &mut out, &[]).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let driver = Arc::new(Driver::new(1).unwrap());
+        let device = Device::new(Arc::clone(&driver)).unwrap();
+        let before = dump(&device);
+        assert!(before.starts_with(&format!("version: {}\n", version_string(driver.isa()))));
+        for line in [
+            format!("isa: {}", driver.isa()),
+            "kernel threads: 1".to_string(),
+            "capabilities float32: execTime 1 powerUsage 1".to_string(),
+            "capabilities quant8: execTime 1 powerUsage 1".to_string(),
+            format!("limit preparation threads: {PREPARE_THREADS}"),
+            format!("limit queued preparations: {PREPARE_QUEUE_DEPTH}"),
+            format!("limit tensor elements: {}", i32::MAX),
+        ] {
+            assert!(
+                before.lines().any(|l| l == line),
+                "no `{line}` in\n{before}"
+            );
+        }
+
+        let dir = std::env::temp_dir().join(format!("nnhal-dump-test-{}", std::process::id()));
+        let socket = dir.join("dump.sock");
+        let server = crate::binder::serve(Arc::clone(&driver), &socket, "dump").unwrap();
+        let client = crate::binder::connect_with(
+            &socket,
+            &crate::binder::ConnectOptions {
+                instance: "dump".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let prepared = client.prepare_model(probe::add_model()).unwrap();
+        let run = AddRun::new(&[1.0; 4], &[2.0; 4]).unwrap();
+        prepared.execute(&run.request).unwrap();
+        let during = dump(&device);
+        for key in ["prepared models total", "executions"] {
+            assert!(
+                dump_value(&during, key) > dump_value(&before, key),
+                "{key}: {before}\n{during}"
+            );
+        }
+        assert!(dump_value(&during, "prepared models live") >= 1, "{during}");
+        drop(prepared);
+        drop(client);
+        server.shutdown();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn optional_times_and_loop_timeouts() {
         assert!(check_optional_ns(-1, "d").is_ok());

@@ -1252,6 +1252,58 @@ fn rustlibs_drift_is_reported() {
     }
 }
 
+/// Every difference between binder crates sits in `src/binder/ipc.rs` (the file `.ci/run`
+/// type-checks against each stand-in in `android/standins/`): no other file the device
+/// build compiles names the `binder` crate, and no file in `src/binder/` but `ipc.rs` builds
+/// a `ParcelFileDescriptor` or reaches its descriptor other than through the shim.
+#[test]
+fn binder_api_differences_sit_in_ipc_rs() {
+    // Host-only modules (feature `host`) never see AOSP's binder crate.
+    let host_only = [
+        "src/bench.rs",
+        "src/mobilenet.rs",
+        "src/probe.rs",
+        "src/vector",
+        "src/bin/nnhal.rs",
+        "src/binder/client.rs",
+        "src/binder/server.rs",
+        "src/binder/child.rs",
+    ];
+    let ipc = root().join("src/binder/ipc.rs");
+    let mut offenders = Vec::new();
+    for file in rust_files(&root().join("src")) {
+        if file == ipc {
+            continue;
+        }
+        let rel = file
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let device = !host_only.iter().any(|h| rel.starts_with(h));
+        if device && crates_named(&text).contains("binder") {
+            offenders.push(format!("{rel} names the binder crate"));
+        }
+        if rel.starts_with("src/binder/") {
+            for pattern in [
+                "ParcelFileDescriptor::new",
+                "AsRef<OwnedFd>",
+                "AsRef<File>",
+                ".as_ref().try_clone()",
+                "fence.as_fd()",
+            ] {
+                if text.contains(pattern) {
+                    offenders.push(format!("{rel} uses `{pattern}`; go through ipc.rs"));
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{}", offenders.join("\n"));
+    // The checker sees a use when there is one.
+    assert!(crates_named(&std::fs::read_to_string(&ipc).unwrap()).contains("binder"));
+}
+
 #[test]
 fn crate_names_are_read_from_paths_not_from_local_names() {
     let used = crates_named(

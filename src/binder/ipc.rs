@@ -166,10 +166,12 @@ mod platform {
                     &self,
                     writer: &mut dyn std::io::Write,
                     _args: &[&std::ffi::CStr],
-                ) -> binder::Result<()> {
+                ) -> std::result::Result<(), ::binder::StatusCode> {
+                    // `Interface::dump` answers a StatusCode, not the Status of
+                    // `binder::Result`.
                     writer
                         .write_all(self.dump_text().as_bytes())
-                        .map_err(|_| binder::StatusCode::UNKNOWN_ERROR)
+                        .map_err(|_| ::binder::StatusCode::UNKNOWN_ERROR)
                 }
             }
         };

@@ -18,8 +18,8 @@
 //! answers `dump` (`impl_interface_with_dump!`) and how the device is registered
 //! (`register_service`).
 //!
-//! AOSP's `ParcelFileDescriptor` has had three shapes in the supported releases (README,
-//! "Building in an AOSP tree"): a `File` inside (`new(File)`, `AsRef<File>`), an `OwnedFd`
+//! AOSP's `ParcelFileDescriptor` has had three shapes across releases (README, "Release
+//! range"): a `File` inside (`new(File)`, `AsRef<File>`), an `OwnedFd`
 //! inside (`new(impl Into<OwnedFd>)`, `AsRef<OwnedFd>`), and the latter with `AsFd` and
 //! `try_clone`. The platform half below uses only what all three have — `AsRawFd` and `new`
 //! given a `File` — and `.ci/run` compiles this file against a stand-in of each shape

@@ -54,7 +54,7 @@ pub fn parse_log_level(text: &str) -> Result<String, String> {
 
 /// Starts logging to stderr: `level` when given (already checked by [`parse_log_level`]), else
 /// `$RUST_LOG`, else `default`.
-#[cfg(not(feature = "aosp"))]
+#[cfg(feature = "host")]
 pub fn init_logging(level: Option<&str>, default: &str) {
     let mut logger =
         env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default));
@@ -66,7 +66,7 @@ pub fn init_logging(level: Option<&str>, default: &str) {
 
 /// The help of a `--socket` option whose default is the instance's socket, naming the path
 /// it stands for on this machine.
-#[cfg(not(feature = "aosp"))]
+#[cfg(feature = "host")]
 pub fn socket_help(what: &str) -> String {
     let default = crate::binder::default_socket_path("default");
     let dir = default
@@ -80,7 +80,7 @@ pub fn socket_help(what: &str) -> String {
 
 /// The `--help` epilogue of a client program: where it looks for the service, then the exit
 /// statuses.
-#[cfg(not(feature = "aosp"))]
+#[cfg(feature = "host")]
 pub fn client_after_help() -> String {
     format!(
         "Service socket: {} unless --socket or --instance says otherwise.\n\n{EXIT_STATUS_HELP}",

@@ -5,18 +5,35 @@
 //! [`PreparedModel::execute`]. The binder adapter, the CLI, the conformance suite and the
 //! benchmarks all go through it.
 
-#[cfg(not(feature = "aosp"))]
-pub mod bench;
+//!
+//! Cargo features pick the build: `host` (default) for Linux hosts, with the rsbinder RPC
+//! transport and the host-only modules below; `aosp` alone (`--no-default-features --features
+//! aosp`, as Android.bp builds it) for the device library, which carries the driver and the
+//! binder service and nothing else.
+
+#[cfg(all(feature = "host", feature = "aosp"))]
+compile_error!("`aosp` is the device build: combine it with --no-default-features, not `host`");
+#[cfg(not(any(feature = "host", feature = "aosp")))]
+compile_error!("pick a build: feature `host` (the default) or `aosp`");
+
 pub mod binder;
 pub mod cli;
 pub mod driver;
 pub mod executor;
-pub mod mobilenet;
 pub mod plan;
-pub mod probe;
 pub mod tensor;
-pub mod vector;
 pub mod workers;
+
+// Host only: what the CLIs, the conformance suite and the benchmarks need, never the device.
+// Model importers (ONNX/CoreML) go here too, each behind `host`.
+#[cfg(feature = "host")]
+pub mod bench;
+#[cfg(feature = "host")]
+pub mod mobilenet;
+#[cfg(feature = "host")]
+pub mod probe;
+#[cfg(feature = "host")]
+pub mod vector;
 
 pub use driver::{Driver, ExecutionResult, PreparedModel, ValidatedModel, ValidatedRequest};
 pub use nnhal_hal as hal;

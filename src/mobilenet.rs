@@ -385,9 +385,6 @@ pub fn model() -> Model {
 
 /// The reference output for [`input`]: ONNX Runtime's float32 probabilities
 /// (`perf/mobilenet_v1_f32_reference.bin`, see `perf/README.md`).
-///
-/// Left out of the Android build, which compiles `src/` alone: only the host benchmark needs it.
-#[cfg(not(feature = "aosp"))]
 pub fn reference_output() -> Vec<f32> {
     const BYTES: &[u8] = include_bytes!("../perf/mobilenet_v1_f32_reference.bin");
     const _: () = assert!(BYTES.len() == CLASSES * 4);

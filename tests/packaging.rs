@@ -5,6 +5,11 @@
 //! this test a mismatch would first show on a device (a refused registration, an unlabelled
 //! binary).
 //!
+//! It also holds each Soong module's `rustlibs` to the Cargo build: a dependency the device
+//! build has (not optional, or enabled by the `aosp` feature; `host` is off on the device) and
+//! the module's sources use must be listed, and every listed crate must be such a dependency or
+//! one of the platform crates only Soong supplies (libbinder_rs and the generated AIDL crates).
+//!
 //! `Android.bp` is read with a small Blueprint parser (modules of properties: strings, booleans,
 //! integers, lists and maps; comments), so a check looks at a module's property rather than at
 //! text that merely resembles it.
@@ -13,6 +18,8 @@ use std::path::PathBuf;
 
 /// The service binary's Soong module, which is also its installed file name.
 const SERVICE_MODULE: &str = "android.hardware.neuralnetworks-service.nnhal";
+/// The same binary as a lazy HAL, with its own `.rc` file.
+const LAZY_MODULE: &str = "android.hardware.neuralnetworks-service-lazy.nnhal";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -298,6 +305,366 @@ fn tag_texts<'a>(xml: &'a str, tag: &str) -> Vec<&'a str> {
     out
 }
 
+// ---- the lazy HAL variant --------------------------------------------------------------------
+
+/// The lazy module is the service module with another `.rc`: the same sources, features,
+/// crates, install directory and VINTF fragment; its `.rc` runs it with `--lazy` as the same
+/// instance, declares that instance with `interface aidl`, and is `oneshot` and `disabled`.
+fn check_lazy(
+    files: &Files,
+    modules: &[Module],
+    service: &Module,
+    instance: &str,
+    lazy_path: &str,
+    problems: &mut Vec<String>,
+) {
+    let Some(lazy) = modules.iter().find(|m| m.name() == Some(LAZY_MODULE)) else {
+        problems.push(format!("Android.bp: no module named {LAZY_MODULE}"));
+        return;
+    };
+    require(
+        problems,
+        lazy.kind == "rust_binary",
+        format!("{LAZY_MODULE} is a {}, not a rust_binary", lazy.kind),
+    );
+    for key in [
+        "srcs",
+        "features",
+        "rustlibs",
+        "vintf_fragments",
+        "defaults",
+        "crate_name",
+        "relative_install_path",
+    ] {
+        require(
+            problems,
+            lazy.get(key).is_some() && lazy.get(key) == service.get(key),
+            format!("{LAZY_MODULE}: {key} differs from {SERVICE_MODULE}'s"),
+        );
+    }
+    require(
+        problems,
+        lazy.bool("vendor") == Some(true),
+        format!("{LAZY_MODULE}: not `vendor: true`"),
+    );
+    let rc_rel = single_file(lazy, "init_rc");
+    let services = match parse_rc(files.get(&rc_rel)) {
+        Ok(s) => s,
+        Err(e) => {
+            problems.push(e);
+            return;
+        }
+    };
+    let [s] = &services[..] else {
+        problems.push(format!("{rc_rel}: {} services, expected 1", services.len()));
+        return;
+    };
+    require(
+        problems,
+        s.path == lazy_path,
+        format!(
+            "{rc_rel}: runs {}, but {LAZY_MODULE} installs as {lazy_path}",
+            s.path
+        ),
+    );
+    let instance_arg = s
+        .args
+        .iter()
+        .position(|a| a == "--instance")
+        .and_then(|i| s.args.get(i + 1));
+    require(
+        problems,
+        instance_arg.map(String::as_str) == Some(instance),
+        format!("{rc_rel}: --instance {instance_arg:?}, but the plain .rc registers {instance}"),
+    );
+    require(
+        problems,
+        s.args.iter().any(|a| a == "--lazy"),
+        format!("{rc_rel}: the service is not started with --lazy"),
+    );
+    let interface = nnhal::binder::service_name(instance);
+    let mut wanted: Vec<Vec<&str>> = vec![
+        vec!["interface", "aidl", interface.as_str()],
+        vec!["oneshot"],
+        vec!["disabled"],
+    ];
+    wanted.extend([["class", "hal"], ["user", "system"], ["group", "system"]].map(Vec::from));
+    for option in wanted {
+        require(
+            problems,
+            s.options.iter().any(|o| o[..] == option[..]),
+            format!("{rc_rel}: no `{}` line", option.join(" ")),
+        );
+    }
+}
+
+// ---- rustlibs against Cargo -------------------------------------------------------------------
+
+/// Crates only the Soong build supplies, by the name the sources use, with their Soong module.
+/// The AIDL crates carry the frozen versions (`aidl_version` is filled in).
+fn platform_crates(aidl_version: u32) -> Vec<(&'static str, String)> {
+    vec![
+        ("binder", "libbinder_rs".into()),
+        (
+            "android_hardware_neuralnetworks",
+            format!("android.hardware.neuralnetworks-V{aidl_version}-rust"),
+        ),
+        // The version android.hardware.neuralnetworks V1 imports.
+        (
+            "android_hardware_common",
+            "android.hardware.common-V2-rust".into(),
+        ),
+    ]
+}
+
+/// The Soong module AOSP gives a crates.io crate (or one of ours), from the name code uses.
+fn soong_name(crate_name: &str) -> String {
+    match crate_name {
+        // external/rust/crates/log: `liblog` is taken by the C logging library.
+        "log" => "liblog_rust".into(),
+        other => format!("lib{other}"),
+    }
+}
+
+/// The dependencies of the manifest `rel` that the device build compiles, as crate names
+/// (`-` → `_`): the `[dependencies]` not marked optional plus those the `aosp` feature
+/// enables, and with `dev` the `[dev-dependencies]` too. `Err` when the manifest does not parse.
+fn device_dependencies(files: &Files, rel: &str, dev: bool) -> Result<Vec<String>, String> {
+    let manifest: toml::Table =
+        toml::from_str(files.get(rel)).map_err(|e| format!("{rel}: {e}"))?;
+    let table = |key: &str| manifest.get(key).and_then(|v| v.as_table()).cloned();
+    let aosp_enables: Vec<String> = table("features")
+        .and_then(|f| f.get("aosp").and_then(|v| v.as_array()).cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .map(|s| s.trim_start_matches("dep:").to_string())
+        .collect();
+    let mut out = Vec::new();
+    let mut sections = vec![("dependencies", false)];
+    if dev {
+        sections.push(("dev-dependencies", true));
+    }
+    for (section, all) in sections {
+        for (name, spec) in table(section).unwrap_or_default() {
+            let optional = spec
+                .get("optional")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false);
+            if all || !optional || aosp_enables.contains(&name) {
+                out.push(name.replace('-', "_"));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Every `.rs` file under `dir` (recursively), or `dir` itself when it is a file.
+fn rust_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    if dir.is_file() {
+        return vec![dir.to_path_buf()];
+    }
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// The names a Rust file uses as the first segment of a path (`name::…`, `extern crate name`),
+/// without the ones the file binds itself (`mod name`, `use a::name;`, `as name`). Comments are
+/// skipped; a name behind `::` is a path segment, not a crate.
+fn crates_named(text: &str) -> std::collections::BTreeSet<String> {
+    let code: String = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let b = code.as_bytes();
+    let is_ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut used = std::collections::BTreeSet::new();
+    let mut bound = std::collections::BTreeSet::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !is_ident(b[i]) || (i > 0 && (is_ident(b[i - 1]) || b[i - 1] == b'$')) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && is_ident(b[i]) {
+            i += 1;
+        }
+        let word = &code[start..i];
+        let before = code[..start].trim_end();
+        if before.ends_with("::") {
+            // A later segment: `use a::word;` binds it.
+            if code[i..].trim_start().starts_with(';') && before.contains("use ") {
+                bound.insert(word.to_string());
+            }
+            continue;
+        }
+        if before.ends_with(" mod") || before.ends_with("\nmod") || before.ends_with(" as") {
+            bound.insert(word.to_string());
+        } else if before.ends_with("extern crate") || code[i..].starts_with("::") {
+            used.insert(word.to_string());
+        }
+    }
+    for keyword in ["crate", "self", "super", "Self"] {
+        bound.insert(keyword.to_string());
+    }
+    used.difference(&bound).cloned().collect()
+}
+
+/// The crate names used by the sources under `path` (relative to the root), but not under
+/// `skip`.
+fn crates_used(path: &str, skip: Option<&str>) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for file in rust_files(&root().join(path)) {
+        if skip.is_some_and(|s| file.starts_with(root().join(s))) {
+            continue;
+        }
+        out.extend(crates_named(&std::fs::read_to_string(&file).unwrap()));
+    }
+    out
+}
+
+/// A Soong module and the Cargo manifest it mirrors.
+struct Mirror {
+    name: &'static str,
+    manifest: &'static str,
+    /// Whether `[dev-dependencies]` count (a test module).
+    dev: bool,
+    /// The module's sources: a file or a directory.
+    srcs: &'static str,
+    /// Sources under `srcs` that belong to another module.
+    skip: Option<&'static str>,
+    /// The package's own library, which a binary module uses besides the dependencies.
+    own: Option<&'static str>,
+}
+
+impl Mirror {
+    fn lib(name: &'static str, manifest: &'static str, srcs: &'static str) -> Mirror {
+        Mirror {
+            name,
+            manifest,
+            dev: false,
+            srcs,
+            skip: None,
+            own: None,
+        }
+    }
+
+    fn with_dev(self) -> Mirror {
+        Mirror { dev: true, ..self }
+    }
+}
+
+/// Each Soong Rust module against the Cargo manifest it mirrors (see the module docs).
+fn check_rustlibs(
+    files: &Files,
+    modules: &[Module],
+    aidl_version: u32,
+    problems: &mut Vec<String>,
+) {
+    let platform = platform_crates(aidl_version);
+    let table = [
+        Mirror::lib("libnnhal_hal", "hal/Cargo.toml", "hal/src"),
+        Mirror::lib("nnhal_hal_unit_tests", "hal/Cargo.toml", "hal/src").with_dev(),
+        Mirror::lib("libnnhal_kernels", "kernels/Cargo.toml", "kernels/src"),
+        Mirror::lib(
+            "nnhal_kernels_unit_tests",
+            "kernels/Cargo.toml",
+            "kernels/src",
+        )
+        .with_dev(),
+        Mirror {
+            skip: Some("src/bin"),
+            ..Mirror::lib("libnnhal", "Cargo.toml", "src")
+        },
+        Mirror {
+            own: Some("nnhal"),
+            ..Mirror::lib(SERVICE_MODULE, "Cargo.toml", "src/bin/nnhal-service.rs")
+        },
+        Mirror {
+            own: Some("nnhal"),
+            ..Mirror::lib(LAZY_MODULE, "Cargo.toml", "src/bin/nnhal-service.rs")
+        },
+    ];
+    // Per manifest, the device dependencies no module has claimed yet.
+    let mut unclaimed: Vec<(&str, Vec<String>)> = Vec::new();
+    for Mirror {
+        name,
+        manifest,
+        dev,
+        srcs,
+        skip,
+        own,
+    } in table
+    {
+        let Some(module) = modules.iter().find(|m| m.name() == Some(name)) else {
+            continue; // reported by `check`
+        };
+        let deps = match device_dependencies(files, manifest, dev) {
+            Ok(d) => d,
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
+        if !unclaimed.iter().any(|(m, _)| *m == manifest) {
+            unclaimed.push((manifest, deps.clone()));
+        }
+        let used = crates_used(srcs, skip);
+        let listed = module.strings("rustlibs").unwrap_or_default();
+        let mut expected: Vec<String> = Vec::new();
+        for dep in deps.iter().map(String::as_str).chain(own) {
+            if used.contains(dep) {
+                expected.push(soong_name(dep));
+                if let Some((_, left)) = unclaimed.iter_mut().find(|(m, _)| *m == manifest) {
+                    left.retain(|d| d != dep);
+                }
+            }
+        }
+        for (crate_name, soong) in &platform {
+            if used.contains(*crate_name) && name == "libnnhal" {
+                expected.push(soong.clone());
+            }
+        }
+        for want in &expected {
+            require(
+                problems,
+                listed.contains(&want.as_str()),
+                format!(
+                    "{name}: rustlibs lacks {want}, a dependency in {manifest} its sources use"
+                ),
+            );
+        }
+        for have in &listed {
+            require(
+                problems,
+                expected.iter().any(|e| e == have),
+                format!(
+                    "{name}: rustlibs names {have}, which is no dependency of the device build \
+                     in {manifest} that its sources use"
+                ),
+            );
+        }
+    }
+    for (manifest, left) in unclaimed {
+        require(
+            problems,
+            left.is_empty(),
+            format!("{manifest}: the device build depends on {left:?}, which no Soong module's sources use"),
+        );
+    }
+}
+
 // ---- the checks ------------------------------------------------------------------------------
 
 /// The files the checks read, by path relative to the repository root, so a test can hand in
@@ -310,7 +677,10 @@ impl Files {
             "Android.bp",
             "build.rs",
             "Cargo.toml",
+            "hal/Cargo.toml",
+            "kernels/Cargo.toml",
             "README.md",
+            "LICENSE",
             "service/sepolicy/file_contexts",
             "service/sepolicy/service_contexts",
             "service/sepolicy/hal_neuralnetworks_nnhal.te",
@@ -319,6 +689,7 @@ impl Files {
         .to_vec();
         // The .rc and VINTF files are whichever the binary module names.
         paths.push(rc_path());
+        paths.push(lazy_rc_path());
         paths.push(vintf_path());
         Files(
             paths
@@ -364,6 +735,19 @@ fn service_file(key: &str) -> String {
     assert!(
         !file.is_empty(),
         "Android.bp: {SERVICE_MODULE} has no single {key} file"
+    );
+    file
+}
+
+fn lazy_rc_path() -> String {
+    let modules = parse_blueprint(&read("Android.bp")).expect("Android.bp parses");
+    let file = modules
+        .iter()
+        .find(|m| m.name() == Some(LAZY_MODULE))
+        .map_or(String::new(), |m| single_file(m, "init_rc"));
+    assert!(
+        !file.is_empty(),
+        "Android.bp: {LAZY_MODULE} has no single init_rc file"
     );
     file
 }
@@ -422,6 +806,38 @@ fn check(files: &Files) -> Vec<String> {
         &mut problems,
         unstated.is_empty(),
         format!("aidl/android/hardware/neuralnetworks: {unstated:?} do not state `{stated}`"),
+    );
+
+    check_rustlibs(files, &modules, aidl_version, &mut problems);
+
+    // The licence: Cargo.toml's SPDX id, the LICENSE text and Android.bp's license module.
+    let spdx = toml::from_str::<toml::Table>(files.get("Cargo.toml"))
+        .ok()
+        .and_then(|t| {
+            t.get("workspace")?
+                .get("package")?
+                .get("license")?
+                .as_str()
+                .map(String::from)
+        });
+    require(
+        &mut problems,
+        spdx.as_deref() == Some("Apache-2.0"),
+        format!("Cargo.toml: workspace license {spdx:?}, but LICENSE is the Apache License 2.0"),
+    );
+    let license = files.get("LICENSE");
+    require(
+        &mut problems,
+        license.contains("Apache License") && license.contains("Version 2.0, January 2004"),
+        "LICENSE is not the Apache License 2.0 text".into(),
+    );
+    let license_module = modules.iter().find(|m| m.kind == "license");
+    require(
+        &mut problems,
+        license_module.and_then(|m| m.strings("license_kinds"))
+            == Some(vec!["SPDX-license-identifier-Apache-2.0"])
+            && license_module.and_then(|m| m.strings("license_text")) == Some(vec!["LICENSE"]),
+        "Android.bp: the license module must be Apache-2.0 with license_text [\"LICENSE\"]".into(),
     );
 
     // Android.bp: the service binary.
@@ -590,10 +1006,22 @@ fn check(files: &Files) -> Vec<String> {
         .filter_map(|l| l.split_whitespace().next())
         .map(|regex| regex.replace("\\.", "."))
         .collect::<Vec<_>>();
+    let lazy_path = format!("/vendor/bin/{install_dir}/{LAZY_MODULE}");
     require(
         &mut problems,
-        labelled == [binary_path.clone()],
-        format!("file_contexts labels {labelled:?}, but the binary installs as {binary_path}"),
+        labelled == [binary_path.clone(), lazy_path.clone()],
+        format!(
+            "file_contexts labels {labelled:?}, but the binaries install as {binary_path} and \
+             {lazy_path}"
+        ),
+    );
+    check_lazy(
+        files,
+        &modules,
+        service,
+        &instance,
+        &lazy_path,
+        &mut problems,
     );
     let exec_type = "u:object_r:hal_neuralnetworks_nnhal_exec:s0";
     require(
@@ -641,13 +1069,30 @@ fn the_service_binary_takes_the_instance_flag_the_rc_passes() {
         .output()
         .expect("nnhal-service runs");
     assert!(help.status.success());
-    assert!(String::from_utf8_lossy(&help.stdout).contains("--instance <NAME>"));
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--instance <NAME>"), "{help}");
+    assert!(help.contains("--lazy"), "{help}");
+}
+
+/// A host has no servicemanager: `--lazy` is refused with a usage error that says why,
+/// rather than silently serving for good.
+#[test]
+fn lazy_is_refused_on_a_host_with_the_reason() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nnhal-service"))
+        .args(["--lazy", "--instance", "lazy-host-test"])
+        .output()
+        .expect("nnhal-service runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("servicemanager"), "{stderr}");
+    assert!(stderr.contains("without --lazy"), "{stderr}");
 }
 
 /// Each kind of drift is caught: the checks are not vacuous.
 #[test]
 fn drift_is_reported() {
     let rc = rc_path();
+    let lazy_rc = lazy_rc_path();
     let xml = vintf_path();
     let cases: Vec<(&str, String, &str, &str)> = vec![
         ("instance", xml.clone(), "IDevice/nnhal", "IDevice/other"),
@@ -690,6 +1135,44 @@ fn drift_is_reported() {
             "IDevice/default",
         ),
         (
+            "lazy flag",
+            lazy_rc.clone(),
+            " --lazy\n",
+            "\n",
+        ),
+        (
+            "lazy interface",
+            lazy_rc.clone(),
+            "interface aidl android.hardware.neuralnetworks.IDevice/nnhal",
+            "interface aidl android.hardware.neuralnetworks.IDevice/default",
+        ),
+        ("lazy oneshot", lazy_rc.clone(), "    oneshot\n", ""),
+        ("lazy disabled", lazy_rc.clone(), "    disabled\n", ""),
+        (
+            "lazy instance",
+            lazy_rc,
+            "--instance nnhal --lazy",
+            "--instance other --lazy",
+        ),
+        (
+            "lazy module",
+            "Android.bp".into(),
+            "init_rc: [\"service/android.hardware.neuralnetworks-service-lazy.nnhal.rc\"],\n    vintf_fragments: [\"service/android.hardware.neuralnetworks-service.nnhal.xml\"],",
+            "init_rc: [\"service/android.hardware.neuralnetworks-service-lazy.nnhal.rc\"],\n    vintf_fragments: [\"service/other.xml\"],",
+        ),
+        (
+            "licence",
+            "Cargo.toml".into(),
+            "license = \"Apache-2.0\"",
+            "license = \"MIT\"",
+        ),
+        (
+            "licence text",
+            "LICENSE".into(),
+            "Apache License",
+            "MIT License",
+        ),
+        (
             "syntax",
             "Android.bp".into(),
             "vendor: true,\n    relative_install_path",
@@ -704,6 +1187,132 @@ fn drift_is_reported() {
             "{what}: drift in {rel} went unnoticed"
         );
     }
+}
+
+/// Each way `rustlibs` and Cargo drift apart is reported, with the module and crate named: the
+/// checks run on copies of the files, each broken one way.
+#[test]
+fn rustlibs_drift_is_reported() {
+    let cases: [(&str, &str, &str, &str); 7] = [
+        // A dependency the sources use, missing from its module.
+        (
+            "Android.bp",
+            "\"libcrossbeam_queue\",\n",
+            "",
+            "libnnhal: rustlibs lacks libcrossbeam_queue",
+        ),
+        (
+            "Android.bp",
+            "\"libmemmap2\",\n",
+            "",
+            "libnnhal_hal: rustlibs lacks libmemmap2",
+        ),
+        // Host-only code compiled on the device again (how libnnhal once lacked serde_json).
+        (
+            "Cargo.toml",
+            "serde_json = { workspace = true, optional = true }",
+            "serde_json.workspace = true",
+            "libnnhal: rustlibs lacks libserde_json",
+        ),
+        (
+            "Cargo.toml",
+            "aosp = [\"dep:android_logger\"]",
+            "aosp = [\"dep:android_logger\", \"dep:serde\"]",
+            "libnnhal: rustlibs lacks libserde,",
+        ),
+        // A module naming a crate the Cargo build does not have (or the module does not use).
+        (
+            "Android.bp",
+            "\"libclap\",",
+            "\"libclap\", \"libserde_json\",",
+            "android.hardware.neuralnetworks-service.nnhal: rustlibs names libserde_json",
+        ),
+        (
+            "Android.bp",
+            "\"librayon\",\n        \"libsmallvec\",",
+            "\"librayon\",\n        \"libsmallvec\",\n        \"libitoa\",",
+            "libnnhal: rustlibs names libitoa",
+        ),
+        // A Cargo dependency no module's sources use.
+        (
+            "kernels/Cargo.toml",
+            "[dependencies]\n",
+            "[dependencies]\nitoa = \"1\"\n",
+            "kernels/Cargo.toml: the device build depends on [\"itoa\"]",
+        ),
+    ];
+    for (rel, from, to, expected) in cases {
+        let mut files = Files::from_repo();
+        files.replace(rel, from, to);
+        let problems = check(&files);
+        assert!(
+            problems.iter().any(|p| p.contains(expected)),
+            "{rel}: {from:?} → {to:?} should report {expected:?}, got {problems:#?}"
+        );
+    }
+}
+
+/// Every difference between binder crates sits in `src/binder/ipc.rs` (the file `.ci/run`
+/// type-checks against each stand-in in `android/standins/`): no other file the device
+/// build compiles names the `binder` crate, and no file in `src/binder/` but `ipc.rs` builds
+/// a `ParcelFileDescriptor` or reaches its descriptor other than through the shim.
+#[test]
+fn binder_api_differences_sit_in_ipc_rs() {
+    // Host-only modules (feature `host`) never see AOSP's binder crate.
+    let host_only = [
+        "src/bench.rs",
+        "src/mobilenet.rs",
+        "src/probe.rs",
+        "src/vector",
+        "src/bin/nnhal.rs",
+        "src/binder/client.rs",
+        "src/binder/server.rs",
+        "src/binder/child.rs",
+    ];
+    let ipc = root().join("src/binder/ipc.rs");
+    let mut offenders = Vec::new();
+    for file in rust_files(&root().join("src")) {
+        if file == ipc {
+            continue;
+        }
+        let rel = file
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let device = !host_only.iter().any(|h| rel.starts_with(h));
+        if device && crates_named(&text).contains("binder") {
+            offenders.push(format!("{rel} names the binder crate"));
+        }
+        if rel.starts_with("src/binder/") {
+            for pattern in [
+                "ParcelFileDescriptor::new",
+                "AsRef<OwnedFd>",
+                "AsRef<File>",
+                ".as_ref().try_clone()",
+                "fence.as_fd()",
+            ] {
+                if text.contains(pattern) {
+                    offenders.push(format!("{rel} uses `{pattern}`; go through ipc.rs"));
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{}", offenders.join("\n"));
+    // The checker sees a use when there is one.
+    assert!(crates_named(&std::fs::read_to_string(&ipc).unwrap()).contains("binder"));
+}
+
+#[test]
+fn crate_names_are_read_from_paths_not_from_local_names() {
+    let used = crates_named(
+        "use nnhal::binder;\nuse crate::vector::x;\nmod plan;\n// serde_json::x\n\
+         extern crate rayon;\nfn f() { binder::go(); plan::x(); log::info!(\"\"); \
+         crate::smallvec::S; self::serde::x; $crate::x(); }",
+    );
+    let used: Vec<&str> = used.iter().map(String::as_str).collect();
+    assert_eq!(used, ["log", "nnhal", "rayon"]);
 }
 
 #[test]

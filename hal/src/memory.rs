@@ -20,13 +20,14 @@
 //! produced (see [`PoolCache`]).
 
 use crate::error::{HalError, HalResult};
-use nix::fcntl::{fcntl, FcntlArg, OFlag, SealFlag};
-use nix::sys::stat::{fstat, SFlag};
+use nix::fcntl::{OFlag, SealFlag};
+use nix::sys::stat::SFlag;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
+use sys::{fcntl, fstat};
 
 /// `PROT_READ` / `PROT_WRITE` as carried by a mappable-file pool.
 pub const PROT_READ: i32 = 0x1;
@@ -396,7 +397,7 @@ fn map_region(
 /// The seals of a file; none when its file system has no sealing (only memfds can carry
 /// `F_SEAL_SHRINK`).
 fn seals(fd: BorrowedFd<'_>) -> SealFlag {
-    fcntl(fd, FcntlArg::F_GET_SEALS).map_or(SealFlag::empty(), SealFlag::from_bits_truncate)
+    fcntl(fd, nix::libc::F_GET_SEALS, 0).map_or(SealFlag::empty(), SealFlag::from_bits_truncate)
 }
 
 /// What a cached mapping was made from. Two pools with equal keys would get equivalent
@@ -436,7 +437,7 @@ impl PoolKey {
         if writable && seals.intersects(SealFlag::F_SEAL_WRITE | SealFlag::F_SEAL_FUTURE_WRITE) {
             return None;
         }
-        let flags = fcntl(fd, FcntlArg::F_GETFL).ok()?;
+        let flags = fcntl(fd, nix::libc::F_GETFL, 0).ok()?;
         let access = flags & (OFlag::O_ACCMODE | OFlag::O_PATH).bits();
         Some(PoolKey {
             dev,
@@ -570,33 +571,68 @@ impl PoolCache {
 /// Creates an anonymous shared-memory file of `size` bytes holding `data` at offset 0, sealed
 /// against shrinking when `seal` is set. Used by clients and tests on Linux hosts.
 pub fn create_memfd(name: &str, data: &[u8], size: u64, seal: bool) -> std::io::Result<OwnedFd> {
-    use nix::sys::memfd::{memfd_create, MFdFlags};
     let cname =
         std::ffi::CString::new(name).map_err(|_| std::io::Error::other("name contains NUL"))?;
-    let mut flags = MFdFlags::MFD_CLOEXEC;
+    let mut flags = nix::libc::MFD_CLOEXEC;
     if seal {
-        flags |= MFdFlags::MFD_ALLOW_SEALING;
+        flags |= nix::libc::MFD_ALLOW_SEALING;
     }
-    let fd = memfd_create(cname.as_c_str(), flags).map_err(std::io::Error::from)?;
+    let fd = sys::memfd_create(&cname, flags).map_err(std::io::Error::from)?;
     let file = File::from(fd);
     file.set_len(size)?;
     file.write_all_at(&data[..data.len().min(size as usize)], 0)?;
     if seal {
-        use nix::fcntl::{fcntl, FcntlArg, SealFlag};
-        fcntl(
-            file.as_fd(),
-            FcntlArg::F_ADD_SEALS(
-                SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_SEAL,
-            ),
-        )
-        .map_err(std::io::Error::from)?;
+        let seals = SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_SEAL;
+        fcntl(file.as_fd(), nix::libc::F_ADD_SEALS, seals.bits()).map_err(std::io::Error::from)?;
     }
     Ok(OwnedFd::from(file))
+}
+
+/// `fstat`, `fcntl` and `memfd_create` on borrowed and owned descriptors, through libc (as nix
+/// re-exports it) rather than nix's wrappers: those changed their signatures in nix 0.30
+/// (`RawFd` → `AsFd`, `MemFdCreateFlag` → `MFdFlags`), and the device build must compile with
+/// the nix AOSP trees carry (0.29) as with the one cargo locks (README, "Release range").
+mod sys {
+    use nix::errno::Errno;
+    use nix::libc;
+    use std::ffi::CStr;
+    use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+    pub fn fstat(fd: BorrowedFd<'_>) -> nix::Result<libc::stat> {
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: `fd` is open for the duration of the borrow and `stat` points to writable
+        // memory of the size fstat fills.
+        let ret = unsafe { libc::fstat(fd.as_raw_fd(), stat.as_mut_ptr()) };
+        Errno::result(ret)?;
+        // SAFETY: fstat returned 0, so it initialised the whole structure.
+        Ok(unsafe { stat.assume_init() })
+    }
+
+    /// `fcntl(fd, cmd, arg)` for the integer-argument commands (F_GETFL, F_GET_SEALS,
+    /// F_ADD_SEALS).
+    pub fn fcntl(
+        fd: BorrowedFd<'_>,
+        cmd: libc::c_int,
+        arg: libc::c_int,
+    ) -> nix::Result<libc::c_int> {
+        // SAFETY: `fd` is open for the duration of the borrow; the commands used take an
+        // integer argument and touch no memory of ours.
+        Errno::result(unsafe { libc::fcntl(fd.as_raw_fd(), cmd, arg) })
+    }
+
+    pub fn memfd_create(name: &CStr, flags: libc::c_uint) -> nix::Result<OwnedFd> {
+        // SAFETY: `name` is a valid NUL-terminated string for the call.
+        let fd = Errno::result(unsafe { libc::memfd_create(name.as_ptr(), flags) })?;
+        // SAFETY: memfd_create returned a new descriptor that nothing else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    // nix's own wrappers (the lock has a recent nix); the library goes through `sys`.
+    use nix::fcntl::{fcntl, FcntlArg};
 
     #[test]
     fn sealed_memfd_is_mapped_and_bounds_checked() {

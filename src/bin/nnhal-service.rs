@@ -8,7 +8,9 @@
 //! - Android (Soong, cargo feature `aosp`; installed as
 //!   `/vendor/bin/hw/android.hardware.neuralnetworks-service.nnhal` and started by init from
 //!   `service/*.rc`): registered with servicemanager, serving calls on the binder thread pool
-//!   until the process is killed. Logs go to logcat under the tag `nnhal`.
+//!   until the process is killed. Logs go to logcat under the tag `nnhal`. With `--lazy` it
+//!   registers as a lazy HAL (`service/*-lazy.rc`): servicemanager has init start it when a
+//!   client asks for the device and lets it exit once no client holds it.
 
 use clap::Parser;
 use nnhal::binder;
@@ -33,6 +35,11 @@ struct Args {
     /// Kernel worker threads (0 = one per core)
     #[arg(long, value_name = "N", default_value_t = 0)]
     threads: usize,
+    /// Register as a lazy HAL (Android: started on demand by servicemanager, exits when no
+    /// client holds the device; use the `-lazy.rc` file). A host has no servicemanager:
+    /// there the flag is refused
+    #[arg(long)]
+    lazy: bool,
     /// Instance name; the device is published as
     /// `android.hardware.neuralnetworks.IDevice/NAME`
     #[arg(long, value_name = "NAME", default_value = "default")]
@@ -45,6 +52,15 @@ struct Args {
 
 fn main() {
     let args = Args::parse();
+    #[cfg(not(feature = "aosp"))]
+    if args.lazy {
+        eprintln!(
+            "nnhal-service: --lazy asks Android's servicemanager to start the service on demand \
+             and stop it when unused; a host has no servicemanager, so run nnhal-service without \
+             --lazy (it serves until SIGINT or SIGTERM)"
+        );
+        std::process::exit(nnhal::cli::EXIT_USAGE.into());
+    }
     if let Err(e) = run(args) {
         // init discards a service's stderr: on Android the reason goes to logcat as well.
         #[cfg(feature = "aosp")]
@@ -88,7 +104,7 @@ fn run(args: Args) -> Result<(), String> {
         driver.isa(),
         driver.threads()
     );
-    binder::register(driver, &args.instance, args.binder_threads)?;
+    binder::register(driver, &args.instance, args.binder_threads, args.lazy)?;
     binder::join_thread_pool();
     Err("the binder thread pool returned".into())
 }

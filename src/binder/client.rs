@@ -595,8 +595,7 @@ impl RemotePreparedModel {
         )?;
         if let Some(fence) = &result.syncFence {
             use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-            use std::os::fd::AsFd;
-            let mut fds = [PollFd::new(fence.as_fd(), PollFlags::POLLIN)];
+            let mut fds = [PollFd::new(super::ipc::pfd_fd(fence), PollFlags::POLLIN)];
             poll(&mut fds, PollTimeout::NONE).map_err(|e| {
                 HalError::GeneralFailure(format!("executeFenced: waiting on the fence: {e}"))
             })?;

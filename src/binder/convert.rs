@@ -84,9 +84,8 @@ fn dup_fd(pfd: &Option<ParcelFileDescriptor>, what: &str) -> HalResult<Arc<Owned
         .as_ref()
         .ok_or_else(|| HalError::InvalidArgument(format!("{what}: file descriptor is null")))?;
     // The parcel owns the received fd; the pool needs its own reference that can outlive it.
-    let fd = pfd
-        .as_ref()
-        .try_clone()
+    let fd = super::ipc::pfd_fd(pfd)
+        .try_clone_to_owned()
         .map_err(|e| HalError::GeneralFailure(format!("{what}: cannot duplicate fd: {e}")))?;
     Ok(Arc::new(fd))
 }
@@ -529,7 +528,7 @@ fn pfd(fd: &Arc<OwnedFd>, what: &str) -> HalResult<Option<ParcelFileDescriptor>>
     let dup = fd
         .try_clone()
         .map_err(|e| HalError::GeneralFailure(format!("{what}: cannot duplicate fd: {e}")))?;
-    Ok(Some(ParcelFileDescriptor::new(dup)))
+    Ok(Some(super::ipc::pfd_new(dup)))
 }
 
 /// Canonical pool → AIDL `Memory`. An `Unsupported` pool cannot be sent.

@@ -39,7 +39,7 @@ pub use client::{
 pub use convert::{DeviceCapabilities, NO_PERFORMANCE};
 #[cfg(not(feature = "aosp"))]
 pub use server::{default_socket_path, serve, serve_until_signal, RunningServer};
-pub use service::version_string;
+pub use service::{dump_text, version_string, CountersSnapshot};
 #[cfg(feature = "aosp")]
 pub use servicemanager::{join_thread_pool, register};
 

@@ -38,7 +38,7 @@ use crate::driver::{Driver, PreparedModel, ValidatedModel};
 use crate::workers::Workers;
 use nnhal_hal::{HalError, HalResult};
 use nnhal_kernels::ukernels::Isa;
-use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -263,7 +263,90 @@ impl Device {
     }
 }
 
-impl Interface for Device {}
+ipc::impl_interface_with_dump!(Device);
+
+impl Device {
+    /// What `dump` (`dumpsys android.hardware.neuralnetworks.IDevice/<instance>`) prints.
+    fn dump_text(&self) -> String {
+        dump_text(&self.driver, &COUNTERS.snapshot())
+    }
+}
+
+/// Counts for `dump`, per process: a service process serves one device.
+struct Counters {
+    prepared: AtomicU64,
+    preparations_failed: AtomicU64,
+    live_models: AtomicU64,
+    executions: AtomicU64,
+    executions_failed: AtomicU64,
+}
+
+static COUNTERS: Counters = Counters {
+    prepared: AtomicU64::new(0),
+    preparations_failed: AtomicU64::new(0),
+    live_models: AtomicU64::new(0),
+    executions: AtomicU64::new(0),
+    executions_failed: AtomicU64::new(0),
+};
+
+/// The counters at one moment, in the order `dump` prints them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CountersSnapshot {
+    pub prepared: u64,
+    pub preparations_failed: u64,
+    pub live_models: u64,
+    pub executions: u64,
+    pub executions_failed: u64,
+}
+
+impl Counters {
+    fn snapshot(&self) -> CountersSnapshot {
+        CountersSnapshot {
+            prepared: self.prepared.load(Ordering::Relaxed),
+            preparations_failed: self.preparations_failed.load(Ordering::Relaxed),
+            live_models: self.live_models.load(Ordering::Relaxed),
+            executions: self.executions.load(Ordering::Relaxed),
+            executions_failed: self.executions_failed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Counts one execution that reached the driver.
+    fn executed<T, E>(&self, outcome: &Result<T, E>) {
+        self.executions.fetch_add(1, Ordering::Relaxed);
+        if outcome.is_err() {
+            self.executions_failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The `dump` text: version, kernels, capabilities, prepared models, execution counters and
+/// the service's limits, one fact per line as `key: value` so people and scripts read it alike.
+pub fn dump_text(driver: &Driver, counters: &CountersSnapshot) -> String {
+    let caps = driver.capabilities();
+    let perf = |p: nnhal_hal::PerformanceInfo| {
+        format!("execTime {} powerUsage {}", p.exec_time, p.power_usage)
+    };
+    let lines = [
+        format!("version: {}", version_string(driver.isa())),
+        "interface: android.hardware.neuralnetworks V1 (frozen AIDL), NNAPI 1.0 operations"
+            .to_string(),
+        format!("isa: {}", driver.isa()),
+        format!("kernel threads: {}", driver.threads()),
+        format!("capabilities float32: {}", perf(caps.float32_performance)),
+        format!("capabilities quant8: {}", perf(caps.quantized8_performance)),
+        format!("prepared models live: {}", counters.live_models),
+        format!("prepared models total: {}", counters.prepared),
+        format!("preparations failed: {}", counters.preparations_failed),
+        format!("executions: {}", counters.executions),
+        format!("executions failed: {}", counters.executions_failed),
+        format!("limit preparation threads: {PREPARE_THREADS}"),
+        format!("limit queued preparations: {PREPARE_QUEUE_DEPTH}"),
+        format!("limit tensor elements: {}", nnhal_hal::shape::MAX_ELEMENTS),
+    ];
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text
+}
 
 impl IDevice for Device {
     fn allocate(
@@ -369,11 +452,13 @@ impl IDevice for Device {
             let prepared = guarded("prepareModel", || driver.prepare_validated(model));
             match prepared {
                 Ok(prepared) => {
+                    COUNTERS.prepared.fetch_add(1, Ordering::Relaxed);
                     let binder =
-                        ipc::new_binder!(BnPreparedModel, PreparedModelService { prepared });
+                        ipc::new_binder!(BnPreparedModel, PreparedModelService::new(prepared));
                     notify(&worker_callback, AidlStatus::NONE, Some(&binder));
                 }
                 Err(e) => {
+                    COUNTERS.preparations_failed.fetch_add(1, Ordering::Relaxed);
                     // Logged through the one mapping; the status travels in the callback.
                     let _ = to_status(&e, "prepareModel (worker)");
                     notify(
@@ -433,7 +518,9 @@ fn execute(
     .map_err(|e| to_status(&e, call))?;
     check_deadline(deadline_ns, call)?;
     let run = Instant::now();
-    let result = match guarded(call, || prepared.execute(&request)) {
+    let result = guarded(call, || prepared.execute(&request));
+    COUNTERS.executed(&result);
+    let result = match result {
         // Too-small outputs whose shapes are known are a reply, not an error: AIDL reports
         // them with outputSufficientSize = false and every output's shape.
         Err(HalError::OutputInsufficientShapes { message, shapes }) => {
@@ -457,6 +544,19 @@ fn execute(
 /// it) keeps it alive for as long as a client or an execution uses it.
 struct PreparedModelService {
     prepared: Arc<PreparedModel>,
+}
+
+impl PreparedModelService {
+    fn new(prepared: Arc<PreparedModel>) -> PreparedModelService {
+        COUNTERS.live_models.fetch_add(1, Ordering::Relaxed);
+        PreparedModelService { prepared }
+    }
+}
+
+impl Drop for PreparedModelService {
+    fn drop(&mut self) {
+        COUNTERS.live_models.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Interface for PreparedModelService {}
@@ -506,6 +606,7 @@ impl IPreparedModel for PreparedModelService {
         wait_for_fences(wait_for).map_err(|e| to_status(&e, call))?;
         let fenced = Instant::now();
         let outcome = guarded(call, || self.prepared.execute_bound(&request));
+        COUNTERS.executed(&outcome);
         let (status, timing_launched, timing_fenced) = match outcome {
             Ok(_) if measure_timing => (
                 AidlStatus::NONE,
@@ -557,7 +658,7 @@ fn wait_for_fences(fences: &[ParcelFileDescriptor]) -> HalResult<()> {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     for (i, fence) in fences.iter().enumerate() {
         loop {
-            let mut fds = [PollFd::new(fence.as_fd(), PollFlags::POLLIN)];
+            let mut fds = [PollFd::new(ipc::pfd_fd(fence), PollFlags::POLLIN)];
             match poll(&mut fds, PollTimeout::NONE) {
                 Ok(_) => {
                     let revents = fds[0].revents().unwrap_or(PollFlags::empty());
@@ -691,6 +792,76 @@ mod tests {
             assert_eq!(status.service_specific_error(), code);
             assert_eq!(status.message(), Some("x"));
         }
+    }
+
+    /// The value of the `key: value` line `key` in a dump.
+    fn dump_value(text: &str, key: &str) -> u64 {
+        let prefix = format!("{key}: ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no `{key}` line in\n{text}"))
+            .parse()
+            .unwrap()
+    }
+
+    /// `dump` through the device's `Interface::dump` (what the binder crate's dump handler
+    /// calls), after a model was prepared and run through the RPC transport: the counters
+    /// move with the traffic. Other tests in this process may add to them too, so the checks
+    /// are on increases.
+    #[cfg(not(feature = "aosp"))]
+    #[test]
+    fn dump_reports_version_isa_capabilities_counters_and_limits() {
+        use crate::probe::{self, AddRun};
+        let dump = |device: &Device| {
+            let mut out = Vec::new();
+            Interface::dump(device, &mut out, &[]).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let driver = Arc::new(Driver::new(1).unwrap());
+        let device = Device::new(Arc::clone(&driver)).unwrap();
+        let before = dump(&device);
+        assert!(before.starts_with(&format!("version: {}\n", version_string(driver.isa()))));
+        for line in [
+            format!("isa: {}", driver.isa()),
+            "kernel threads: 1".to_string(),
+            "capabilities float32: execTime 1 powerUsage 1".to_string(),
+            "capabilities quant8: execTime 1 powerUsage 1".to_string(),
+            format!("limit preparation threads: {PREPARE_THREADS}"),
+            format!("limit queued preparations: {PREPARE_QUEUE_DEPTH}"),
+            format!("limit tensor elements: {}", i32::MAX),
+        ] {
+            assert!(
+                before.lines().any(|l| l == line),
+                "no `{line}` in\n{before}"
+            );
+        }
+
+        let dir = std::env::temp_dir().join(format!("nnhal-dump-test-{}", std::process::id()));
+        let socket = dir.join("dump.sock");
+        let server = crate::binder::serve(Arc::clone(&driver), &socket, "dump").unwrap();
+        let client = crate::binder::connect_with(
+            &socket,
+            &crate::binder::ConnectOptions {
+                instance: "dump".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let prepared = client.prepare_model(probe::add_model()).unwrap();
+        let run = AddRun::new(&[1.0; 4], &[2.0; 4]).unwrap();
+        prepared.execute(&run.request).unwrap();
+        let during = dump(&device);
+        for key in ["prepared models total", "executions"] {
+            assert!(
+                dump_value(&during, key) > dump_value(&before, key),
+                "{key}: {before}\n{during}"
+            );
+        }
+        assert!(dump_value(&during, "prepared models live") >= 1, "{during}");
+        drop(prepared);
+        drop(client);
+        server.shutdown();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -7,15 +7,20 @@
 //! plus the main thread once it joins.
 
 use super::aidl::android::hardware::neuralnetworks::IDevice::BnDevice;
-use super::ipc::{self, add_service, ProcessState};
+use super::ipc::{self, ProcessState};
 use super::service::Device;
 use super::service_name;
 use crate::driver::Driver;
 use std::sync::Arc;
 
 /// Starts the binder thread pool (up to `binder_threads` threads besides the main thread) and
-/// registers `driver` as `instance`.
-pub fn register(driver: Arc<Driver>, instance: &str, binder_threads: u32) -> Result<(), String> {
+/// registers `driver` as `instance`, as a lazy HAL when `lazy` (see `ipc::register_service`).
+pub fn register(
+    driver: Arc<Driver>,
+    instance: &str,
+    binder_threads: u32,
+    lazy: bool,
+) -> Result<(), String> {
     // The pool size must be set before the pool starts; starting it before the registration
     // means a client that finds the device at once is already served.
     ProcessState::set_thread_pool_max_thread_count(binder_threads);
@@ -23,9 +28,9 @@ pub fn register(driver: Arc<Driver>, instance: &str, binder_threads: u32) -> Res
     let device = Device::new(driver).map_err(|e| format!("cannot start the device: {e}"))?;
     let device = ipc::new_binder!(BnDevice, device);
     let name = service_name(instance);
-    add_service(&name, device.as_binder())
-        .map_err(|status| format!("cannot register {name} with servicemanager: {status:?}"))?;
-    log::info!("registered {name} ({binder_threads} binder threads + main)");
+    ipc::register_service(&name, device.as_binder(), lazy)?;
+    let how = if lazy { "lazy, " } else { "" };
+    log::info!("registered {name} ({how}{binder_threads} binder threads + main)");
     Ok(())
 }
 

@@ -93,7 +93,8 @@ impl Isa {
                 std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("fma")
             }
-            #[cfg(target_arch = "x86_64")]
+            // Without the `avx512` feature the levels are compiled out and never selected.
+            #[cfg(all(target_arch = "x86_64", feature = "avx512"))]
             Isa::Avx512 => {
                 Isa::Avx2.is_supported()
                     && std::arch::is_x86_feature_detected!("avx512f")
@@ -101,7 +102,7 @@ impl Isa {
                     && std::arch::is_x86_feature_detected!("avx512dq")
                     && std::arch::is_x86_feature_detected!("avx512vl")
             }
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(all(target_arch = "x86_64", feature = "avx512"))]
             Isa::Avx512Vnni => {
                 Isa::Avx512.is_supported() && std::arch::is_x86_feature_detected!("avx512vnni")
             }

@@ -5,7 +5,13 @@
 use super::{Isa, Ukernels};
 
 pub mod avx2;
+// AVX-512 intrinsics are stable from Rust 1.89; the AOSP toolchains of the supported range
+// start at 1.88, so Soong builds without the `avx512` feature (README, "Release range").
+#[cfg(feature = "avx512")]
+#[clippy::msrv = "1.89"]
 pub mod avx512;
+#[cfg(feature = "avx512")]
+#[clippy::msrv = "1.89"]
 pub mod avx512vnni;
 
 /// Overrides the slots of `t` with the kernels of every level up to `isa`, lowest first.
@@ -13,9 +19,11 @@ pub(super) fn apply(t: &mut Ukernels, isa: Isa) {
     if isa >= Isa::Avx2 {
         avx2::fill(t);
     }
+    #[cfg(feature = "avx512")]
     if isa >= Isa::Avx512 {
         avx512::fill(t);
     }
+    #[cfg(feature = "avx512")]
     if isa >= Isa::Avx512Vnni {
         avx512vnni::fill(t);
     }

@@ -52,6 +52,28 @@ impl ValidatedModel {
     pub fn supported(&self) -> &[bool] {
         &self.valid.supported
     }
+
+    /// About how much memory preparing and keeping this model takes, from its declared sizes
+    /// alone (nothing is allocated to find out): every constant twice (decoded, then packed
+    /// for its kernel) and every other operand whose size is known before execution once.
+    pub fn memory_estimate(&self) -> u64 {
+        let mut total = 0u64;
+        for (i, o) in self.valid.operands.iter().enumerate() {
+            let Some(element) = o.ty.element_size() else {
+                continue;
+            };
+            let dims = self.valid.static_dims[i].as_deref().unwrap_or(&o.dims);
+            let bytes = dims.iter().fold(element as u64, |n, &d| {
+                n.saturating_mul(u64::from(d.max(1)))
+            });
+            let copies = match o.lifetime {
+                OperandLifeTime::ConstantCopy | OperandLifeTime::ConstantReference => 2,
+                _ => 1,
+            };
+            total = total.saturating_add(bytes.saturating_mul(copies));
+        }
+        total
+    }
 }
 
 /// A request that passed validation, with its pools mapped: the synchronous half of an
@@ -162,6 +184,11 @@ impl Driver {
 }
 
 impl PreparedModel {
+    /// The validated model this was prepared from.
+    pub fn model(&self) -> &ValidModel {
+        self.plan.model()
+    }
+
     /// Validates `request` and maps its pools (the synchronous part of execute).
     pub fn validate_request(&self, request: &Request) -> HalResult<ValidatedRequest> {
         validate::validate_request(self.plan.model(), request, Some(&self.pool_cache))

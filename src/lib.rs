@@ -11,6 +11,8 @@ pub mod binder;
 pub mod cli;
 pub mod driver;
 pub mod executor;
+pub mod fuzzing;
+pub mod limits;
 pub mod mobilenet;
 pub mod plan;
 pub mod probe;

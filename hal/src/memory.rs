@@ -125,7 +125,7 @@ impl MappedPool {
     /// pool is a shrink-sealed regular file.
     fn open(memory: &Memory, what: &str, cache: Option<&PoolCache>) -> HalResult<MappedPool> {
         memory.validate(what)?;
-        let (fd, size, offset, writable) = match memory {
+        let (fd, size, offset, asked_writable) = match memory {
             Memory::Ashmem { fd, size } => (fd, *size, 0u64, true),
             Memory::MappableFile {
                 fd,
@@ -134,6 +134,22 @@ impl MappedPool {
                 offset,
             } => (fd, *size, *offset, prot & PROT_WRITE != 0),
             Memory::Unsupported(_) => unreachable!("rejected by validate"),
+        };
+        // What the fd itself allows, decided here rather than by the first read or write of
+        // an execution: an output in a pool that cannot be written is a malformed request.
+        let access = fd_access(fd.as_fd(), what)?;
+        let writable = match memory {
+            // A shared-memory pool is read-write by kind, but a client may hand over a
+            // read-only fd for inputs; the output check of the request refuses it as output.
+            Memory::Ashmem { .. } => access.writable,
+            _ => {
+                ensure!(
+                    !asked_writable || access.writable,
+                    "{what}: PROT_WRITE asked of an fd that cannot be written (opened read-only, \
+                     or sealed against writes)"
+                );
+                asked_writable
+            }
         };
         let raw = fd.as_raw_fd();
         let meta = fstat(fd.as_fd())
@@ -181,6 +197,13 @@ impl MappedPool {
             // ashmem: the driver refuses a mapping longer than the region, and the region
             // cannot shrink, so a successful mapping stays valid. Never cached: every ashmem
             // region reports the inode of /dev/ashmem, so (st_dev, st_ino) does not name one.
+            // A device that maps at any length (/dev/zero) is not a region of the stated size:
+            // what the client writes there is never what the service reads.
+            ensure!(
+                !maps_past(raw, offset, len),
+                "{what}: fd maps past its stated size of {size} bytes: not a shared-memory \
+                 region of that size (a device such as /dev/zero)"
+            );
             let map = map_region(raw, offset, len, writable, what)?;
             Ok(MappedPool {
                 backing: Backing::Map(Arc::new(map)),
@@ -380,7 +403,54 @@ fn map_region(
     } else {
         opts.map_raw_read_only(fd)
     };
-    map.map_err(|e| HalError::InvalidArgument(format!("{what}: mmap failed: {e}")))
+    map.map_err(|e| {
+        // Lack of memory (or of address space) is the service's condition, not a fault of the
+        // pool.
+        if e.raw_os_error() == Some(nix::libc::ENOMEM) {
+            HalError::GeneralFailure(format!("{what}: mmap failed for lack of memory: {e}"))
+        } else {
+            HalError::InvalidArgument(format!("{what}: mmap failed: {e}"))
+        }
+    })
+}
+
+/// What an fd's open mode and seals let the service do with it.
+struct FdAccess {
+    writable: bool,
+}
+
+/// Reads the fd's access mode and seals. An `O_PATH` or write-only fd can be neither read nor
+/// mapped, so it is no pool at all.
+fn fd_access(fd: BorrowedFd<'_>, what: &str) -> HalResult<FdAccess> {
+    let flags = fcntl(fd, FcntlArg::F_GETFL)
+        .map(OFlag::from_bits_truncate)
+        .map_err(|e| HalError::InvalidArgument(format!("{what}: fcntl(F_GETFL) failed: {e}")))?;
+    ensure!(
+        !flags.contains(OFlag::O_PATH),
+        "{what}: fd was opened with O_PATH and gives no access to the data"
+    );
+    let mode = flags & OFlag::O_ACCMODE;
+    ensure!(
+        mode != OFlag::O_WRONLY,
+        "{what}: fd was opened write-only; a pool must be readable"
+    );
+    let sealed = seals(fd).intersects(SealFlag::F_SEAL_WRITE | SealFlag::F_SEAL_FUTURE_WRITE);
+    Ok(FdAccess {
+        writable: mode == OFlag::O_RDWR && !sealed,
+    })
+}
+
+/// Whether `fd` can be mapped further than `[offset, offset + len)`. A fixed-size
+/// shared-memory device refuses that; a device of no size (/dev/zero) accepts any length.
+/// 64 KiB past the end is past the last page whatever the page size.
+fn maps_past(fd: RawFd, offset: u64, len: usize) -> bool {
+    let Some(longer) = len.checked_add(64 << 10) else {
+        return false;
+    };
+    let mut opts = memmap2::MmapOptions::new();
+    opts.offset(offset).len(longer);
+    // Read-only and dropped at once: it is only asked whether the mapping can exist.
+    opts.map_raw_read_only(fd).is_ok()
 }
 
 /// The seals of a file; none when its file system has no sealing (only memfds can carry

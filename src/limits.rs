@@ -46,7 +46,7 @@ impl Default for Limits {
             max_prepared_bytes: 1024 * MIB,
             max_prepared_bytes_per_client: 512 * MIB,
             max_execution_bytes: 256 * MIB,
-            handshake_timeout: Duration::from_secs(5),
+            handshake_timeout: Duration::from_secs(2),
             max_fence_wait: Duration::from_secs(60),
         }
     }

@@ -12,6 +12,7 @@
 //! The `nnhal-vts` binary and the integration tests in `tests/` are thin layers over these.
 
 pub mod basic;
+pub mod load;
 pub mod mutations;
 pub mod runner;
 pub mod transport;

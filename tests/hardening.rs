@@ -649,3 +649,33 @@ fn released_model_memory_returns_to_the_system() {
         "RSS {before} KiB before, {held} KiB with the models, {after} KiB after release"
     );
 }
+
+/// With the default limits, the float32 MobileNet (about 17 MB of constants) still prepares
+/// and runs over binder, and matches its reference.
+#[test]
+fn mobilenet_prepares_and_runs_over_binder_with_default_limits() {
+    let out = Command::new(env!("CARGO_BIN_EXE_nnhal"))
+        .args([
+            "bench",
+            "--builtin",
+            "mobilenet-v1-f32",
+            "--transport",
+            "rpc",
+            "--iterations",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = stdout.lines().last().unwrap_or("");
+    assert!(last.contains("\"output_ok\":true"), "{last}");
+    assert!(last.contains("mobilenet-v1-f32"), "{last}");
+}

@@ -395,7 +395,7 @@ impl IDevice for Device {
                         BnPreparedModel,
                         PreparedModelService {
                             prepared,
-                            _charge: charge
+                            charge: Arc::new(charge)
                         }
                     );
                     notify(&worker_callback, AidlStatus::NONE, Some(&binder));
@@ -474,9 +474,9 @@ fn execute(
 /// it) keeps it alive for as long as a client or an execution uses it.
 struct PreparedModelService {
     prepared: Arc<PreparedModel>,
-    /// The model's share of the prepared-model budget; declared last so that it is released
-    /// (and freed memory handed back to the system) after the model itself.
-    _charge: Charge,
+    /// The model's share of the prepared-model budget, shared with its bursts; declared last
+    /// so that it is released (and freed memory handed back to the system) after the model.
+    charge: Arc<Charge>,
 }
 
 impl Interface for PreparedModelService {}
@@ -491,7 +491,7 @@ impl IPreparedModel for PreparedModelService {
     ) -> BinderResult<AidlResult> {
         execute(
             &self.prepared,
-            self._charge.limits(),
+            self.charge.limits(),
             request,
             measure_timing,
             deadline_ns,
@@ -515,7 +515,7 @@ impl IPreparedModel for PreparedModelService {
             check_optional_ns(deadline_ns, "deadlineNs")?;
             check_loop_timeout(loop_timeout_ns)?;
             check_optional_ns(duration_ns, "durationNs")?;
-            check_request_limits(self._charge.limits(), request)?;
+            check_request_limits(self.charge.limits(), request)?;
             let request = convert::request_from_aidl(request)?;
             guarded(call, || self.prepared.validate_request(&request))
         })()
@@ -531,7 +531,7 @@ impl IPreparedModel for PreparedModelService {
             launched,
             deadline_ns,
             duration_ns,
-            self._charge.limits().max_fence_wait,
+            self.charge.limits().max_fence_wait,
         );
         match wait_for_fences(wait_for, wait_until) {
             Ok(()) => {}
@@ -593,7 +593,7 @@ impl IPreparedModel for PreparedModelService {
             BnBurst,
             Burst {
                 prepared: Arc::clone(&self.prepared),
-                limits: self._charge.limits().clone(),
+                charge: Arc::clone(&self.charge),
             }
         ))
     }
@@ -697,7 +697,7 @@ impl IFencedExecutionCallback for FencedCallback {
 /// mappings between executions, keyed by the file itself rather than by a client's token.
 struct Burst {
     prepared: Arc<PreparedModel>,
-    limits: Limits,
+    charge: Arc<Charge>,
 }
 
 impl Interface for Burst {}
@@ -730,7 +730,7 @@ impl IBurst for Burst {
         }
         execute(
             &self.prepared,
-            &self.limits,
+            self.charge.limits(),
             request,
             measure_timing,
             deadline_ns,

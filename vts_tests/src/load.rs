@@ -329,8 +329,11 @@ pub fn stress_client(
 
 /// A normal client's check: connect, prepare ADD, execute it, compare.
 pub fn check_next_client(socket: &Path, instance: &str, wait: Duration) -> Result<(), String> {
+    // One connection that waits its turn (a service at its connection limit serves clients
+    // in the order they came); retried only when it fails at once.
     let options = nnhal::binder::ConnectOptions {
         instance: instance.to_string(),
+        connect_timeout: wait,
         ..nnhal::binder::ConnectOptions::default()
     };
     let device = nnhal::binder::connect_wait(socket, &options, wait)
@@ -438,8 +441,14 @@ pub fn stress(
             .collect()
     };
 
-    // Warm-up: every model prepared and run once, so the allocator has its working set.
-    let warm = run_clients(1, 2 * (STRESS_VECTORS.len() + 1));
+    // Warm-up: as many clients as the run, each preparing and running every model, so the
+    // service has had as many connections and threads at once, and the allocator its working
+    // set, before the baseline is taken.
+    // A fifth of the run (at least every model twice) reaches the code paths the run takes.
+    let warm = run_clients(
+        clients,
+        (executions / 5).max(2 * (STRESS_VECTORS.len() + 1)),
+    );
     let warm_ok = warm.iter().all(|(_, r)| r.is_ok());
     out.extend(warm.into_iter().map(|(n, r)| (format!("warm-up ({n})"), r)));
     if !warm_ok {

@@ -240,13 +240,14 @@ fn zero_request(prepared: &PreparedModel) -> Request {
     let mut request = Request::default();
     let mut bind = |operand: usize| {
         let o = &model.operands[operand];
-        let bytes = o.ty.element_size().unwrap_or(1) as u64
-            * model.static_dims[operand]
-                .as_deref()
-                .unwrap_or(&o.dims)
-                .iter()
-                .map(|&d| u64::from(d.max(1)))
-                .product::<u64>();
+        // Saturating: the model's dimensions are the fuzzer's, so their product may overflow.
+        let bytes = model.static_dims[operand]
+            .as_deref()
+            .unwrap_or(&o.dims)
+            .iter()
+            .fold(o.ty.element_size().unwrap_or(1) as u64, |n, &d| {
+                n.saturating_mul(u64::from(d.max(1)))
+            });
         let bytes = bytes.clamp(1, 1 << 20);
         let pool = request.pools.len() as u32;
         if let Ok(fd) = create_memfd("nnhal-fuzz-arg", &[], bytes, true) {

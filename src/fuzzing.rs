@@ -222,14 +222,18 @@ fn driver() -> &'static Driver {
 }
 
 /// Target (a): validation, supported operations and preparation of a decoded model; when it
-/// prepares, one execution with zero-filled inputs.
-pub fn run_model(data: &[u8]) {
+/// prepares, one execution with zero-filled inputs. True when that execution succeeded (the
+/// replays use it to show that the seeds are real models).
+pub fn run_model(data: &[u8]) -> bool {
     let model = model_from_bytes(data);
     let driver = driver();
     let _ = driver.supported_operations(&model);
-    if let Ok(prepared) = driver.prepare_model(model) {
-        let request = zero_request(&prepared);
-        let _ = prepared.execute(&request);
+    match driver.prepare_model(model) {
+        Ok(prepared) => {
+            let request = zero_request(&prepared);
+            prepared.execute(&request).is_ok()
+        }
+        Err(_) => false,
     }
 }
 

@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    nnhal::fuzzing::run_model(data);
+    let _ = nnhal::fuzzing::run_model(data);
 });

@@ -53,24 +53,26 @@ impl ValidatedModel {
         &self.valid.supported
     }
 
-    /// About how much memory preparing and keeping this model takes, from its declared sizes
-    /// alone (nothing is allocated to find out): every constant twice (decoded, then packed
-    /// for its kernel) and every other operand whose size is known before execution once.
+    /// About how much memory keeping this model prepared takes, from its declared sizes alone
+    /// (nothing is allocated to find out): its constants, decoded, and its temporaries whose
+    /// size is known before execution. Model inputs and outputs live in the client's pools.
     pub fn memory_estimate(&self) -> u64 {
         let mut total = 0u64;
         for (i, o) in self.valid.operands.iter().enumerate() {
-            let Some(element) = o.ty.element_size() else {
+            let kept = matches!(
+                o.lifetime,
+                OperandLifeTime::ConstantCopy
+                    | OperandLifeTime::ConstantReference
+                    | OperandLifeTime::TemporaryVariable
+            );
+            let Some(element) = o.ty.element_size().filter(|_| kept) else {
                 continue;
             };
             let dims = self.valid.static_dims[i].as_deref().unwrap_or(&o.dims);
             let bytes = dims.iter().fold(element as u64, |n, &d| {
                 n.saturating_mul(u64::from(d.max(1)))
             });
-            let copies = match o.lifetime {
-                OperandLifeTime::ConstantCopy | OperandLifeTime::ConstantReference => 2,
-                _ => 1,
-            };
-            total = total.saturating_add(bytes.saturating_mul(copies));
+            total = total.saturating_add(bytes);
         }
         total
     }

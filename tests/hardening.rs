@@ -556,10 +556,10 @@ fn add_constant_model(elements: u32) -> Model {
 /// GENERAL_FAILURE, and releasing a model gives its share back.
 #[test]
 fn limit_max_prepared_bytes_refuses_past_the_budget() {
-    // Each model: 1 Mi floats = 4 MiB of constants, charged about 16 MiB.
+    // Each model: 1 Mi floats = 4 MiB of constants, charged about 4.2 MB.
     let service = Service::start(&[
         "--max-prepared-bytes-per-client",
-        "40000000",
+        "10000000",
         "--max-prepared-bytes",
         "60000000",
     ]);
@@ -591,7 +591,7 @@ fn limit_max_prepared_bytes_refuses_past_the_budget() {
         "--max-prepared-bytes-per-client",
         "100000000",
         "--max-prepared-bytes",
-        "40000000",
+        "10000000",
     ]);
     let device = service.connect();
     let _first = device.prepare_model(add_constant_model(1 << 20)).unwrap();

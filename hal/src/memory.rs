@@ -806,12 +806,27 @@ mod tests {
         let cache = PoolCache::default();
         cache.map(&Memory::shared(rw, 4096), "pool").unwrap();
         assert_eq!(cache.len(), 1);
-        // Asking for a writable pool through the read-only fd fails as mmap would.
-        let err = cache
+        // A shared-memory pool through the read-only fd is read-only: never the writable
+        // mapping the cache holds for the read-write fd.
+        let pool = cache
             .map(
                 &Memory::Ashmem {
                     fd: ro.clone(),
                     size: 4096,
+                },
+                "pool",
+            )
+            .unwrap();
+        assert!(!pool.is_writable());
+        assert!(pool.write(0, &[1]).is_err());
+        // PROT_WRITE asked of the read-only fd is refused, as mmap would refuse it.
+        let err = cache
+            .map(
+                &Memory::MappableFile {
+                    fd: ro.clone(),
+                    size: 4096,
+                    prot: PROT_READ | PROT_WRITE,
+                    offset: 0,
                 },
                 "pool",
             )
@@ -841,14 +856,16 @@ mod tests {
         };
         let cache = PoolCache::default();
         cache.map(&memory, "pool").unwrap().write(0, &[1]).unwrap();
-        // Sealed against further writes: a fresh writable mmap is refused, so the cached one
-        // must not be handed out either.
+        // Sealed against further writes: a fresh writable mmap would be refused, so the cached
+        // writable one must not be handed out either; the pool is now read-only.
         fcntl(
             fd.as_fd(),
             FcntlArg::F_ADD_SEALS(SealFlag::F_SEAL_FUTURE_WRITE),
         )
         .unwrap();
-        assert!(cache.map(&memory, "pool").is_err());
+        let pool = cache.map(&memory, "pool").unwrap();
+        assert!(!pool.is_writable());
+        assert!(pool.write(0, &[2]).is_err());
     }
 
     #[test]
@@ -897,7 +914,7 @@ mod tests {
     }
 
     #[test]
-    fn unsealed_and_device_pools_are_not_cached() {
+    fn unsealed_and_zero_device_pools_are_not_cached() {
         let cache = PoolCache::default();
         let fd = create_memfd("t", &[1; 16], 4096, false).unwrap();
         let shrinker = File::from(fd.try_clone().unwrap());
@@ -914,8 +931,9 @@ mod tests {
             .open("/dev/zero")
             .unwrap();
         let zero = OwnedFd::from(zero);
-        let pool = cache.map(&Memory::shared(zero, 4096), "pool").unwrap();
-        assert!(matches!(pool.backing, Backing::Map(_)));
+        // /dev/zero maps at any length: it is not shared memory of the stated size.
+        let err = cache.map(&Memory::shared(zero, 4096), "pool").unwrap_err();
+        assert_eq!(err.status(), crate::ErrorStatus::InvalidArgument, "{err}");
         assert!(cache.is_empty());
     }
 

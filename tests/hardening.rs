@@ -679,3 +679,40 @@ fn mobilenet_prepares_and_runs_over_binder_with_default_limits() {
     assert!(last.contains("\"output_ok\":true"), "{last}");
     assert!(last.contains("mobilenet-v1-f32"), "{last}");
 }
+
+/// Found by the `model` fuzz target: the quant8 depthwise kernel sized a scratch row by
+/// `output width × stride × channels`, and the stride is the model's word, so a model with a
+/// stride of 2^30 made the service allocate gigabytes (an abort where allocation fails). Under
+/// an address-space limit, such a model runs, and gives the same answer as with stride 1 (its
+/// one output pixel does not depend on the stride).
+#[test]
+fn depthwise_quant8_with_a_huge_stride_allocates_nothing_large() {
+    use nnhal::vector::model::{build_request, to_model, ConstantMode};
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("vts_tests/vectors/depthwise_conv2d_quant8.json");
+    let vector = nnhal::vector::Vector::from_file(&path).unwrap();
+    let mut model = to_model(&vector, ConstantMode::Copy).unwrap();
+    // Operand 4 is both strides (the vector's DEPTHWISE_CONV_2D reads it as inputs 7 and 8).
+    let op = &model.operations[0];
+    assert_eq!((op.inputs[7], op.inputs[8]), (4, 4));
+    let at = model.operands[4].location.offset as usize;
+    model.operand_values[at..at + 4].copy_from_slice(&(1i32 << 30).to_le_bytes());
+
+    let probe_service = Service::start(&[]);
+    let rest = probe_service.vm_size_kib() * 1024;
+    drop(probe_service);
+    let mut service = Service::start_limited(&[], Some(rest + (512 << 20)));
+    let device = service.connect();
+    let prepared = device
+        .prepare_model(model)
+        .expect("prepare the huge-stride model");
+    let built = build_request(&vector, ConstantMode::Copy, &vector.examples[0]).unwrap();
+    prepared
+        .execute(&built.request)
+        .expect("execute the huge-stride model");
+    assert!(service.alive());
+    let got = built.read_outputs().unwrap();
+    let expected = vector.examples[0].output(0).unwrap();
+    let got: Vec<f64> = got[0].iter().map(|&b| f64::from(b)).collect();
+    assert_eq!(got, expected, "stride 2^30 changed the single output pixel");
+}

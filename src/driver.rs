@@ -52,6 +52,30 @@ impl ValidatedModel {
     pub fn supported(&self) -> &[bool] {
         &self.valid.supported
     }
+
+    /// About how much memory keeping this model prepared takes, from its declared sizes alone
+    /// (nothing is allocated to find out): its constants, decoded, and its temporaries whose
+    /// size is known before execution. Model inputs and outputs live in the client's pools.
+    pub fn memory_estimate(&self) -> u64 {
+        let mut total = 0u64;
+        for (i, o) in self.valid.operands.iter().enumerate() {
+            let kept = matches!(
+                o.lifetime,
+                OperandLifeTime::ConstantCopy
+                    | OperandLifeTime::ConstantReference
+                    | OperandLifeTime::TemporaryVariable
+            );
+            let Some(element) = o.ty.element_size().filter(|_| kept) else {
+                continue;
+            };
+            let dims = self.valid.static_dims[i].as_deref().unwrap_or(&o.dims);
+            let bytes = dims.iter().fold(element as u64, |n, &d| {
+                n.saturating_mul(u64::from(d.max(1)))
+            });
+            total = total.saturating_add(bytes);
+        }
+        total
+    }
 }
 
 /// A request that passed validation, with its pools mapped: the synchronous half of an
@@ -178,6 +202,11 @@ fn unsigned_image(model: &Model) -> Option<(Model, validate::ValidModel)> {
 }
 
 impl PreparedModel {
+    /// The validated model this was prepared from.
+    pub fn model(&self) -> &ValidModel {
+        self.plan.model()
+    }
+
     /// Validates `request` and maps its pools (the synchronous part of execute).
     pub fn validate_request(&self, request: &Request) -> HalResult<ValidatedRequest> {
         validate::validate_request(self.plan.model(), request, Some(&self.pool_cache))

@@ -20,6 +20,7 @@ pub mod binder;
 pub mod cli;
 pub mod driver;
 pub mod executor;
+pub mod limits;
 pub mod plan;
 pub mod tensor;
 pub mod workers;
@@ -28,6 +29,8 @@ pub mod workers;
 // Model importers (ONNX/CoreML) go here too, each behind `host`.
 #[cfg(feature = "host")]
 pub mod bench;
+#[cfg(feature = "host")]
+pub mod fuzzing;
 #[cfg(feature = "host")]
 pub mod mobilenet;
 #[cfg(feature = "host")]

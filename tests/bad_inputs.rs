@@ -1,7 +1,7 @@
-//! Malformed-input classes BI-27…BI-60 of the bad-input catalogue (the ones outside the VTS
-//! mutators, which vts_tests covers), exercised through the in-process driver with real memfd
-//! pools. Each test is named after its class and asserts the catalogued result, and that the
-//! driver neither panicked nor disturbed later executions.
+//! Malformed-input classes BI-27…BI-60 of the bad-input catalogue (`docs/bad-inputs.md`; the
+//! ones outside the VTS mutators, which vts_tests covers), exercised through the in-process
+//! driver with real memfd pools. Each test is named after its class and asserts the catalogued
+//! result, and that the driver neither panicked nor disturbed later executions.
 
 use nnhal::hal::memory::{create_memfd, Memory, PROT_READ};
 use nnhal::hal::*;

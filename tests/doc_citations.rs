@@ -20,7 +20,9 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if path.is_dir() {
-            if name != "target" && !name.starts_with('.') || name == ".ci" {
+            // vendor/ holds a published crate as it was released; its documents cite its own
+            // repository.
+            if name != "target" && name != "vendor" && !name.starts_with('.') || name == ".ci" {
                 walk(&path, out);
             }
         } else {

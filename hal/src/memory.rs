@@ -136,7 +136,7 @@ impl MappedPool {
     /// pool is a shrink-sealed regular file.
     fn open(memory: &Memory, what: &str, cache: Option<&PoolCache>) -> HalResult<MappedPool> {
         memory.validate(what)?;
-        let (fd, size, offset, writable) = match memory {
+        let (fd, size, offset, asked_writable) = match memory {
             Memory::Ashmem { fd, size } => (fd, *size, 0u64, true),
             Memory::MappableFile {
                 fd,
@@ -145,6 +145,22 @@ impl MappedPool {
                 offset,
             } => (fd, *size, *offset, prot & PROT_WRITE != 0),
             Memory::Unsupported(_) => unreachable!("rejected by validate"),
+        };
+        // What the fd itself allows, decided here rather than by the first read or write of
+        // an execution: an output in a pool that cannot be written is a malformed request.
+        let access = fd_access(fd.as_fd(), what)?;
+        let writable = match memory {
+            // A shared-memory pool is read-write by kind, but a client may hand over a
+            // read-only fd for inputs; the output check of the request refuses it as output.
+            Memory::Ashmem { .. } => access.writable,
+            _ => {
+                ensure!(
+                    !asked_writable || access.writable,
+                    "{what}: PROT_WRITE asked of an fd that cannot be written (opened read-only, \
+                     or sealed against writes)"
+                );
+                asked_writable
+            }
         };
         let raw = fd.as_raw_fd();
         let meta = fstat(fd.as_fd())
@@ -192,6 +208,13 @@ impl MappedPool {
             // ashmem: the driver refuses a mapping longer than the region, and the region
             // cannot shrink, so a successful mapping stays valid. Never cached: every ashmem
             // region reports the inode of /dev/ashmem, so (st_dev, st_ino) does not name one.
+            // A device that maps at any length (/dev/zero) is not a region of the stated size:
+            // what the client writes there is never what the service reads.
+            ensure!(
+                !maps_past(raw, offset, len),
+                "{what}: fd maps past its stated size of {size} bytes: not a shared-memory \
+                 region of that size (a device such as /dev/zero)"
+            );
             let map = map_region(raw, offset, len, writable, what)?;
             Ok(MappedPool {
                 backing: Backing::Map(Arc::new(map)),
@@ -391,7 +414,54 @@ fn map_region(
     } else {
         opts.map_raw_read_only(fd)
     };
-    map.map_err(|e| HalError::InvalidArgument(format!("{what}: mmap failed: {e}")))
+    map.map_err(|e| {
+        // Lack of memory (or of address space) is the service's condition, not a fault of the
+        // pool.
+        if e.raw_os_error() == Some(nix::libc::ENOMEM) {
+            HalError::GeneralFailure(format!("{what}: mmap failed for lack of memory: {e}"))
+        } else {
+            HalError::InvalidArgument(format!("{what}: mmap failed: {e}"))
+        }
+    })
+}
+
+/// What an fd's open mode and seals let the service do with it.
+struct FdAccess {
+    writable: bool,
+}
+
+/// Reads the fd's access mode and seals. An `O_PATH` or write-only fd can be neither read nor
+/// mapped, so it is no pool at all.
+fn fd_access(fd: BorrowedFd<'_>, what: &str) -> HalResult<FdAccess> {
+    let flags = fcntl(fd, nix::libc::F_GETFL, 0)
+        .map(OFlag::from_bits_truncate)
+        .map_err(|e| HalError::InvalidArgument(format!("{what}: fcntl(F_GETFL) failed: {e}")))?;
+    ensure!(
+        !flags.contains(OFlag::O_PATH),
+        "{what}: fd was opened with O_PATH and gives no access to the data"
+    );
+    let mode = flags & OFlag::O_ACCMODE;
+    ensure!(
+        mode != OFlag::O_WRONLY,
+        "{what}: fd was opened write-only; a pool must be readable"
+    );
+    let sealed = seals(fd).intersects(SealFlag::F_SEAL_WRITE | SealFlag::F_SEAL_FUTURE_WRITE);
+    Ok(FdAccess {
+        writable: mode == OFlag::O_RDWR && !sealed,
+    })
+}
+
+/// Whether `fd` can be mapped further than `[offset, offset + len)`. A fixed-size
+/// shared-memory device refuses that; a device of no size (/dev/zero) accepts any length.
+/// 64 KiB past the end is past the last page whatever the page size.
+fn maps_past(fd: RawFd, offset: u64, len: usize) -> bool {
+    let Some(longer) = len.checked_add(64 << 10) else {
+        return false;
+    };
+    let mut opts = memmap2::MmapOptions::new();
+    opts.offset(offset).len(longer);
+    // Read-only and dropped at once: it is only asked whether the mapping can exist.
+    opts.map_raw_read_only(fd).is_ok()
 }
 
 /// The seals of a file; none when its file system has no sealing (only memfds can carry
@@ -782,12 +852,27 @@ mod tests {
         let cache = PoolCache::default();
         cache.map(&Memory::shared(rw, 4096), "pool").unwrap();
         assert_eq!(cache.len(), 1);
-        // Asking for a writable pool through the read-only fd fails as mmap would.
-        let err = cache
+        // A shared-memory pool through the read-only fd is read-only: never the writable
+        // mapping the cache holds for the read-write fd.
+        let pool = cache
             .map(
                 &Memory::Ashmem {
                     fd: ro.clone(),
                     size: 4096,
+                },
+                "pool",
+            )
+            .unwrap();
+        assert!(!pool.is_writable());
+        assert!(pool.write(0, &[1]).is_err());
+        // PROT_WRITE asked of the read-only fd is refused, as mmap would refuse it.
+        let err = cache
+            .map(
+                &Memory::MappableFile {
+                    fd: ro.clone(),
+                    size: 4096,
+                    prot: PROT_READ | PROT_WRITE,
+                    offset: 0,
                 },
                 "pool",
             )
@@ -817,14 +902,16 @@ mod tests {
         };
         let cache = PoolCache::default();
         cache.map(&memory, "pool").unwrap().write(0, &[1]).unwrap();
-        // Sealed against further writes: a fresh writable mmap is refused, so the cached one
-        // must not be handed out either.
+        // Sealed against further writes: a fresh writable mmap would be refused, so the cached
+        // writable one must not be handed out either; the pool is now read-only.
         fcntl(
             fd.as_fd(),
             FcntlArg::F_ADD_SEALS(SealFlag::F_SEAL_FUTURE_WRITE),
         )
         .unwrap();
-        assert!(cache.map(&memory, "pool").is_err());
+        let pool = cache.map(&memory, "pool").unwrap();
+        assert!(!pool.is_writable());
+        assert!(pool.write(0, &[2]).is_err());
     }
 
     #[test]
@@ -873,7 +960,7 @@ mod tests {
     }
 
     #[test]
-    fn unsealed_and_device_pools_are_not_cached() {
+    fn unsealed_and_zero_device_pools_are_not_cached() {
         let cache = PoolCache::default();
         let fd = create_memfd("t", &[1; 16], 4096, false).unwrap();
         let shrinker = File::from(fd.try_clone().unwrap());
@@ -890,8 +977,9 @@ mod tests {
             .open("/dev/zero")
             .unwrap();
         let zero = OwnedFd::from(zero);
-        let pool = cache.map(&Memory::shared(zero, 4096), "pool").unwrap();
-        assert!(matches!(pool.backing, Backing::Map(_)));
+        // /dev/zero maps at any length: it is not shared memory of the stated size.
+        let err = cache.map(&Memory::shared(zero, 4096), "pool").unwrap_err();
+        assert_eq!(err.status(), crate::ErrorStatus::InvalidArgument, "{err}");
         assert!(cache.is_empty());
     }
 

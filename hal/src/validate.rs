@@ -1,5 +1,5 @@
 //! Model and request validation (types.hal 1.0 `Model`, `Request`; the rules and the
-//! malformed-input classes BI-01…BI-56 are summarised in `docs/hal-contract.md`).
+//! malformed-input classes BI-01…BI-56 are catalogued in `docs/bad-inputs.md`).
 //!
 //! [`validate_model`] checks everything a malformed model can get wrong — enumerations,
 //! operand ranks, scales and zero points, lifetimes and locations, the operation signatures,

@@ -29,6 +29,12 @@ pub fn quantize_multiplier_smaller_than_one(real: f64) -> Option<(i32, i32)> {
         return None;
     }
     let (m, e) = quantize_multiplier(real);
+    // Below 2^-32 every int32 accumulator scales to less than one half, which rounds to zero;
+    // a shift past 31 would be out of `rounding_divide_by_pot`'s range (the scales are the
+    // model's, so such a multiplier is reachable).
+    if e < -31 {
+        return Some((0, 0));
+    }
     (e <= 0).then_some((m, -e))
 }
 
@@ -179,6 +185,22 @@ impl Requantize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by fuzzing: a multiplier below 2^-32 (tiny input × filter scales against a large
+    /// output scale) asked `rounding_divide_by_pot` for a shift past 31.
+    #[test]
+    fn tiny_multiplier_requantizes_to_zero() {
+        assert_eq!(quantize_multiplier_smaller_than_one(1e-12), Some((0, 0)));
+        let (m, shift) = quantize_multiplier_smaller_than_one(1e-12).unwrap();
+        for acc in [i32::MIN, -1, 0, 1, i32::MAX] {
+            assert_eq!(
+                multiply_by_quantized_multiplier_smaller_than_one(acc, m, shift),
+                0
+            );
+        }
+        let (_, shift) = quantize_multiplier_smaller_than_one(2f64.powi(-31)).unwrap();
+        assert!(shift <= 31);
+    }
 
     #[test]
     fn frexp_matches_definition() {

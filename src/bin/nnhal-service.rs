@@ -14,6 +14,7 @@
 
 use clap::Parser;
 use nnhal::binder;
+use nnhal::limits::Limits;
 #[cfg(feature = "aosp")]
 use {nnhal::Driver, std::sync::Arc};
 
@@ -48,6 +49,71 @@ struct Args {
     /// directives, comma-separated) [default: on a host $RUST_LOG, else info]
     #[arg(long, value_name = "LEVEL", value_parser = nnhal::cli::parse_log_level)]
     log_level: Option<String>,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+/// Resource limits (docs/limits.md); the defaults suit a 2-core device with a few GB.
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Resource limits (docs/limits.md)")]
+struct LimitArgs {
+    /// Connections served at once; more clients wait until one closes [host RPC only]
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections,
+          value_parser = parse_positive)]
+    max_connections: usize,
+    /// Constant bytes one model may declare (operandValues plus its pools)
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_model_bytes)]
+    max_model_bytes: u64,
+    /// Operands plus operations of one model
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_operands)]
+    max_operands: usize,
+    /// Estimated memory all prepared models may hold together
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_prepared_bytes)]
+    max_prepared_bytes: u64,
+    /// Estimated memory the prepared models of one client process may hold
+    #[arg(long, value_name = "BYTES",
+          default_value_t = Limits::default().max_prepared_bytes_per_client)]
+    max_prepared_bytes_per_client: u64,
+    /// Bytes the input and output arguments of one execution may span
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_execution_bytes)]
+    max_execution_bytes: u64,
+    /// Seconds a new connection has to complete its handshake [host RPC only]
+    #[arg(long, value_name = "SECONDS", default_value_t = Limits::default().handshake_timeout.as_secs_f64(),
+          value_parser = parse_seconds)]
+    handshake_timeout: f64,
+    /// Longest wait for the fences of a fenced execution that gave no deadline or duration
+    #[arg(long, value_name = "SECONDS", default_value_t = Limits::default().max_fence_wait.as_secs_f64(),
+          value_parser = parse_seconds)]
+    max_fence_wait: f64,
+}
+
+fn parse_positive(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{text}: a positive whole number")),
+    }
+}
+
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s > 0.0 && s.is_finite() && s < 1e9 => Ok(s),
+        _ => Err(format!("{text}: a positive number of seconds")),
+    }
+}
+
+impl LimitArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            max_connections: self.max_connections,
+            max_model_bytes: self.max_model_bytes,
+            max_operands: self.max_operands,
+            max_prepared_bytes: self.max_prepared_bytes,
+            max_prepared_bytes_per_client: self.max_prepared_bytes_per_client,
+            max_execution_bytes: self.max_execution_bytes,
+            handshake_timeout: std::time::Duration::from_secs_f64(self.handshake_timeout),
+            max_fence_wait: std::time::Duration::from_secs_f64(self.max_fence_wait),
+        }
+    }
 }
 
 fn main() {
@@ -77,7 +143,12 @@ fn run(args: Args) -> Result<(), String> {
     let socket = args
         .socket
         .unwrap_or_else(|| binder::default_socket_path(&args.instance));
-    binder::serve_until_signal(&socket, &args.instance, args.threads)
+    binder::serve_until_signal_with_limits(
+        &socket,
+        &args.instance,
+        args.threads,
+        args.limits.limits(),
+    )
 }
 
 #[cfg(feature = "aosp")]
@@ -104,7 +175,13 @@ fn run(args: Args) -> Result<(), String> {
         driver.isa(),
         driver.threads()
     );
-    binder::register(driver, &args.instance, args.binder_threads, args.lazy)?;
+    binder::register(
+        driver,
+        &args.instance,
+        args.binder_threads,
+        args.limits.limits(),
+        args.lazy,
+    )?;
     binder::join_thread_pool();
     Err("the binder thread pool returned".into())
 }

@@ -28,7 +28,7 @@ use super::service_name;
 use crate::driver::ExecutionResult;
 use nnhal_hal::{Capabilities, HalError, HalResult, Model, Request};
 use rsbinder::rpc::{FileDescriptorTransportMode, RpcClientConfig, RpcSession};
-use rsbinder::{BinderResult, ExceptionCode, Interface, Status, Strong};
+use rsbinder::{BinderResult, ExceptionCode, Interface, ParcelFileDescriptor, Status, Strong};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -63,13 +63,21 @@ pub struct ConnectOptions {
     /// Connections for calls to the service; calls on one connection run one at a time, so
     /// concurrent executions from one client need more than one.
     pub outgoing_connections: u32,
+    /// How long connecting (every connection's handshake and the device lookup) may take. A
+    /// service at its connection limit, or one that hangs, makes the connect fail after this
+    /// instead of waiting forever.
+    pub connect_timeout: Duration,
 }
+
+/// The default [`ConnectOptions::connect_timeout`].
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Default for ConnectOptions {
     fn default() -> Self {
         ConnectOptions {
             instance: "default".into(),
             outgoing_connections: 1,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         }
     }
 }
@@ -173,10 +181,17 @@ pub fn connect_with(socket: impl AsRef<Path>, options: &ConnectOptions) -> HalRe
         RpcClientConfig::unix(socket, WIRE_VERSION)
             .fd_mode(FileDescriptorTransportMode::Unix)
             .outgoing_connections(options.outgoing_connections.max(1))
-            .incoming_connections(1),
+            .incoming_connections(1)
+            .timeout(options.connect_timeout),
     )
     .map_err(|e| {
         let why = match super::status_errno(e).map(Errno::from_raw) {
+            _ if e == rsbinder::StatusCode::TimedOut
+                || super::status_errno(e) == Some(Errno::ETIMEDOUT as i32)
+                || super::status_errno(e) == Some(Errno::EAGAIN as i32) =>
+            {
+                return timed_out(options.connect_timeout, &path);
+            }
             Some(Errno::ENOENT) => format!("no service is listening on {path} (no such socket)"),
             // A socket file without a listener: a service that stopped without cleaning up.
             Some(Errno::ECONNREFUSED) => format!(
@@ -190,12 +205,25 @@ pub fn connect_with(socket: impl AsRef<Path>, options: &ConnectOptions) -> HalRe
     let session = Arc::new(Session(session));
     let name = service_name(&options.instance);
     let device = session.0.get_interface::<dyn IDevice>(&name).map_err(|e| {
+        if e == rsbinder::StatusCode::TimedOut {
+            return timed_out(options.connect_timeout, &path);
+        }
         HalError::DeviceUnavailable(format!(
             "the service on {path} does not serve {name} ({}); check --instance",
             super::status_words(e)
         ))
     })?;
+    // The timeout was for connecting; calls (a long preparation) wait as long as they take.
+    session.0.set_timeout(None);
     Ok(RemoteDevice { device, session })
+}
+
+fn timed_out(after: Duration, path: &std::path::Display<'_>) -> HalError {
+    HalError::DeviceUnavailable(format!(
+        "timed out after {:.1} s connecting to {path}: the service accepted the connection but \
+         did not answer (it may be at its connection limit, or hung)",
+        after.as_secs_f64()
+    ))
 }
 
 /// Connects, retrying until `timeout` while the service is starting (socket not there yet).
@@ -581,16 +609,26 @@ impl RemotePreparedModel {
     /// `executeFenced` with no fences to wait for; waits for completion (a returned sync
     /// fence is polled) and reports the status `getExecutionInfo` gives.
     pub fn execute_fenced(&self, request: &Request) -> HalResult<()> {
-        self.execute_fenced_with(request, -1)
+        self.execute_fenced_with(request, Vec::new(), -1, -1)
     }
 
-    /// [`RemotePreparedModel::execute_fenced`] with a deadline (nanoseconds since boot, -1
-    /// for none).
-    pub fn execute_fenced_with(&self, request: &Request, deadline_ns: i64) -> HalResult<()> {
+    /// `executeFenced` waiting for `wait_for` (fds that become readable when signalled), with
+    /// a deadline (boot-time nanoseconds, -1 for none) and a duration (-1 for none).
+    pub fn execute_fenced_with(
+        &self,
+        request: &Request,
+        wait_for: Vec<std::os::fd::OwnedFd>,
+        deadline_ns: i64,
+        duration_ns: i64,
+    ) -> HalResult<()> {
         let request = convert::request_to_aidl(request)?;
+        let fences: Vec<_> = wait_for
+            .into_iter()
+            .map(ParcelFileDescriptor::new)
+            .collect();
         let result = call(
             self.prepared
-                .executeFenced(&request, &[], false, deadline_ns, -1, -1),
+                .executeFenced(&request, &fences, false, deadline_ns, -1, duration_ns),
             "executeFenced",
         )?;
         if let Some(fence) = &result.syncFence {
@@ -657,7 +695,68 @@ impl RemoteBurst {
     }
 }
 
-/// Malformed transactions a hostile client can send the device (BI-62 in `docs/hal-contract.md`), for
+/// One piece of a raw transaction's parcel ([`RemoteDevice::send_raw`]).
+#[derive(Debug)]
+pub enum RawPiece {
+    Bytes(Vec<u8>),
+    I32(i32),
+    String(String),
+    /// Written as a file descriptor object (the parcel carries it out of band).
+    Fd(std::os::fd::OwnedFd),
+}
+
+/// Sends a raw transaction to `binder`: the interface token, then `pieces`; the answer in
+/// words (a transport status or the reply's status), or `DeviceUnavailable` when the service
+/// is gone.
+fn send_raw_to(
+    binder: &rsbinder::SIBinder,
+    code: u32,
+    pieces: Vec<RawPiece>,
+    one_way: bool,
+) -> HalResult<String> {
+    use rsbinder::{StatusCode, FLAG_ONEWAY};
+    let proxy = binder
+        .as_remote()
+        .ok_or_else(|| HalError::GeneralFailure("the handle is not a remote proxy".into()))?;
+    let failed = |e: StatusCode| HalError::GeneralFailure(format!("building the parcel: {e:?}"));
+    let mut data = proxy.prepare_transact(true).map_err(failed)?;
+    for piece in pieces {
+        match piece {
+            RawPiece::Bytes(bytes) => {
+                for chunk in bytes.chunks(4) {
+                    let mut word = [0u8; 4];
+                    word[..chunk.len()].copy_from_slice(chunk);
+                    data.write(&i32::from_le_bytes(word)).map_err(failed)?;
+                }
+            }
+            RawPiece::I32(v) => data.write(&v).map_err(failed)?,
+            RawPiece::String(text) => data.write(&text).map_err(failed)?,
+            RawPiece::Fd(fd) => data.write(&ParcelFileDescriptor::new(fd)).map_err(failed)?,
+        }
+    }
+    let flags = if one_way { FLAG_ONEWAY } else { 0 };
+    match proxy.submit_transact(code, &data, flags) {
+        Err(StatusCode::DeadObject) => {
+            Err(HalError::DeviceUnavailable("the service is gone".into()))
+        }
+        Err(e) => Ok(format!("transport status {e:?}")),
+        Ok(None) => Ok("no reply".into()),
+        Ok(Some(mut reply)) => Ok(match reply.read::<Status>() {
+            Ok(status) => format!("reply status {status}"),
+            Err(e) => format!("unreadable reply ({e:?})"),
+        }),
+    }
+}
+
+impl RemotePreparedModel {
+    /// A raw transaction to this prepared model's `IPreparedModel` (fuzzing; see
+    /// [`RemoteDevice::send_raw`]).
+    pub fn send_raw(&self, code: u32, pieces: Vec<RawPiece>, one_way: bool) -> HalResult<String> {
+        send_raw_to(&self.prepared.as_binder(), code, pieces, one_way)
+    }
+}
+
+/// Malformed transactions a hostile client can send the device (BI-62 in `docs/bad-inputs.md`), for
 /// conformance tests of the service's decoding. None of them can be built through the typed
 /// client calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -688,6 +787,12 @@ impl WireGarbage {
 }
 
 impl RemoteDevice {
+    /// Sends a raw transaction to the device: the interface token, then `pieces`, under any
+    /// transaction `code` (fuzzing the stubs; `Ok` is whatever the service answered).
+    pub fn send_raw(&self, code: u32, pieces: Vec<RawPiece>, one_way: bool) -> HalResult<String> {
+        send_raw_to(&self.device.as_binder(), code, pieces, one_way)
+    }
+
     /// Sends one malformed transaction. `Ok(answer)` describes how the service refused it (a
     /// transport status or a non-OK reply status); a reply of success is a `GeneralFailure`,
     /// and no answer at all (a dead service) is `DeviceUnavailable`.

@@ -118,6 +118,12 @@ mod host {
         Status::new_service_specific_error(code, Some(message.to_string()))
     }
 
+    /// The process id of the client whose call this thread is serving (the socket peer's
+    /// credentials), which per-client limits are kept under.
+    pub fn calling_pid() -> i32 {
+        rsbinder::get_calling_pid()
+    }
+
     /// `IPreparedModelCallback::notify`. `aidl/` declares the model `@nullable`, so a failed
     /// preparation passes `None` straight through.
     pub fn notify_prepared(
@@ -220,6 +226,12 @@ mod platform {
         callback: PrepareCallbackArg<'_>,
     ) -> Option<&Strong<dyn IPreparedModelCallback>> {
         Some(callback)
+    }
+
+    /// The process id of the client whose call this thread is serving, which per-client
+    /// limits are kept under.
+    pub fn calling_pid() -> i32 {
+        binder::ThreadState::get_calling_pid()
     }
 
     /// A `ServiceSpecificException` with `code` and `message`. libbinder takes the message as a

@@ -33,12 +33,15 @@ use self::ipc::aidl;
 #[cfg(not(feature = "aosp"))]
 pub use client::{
     connect, connect_wait, connect_with, ConnectOptions, DeviceKind, ExecuteOptions,
-    ExecutionTiming, Notifications, PendingPrepare, PrepareOptions, RemoteBurst, RemoteDevice,
-    RemotePreparedModel, WireGarbage,
+    ExecutionTiming, Notifications, PendingPrepare, PrepareOptions, RawPiece, RemoteBurst,
+    RemoteDevice, RemotePreparedModel, WireGarbage, DEFAULT_CONNECT_TIMEOUT,
 };
 pub use convert::{DeviceCapabilities, NO_PERFORMANCE};
 #[cfg(not(feature = "aosp"))]
-pub use server::{default_socket_path, serve, serve_until_signal, RunningServer};
+pub use server::{
+    default_socket_path, serve, serve_until_signal, serve_until_signal_with_limits,
+    serve_with_limits, RunningServer,
+};
 pub use service::{dump_text, version_string, CountersSnapshot};
 #[cfg(feature = "aosp")]
 pub use servicemanager::{join_thread_pool, register};

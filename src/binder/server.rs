@@ -12,6 +12,7 @@ use super::ipc;
 use super::service::Device;
 use super::service_name;
 use crate::driver::Driver;
+use crate::limits::Limits;
 use rsbinder::rpc::{FileDescriptorTransportMode, RpcServer};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -82,6 +83,16 @@ impl Drop for RunningServer {
 /// A failure to listen says why in words; a live service already on `socket` is
 /// [`std::io::ErrorKind::AddrInUse`] ("another nnhal-service is already serving on …").
 pub fn serve(driver: Arc<Driver>, socket: &Path, instance: &str) -> std::io::Result<RunningServer> {
+    serve_with_limits(driver, socket, instance, Limits::default())
+}
+
+/// [`serve`] with the given resource limits (`docs/limits.md`).
+pub fn serve_with_limits(
+    driver: Arc<Driver>,
+    socket: &Path,
+    instance: &str,
+    limits: Limits,
+) -> std::io::Result<RunningServer> {
     use std::io::{Error, ErrorKind};
     let path = socket.display();
     if let Some(dir) = socket.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -123,7 +134,12 @@ pub fn serve(driver: Arc<Driver>, socket: &Path, instance: &str) -> std::io::Res
     server.set_android13plus(WIRE_VERSION);
     server.set_supported_fd_modes(&[FileDescriptorTransportMode::Unix]);
     server.set_max_threads(MAX_CONNECTIONS_PER_CLIENT);
-    let device = ipc::new_binder!(BnDevice, Device::new(driver)?);
+    // Every connection costs a thread and fds: beyond the cap new clients wait in the listen
+    // backlog, and one that connects but never completes its handshake is dropped in time
+    // instead of holding a slot.
+    server.set_max_connections(limits.max_connections);
+    server.set_handshake_timeout(Some(limits.handshake_timeout));
+    let device = ipc::new_binder!(BnDevice, Device::with_limits(driver, limits)?);
     server
         .add_service(&service_name(instance), device.as_binder())
         .map_err(|e| {
@@ -148,6 +164,16 @@ pub fn serve(driver: Arc<Driver>, socket: &Path, instance: &str) -> std::io::Res
 /// here so every thread created afterwards inherits the mask and only the waiting caller
 /// receives them.
 pub fn serve_until_signal(socket: &Path, instance: &str, threads: usize) -> Result<(), String> {
+    serve_until_signal_with_limits(socket, instance, threads, Limits::default())
+}
+
+/// [`serve_until_signal`] with the given resource limits (`docs/limits.md`).
+pub fn serve_until_signal_with_limits(
+    socket: &Path,
+    instance: &str,
+    threads: usize,
+    limits: Limits,
+) -> Result<(), String> {
     use nix::sys::signal::{SigSet, Signal};
     let mut signals = SigSet::empty();
     signals.add(Signal::SIGINT);
@@ -161,7 +187,7 @@ pub fn serve_until_signal(socket: &Path, instance: &str, threads: usize) -> Resu
         driver.isa(),
         driver.threads()
     );
-    let server = serve(driver, socket, instance).map_err(|e| e.to_string())?;
+    let server = serve_with_limits(driver, socket, instance, limits).map_err(|e| e.to_string())?;
     match signals.wait() {
         Ok(sig) => log::info!("{sig}: shutting down"),
         Err(e) => log::error!("waiting for a signal failed: {e}; shutting down"),

@@ -35,6 +35,7 @@ use super::ipc::{
     self, BinderResult, Interface, ParcelFileDescriptor, PrepareCallbackArg, Status, Strong,
 };
 use crate::driver::{Driver, PreparedModel, ValidatedModel};
+use crate::limits::{Budget, Charge, Limits};
 use crate::workers::Workers;
 use nnhal_hal::{HalError, HalResult};
 use nnhal_kernels::ukernels::Isa;
@@ -245,6 +246,8 @@ pub struct Device {
     driver: Arc<Driver>,
     /// Where accepted preparations run once `prepareModel` has returned (BI-61).
     preparers: Workers,
+    /// The service's limits and the prepared-model memory they allow (`docs/limits.md`).
+    budget: Arc<Budget>,
 }
 
 /// Threads planning prepared models. Preparation decodes constants and resolves shapes; the
@@ -255,10 +258,11 @@ const PREPARE_THREADS: usize = 2;
 pub const PREPARE_QUEUE_DEPTH: usize = 64;
 
 impl Device {
-    pub fn new(driver: Arc<Driver>) -> std::io::Result<Device> {
+    pub fn with_limits(driver: Arc<Driver>, limits: Limits) -> std::io::Result<Device> {
         Ok(Device {
             driver,
             preparers: Workers::new("nnhal-prepare", PREPARE_THREADS, PREPARE_QUEUE_DEPTH)?,
+            budget: Budget::new(limits),
         })
     }
 }
@@ -348,6 +352,33 @@ pub fn dump_text(driver: &Driver, counters: &CountersSnapshot) -> String {
     text
 }
 
+/// The sizes a model declares, checked against the limits before it is converted (which
+/// copies its constants) or validated.
+fn check_model_limits(limits: &Limits, model: &AidlModel) -> HalResult<()> {
+    let pools = model.pools.iter().map(|pool| {
+        use super::aidl::android::hardware::neuralnetworks::Memory::Memory as M;
+        match pool {
+            M::Ashmem(a) => u64::try_from(a.size).unwrap_or(u64::MAX),
+            M::MappableFile(m) => u64::try_from(m.length).unwrap_or(u64::MAX),
+            M::HardwareBuffer(_) => 0,
+        }
+    });
+    let constant_bytes = pools.fold(model.operandValues.len() as u64, u64::saturating_add);
+    let operands = model.main.operands.len() + model.main.operations.len();
+    limits.check_model(constant_bytes, operands)
+}
+
+/// The bytes a request's arguments name, checked before anything is mapped or copied.
+fn check_request_limits(limits: &Limits, request: &AidlRequest) -> HalResult<()> {
+    let bytes = request
+        .inputs
+        .iter()
+        .chain(&request.outputs)
+        .map(|a| u64::try_from(a.location.length).unwrap_or(u64::MAX))
+        .fold(0u64, u64::saturating_add);
+    limits.check_execution(bytes)
+}
+
 impl IDevice for Device {
     fn allocate(
         &self,
@@ -384,6 +415,7 @@ impl IDevice for Device {
 
     fn getSupportedOperations(&self, model: &AidlModel) -> BinderResult<Vec<bool>> {
         let call = "getSupportedOperations";
+        check_model_limits(self.budget.limits(), model).map_err(|e| to_status(&e, call))?;
         let model = convert::model_from_aidl(model).map_err(|e| to_status(&e, call))?;
         guarded(call, || self.driver.supported_operations(&model)).map_err(|e| to_status(&e, call))
     }
@@ -426,11 +458,19 @@ impl IDevice for Device {
             }
             check_optional_ns(deadline_ns, "deadlineNs")?;
             check_cache_token(token)?;
+            check_model_limits(self.budget.limits(), model)?;
             let model = convert::model_from_aidl(model)?;
             guarded(call, || self.driver.validate_model(model))
-        })();
-        let model = match checked {
-            Ok(model) => model,
+        })()
+        .and_then(|model| {
+            // Reserved before the preparation allocates; held as long as the prepared model.
+            let charge = self
+                .budget
+                .charge(ipc::calling_pid(), model.memory_estimate())?;
+            Ok((model, charge))
+        });
+        let (model, charge) = match checked {
+            Ok(checked) => checked,
             Err(e) => {
                 // Synchronous failure: the callback hears it once, the caller gets it too.
                 notify(callback, convert::error_status_to_aidl(e.status()), None);
@@ -453,8 +493,10 @@ impl IDevice for Device {
             match prepared {
                 Ok(prepared) => {
                     COUNTERS.prepared.fetch_add(1, Ordering::Relaxed);
-                    let binder =
-                        ipc::new_binder!(BnPreparedModel, PreparedModelService::new(prepared));
+                    let binder = ipc::new_binder!(
+                        BnPreparedModel,
+                        PreparedModelService::new(prepared, Arc::new(charge))
+                    );
                     notify(&worker_callback, AidlStatus::NONE, Some(&binder));
                 }
                 Err(e) => {
@@ -503,6 +545,7 @@ impl IDevice for Device {
 /// Runs one execution for `executeSynchronously` (prepared model and burst alike).
 fn execute(
     prepared: &PreparedModel,
+    limits: &Limits,
     request: &AidlRequest,
     measure: bool,
     deadline_ns: i64,
@@ -513,6 +556,7 @@ fn execute(
     let request = (|| {
         check_optional_ns(deadline_ns, "deadlineNs")?;
         check_loop_timeout(loop_timeout_ns)?;
+        check_request_limits(limits, request)?;
         convert::request_from_aidl(request)
     })()
     .map_err(|e| to_status(&e, call))?;
@@ -544,12 +588,15 @@ fn execute(
 /// it) keeps it alive for as long as a client or an execution uses it.
 struct PreparedModelService {
     prepared: Arc<PreparedModel>,
+    /// The model's share of the prepared-model budget, shared with its bursts; declared last
+    /// so that it is released (and freed memory handed back to the system) after the model.
+    charge: Arc<Charge>,
 }
 
 impl PreparedModelService {
-    fn new(prepared: Arc<PreparedModel>) -> PreparedModelService {
+    fn new(prepared: Arc<PreparedModel>, charge: Arc<Charge>) -> PreparedModelService {
         COUNTERS.live_models.fetch_add(1, Ordering::Relaxed);
-        PreparedModelService { prepared }
+        PreparedModelService { prepared, charge }
     }
 }
 
@@ -571,6 +618,7 @@ impl IPreparedModel for PreparedModelService {
     ) -> BinderResult<AidlResult> {
         execute(
             &self.prepared,
+            self.charge.limits(),
             request,
             measure_timing,
             deadline_ns,
@@ -594,6 +642,7 @@ impl IPreparedModel for PreparedModelService {
             check_optional_ns(deadline_ns, "deadlineNs")?;
             check_loop_timeout(loop_timeout_ns)?;
             check_optional_ns(duration_ns, "durationNs")?;
+            check_request_limits(self.charge.limits(), request)?;
             let request = convert::request_from_aidl(request)?;
             guarded(call, || self.prepared.validate_request(&request))
         })()
@@ -603,7 +652,32 @@ impl IPreparedModel for PreparedModelService {
         // No sync-fence driver on a Linux host: wait for the given fences (sync files signal
         // readability) right here, run, and hand back a null fence, which the contract allows
         // when the work finished before the call returned. The callback reports the outcome.
-        wait_for_fences(wait_for).map_err(|e| to_status(&e, call))?;
+        // The wait holds a binder thread, so it never outlasts the caller's deadline, its
+        // duration, or the service's own bound when it gave neither (BI-61).
+        let wait_until = fence_wait_end(
+            launched,
+            deadline_ns,
+            duration_ns,
+            self.charge.limits().max_fence_wait,
+        );
+        match wait_for_fences(wait_for, wait_until) {
+            Ok(()) => {}
+            Err(FenceWait::Failed(e)) => return Err(to_status(&e, call)),
+            Err(FenceWait::TimedOut) => {
+                return Err(aidl_status(
+                    if deadline_ns >= 0 {
+                        AidlStatus::MISSED_DEADLINE_TRANSIENT
+                    } else {
+                        AidlStatus::GENERAL_FAILURE
+                    },
+                    format!(
+                        "the fences were not signalled within {:.3} s",
+                        launched.elapsed().as_secs_f64()
+                    ),
+                    call,
+                ))
+            }
+        }
         let fenced = Instant::now();
         let outcome = guarded(call, || self.prepared.execute_bound(&request));
         COUNTERS.executed(&outcome);
@@ -647,25 +721,60 @@ impl IPreparedModel for PreparedModelService {
             BnBurst,
             Burst {
                 prepared: Arc::clone(&self.prepared),
+                charge: Arc::clone(&self.charge),
             }
         ))
     }
 }
 
-/// Blocks until every fence fd is readable (signalled). A fence in an error state is an
-/// invalid argument, as the contract says.
-fn wait_for_fences(fences: &[ParcelFileDescriptor]) -> HalResult<()> {
+/// When a fenced execution stops waiting for its fences: at the deadline (boot-time
+/// nanoseconds), at `duration_ns` after the launch, or after `max_wait` when the caller gave
+/// neither; the earliest of those that apply.
+fn fence_wait_end(
+    launched: Instant,
+    deadline_ns: i64,
+    duration_ns: i64,
+    max_wait: std::time::Duration,
+) -> Instant {
+    use std::time::Duration;
+    let mut end = launched + max_wait;
+    if deadline_ns >= 0 {
+        let left = u64::try_from(deadline_ns.saturating_sub(boot_time_ns())).unwrap_or(0);
+        end = end.min(Instant::now() + Duration::from_nanos(left));
+    }
+    if duration_ns >= 0 {
+        end = end.min(launched + Duration::from_nanos(duration_ns as u64));
+    }
+    end
+}
+
+enum FenceWait {
+    Failed(HalError),
+    TimedOut,
+}
+
+/// Blocks until every fence fd is readable (signalled), or until `until`. A fence in an
+/// error state is an invalid argument, as the contract says.
+fn wait_for_fences(fences: &[ParcelFileDescriptor], until: Instant) -> Result<(), FenceWait> {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     for (i, fence) in fences.iter().enumerate() {
         loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(FenceWait::TimedOut);
+            }
+            // Whole milliseconds, rounded up so that a wait never ends before `until`.
+            let ms = left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+            let timeout = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
             let mut fds = [PollFd::new(ipc::pfd_fd(fence), PollFlags::POLLIN)];
-            match poll(&mut fds, PollTimeout::NONE) {
+            match poll(&mut fds, timeout) {
+                Ok(0) => continue,
                 Ok(_) => {
                     let revents = fds[0].revents().unwrap_or(PollFlags::empty());
                     if revents.intersects(PollFlags::POLLERR | PollFlags::POLLNVAL) {
-                        return Err(HalError::InvalidArgument(format!(
+                        return Err(FenceWait::Failed(HalError::InvalidArgument(format!(
                             "waitFor[{i}]: fence is in an error state"
-                        )));
+                        ))));
                     }
                     if revents.intersects(PollFlags::POLLIN | PollFlags::POLLHUP) {
                         break;
@@ -673,9 +782,9 @@ fn wait_for_fences(fences: &[ParcelFileDescriptor]) -> HalResult<()> {
                 }
                 Err(nix::errno::Errno::EINTR) => continue,
                 Err(e) => {
-                    return Err(HalError::InvalidArgument(format!(
+                    return Err(FenceWait::Failed(HalError::InvalidArgument(format!(
                         "waitFor[{i}]: cannot wait on the fence: {e}"
-                    )))
+                    ))))
                 }
             }
         }
@@ -716,6 +825,7 @@ impl IFencedExecutionCallback for FencedCallback {
 /// mappings between executions, keyed by the file itself rather than by a client's token.
 struct Burst {
     prepared: Arc<PreparedModel>,
+    charge: Arc<Charge>,
 }
 
 impl Interface for Burst {}
@@ -748,6 +858,7 @@ impl IBurst for Burst {
         }
         execute(
             &self.prepared,
+            self.charge.limits(),
             request,
             measure_timing,
             deadline_ns,
@@ -818,7 +929,7 @@ mod tests {
             String::from_utf8(out).unwrap()
         };
         let driver = Arc::new(Driver::new(1).unwrap());
-        let device = Device::new(Arc::clone(&driver)).unwrap();
+        let device = Device::with_limits(Arc::clone(&driver), Limits::default()).unwrap();
         let before = dump(&device);
         assert!(before.starts_with(&format!("version: {}\n", version_string(driver.isa()))));
         for line in [

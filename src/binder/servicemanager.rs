@@ -11,21 +11,25 @@ use super::ipc::{self, ProcessState};
 use super::service::Device;
 use super::service_name;
 use crate::driver::Driver;
+use crate::limits::Limits;
 use std::sync::Arc;
 
 /// Starts the binder thread pool (up to `binder_threads` threads besides the main thread) and
-/// registers `driver` as `instance`, as a lazy HAL when `lazy` (see `ipc::register_service`).
+/// registers `driver` as `instance`, serving within `limits` (`docs/limits.md`), as a lazy HAL
+/// when `lazy` (see `ipc::register_service`).
 pub fn register(
     driver: Arc<Driver>,
     instance: &str,
     binder_threads: u32,
+    limits: Limits,
     lazy: bool,
 ) -> Result<(), String> {
     // The pool size must be set before the pool starts; starting it before the registration
     // means a client that finds the device at once is already served.
     ProcessState::set_thread_pool_max_thread_count(binder_threads);
     ProcessState::start_thread_pool();
-    let device = Device::new(driver).map_err(|e| format!("cannot start the device: {e}"))?;
+    let device =
+        Device::with_limits(driver, limits).map_err(|e| format!("cannot start the device: {e}"))?;
     let device = ipc::new_binder!(BnDevice, device);
     let name = service_name(instance);
     ipc::register_service(&name, device.as_binder(), lazy)?;

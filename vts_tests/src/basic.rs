@@ -1,7 +1,7 @@
 //! The basic device tests of the NN HAL VTS (`BasicTests`, and the argument checks of the AIDL
 //! suite), run against the service over binder: the device answers, its status and
 //! capabilities are sane, a cyclic model is refused, and null or out-of-range arguments get
-//! INVALID_ARGUMENT (`docs/hal-contract.md`; BI-57).
+//! INVALID_ARGUMENT (`docs/bad-inputs.md`; BI-57).
 //!
 //! Every check is a named [`BasicCase`] returning `Err(reason)` on failure, so the binary can
 //! print one `PASS`/`FAIL` line each and the integration test can assert on all of them.

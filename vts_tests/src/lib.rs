@@ -15,6 +15,7 @@
 //! The `nnhal-vts` binary and the integration tests in `tests/` are thin layers over these.
 
 pub mod basic;
+pub mod load;
 pub mod mutations;
 pub mod qos;
 pub mod runner;

@@ -7,6 +7,8 @@
 //! nnhal-vts qos       [--socket PATH]
 //! nnhal-vts dynamic   [--transport rpc|inproc] [--socket PATH] [PATH...]
 //! nnhal-vts coupling  [--transport rpc|inproc] [--socket PATH] [PATH...]
+//! nnhal-vts stress    [--socket PATH] [--clients C] [--executions E] [--duration S]
+//! nnhal-vts faults    [--socket PATH] [--idle-connections N]
 //! ```
 //!
 //! The default transport is the service over binder RPC: with `--socket` the suite talks to a
@@ -19,6 +21,7 @@
 use clap::{Args, Parser, Subcommand};
 use nnhal::hal::HalError;
 use nnhal_vts::basic;
+use nnhal_vts::load;
 use nnhal_vts::mutations::{base_models, BaseModel, MODEL_MUTATORS, REQUEST_MUTATORS};
 use nnhal_vts::runner::{run_model_class, run_request_class, run_vector, ClassReport};
 use nnhal_vts::suites::{self, Outcome};
@@ -26,6 +29,7 @@ use nnhal_vts::transport::{self, Device, RpcDevice, TransportKind, TransportOpti
 use nnhal_vts::vector::{bundled_dir, vector_files, Vector};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 #[derive(Parser)]
 #[command(
@@ -120,6 +124,60 @@ enum Command {
     Basic {
         #[command(flatten)]
         service: ServiceArgs,
+    },
+    /// Load: C client processes × E executions of mixed vectors (float, quant8, recurrent,
+    /// multi-operation) on shared and private prepared models, every output checked; reports
+    /// the service's RSS, threads and fds before, during and after, and fails unless threads
+    /// and fds return to their baseline and RSS stays within 10 % of its post-warm-up size.
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
+    Stress {
+        #[command(flatten)]
+        service: ServiceArgs,
+        /// Client processes
+        #[arg(long, value_name = "C", default_value_t = 4)]
+        clients: usize,
+        /// Executions per client
+        #[arg(long, value_name = "E", default_value_t = 100)]
+        executions: usize,
+        /// Stop each client after this many seconds even if it has executions left
+        #[arg(long, value_name = "S")]
+        duration: Option<f64>,
+    },
+    /// Faults: clients killed mid-prepare and mid-execute, a callback dead before its notify,
+    /// a client that never reads, a model released while it runs, a pool shrunk while read,
+    /// 1,000 idle connections, garbage and lying lengths on the socket; after each, the next
+    /// client must be served correctly and the service's threads and fds return to baseline.
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
+    Faults {
+        #[command(flatten)]
+        service: ServiceArgs,
+        /// Idle connections opened before the normal client of that fault
+        #[arg(long, value_name = "N", default_value_t = 1000)]
+        idle_connections: usize,
+    },
+    /// One client process of `stress` (started by it).
+    #[command(hide = true)]
+    StressClient {
+        #[arg(long, value_name = "PATH")]
+        socket: PathBuf,
+        #[arg(long, value_name = "NAME", default_value = "default")]
+        instance: String,
+        #[arg(long, value_name = "E")]
+        executions: usize,
+        #[arg(long, value_name = "K", default_value_t = 0)]
+        index: usize,
+        #[arg(long, value_name = "S")]
+        duration: Option<f64>,
+    },
+    /// One client process of `faults` (started, and killed, by it).
+    #[command(hide = true)]
+    FaultClient {
+        #[arg(long, value_name = "PATH")]
+        socket: PathBuf,
+        #[arg(long, value_name = "NAME", default_value = "default")]
+        instance: String,
+        #[arg(long, value_enum)]
+        action: nnhal_vts::load::FaultAction,
     },
 }
 
@@ -553,6 +611,56 @@ fn basic(service: &ServiceArgs) -> ExitCode {
     }
 }
 
+/// Opens the service for `stress` or `faults`: the one on `--socket`, or a child. The device
+/// handle keeps a child alive and is dropped at the end.
+fn load_target(service: &ServiceArgs) -> Result<(RpcDevice, load::Target), ExitCode> {
+    let device = RpcDevice::open(&service.options()).map_err(cannot_open)?;
+    eprintln!("device: {}", device.describe());
+    let pid = match device.child_pid() {
+        Some(pid) => pid,
+        None => load::service_pid(device.socket()).map_err(|e| {
+            eprintln!(
+                "nnhal-vts: cannot find the service's process through {}: {e}",
+                device.socket().display()
+            );
+            ExitCode::from(nnhal::cli::EXIT_USAGE)
+        })?,
+    };
+    let exe = std::env::current_exe().map_err(|e| {
+        eprintln!("nnhal-vts: cannot find this program: {e}");
+        ExitCode::from(nnhal::cli::EXIT_USAGE)
+    })?;
+    let target = load::Target {
+        socket: device.socket().to_path_buf(),
+        instance: service.instance.clone(),
+        pid,
+        exe,
+    };
+    Ok((device, target))
+}
+
+fn report(outcomes: Vec<load::Outcome>) -> ExitCode {
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for (name, result) in outcomes {
+        match result {
+            Ok(note) => {
+                passed += 1;
+                println!("PASS {name}: {note}");
+            }
+            Err(why) => {
+                failed += 1;
+                println!("FAIL {name}: {why}");
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // rsbinder reports the end of our own session (closed when the client exits) as a warning.
@@ -585,5 +693,62 @@ fn main() -> ExitCode {
         Command::Qos { service } => qos(service),
         Command::Dynamic { transport, paths } => derived_suite(transport, paths, suites::dynamic),
         Command::Coupling { transport, paths } => derived_suite(transport, paths, suites::coupling),
+        Command::Stress {
+            service,
+            clients,
+            executions,
+            duration,
+        } => {
+            let (device, target) = match load_target(service) {
+                Ok(t) => t,
+                Err(code) => return code,
+            };
+            let duration = duration.map(Duration::from_secs_f64);
+            let outcomes = load::stress(&target, *clients, *executions, duration);
+            drop(device);
+            report(outcomes)
+        }
+        Command::Faults {
+            service,
+            idle_connections,
+        } => {
+            let (device, target) = match load_target(service) {
+                Ok(t) => t,
+                Err(code) => return code,
+            };
+            let outcomes = load::faults(&target, *idle_connections);
+            drop(device);
+            report(outcomes)
+        }
+        Command::StressClient {
+            socket,
+            instance,
+            executions,
+            index,
+            duration,
+        } => {
+            let until = duration.map(|d| Instant::now() + Duration::from_secs_f64(d));
+            match load::stress_client(socket, instance, *executions, *index, until) {
+                Ok(n) => {
+                    println!("{n} executions, all outputs as expected");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    println!("{e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::FaultClient {
+            socket,
+            instance,
+            action,
+        } => match load::fault_client(socket, instance, *action) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("fault client: {e}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }

@@ -2,7 +2,7 @@
 //! `BasicTests.cpp` CycleTest, and the Android 8.1 hand-written negative tests), as plain
 //! functions from a valid model (and a request builder) to named malformed variants.
 //!
-//! Every variant carries the bad-input class it belongs to (`docs/hal-contract.md`, BI-01…
+//! Every variant carries the bad-input class it belongs to (`docs/bad-inputs.md`, BI-01…
 //! BI-26). The expected answer is INVALID_ARGUMENT: for model variants from both
 //! `supported_operations` and `prepare_model`, for request variants from `execute`.
 //!
@@ -24,7 +24,7 @@ use nnhal::hal::{
 };
 use std::sync::Arc;
 
-/// A bad-input class number (BI-xx in `docs/hal-contract.md`).
+/// A bad-input class number (BI-xx in `docs/bad-inputs.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Bi(pub u8);
 

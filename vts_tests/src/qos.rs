@@ -145,7 +145,7 @@ fn fenced_passed(device: &RemoteDevice) -> Result<(), String> {
         .map_err(|e| format!("prepareModel: {e}"))?;
     let run = add_run()?;
     expect_missed(
-        prepared.execute_fenced_with(&run.request, PASSED),
+        prepared.execute_fenced_with(&run.request, Vec::new(), PASSED, -1),
         "executeFenced",
     )
 }
@@ -185,7 +185,7 @@ fn executions_ahead(device: &RemoteDevice) -> Result<(), String> {
     check_sum(&run, "executeSynchronously")?;
     clear(&run)?;
     prepared
-        .execute_fenced_with(&run.request, ahead)
+        .execute_fenced_with(&run.request, Vec::new(), ahead, -1)
         .map_err(|e| format!("executeFenced: {e}"))?;
     check_sum(&run, "executeFenced")?;
     clear(&run)?;

@@ -138,6 +138,7 @@ impl RpcDevice {
             instance: instance.clone(),
             // The suite may execute from several threads; calls on one connection serialise.
             outgoing_connections: 2,
+            ..ConnectOptions::default()
         };
         match &options.socket {
             Some(socket) => Ok(RpcDevice {

@@ -196,6 +196,9 @@ fn interior_columns(w: &Window) -> (usize, usize) {
     (lo, hi.max(lo))
 }
 
+/// The longest zero row an interior run may use (see `row_fast`).
+const ZERO_ROW_MAX: usize = 1 << 20;
+
 /// One output row: every border pixel is its own kernel call with per-tap pointers (padding
 /// taps on the zero row); the interior columns are one call whose taps advance by
 /// `stride_w·c` per pixel (a vertically padded tap walks along the zero row).
@@ -203,11 +206,20 @@ fn row_fast(w: &Window, f: &FastDw, input: &[u8], b: usize, oy: usize, row: &mut
     let c = w.output.c;
     let step = w.stride_w * c;
     let ntaps = w.filter_h * w.filter_w;
-    let (lo, hi) = interior_columns(w);
+    let (lo, mut hi) = interior_columns(w);
+    // The interior run's padding taps walk a zero row `ow·stride_w·c` long, and the stride is
+    // the model's word: past a bound (a stride of millions makes it gigabytes), every pixel is
+    // its own call instead, which reads `c` bytes of the row.
+    let zero_len = match w.output.w.checked_mul(step).and_then(|n| n.checked_add(c)) {
+        Some(n) if n <= ZERO_ROW_MAX => n,
+        _ => {
+            hi = lo;
+            c
+        }
+    };
     SCRATCH.with(|s| {
         let mut s = s.borrow_mut();
         let s = &mut *s;
-        let zero_len = w.output.w * step + c;
         if s.zero_row.len() < zero_len || s.zero_row.first() != Some(&f.za) {
             s.zero_row.clear();
             s.zero_row.resize(zero_len, f.za);
@@ -238,7 +250,8 @@ fn row_fast(w: &Window, f: &FastDw, input: &[u8], b: usize, oy: usize, row: &mut
             // SAFETY: `taps` holds `ntaps` pointers. For a single pixel each addresses `c`
             // readable bytes. For the interior run every pixel's window is inside the input
             // horizontally, so an in-bounds tap advanced by `p·stride_w·c` stays inside its
-            // input row, and a padding tap stays inside the zero row (`ow·step + c` bytes).
+            // input row, and a padding tap stays inside the zero row (`ow·step + c` bytes; an
+            // interior run only exists when that length was allocated).
             // The packed weights cover `ceil(c/16)` blocks of `1 + ntaps` groups, and `out`
             // holds `width` pixels of `c` bytes.
             unsafe { (f.dw.kernel)(&args) };

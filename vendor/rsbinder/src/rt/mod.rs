@@ -1,0 +1,4 @@
+#[cfg(feature = "tokio")]
+mod tokio_rt;
+#[cfg(feature = "tokio")]
+pub use tokio_rt::*;

@@ -5,7 +5,8 @@
 use crate::types::{OperandType, OperationType};
 
 use OperandType::{
-    Float32 as SF, Int32 as SI, TensorFloat32 as F, TensorInt32 as I, TensorQuant8Asymm as Q,
+    Bool as B, Float32 as SF, Int32 as SI, TensorFloat32 as F, TensorInt32 as I,
+    TensorQuant8Asymm as Q,
 };
 
 /// One accepted combination of operand types.
@@ -30,20 +31,33 @@ const fn sig(inputs: &'static [OperandType], outputs: &'static [OperandType]) ->
     Signature { inputs, outputs }
 }
 
+// Each operation that works on images also takes NNAPI 1.2's trailing BOOL `layout` (NCHW
+// when true): those forms run here too, transposed around the NHWC kernels.
 const POOL_F: &[Signature] = &[
     sig(&[F, SI, SI, SI, SI, SI, SI, SI, SI, SI], &[F]),
     sig(&[F, SI, SI, SI, SI, SI, SI], &[F]),
+    sig(&[F, SI, SI, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
+    sig(&[F, SI, SI, SI, SI, SI, SI, B], &[F]),
 ];
 const POOL_FQ: &[Signature] = &[
     sig(&[F, SI, SI, SI, SI, SI, SI, SI, SI, SI], &[F]),
     sig(&[F, SI, SI, SI, SI, SI, SI], &[F]),
     sig(&[Q, SI, SI, SI, SI, SI, SI, SI, SI, SI], &[Q]),
     sig(&[Q, SI, SI, SI, SI, SI, SI], &[Q]),
+    sig(&[F, SI, SI, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
+    sig(&[F, SI, SI, SI, SI, SI, SI, B], &[F]),
+    sig(&[Q, SI, SI, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
+    sig(&[Q, SI, SI, SI, SI, SI, SI, B], &[Q]),
 ];
 const UNARY_F: &[Signature] = &[sig(&[F], &[F])];
 const UNARY_FQ: &[Signature] = &[sig(&[F], &[F]), sig(&[Q], &[Q])];
 const BINARY_ACT: &[Signature] = &[sig(&[F, F, SI], &[F]), sig(&[Q, Q, SI], &[Q])];
-const BLOCK: &[Signature] = &[sig(&[F, SI], &[F]), sig(&[Q, SI], &[Q])];
+const BLOCK: &[Signature] = &[
+    sig(&[F, SI], &[F]),
+    sig(&[Q, SI], &[Q]),
+    sig(&[F, SI, B], &[F]),
+    sig(&[Q, SI, B], &[Q]),
+];
 
 const LSTM_INPUTS: &[OperandType] = &[
     F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, SI, SF, SF,
@@ -63,6 +77,10 @@ pub fn arity(op: OperationType) -> Arity {
                 sig(&[F, F, F, SI, SI, SI, SI], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI], &[Q]),
+                sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
+                sig(&[F, F, F, SI, SI, SI, SI, B], &[F]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, B], &[Q]),
             ];
             S
         }
@@ -72,6 +90,10 @@ pub fn arity(op: OperationType) -> Arity {
                 sig(&[F, F, F, SI, SI, SI, SI, SI], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI], &[Q]),
+                sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
+                sig(&[F, F, F, SI, SI, SI, SI, SI, B], &[F]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, SI, B], &[Q]),
             ];
             S
         }
@@ -127,7 +149,7 @@ pub fn arity(op: OperationType) -> Arity {
             S
         }
         ResizeBilinear => {
-            const S: &[Signature] = &[sig(&[F, SI, SI], &[F])];
+            const S: &[Signature] = &[sig(&[F, SI, SI], &[F]), sig(&[F, SI, SI, B], &[F])];
             S
         }
         Rnn => {

@@ -161,6 +161,9 @@ pub enum Params {
         depth: u32,
         inner: u32,
     },
+    /// An image operation given NCHW (its BOOL `layout` true, NNAPI 1.2): the parameters of
+    /// the same operation on the NHWC transpose of input 0, whose output is transposed back.
+    Nchw(Box<Params>),
     Svdf {
         batch: u32,
         input_size: u32,
@@ -170,6 +173,16 @@ pub enum Params {
         units: u32,
         act: FusedActivationFunc,
     },
+}
+
+impl Params {
+    /// The parameters of the NHWC operation (the same, unless [`Params::Nchw`]).
+    pub fn nhwc(&self) -> &Params {
+        match self {
+            Params::Nchw(inner) => inner,
+            other => other,
+        }
+    }
 }
 
 /// Output dimensions and resolved parameters of one operation.
@@ -446,6 +459,24 @@ fn axis_split(ins: &Ins, d: &[u32], at: usize) -> Res<(u32, u32)> {
 pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
     use OperationType::*;
     let ins = Ins { args: inputs };
+    if matches!(
+        op,
+        AveragePool2d
+            | MaxPool2d
+            | L2Pool2d
+            | Conv2d
+            | DepthwiseConv2d
+            | DepthToSpace
+            | SpaceToDepth
+            | ResizeBilinear
+    ) {
+        let flag = inputs
+            .iter()
+            .position(|a| matches!(a, Some(a) if a.ty == OperandType::Bool));
+        if let Some(at) = flag {
+            return infer_layout(op, inputs, at);
+        }
+    }
     let one = |d: Vec<u32>, params: Params| {
         Ok(Inferred {
             outputs: vec![d],
@@ -827,6 +858,29 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
         }
         _ => bad!("{op} is not run by this driver"),
     }
+}
+
+/// NNAPI 1.2's BOOL `layout` at input `at` (types.hal V1_2, "NCHW" data layout): the
+/// operation is inferred on the NHWC transpose of input 0 and its output transposed back.
+fn infer_layout(op: OperationType, inputs: &[Option<Arg>], at: usize) -> Res<Inferred> {
+    let ins = Ins { args: inputs };
+    let b = ins.bytes(at)?;
+    check!(b.len() == 1, "BOOL input {at} has {} bytes", b.len());
+    let head = &inputs[..at];
+    if b[0] == 0 {
+        return infer(op, head);
+    }
+    let d = ins.dims_rank(0, 4, "input")?;
+    let nhwc = [d[0], d[2], d[3], d[1]];
+    let mut args = head.to_vec();
+    if let Some(Some(a)) = args.first_mut() {
+        a.dims = &nhwc;
+    }
+    let mut r = infer(op, &args)?;
+    let o = &r.outputs[0];
+    r.outputs[0] = vec![o[0], o[3], o[1], o[2]];
+    r.params = Params::Nchw(Box::new(r.params));
+    Ok(r)
 }
 
 fn infer_lstm(ins: &Ins) -> Res<Inferred> {

@@ -588,7 +588,8 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
             .iter()
             .chain(&operation.outputs)
             .map(|&i| operands[i as usize].ty)
-            .filter(|t| !t.in_nnapi_1_0())
+            // BOOL is the `layout` flag the 1.0 table accepts on image operations.
+            .filter(|&t| !t.in_nnapi_1_0() && t != OperandType::Bool)
             .collect();
         let mut opaque = matches!(ops::arity(ty), Arity::Any);
         if !opaque {

@@ -42,6 +42,35 @@ pub fn concatenation<T: Copy>(inputs: &[(&[T], &[usize])], axis: usize, output: 
     }
 }
 
+/// NCHW `[n, c, h, w]` → NHWC `[n, h, w, c]` (`shape` gives the NHWC extents): the NCHW
+/// `layout` of NNAPI 1.2 image operations runs as its NHWC transpose.
+pub fn nchw_to_nhwc<T: Copy>(input: &[T], shape: Nhwc, output: &mut [T]) {
+    let plane = shape.h * shape.w;
+    for n in 0..shape.n {
+        let src = &input[n * shape.c * plane..][..shape.c * plane];
+        let dst = &mut output[n * shape.c * plane..][..shape.c * plane];
+        for (p, pixel) in dst.chunks_exact_mut(shape.c).enumerate() {
+            for (c, v) in pixel.iter_mut().enumerate() {
+                *v = src[c * plane + p];
+            }
+        }
+    }
+}
+
+/// NHWC `[n, h, w, c]` → NCHW `[n, c, h, w]`, the inverse of [`nchw_to_nhwc`].
+pub fn nhwc_to_nchw<T: Copy>(input: &[T], shape: Nhwc, output: &mut [T]) {
+    let plane = shape.h * shape.w;
+    for n in 0..shape.n {
+        let src = &input[n * shape.c * plane..][..shape.c * plane];
+        let dst = &mut output[n * shape.c * plane..][..shape.c * plane];
+        for (p, pixel) in src.chunks_exact(shape.c).enumerate() {
+            for (c, &v) in pixel.iter().enumerate() {
+                dst[c * plane + p] = v;
+            }
+        }
+    }
+}
+
 /// DEPTH_TO_SPACE: `[n, h, w, c]` → `[n, h·b, w·b, c/b²]`, where output pixel
 /// `(y·b + by, x·b + bx)` takes the channel slice `(by·b + bx)·c' .. (by·b + bx + 1)·c'` of
 /// input pixel `(y, x)` (`c' = c/b²`).

@@ -176,7 +176,7 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
         (Relu | Relu1 | Relu6, F) => &CLAMP_F32,
         (Relu | Relu1 | Relu6, Q) => &CLAMP_U8,
         (Reshape, _) => &RESHAPE,
-        (ResizeBilinear, F) => &RESIZE_BILINEAR,
+        (ResizeBilinear, F | Q) => &RESIZE_BILINEAR,
         (Rnn, F) => &RNN,
         (Softmax, F) => &SOFTMAX_F32,
         (Softmax, Q) => &SOFTMAX_U8,
@@ -1009,17 +1009,26 @@ fn lsh_projection(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
 }
 
 fn resize_bilinear(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
-    let Params::Resize { height, width } = c.params else {
+    let Params::Resize {
+        height,
+        width,
+        align_corners,
+        half_pixel_centers,
+    } = *c.params
+    else {
         return Err(mismatch(c));
     };
     let s = nhwc(c.dims(0)?);
-    layout::resize_bilinear_f32(
-        c.f(0)?,
-        s,
-        *height as usize,
-        *width as usize,
-        out0(outs)?.f32_mut()?,
-    );
+    let mode = layout::ResizeMode {
+        align_corners,
+        half_pixel_centers,
+    };
+    let (h, w) = (height as usize, width as usize);
+    match (c.t(0)?.data, &mut out0(outs)?.data) {
+        (DataRef::F32(x), DataMut::F32(y)) => layout::resize_bilinear(x, s, h, w, mode, y),
+        (DataRef::U8(x), DataMut::U8(y)) => layout::resize_bilinear(x, s, h, w, mode, y),
+        _ => return Err(mismatch(c)),
+    }
     Ok(())
 }
 

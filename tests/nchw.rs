@@ -315,12 +315,14 @@ fn block_rearrangements_and_resize_nchw_match_nhwc() {
         );
     }
     // Output width 5, height 3.
-    check(
-        OperationType::ResizeBilinear,
-        TensorFloat32,
-        [1, 2, 3, 2],
-        &scalars(&[5, 3]),
-        [1, 3, 5, 2],
-        0.0,
-    );
+    for ty in [TensorFloat32, TensorQuant8Asymm] {
+        check(
+            OperationType::ResizeBilinear,
+            ty,
+            [1, 2, 3, 2],
+            &scalars(&[5, 3]),
+            [1, 3, 5, 2],
+            0.5,
+        );
+    }
 }

@@ -149,7 +149,22 @@ pub fn arity(op: OperationType) -> Arity {
             S
         }
         ResizeBilinear => {
-            const S: &[Signature] = &[sig(&[F, SI, SI], &[F]), sig(&[F, SI, SI, B], &[F])];
+            // Later forms: uint8, FLOAT32 scales instead of sizes, and after the layout the
+            // NNAPI 1.3 `align_corners` / `half_pixel_centers` flags.
+            const S: &[Signature] = &[
+                sig(&[F, SI, SI], &[F]),
+                sig(&[F, SI, SI, B], &[F]),
+                sig(&[F, SI, SI, B, B, B], &[F]),
+                sig(&[F, SF, SF], &[F]),
+                sig(&[F, SF, SF, B], &[F]),
+                sig(&[F, SF, SF, B, B, B], &[F]),
+                sig(&[Q, SI, SI], &[Q]),
+                sig(&[Q, SI, SI, B], &[Q]),
+                sig(&[Q, SI, SI, B, B, B], &[Q]),
+                sig(&[Q, SF, SF], &[Q]),
+                sig(&[Q, SF, SF, B], &[Q]),
+                sig(&[Q, SF, SF, B, B, B], &[Q]),
+            ];
             S
         }
         Rnn => {
@@ -202,8 +217,8 @@ pub struct LaterSignature {
 /// The signatures NNAPI 1.1–1.3 (the AIDL V1 operation set, feature level 5) added to the
 /// NNAPI 1.0 operations: float16 and signed-quantized variants, the optional NCHW `layout`,
 /// dilation, `axis`, `align_corners` / `half_pixel_centers` inputs, per-channel filters,
-/// int32 arithmetic, layer-normalised LSTM. A model using one is valid; the NNAPI 1.0
-/// kernels do not run it, so such an operation is reported unsupported.
+/// int32 arithmetic, layer-normalised LSTM. A model using one is valid; unless [`arity`] lists
+/// it too (the layout and resize forms the kernels run), it is reported unsupported.
 pub fn later_signatures(op: OperationType) -> &'static [LaterSignature] {
     use std::collections::HashMap;
     use std::sync::LazyLock;

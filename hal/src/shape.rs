@@ -140,9 +140,12 @@ pub enum Params {
         input_rows: u32,
     },
     Lstm(LstmParams),
+    /// RESIZE_BILINEAR: output size and the NNAPI 1.3 coordinate modes (inputs 4 and 5).
     Resize {
         height: u32,
         width: u32,
+        align_corners: bool,
+        half_pixel_centers: bool,
     },
     Rnn {
         batch: u32,
@@ -458,7 +461,6 @@ fn axis_split(ins: &Ins, d: &[u32], at: usize) -> Res<(u32, u32)> {
 
 pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
     use OperationType::*;
-    let ins = Ins { args: inputs };
     if matches!(
         op,
         AveragePool2d
@@ -477,6 +479,13 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
             return infer_layout(op, inputs, at);
         }
     }
+    infer_nhwc(op, inputs)
+}
+
+/// [`infer`] for an operation whose images, if any, are NHWC (no `layout` input).
+fn infer_nhwc(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
+    use OperationType::*;
+    let ins = Ins { args: inputs };
     let one = |d: Vec<u32>, params: Params| {
         Ok(Inferred {
             outputs: vec![d],
@@ -769,11 +778,48 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
         }
         ResizeBilinear => {
             let d = ins.dims_rank(0, 4, "input")?;
-            let width = ins.positive(1, "output width")?;
-            let height = ins.positive(2, "output height")?;
+            let (width, height) = if ins.get(1)?.ty == OperandType::Float32 {
+                // NNAPI 1.2: scales; the output extent is the input's times the scale, floored.
+                let scaled = |i: usize, extent: u32, what: &str| -> Res<u32> {
+                    let s = ins.f32(i)?;
+                    let v = (extent as f32 * s).floor();
+                    check!(
+                        s > 0.0 && v >= 1.0 && v <= MAX_ELEMENTS as f32,
+                        "{what} scale {s} (input {i}) gives no valid output extent"
+                    );
+                    Ok(v as u32)
+                };
+                (scaled(1, d[2], "width")?, scaled(2, d[1], "height")?)
+            } else {
+                (
+                    ins.positive(1, "output width")?,
+                    ins.positive(2, "output height")?,
+                )
+            };
+            let flag = |i: usize| -> Res<bool> {
+                if !ins.present(i) {
+                    return Ok(false);
+                }
+                let b = ins.bytes(i)?;
+                check!(b.len() == 1, "BOOL input {i} has {} bytes", b.len());
+                Ok(b[0] != 0)
+            };
+            let (align_corners, half_pixel_centers) = (flag(3)?, flag(4)?);
+            check!(
+                !(align_corners && half_pixel_centers),
+                "align_corners and half_pixel_centers cannot both be true"
+            );
             let out = vec![d[0], height, width, d[3]];
             element_count(&out).map_err(InferError::Invalid)?;
-            one(out, Params::Resize { height, width })
+            one(
+                out,
+                Params::Resize {
+                    height,
+                    width,
+                    align_corners,
+                    half_pixel_centers,
+                },
+            )
         }
         Rnn => {
             let x = ins.dims_rank(0, 2, "input")?;
@@ -866,17 +912,21 @@ fn infer_layout(op: OperationType, inputs: &[Option<Arg>], at: usize) -> Res<Inf
     let ins = Ins { args: inputs };
     let b = ins.bytes(at)?;
     check!(b.len() == 1, "BOOL input {at} has {} bytes", b.len());
-    let head = &inputs[..at];
+    // What follows the flag (RESIZE_BILINEAR's coordinate modes) moves up one place.
+    let mut args: Vec<Option<Arg>> = inputs[..at]
+        .iter()
+        .chain(&inputs[at + 1..])
+        .copied()
+        .collect();
     if b[0] == 0 {
-        return infer(op, head);
+        return infer_nhwc(op, &args);
     }
     let d = ins.dims_rank(0, 4, "input")?;
     let nhwc = [d[0], d[2], d[3], d[1]];
-    let mut args = head.to_vec();
     if let Some(Some(a)) = args.first_mut() {
         a.dims = &nhwc;
     }
-    let mut r = infer(op, &args)?;
+    let mut r = infer_nhwc(op, &args)?;
     let o = &r.outputs[0];
     r.outputs[0] = vec![o[0], o[3], o[1], o[2]];
     r.params = Params::Nchw(Box::new(r.params));

@@ -436,6 +436,12 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
                 return Ok(false);
             }
         }
+        // The uint8 kernel interpolates values as stored: only with the input's quantization.
+        ResizeBilinear
+            if input.ty == OperandType::TensorQuant8Asymm && same(input, out, "").is_err() =>
+        {
+            return Ok(false);
+        }
         Logistic | Softmax => {
             ensure!(
                 out.scale == 1.0 / 256.0 && out.zero_point == 0,

@@ -168,6 +168,7 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
         (FullyConnected, F) => &FULLY_CONNECTED_F32,
         (FullyConnected, Q) => &FULLY_CONNECTED_U8,
         (L2Normalization, F) => &L2_NORMALIZATION,
+        (L2Normalization, Q) => &L2_NORMALIZATION_U8,
         (LocalResponseNormalization, F) => &LRN,
         (Logistic, F) => &LOGISTIC_F32,
         (Logistic, Q) => &LOGISTIC_U8,
@@ -351,6 +352,12 @@ registration!(
     WEIGHTS
 );
 registration!(L2_NORMALIZATION, l2_normalization, elementwise, partial);
+registration!(
+    L2_NORMALIZATION_U8,
+    l2_normalization_u8,
+    elementwise,
+    partial
+);
 registration!(LRN, local_response_normalization, lrn_work, partial);
 registration!(
     LOGISTIC_F32,
@@ -1066,6 +1073,24 @@ fn along_axis<T: Copy + Default, E>(
         }
     }
     Ok(())
+}
+
+fn l2_normalization_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::Depth { depth, inner } = c.params else {
+        return Err(mismatch(c));
+    };
+    let depth = *depth as usize;
+    let zero_point = c.q(0).zero_point;
+    along_axis(
+        c.u(0)?,
+        out0(outs)?.u8_mut()?,
+        depth,
+        *inner as usize,
+        |x, o| {
+            norm::l2_normalization_u8(x, depth, zero_point, o);
+            Ok::<(), HalError>(())
+        },
+    )
 }
 
 fn l2_normalization(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {

@@ -109,7 +109,13 @@ pub fn arity(op: OperationType) -> Arity {
         Floor | Tanh => UNARY_F,
         // The optional trailing `axis` came with NNAPI 1.2; these kernels take it.
         L2Normalization => {
-            const S: &[Signature] = &[sig(&[F], &[F]), sig(&[F, SI], &[F])];
+            // quant8 came with NNAPI 1.2 too (output scale 1/128, zero point 128).
+            const S: &[Signature] = &[
+                sig(&[F], &[F]),
+                sig(&[F, SI], &[F]),
+                sig(&[Q], &[Q]),
+                sig(&[Q, SI], &[Q]),
+            ];
             S
         }
         FullyConnected => {

@@ -442,6 +442,13 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
         {
             return Ok(false);
         }
+        // The uint8 kernel writes in the NNAPI 1.2 output quantization only.
+        L2Normalization
+            if input.ty == OperandType::TensorQuant8Asymm
+                && (out.scale != 1.0 / 128.0 || out.zero_point != 128) =>
+        {
+            return Ok(false);
+        }
         Logistic | Softmax => {
             ensure!(
                 out.scale == 1.0 / 256.0 && out.zero_point == 0,

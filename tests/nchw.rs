@@ -326,3 +326,52 @@ fn block_rearrangements_and_resize_nchw_match_nhwc() {
         );
     }
 }
+
+#[test]
+fn conv_dilation_factors_of_one_run_and_others_are_unsupported() {
+    let base = || {
+        let mut consts = vec![
+            Const(
+                TensorFloat32,
+                vec![2, 2, 2, 1],
+                f32s(&[1.0, -2.0, 0.5, 3.0, -1.0, 0.25, 2.0, 1.5]),
+            ),
+            Const(TensorFloat32, vec![2], f32s(&[0.5, -0.5])),
+        ];
+        consts.extend(scalars(&[2, 1, 1, 0])); // VALID, strides (1, 1)
+        consts
+    };
+    let input = f32s(&(0..16).map(|i| i as f32 * 0.5 - 3.0).collect::<Vec<_>>());
+    let dims = [1, 4, 4, 1];
+    let with = |dilation: [i32; 2]| {
+        let mut consts = base();
+        consts.push(Const(Bool, vec![], vec![0]));
+        consts.extend(scalars(&dilation));
+        model(
+            OperationType::Conv2d,
+            TensorFloat32,
+            &dims,
+            &consts,
+            None,
+            &[1, 3, 3, 2],
+            0.0,
+        )
+    };
+    let plain = model(
+        OperationType::Conv2d,
+        TensorFloat32,
+        &dims,
+        &base(),
+        None,
+        &[1, 3, 3, 2],
+        0.0,
+    );
+    let (want, _) = run(plain, &input, &dims, 72);
+    let (got, _) = run(with([1, 1]), &input, &dims, 72);
+    assert_eq!(got, want);
+    let driver = Driver::new(1).unwrap();
+    let dilated = with([2, 1]);
+    assert_eq!(driver.supported_operations(&dilated).unwrap(), [false]);
+    let err = driver.prepare_model(dilated).err().expect("not run");
+    assert_eq!(err.status(), ErrorStatus::GeneralFailure);
+}

@@ -81,6 +81,11 @@ pub fn arity(op: OperationType) -> Arity {
                 sig(&[F, F, F, SI, SI, SI, SI, B], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, B], &[Q]),
+                // Then dilation factors: run when constant 1s (see validate).
+                sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[F]),
+                sig(&[F, F, F, SI, SI, SI, SI, B, SI, SI], &[F]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, B, SI, SI], &[Q]),
             ];
             S
         }
@@ -94,6 +99,10 @@ pub fn arity(op: OperationType) -> Arity {
                 sig(&[F, F, F, SI, SI, SI, SI, SI, B], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, B], &[Q]),
+                sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[F]),
+                sig(&[F, F, F, SI, SI, SI, SI, SI, B, SI, SI], &[F]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
             ];
             S
         }

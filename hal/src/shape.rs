@@ -912,12 +912,14 @@ fn infer_layout(op: OperationType, inputs: &[Option<Arg>], at: usize) -> Res<Inf
     let ins = Ins { args: inputs };
     let b = ins.bytes(at)?;
     check!(b.len() == 1, "BOOL input {at} has {} bytes", b.len());
-    // What follows the flag (RESIZE_BILINEAR's coordinate modes) moves up one place.
-    let mut args: Vec<Option<Arg>> = inputs[..at]
-        .iter()
-        .chain(&inputs[at + 1..])
-        .copied()
-        .collect();
+    // What follows the flag moves up one place: RESIZE_BILINEAR's coordinate modes. The
+    // convolutions' dilation factors are dropped: validation runs only factors of 1.
+    let tail = if op == OperationType::ResizeBilinear {
+        &inputs[at + 1..]
+    } else {
+        &[]
+    };
+    let mut args: Vec<Option<Arg>> = inputs[..at].iter().chain(tail).copied().collect();
     if b[0] == 0 {
         return infer_nhwc(op, &args);
     }

@@ -829,6 +829,28 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
             values.insert(i, valid.constant_bytes(model, i)?);
         }
     }
+    // Dilation factors (NNAPI 1.2, after the layout): only constant 1s run, as the plain
+    // convolution; anything else is valid and not run here.
+    for (k, op) in valid.operations.iter_mut().enumerate() {
+        let layout_at = match op.ty {
+            OperationType::Conv2d if op.inputs.len() == 13 => 10,
+            OperationType::Conv2d if op.inputs.len() == 10 => 7,
+            OperationType::DepthwiseConv2d if op.inputs.len() == 14 => 11,
+            OperationType::DepthwiseConv2d if op.inputs.len() == 11 => 8,
+            _ => continue,
+        };
+        if op.opaque || valid.operands[op.inputs[layout_at]].ty != OperandType::Bool {
+            continue;
+        }
+        let one = 1i32.to_le_bytes();
+        let ones = op.inputs[layout_at + 1..]
+            .iter()
+            .all(|i| values.get(i).map(Vec::as_slice) == Some(&one[..]));
+        if !ones {
+            op.opaque = true;
+            valid.supported[k] = false;
+        }
+    }
     // LSH_PROJECTION type 3 (SPARSE_DEPRECATED) came with NNAPI 1.2: valid, not run here.
     for (k, op) in valid.operations.iter_mut().enumerate() {
         if op.ty == OperationType::LshProjection

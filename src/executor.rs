@@ -8,7 +8,7 @@
 //! operator loops of `nnhal_kernels::ops` on the micro-kernels chosen at prepare; without
 //! (weights given at execution, or no fast path) it runs the reference kernels.
 
-use crate::tensor::{DataMut, DataRef, Tensor, TensorMut, TensorRef};
+use crate::tensor::{Data, DataMut, DataRef, Tensor, TensorMut, TensorRef};
 use nnhal_hal::shape::{LshKind, Params, WindowParams};
 use nnhal_hal::validate::{OperandInfo, OperationInfo, ValidModel};
 use nnhal_hal::{FusedActivationFunc, HalError, HalResult, OperandType, OperationType};
@@ -168,6 +168,7 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
         (FullyConnected, F) => &FULLY_CONNECTED_F32,
         (FullyConnected, Q) => &FULLY_CONNECTED_U8,
         (L2Normalization, F) => &L2_NORMALIZATION,
+        (L2Normalization, Q) => &L2_NORMALIZATION_U8,
         (LocalResponseNormalization, F) => &LRN,
         (Logistic, F) => &LOGISTIC_F32,
         (Logistic, Q) => &LOGISTIC_U8,
@@ -176,7 +177,7 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
         (Relu | Relu1 | Relu6, F) => &CLAMP_F32,
         (Relu | Relu1 | Relu6, Q) => &CLAMP_U8,
         (Reshape, _) => &RESHAPE,
-        (ResizeBilinear, F) => &RESIZE_BILINEAR,
+        (ResizeBilinear, F | Q) => &RESIZE_BILINEAR,
         (Rnn, F) => &RNN,
         (Softmax, F) => &SOFTMAX_F32,
         (Softmax, Q) => &SOFTMAX_U8,
@@ -184,6 +185,72 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
         (Tanh, F) => &TANH,
         _ => return None,
     })
+}
+
+/// Runs `imp` on an NCHW operation (types.hal V1_2: the image operations' BOOL `layout`):
+/// input 0 is transposed to NHWC into scratch, the NHWC registration runs with `nhwc`, and
+/// its output is transposed back into output 0. Moving values leaves quant8 exact.
+pub fn run_nchw(imp: &OpImpl, call: &Call, nhwc: &Params, outs: &mut [TensorMut]) -> HalResult<()> {
+    fn shape(nchw: &[u32]) -> HalResult<Nhwc> {
+        match *nchw {
+            [n, c, h, w] => Ok(Nhwc::new(n as usize, h as usize, w as usize, c as usize)),
+            _ => Err(HalError::GeneralFailure(format!(
+                "an NCHW tensor has rank 4, not {nchw:?}"
+            ))),
+        }
+    }
+    let x = call.t(0)?;
+    let xs = shape(x.dims)?;
+    let x_dims = [xs.n, xs.h, xs.w, xs.c].map(|d| d as u32);
+    let input = Tensor {
+        dims: x_dims.to_vec(),
+        data: match x.data {
+            DataRef::F32(v) => {
+                let mut t = vec![0.0; v.len()];
+                layout::nchw_to_nhwc(v, xs, &mut t);
+                Data::F32(t)
+            }
+            DataRef::U8(v) => {
+                let mut t = vec![0; v.len()];
+                layout::nchw_to_nhwc(v, xs, &mut t);
+                Data::U8(t)
+            }
+            DataRef::I32(_) => {
+                return Err(HalError::GeneralFailure("no NCHW int32 operation".into()))
+            }
+        },
+    };
+    let out = outs
+        .first_mut()
+        .ok_or_else(|| HalError::GeneralFailure("NCHW operation without output".into()))?;
+    let ys = shape(out.dims)?;
+    let mut output = Tensor {
+        dims: [ys.n, ys.h, ys.w, ys.c].map(|d| d as u32).to_vec(),
+        data: match &out.data {
+            DataMut::F32(v) => Data::F32(vec![0.0; v.len()]),
+            DataMut::U8(v) => Data::U8(vec![0; v.len()]),
+            DataMut::I32(_) => {
+                return Err(HalError::GeneralFailure("no NCHW int32 operation".into()))
+            }
+        },
+    };
+    let mut values: SmallVec<[Option<TensorRef>; 16]> = call.values.iter().copied().collect();
+    values[0] = Some(input.view());
+    let inner = Call {
+        model: call.model,
+        op: call.op,
+        params: nhwc,
+        packed: call.packed,
+        kernels: call.kernels,
+        values: &values,
+    };
+    (imp.run)(&inner, &mut [output.view_mut()])?;
+    match (&output.data, &mut out.data) {
+        (Data::F32(y), DataMut::F32(o)) => layout::nhwc_to_nchw(y, ys, o),
+        (Data::U8(y), DataMut::U8(o)) => layout::nhwc_to_nchw(y, ys, o),
+        _ => return Err(HalError::GeneralFailure("NCHW output type mismatch".into())),
+    }
+    Ok(())
 }
 
 macro_rules! registration {
@@ -285,6 +352,12 @@ registration!(
     WEIGHTS
 );
 registration!(L2_NORMALIZATION, l2_normalization, elementwise, partial);
+registration!(
+    L2_NORMALIZATION_U8,
+    l2_normalization_u8,
+    elementwise,
+    partial
+);
 registration!(LRN, local_response_normalization, lrn_work, partial);
 registration!(
     LOGISTIC_F32,
@@ -943,17 +1016,26 @@ fn lsh_projection(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
 }
 
 fn resize_bilinear(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
-    let Params::Resize { height, width } = c.params else {
+    let Params::Resize {
+        height,
+        width,
+        align_corners,
+        half_pixel_centers,
+    } = *c.params
+    else {
         return Err(mismatch(c));
     };
     let s = nhwc(c.dims(0)?);
-    layout::resize_bilinear_f32(
-        c.f(0)?,
-        s,
-        *height as usize,
-        *width as usize,
-        out0(outs)?.f32_mut()?,
-    );
+    let mode = layout::ResizeMode {
+        align_corners,
+        half_pixel_centers,
+    };
+    let (h, w) = (height as usize, width as usize);
+    match (c.t(0)?.data, &mut out0(outs)?.data) {
+        (DataRef::F32(x), DataMut::F32(y)) => layout::resize_bilinear(x, s, h, w, mode, y),
+        (DataRef::U8(x), DataMut::U8(y)) => layout::resize_bilinear(x, s, h, w, mode, y),
+        _ => return Err(mismatch(c)),
+    }
     Ok(())
 }
 
@@ -991,6 +1073,24 @@ fn along_axis<T: Copy + Default, E>(
         }
     }
     Ok(())
+}
+
+fn l2_normalization_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::Depth { depth, inner } = c.params else {
+        return Err(mismatch(c));
+    };
+    let depth = *depth as usize;
+    let zero_point = c.q(0).zero_point;
+    along_axis(
+        c.u(0)?,
+        out0(outs)?.u8_mut()?,
+        depth,
+        *inner as usize,
+        |x, o| {
+            norm::l2_normalization_u8(x, depth, zero_point, o);
+            Ok::<(), HalError>(())
+        },
+    )
 }
 
 fn l2_normalization(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {

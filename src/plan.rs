@@ -161,7 +161,7 @@ impl Plan {
                 Some(inferred) => (imp.pack)(&PackArgs {
                     model: &model,
                     op,
-                    params: &inferred.params,
+                    params: inferred.params.nhwc(),
                     kernels,
                     constants: &constants,
                 })?,
@@ -272,7 +272,7 @@ impl Plan {
                 .get(1)
                 .and_then(|&i| m.static_dims.get(i)?.as_deref());
             total = total.saturating_add((step.imp.work)(&WorkArgs {
-                params: &inferred.params,
+                params: inferred.params.nhwc(),
                 read,
                 written,
                 filter_dims,
@@ -552,7 +552,10 @@ impl Plan {
             kernels: self.kernels,
             values,
         };
-        (step.imp.run)(&call, outs)
+        match params {
+            Params::Nchw(nhwc) => executor::run_nchw(step.imp, &call, nhwc, outs),
+            _ => (step.imp.run)(&call, outs),
+        }
     }
 
     /// Output shapes and parameters of step `k` from the values bound at execution.

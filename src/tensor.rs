@@ -40,7 +40,8 @@ impl Data {
             OperandType::Int32 | OperandType::UInt32 | OperandType::TensorInt32 => {
                 Data::I32(try_vec(len, 0)?)
             }
-            OperandType::TensorQuant8Asymm => Data::U8(try_vec(len, 0)?),
+            // BOOL: one byte, nonzero is true (the NCHW `layout` flag).
+            OperandType::TensorQuant8Asymm | OperandType::Bool => Data::U8(try_vec(len, 0)?),
             // OEM and post-1.0 types only ever reach opaque (unsupported) operations.
             _ => {
                 return Err(HalError::GeneralFailure(format!(

@@ -5,7 +5,8 @@
 use crate::types::{OperandType, OperationType};
 
 use OperandType::{
-    Float32 as SF, Int32 as SI, TensorFloat32 as F, TensorInt32 as I, TensorQuant8Asymm as Q,
+    Bool as B, Float32 as SF, Int32 as SI, TensorFloat32 as F, TensorInt32 as I,
+    TensorQuant8Asymm as Q,
 };
 
 /// One accepted combination of operand types.
@@ -30,20 +31,33 @@ const fn sig(inputs: &'static [OperandType], outputs: &'static [OperandType]) ->
     Signature { inputs, outputs }
 }
 
+// Each operation that works on images also takes NNAPI 1.2's trailing BOOL `layout` (NCHW
+// when true): those forms run here too, transposed around the NHWC kernels.
 const POOL_F: &[Signature] = &[
     sig(&[F, SI, SI, SI, SI, SI, SI, SI, SI, SI], &[F]),
     sig(&[F, SI, SI, SI, SI, SI, SI], &[F]),
+    sig(&[F, SI, SI, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
+    sig(&[F, SI, SI, SI, SI, SI, SI, B], &[F]),
 ];
 const POOL_FQ: &[Signature] = &[
     sig(&[F, SI, SI, SI, SI, SI, SI, SI, SI, SI], &[F]),
     sig(&[F, SI, SI, SI, SI, SI, SI], &[F]),
     sig(&[Q, SI, SI, SI, SI, SI, SI, SI, SI, SI], &[Q]),
     sig(&[Q, SI, SI, SI, SI, SI, SI], &[Q]),
+    sig(&[F, SI, SI, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
+    sig(&[F, SI, SI, SI, SI, SI, SI, B], &[F]),
+    sig(&[Q, SI, SI, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
+    sig(&[Q, SI, SI, SI, SI, SI, SI, B], &[Q]),
 ];
 const UNARY_F: &[Signature] = &[sig(&[F], &[F])];
 const UNARY_FQ: &[Signature] = &[sig(&[F], &[F]), sig(&[Q], &[Q])];
 const BINARY_ACT: &[Signature] = &[sig(&[F, F, SI], &[F]), sig(&[Q, Q, SI], &[Q])];
-const BLOCK: &[Signature] = &[sig(&[F, SI], &[F]), sig(&[Q, SI], &[Q])];
+const BLOCK: &[Signature] = &[
+    sig(&[F, SI], &[F]),
+    sig(&[Q, SI], &[Q]),
+    sig(&[F, SI, B], &[F]),
+    sig(&[Q, SI, B], &[Q]),
+];
 
 const LSTM_INPUTS: &[OperandType] = &[
     F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, SI, SF, SF,
@@ -63,6 +77,15 @@ pub fn arity(op: OperationType) -> Arity {
                 sig(&[F, F, F, SI, SI, SI, SI], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI], &[Q]),
+                sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
+                sig(&[F, F, F, SI, SI, SI, SI, B], &[F]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, B], &[Q]),
+                // Then dilation factors: run when constant 1s (see validate).
+                sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[F]),
+                sig(&[F, F, F, SI, SI, SI, SI, B, SI, SI], &[F]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, B, SI, SI], &[Q]),
             ];
             S
         }
@@ -72,6 +95,14 @@ pub fn arity(op: OperationType) -> Arity {
                 sig(&[F, F, F, SI, SI, SI, SI, SI], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI], &[Q]),
+                sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
+                sig(&[F, F, F, SI, SI, SI, SI, SI, B], &[F]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, SI, B], &[Q]),
+                sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[F]),
+                sig(&[F, F, F, SI, SI, SI, SI, SI, B, SI, SI], &[F]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
+                sig(&[Q, Q, I, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
             ];
             S
         }
@@ -87,7 +118,13 @@ pub fn arity(op: OperationType) -> Arity {
         Floor | Tanh => UNARY_F,
         // The optional trailing `axis` came with NNAPI 1.2; these kernels take it.
         L2Normalization => {
-            const S: &[Signature] = &[sig(&[F], &[F]), sig(&[F, SI], &[F])];
+            // quant8 came with NNAPI 1.2 too (output scale 1/128, zero point 128).
+            const S: &[Signature] = &[
+                sig(&[F], &[F]),
+                sig(&[F, SI], &[F]),
+                sig(&[Q], &[Q]),
+                sig(&[Q, SI], &[Q]),
+            ];
             S
         }
         FullyConnected => {
@@ -127,7 +164,22 @@ pub fn arity(op: OperationType) -> Arity {
             S
         }
         ResizeBilinear => {
-            const S: &[Signature] = &[sig(&[F, SI, SI], &[F])];
+            // Later forms: uint8, FLOAT32 scales instead of sizes, and after the layout the
+            // NNAPI 1.3 `align_corners` / `half_pixel_centers` flags.
+            const S: &[Signature] = &[
+                sig(&[F, SI, SI], &[F]),
+                sig(&[F, SI, SI, B], &[F]),
+                sig(&[F, SI, SI, B, B, B], &[F]),
+                sig(&[F, SF, SF], &[F]),
+                sig(&[F, SF, SF, B], &[F]),
+                sig(&[F, SF, SF, B, B, B], &[F]),
+                sig(&[Q, SI, SI], &[Q]),
+                sig(&[Q, SI, SI, B], &[Q]),
+                sig(&[Q, SI, SI, B, B, B], &[Q]),
+                sig(&[Q, SF, SF], &[Q]),
+                sig(&[Q, SF, SF, B], &[Q]),
+                sig(&[Q, SF, SF, B, B, B], &[Q]),
+            ];
             S
         }
         Rnn => {
@@ -180,8 +232,8 @@ pub struct LaterSignature {
 /// The signatures NNAPI 1.1–1.3 (the AIDL V1 operation set, feature level 5) added to the
 /// NNAPI 1.0 operations: float16 and signed-quantized variants, the optional NCHW `layout`,
 /// dilation, `axis`, `align_corners` / `half_pixel_centers` inputs, per-channel filters,
-/// int32 arithmetic, layer-normalised LSTM. A model using one is valid; the NNAPI 1.0
-/// kernels do not run it, so such an operation is reported unsupported.
+/// int32 arithmetic, layer-normalised LSTM. A model using one is valid; unless [`arity`] lists
+/// it too (the layout and resize forms the kernels run), it is reported unsupported.
 pub fn later_signatures(op: OperationType) -> &'static [LaterSignature] {
     use std::collections::HashMap;
     use std::sync::LazyLock;

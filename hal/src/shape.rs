@@ -140,9 +140,12 @@ pub enum Params {
         input_rows: u32,
     },
     Lstm(LstmParams),
+    /// RESIZE_BILINEAR: output size and the NNAPI 1.3 coordinate modes (inputs 4 and 5).
     Resize {
         height: u32,
         width: u32,
+        align_corners: bool,
+        half_pixel_centers: bool,
     },
     Rnn {
         batch: u32,
@@ -161,6 +164,9 @@ pub enum Params {
         depth: u32,
         inner: u32,
     },
+    /// An image operation given NCHW (its BOOL `layout` true, NNAPI 1.2): the parameters of
+    /// the same operation on the NHWC transpose of input 0, whose output is transposed back.
+    Nchw(Box<Params>),
     Svdf {
         batch: u32,
         input_size: u32,
@@ -170,6 +176,16 @@ pub enum Params {
         units: u32,
         act: FusedActivationFunc,
     },
+}
+
+impl Params {
+    /// The parameters of the NHWC operation (the same, unless [`Params::Nchw`]).
+    pub fn nhwc(&self) -> &Params {
+        match self {
+            Params::Nchw(inner) => inner,
+            other => other,
+        }
+    }
 }
 
 /// Output dimensions and resolved parameters of one operation.
@@ -444,6 +460,30 @@ fn axis_split(ins: &Ins, d: &[u32], at: usize) -> Res<(u32, u32)> {
 }
 
 pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
+    use OperationType::*;
+    if matches!(
+        op,
+        AveragePool2d
+            | MaxPool2d
+            | L2Pool2d
+            | Conv2d
+            | DepthwiseConv2d
+            | DepthToSpace
+            | SpaceToDepth
+            | ResizeBilinear
+    ) {
+        let flag = inputs
+            .iter()
+            .position(|a| matches!(a, Some(a) if a.ty == OperandType::Bool));
+        if let Some(at) = flag {
+            return infer_layout(op, inputs, at);
+        }
+    }
+    infer_nhwc(op, inputs)
+}
+
+/// [`infer`] for an operation whose images, if any, are NHWC (no `layout` input).
+fn infer_nhwc(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
     use OperationType::*;
     let ins = Ins { args: inputs };
     let one = |d: Vec<u32>, params: Params| {
@@ -738,11 +778,48 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
         }
         ResizeBilinear => {
             let d = ins.dims_rank(0, 4, "input")?;
-            let width = ins.positive(1, "output width")?;
-            let height = ins.positive(2, "output height")?;
+            let (width, height) = if ins.get(1)?.ty == OperandType::Float32 {
+                // NNAPI 1.2: scales; the output extent is the input's times the scale, floored.
+                let scaled = |i: usize, extent: u32, what: &str| -> Res<u32> {
+                    let s = ins.f32(i)?;
+                    let v = (extent as f32 * s).floor();
+                    check!(
+                        s > 0.0 && v >= 1.0 && v <= MAX_ELEMENTS as f32,
+                        "{what} scale {s} (input {i}) gives no valid output extent"
+                    );
+                    Ok(v as u32)
+                };
+                (scaled(1, d[2], "width")?, scaled(2, d[1], "height")?)
+            } else {
+                (
+                    ins.positive(1, "output width")?,
+                    ins.positive(2, "output height")?,
+                )
+            };
+            let flag = |i: usize| -> Res<bool> {
+                if !ins.present(i) {
+                    return Ok(false);
+                }
+                let b = ins.bytes(i)?;
+                check!(b.len() == 1, "BOOL input {i} has {} bytes", b.len());
+                Ok(b[0] != 0)
+            };
+            let (align_corners, half_pixel_centers) = (flag(3)?, flag(4)?);
+            check!(
+                !(align_corners && half_pixel_centers),
+                "align_corners and half_pixel_centers cannot both be true"
+            );
             let out = vec![d[0], height, width, d[3]];
             element_count(&out).map_err(InferError::Invalid)?;
-            one(out, Params::Resize { height, width })
+            one(
+                out,
+                Params::Resize {
+                    height,
+                    width,
+                    align_corners,
+                    half_pixel_centers,
+                },
+            )
         }
         Rnn => {
             let x = ins.dims_rank(0, 2, "input")?;
@@ -827,6 +904,35 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
         }
         _ => bad!("{op} is not run by this driver"),
     }
+}
+
+/// NNAPI 1.2's BOOL `layout` at input `at` (types.hal V1_2, "NCHW" data layout): the
+/// operation is inferred on the NHWC transpose of input 0 and its output transposed back.
+fn infer_layout(op: OperationType, inputs: &[Option<Arg>], at: usize) -> Res<Inferred> {
+    let ins = Ins { args: inputs };
+    let b = ins.bytes(at)?;
+    check!(b.len() == 1, "BOOL input {at} has {} bytes", b.len());
+    // What follows the flag moves up one place: RESIZE_BILINEAR's coordinate modes. The
+    // convolutions' dilation factors are dropped: validation runs only factors of 1.
+    let tail = if op == OperationType::ResizeBilinear {
+        &inputs[at + 1..]
+    } else {
+        &[]
+    };
+    let mut args: Vec<Option<Arg>> = inputs[..at].iter().chain(tail).copied().collect();
+    if b[0] == 0 {
+        return infer_nhwc(op, &args);
+    }
+    let d = ins.dims_rank(0, 4, "input")?;
+    let nhwc = [d[0], d[2], d[3], d[1]];
+    if let Some(Some(a)) = args.first_mut() {
+        a.dims = &nhwc;
+    }
+    let mut r = infer_nhwc(op, &args)?;
+    let o = &r.outputs[0];
+    r.outputs[0] = vec![o[0], o[3], o[1], o[2]];
+    r.params = Params::Nchw(Box::new(r.params));
+    Ok(r)
 }
 
 fn infer_lstm(ins: &Ins) -> Res<Inferred> {

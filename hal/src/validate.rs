@@ -436,6 +436,19 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
                 return Ok(false);
             }
         }
+        // The uint8 kernel interpolates values as stored: only with the input's quantization.
+        ResizeBilinear
+            if input.ty == OperandType::TensorQuant8Asymm && same(input, out, "").is_err() =>
+        {
+            return Ok(false);
+        }
+        // The uint8 kernel writes in the NNAPI 1.2 output quantization only.
+        L2Normalization
+            if input.ty == OperandType::TensorQuant8Asymm
+                && (out.scale != 1.0 / 128.0 || out.zero_point != 128) =>
+        {
+            return Ok(false);
+        }
         Logistic | Softmax => {
             ensure!(
                 out.scale == 1.0 / 256.0 && out.zero_point == 0,
@@ -588,7 +601,8 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
             .iter()
             .chain(&operation.outputs)
             .map(|&i| operands[i as usize].ty)
-            .filter(|t| !t.in_nnapi_1_0())
+            // BOOL is the `layout` flag the 1.0 table accepts on image operations.
+            .filter(|&t| !t.in_nnapi_1_0() && t != OperandType::Bool)
             .collect();
         let mut opaque = matches!(ops::arity(ty), Arity::Any);
         if !opaque {
@@ -813,6 +827,28 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
             !o.ty.is_tensor() || (o.ty == OperandType::TensorInt32 && o.location.length <= 1024);
         if is_const && small && !o.ty.is_opaque() {
             values.insert(i, valid.constant_bytes(model, i)?);
+        }
+    }
+    // Dilation factors (NNAPI 1.2, after the layout): only constant 1s run, as the plain
+    // convolution; anything else is valid and not run here.
+    for (k, op) in valid.operations.iter_mut().enumerate() {
+        let layout_at = match op.ty {
+            OperationType::Conv2d if op.inputs.len() == 13 => 10,
+            OperationType::Conv2d if op.inputs.len() == 10 => 7,
+            OperationType::DepthwiseConv2d if op.inputs.len() == 14 => 11,
+            OperationType::DepthwiseConv2d if op.inputs.len() == 11 => 8,
+            _ => continue,
+        };
+        if op.opaque || valid.operands[op.inputs[layout_at]].ty != OperandType::Bool {
+            continue;
+        }
+        let one = 1i32.to_le_bytes();
+        let ones = op.inputs[layout_at + 1..]
+            .iter()
+            .all(|i| values.get(i).map(Vec::as_slice) == Some(&one[..]));
+        if !ones {
+            op.opaque = true;
+            valid.supported[k] = false;
         }
     }
     // LSH_PROJECTION type 3 (SPARSE_DEPRECATED) came with NNAPI 1.2: valid, not run here.

@@ -1,7 +1,8 @@
 //! Data movement and resampling, types.hal 1.0 `OperationType`: CONCATENATION (2),
 //! DEPTH_TO_SPACE (5) and SPACE_TO_DEPTH (26) for any element type (TENSOR_FLOAT32 and
 //! TENSOR_QUANT8_ASYMM share one generic copy, since these ops keep the quantization
-//! parameters), and RESIZE_BILINEAR (23) for TENSOR_FLOAT32.
+//! parameters), and RESIZE_BILINEAR (23) for TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM with the
+//! NNAPI 1.3 `align_corners` / `half_pixel_centers` modes; the NCHW/NHWC transposes.
 //!
 //! The copies are organised around the longest runs that are contiguous in both the source
 //! and the destination, so each kernel is a sequence of `copy_from_slice` calls.
@@ -38,6 +39,35 @@ pub fn concatenation<T: Copy>(inputs: &[(&[T], &[usize])], axis: usize, output: 
             let block = shape[axis] * inner;
             dst[at..at + block].copy_from_slice(&data[o * block..(o + 1) * block]);
             at += block;
+        }
+    }
+}
+
+/// NCHW `[n, c, h, w]` → NHWC `[n, h, w, c]` (`shape` gives the NHWC extents): the NCHW
+/// `layout` of NNAPI 1.2 image operations runs as its NHWC transpose.
+pub fn nchw_to_nhwc<T: Copy>(input: &[T], shape: Nhwc, output: &mut [T]) {
+    let plane = shape.h * shape.w;
+    for n in 0..shape.n {
+        let src = &input[n * shape.c * plane..][..shape.c * plane];
+        let dst = &mut output[n * shape.c * plane..][..shape.c * plane];
+        for (p, pixel) in dst.chunks_exact_mut(shape.c).enumerate() {
+            for (c, v) in pixel.iter_mut().enumerate() {
+                *v = src[c * plane + p];
+            }
+        }
+    }
+}
+
+/// NHWC `[n, h, w, c]` → NCHW `[n, c, h, w]`, the inverse of [`nchw_to_nhwc`].
+pub fn nhwc_to_nchw<T: Copy>(input: &[T], shape: Nhwc, output: &mut [T]) {
+    let plane = shape.h * shape.w;
+    for n in 0..shape.n {
+        let src = &input[n * shape.c * plane..][..shape.c * plane];
+        let dst = &mut output[n * shape.c * plane..][..shape.c * plane];
+        for (p, pixel) in src.chunks_exact(shape.c).enumerate() {
+            for (c, &v) in pixel.iter().enumerate() {
+                dst[c * plane + p] = v;
+            }
         }
     }
 }
@@ -101,16 +131,75 @@ pub fn space_to_depth<T: Copy>(input: &[T], shape: Nhwc, block: usize, output: &
     }
 }
 
-/// RESIZE_BILINEAR (1.0 semantics, corners not aligned): output `(y, x)` samples the input at
-/// `(y · h/out_h, x · w/out_w)`, interpolating between the two neighbouring rows and columns,
-/// the far neighbour clamped to the last row/column. Scales and weights are float32 and the
-/// four-term sum is evaluated in the reference's order.
-pub fn resize_bilinear_f32(
-    input: &[f32],
+/// How RESIZE_BILINEAR maps output pixels to input coordinates (types.hal V1_3
+/// `RESIZE_BILINEAR`, inputs 4 and 5; both false is the NNAPI 1.0 operation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResizeMode {
+    /// Corner pixels of input and output coincide: scale `(in − 1)/(out − 1)` when `out > 1`.
+    pub align_corners: bool,
+    /// Pixel centres at half-integers: output `y` samples the input at `(y + ½)·scale − ½`.
+    pub half_pixel_centers: bool,
+}
+
+/// An element RESIZE_BILINEAR interpolates: float32 as is; uint8 through float32, rounded
+/// half up on the way back (the reference adds ½ and truncates).
+pub trait Bilinear: Copy + Send + Sync {
+    fn to_f32(self) -> f32;
+    fn from_f32(v: f32) -> Self;
+}
+
+impl Bilinear for f32 {
+    fn to_f32(self) -> f32 {
+        self
+    }
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+}
+
+impl Bilinear for u8 {
+    fn to_f32(self) -> f32 {
+        f32::from(self)
+    }
+    fn from_f32(v: f32) -> Self {
+        // `as` saturates: a sum of non-negative weights of bytes stays within 0..=255.5.
+        (v + 0.5) as u8
+    }
+}
+
+/// One axis: the sampled coordinate and its two neighbours, the far one clamped to the last
+/// row/column and the near one to the first (half-pixel centres reach below 0).
+fn sample(out: usize, scale: f32, half_pixel: bool, size: usize) -> (f32, usize, usize) {
+    let v = if half_pixel {
+        (out as f32 + 0.5) * scale - 0.5
+    } else {
+        out as f32 * scale
+    };
+    let last = size as i64 - 1;
+    let lo = (v.floor() as i64).clamp(0, last);
+    let hi = (v.ceil() as i64).clamp(0, last);
+    (v, lo as usize, hi as usize)
+}
+
+fn axis_scale(input: usize, output: usize, align_corners: bool) -> f32 {
+    if align_corners && output > 1 {
+        (input - 1) as f32 / (output - 1) as f32
+    } else {
+        input as f32 / output as f32
+    }
+}
+
+/// RESIZE_BILINEAR on `[n, h, w, c]` to `[n, out_h, out_w, c]`: output `(y, x)` samples the
+/// input at the coordinates [`ResizeMode`] gives, interpolating between the neighbouring rows
+/// and columns. Scales and weights are float32 and the four-term sum is evaluated in the
+/// reference's order.
+pub fn resize_bilinear<T: Bilinear>(
+    input: &[T],
     shape: Nhwc,
     out_h: usize,
     out_w: usize,
-    output: &mut [f32],
+    mode: ResizeMode,
+    output: &mut [T],
 ) {
     debug_assert_eq!(input.len(), shape.len());
     debug_assert_eq!(output.len(), shape.n * out_h * out_w * shape.c);
@@ -120,30 +209,27 @@ pub fn resize_bilinear_f32(
     }
     let rows = (shape.n * out_h).min(output.len() / row_len);
     let output = &mut output[..rows * row_len];
-    let height_scale = shape.h as f32 / out_h as f32;
-    let width_scale = shape.w as f32 / out_w as f32;
+    let height_scale = axis_scale(shape.h, out_h, mode.align_corners);
+    let width_scale = axis_scale(shape.w, out_w, mode.align_corners);
     let c = shape.c;
-    let fill_row = |row: usize, dst: &mut [f32]| {
+    let fill_row = |row: usize, dst: &mut [T]| {
         let (n, y) = (row / out_h, row % out_h);
-        let input_y = y as f32 * height_scale;
-        // floor() of a non-negative value below h; the min only guards float rounding.
-        let y0 = (input_y.floor() as usize).min(shape.h - 1);
-        let y1 = (y0 + 1).min(shape.h - 1);
+        let (input_y, y0, y1) = sample(y, height_scale, mode.half_pixel_centers, shape.h);
         let dy = input_y - y0 as f32;
         for (x, px) in dst.chunks_exact_mut(c).enumerate() {
-            let input_x = x as f32 * width_scale;
-            let x0 = (input_x.floor() as usize).min(shape.w - 1);
-            let x1 = (x0 + 1).min(shape.w - 1);
+            let (input_x, x0, x1) = sample(x, width_scale, mode.half_pixel_centers, shape.w);
             let dx = input_x - x0 as f32;
             let p00 = &input[shape.offset(n, y0, x0, 0)..][..c];
             let p10 = &input[shape.offset(n, y1, x0, 0)..][..c];
             let p01 = &input[shape.offset(n, y0, x1, 0)..][..c];
             let p11 = &input[shape.offset(n, y1, x1, 0)..][..c];
             for (ch, out) in px.iter_mut().enumerate() {
-                *out = p00[ch] * (1.0 - dy) * (1.0 - dx)
-                    + p10[ch] * dy * (1.0 - dx)
-                    + p01[ch] * (1.0 - dy) * dx
-                    + p11[ch] * dy * dx;
+                *out = T::from_f32(
+                    p00[ch].to_f32() * (1.0 - dy) * (1.0 - dx)
+                        + p10[ch].to_f32() * dy * (1.0 - dx)
+                        + p01[ch].to_f32() * (1.0 - dy) * dx
+                        + p11[ch].to_f32() * dy * dx,
+                );
             }
         }
     };
@@ -157,6 +243,17 @@ pub fn resize_bilinear_f32(
             fill_row(row, dst);
         }
     }
+}
+
+/// RESIZE_BILINEAR as NNAPI 1.0 defines it (float32, neither coordinate mode).
+pub fn resize_bilinear_f32(
+    input: &[f32],
+    shape: Nhwc,
+    out_h: usize,
+    out_w: usize,
+    output: &mut [f32],
+) {
+    resize_bilinear(input, shape, out_h, out_w, ResizeMode::default(), output);
 }
 
 #[cfg(test)]
@@ -253,7 +350,14 @@ mod tests {
         // 2×2 → 3×3: scale 2/3, samples at 0, 2/3, 4/3 (clamped to the last row/column).
         let x = [1.0f32, 2.0, 3.0, 4.0];
         let mut out = [0.0; 9];
-        resize_bilinear_f32(&x, Nhwc::new(1, 2, 2, 1), 3, 3, &mut out);
+        resize_bilinear(
+            &x,
+            Nhwc::new(1, 2, 2, 1),
+            3,
+            3,
+            ResizeMode::default(),
+            &mut out,
+        );
         let want = [
             1.0,
             5.0 / 3.0,
@@ -271,7 +375,14 @@ mod tests {
         // Same size is the identity, channel by channel.
         let y: Vec<f32> = (0..24).map(|i| i as f32).collect();
         let mut same = vec![0.0; 24];
-        resize_bilinear_f32(&y, Nhwc::new(2, 2, 3, 2), 2, 3, &mut same);
+        resize_bilinear(
+            &y,
+            Nhwc::new(2, 2, 3, 2),
+            2,
+            3,
+            ResizeMode::default(),
+            &mut same,
+        );
         assert_eq!(same, y);
         // Downscale by two picks the even pixels.
         let mut half = vec![0.0; 4];
@@ -300,5 +411,68 @@ mod tests {
                 + v(y1, x1) * dy * dx;
             assert_eq!(out[((n * oh + y) * ow + xo) * 3 + c], want);
         }
+    }
+    fn resize_2x2_to_3x3(mode: ResizeMode) -> Vec<f32> {
+        let mut out = vec![0.0; 9];
+        resize_bilinear(
+            &[1.0, 2.0, 3.0, 4.0],
+            Nhwc::new(1, 2, 2, 1),
+            3,
+            3,
+            mode,
+            &mut out,
+        );
+        out
+    }
+
+    fn assert_near(got: &[f32], want: &[f32]) {
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-5, "{got:?} vs {want:?}");
+        }
+    }
+
+    #[test]
+    fn resize_bilinear_align_corners_and_half_pixel_centers() {
+        // Aligned corners: scale (2 − 1)/(3 − 1) = ½, the corners are the input's.
+        let aligned = resize_2x2_to_3x3(ResizeMode {
+            align_corners: true,
+            half_pixel_centers: false,
+        });
+        assert_near(&aligned, &[1.0, 1.5, 2.0, 2.0, 2.5, 3.0, 3.0, 3.5, 4.0]);
+        // Half-pixel centres: scale 2/3, samples at −1/6 (clamped to row 0), ½ and 7/6
+        // (clamped to row 1).
+        let centred = resize_2x2_to_3x3(ResizeMode {
+            align_corners: false,
+            half_pixel_centers: true,
+        });
+        assert_near(&centred, &[1.0, 1.5, 2.0, 2.0, 2.5, 3.0, 3.0, 3.5, 4.0]);
+        // Neither: samples at 0, 2/3, 4/3.
+        let plain = resize_2x2_to_3x3(ResizeMode::default());
+        assert_near(&plain[..3], &[1.0, 1.0 + 2.0 / 3.0, 2.0]);
+        // A 1-pixel output with aligned corners keeps the plain scale (no division by 0).
+        let mut one = [0.0f32; 1];
+        let mode = ResizeMode {
+            align_corners: true,
+            half_pixel_centers: false,
+        };
+        resize_bilinear(&[5.0, 7.0], Nhwc::new(1, 1, 2, 1), 1, 1, mode, &mut one);
+        assert_eq!(one, [5.0]);
+    }
+
+    #[test]
+    fn resize_bilinear_u8_rounds_half_up() {
+        let run = |mode| {
+            let mut out = [0u8; 3];
+            resize_bilinear(&[0u8, 255], Nhwc::new(1, 1, 2, 1), 1, 3, mode, &mut out);
+            out
+        };
+        // Aligned: 127.5 rounds up to 128.
+        let aligned = ResizeMode {
+            align_corners: true,
+            half_pixel_centers: false,
+        };
+        assert_eq!(run(aligned), [0, 128, 255]);
+        // Plain: 255·2/3 = 170, then the last column clamps.
+        assert_eq!(run(ResizeMode::default()), [0, 170, 255]);
     }
 }

@@ -11,7 +11,7 @@ use crate::elementwise::fixed_point::{
     InputRescale,
 };
 use crate::parallel::MIN_ELEMENTS;
-use crate::quant::saturating_rounding_doubling_high_mul;
+use crate::quant::{rounding_divide_by_pot, saturating_rounding_doubling_high_mul};
 use crate::{KernelError, QuantParams};
 use rayon::prelude::*;
 
@@ -158,6 +158,68 @@ pub fn l2_normalization_f32(input: &[f32], depth: usize, output: &mut [f32]) {
         let norm = squared.sqrt().max(EPSILON);
         for (d, &x) in dst.iter_mut().zip(src) {
             *d = x / norm;
+        }
+    });
+}
+
+/// `x · 2^exponent` with saturation at the int32 range (exponent in 0..31).
+fn saturating_shl(x: i32, exponent: u32) -> i32 {
+    (i64::from(x) << exponent).clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
+}
+
+/// `1/sqrt(sum)` as a Q0.31 multiplier and a right shift, computed in fixed point (five
+/// Newton–Raphson steps on a Q3.28 value) exactly as the quant8 reference does; sums of 0
+/// and 1 give the largest multiplier and no shift.
+pub fn inv_sqrt_multiplier(sum: i32) -> (i32, i32) {
+    if sum <= 1 {
+        return (i32::MAX, 0);
+    }
+    let mut input = sum;
+    let mut shift: i32 = 11;
+    while input >= 1 << 29 {
+        input /= 4;
+        shift += 1;
+    }
+    let pairs = ((input as u32).leading_zeros() as i32 - 1) / 2 - 1;
+    shift -= pairs;
+    input <<= 2 * pairs;
+    // Q3.28 fixed point: `mul` of two Q3 values is Q6, rescaled back by a saturating shift.
+    let mul = saturating_rounding_doubling_high_mul;
+    let fixed_input = input >> 1;
+    let half_input = rounding_divide_by_pot(fixed_input, 1);
+    let half_three = (1 << 28) + (1 << 27);
+    let mut x: i32 = 1 << 28;
+    for _ in 0..5 {
+        let x3 = saturating_shl(mul(mul(x, x), x), 6);
+        // Fixed-point subtraction wraps, as the reference's does.
+        let diff = mul(half_three, x).wrapping_sub(mul(half_input, x3));
+        x = saturating_shl(diff, 3);
+    }
+    // √2/2 in Q0.31.
+    let mut multiplier = mul(x, 1_518_500_250);
+    if shift < 0 {
+        multiplier = multiplier.wrapping_shl((-shift) as u32);
+        shift = 0;
+    }
+    (multiplier, shift)
+}
+
+/// L2_NORMALIZATION, uint8 (NNAPI 1.2): output scale 1/128 and zero point 128, so the result
+/// is `128 + 128·(x − zp)/‖x − zp‖`, in the reference's fixed point, clamped to a byte.
+pub fn l2_normalization_u8(input: &[u8], depth: usize, zero_point: i32, output: &mut [u8]) {
+    for_rows(input, depth, output, |src, dst| {
+        let sum = src.iter().fold(0i32, |acc, &v| {
+            let d = i32::from(v) - zero_point;
+            acc.wrapping_add(d * d)
+        });
+        let (multiplier, shift) = inv_sqrt_multiplier(sum);
+        for (o, &v) in dst.iter_mut().zip(src) {
+            let d = i32::from(v) - zero_point;
+            let scaled = rounding_divide_by_pot(
+                saturating_rounding_doubling_high_mul(d * 128, multiplier),
+                shift,
+            );
+            *o = (scaled + 128).clamp(0, 255) as u8;
         }
     });
 }
@@ -355,5 +417,37 @@ mod tests {
         l2_normalization_f32(&[], 4, &mut out);
         let mut out8: [u8; 0] = [];
         softmax_u8(&[], QuantParams::new(0.5, 0), 4, 1.0, &mut out8).unwrap();
+    }
+
+    #[test]
+    fn l2_normalization_u8_follows_the_real_norm() {
+        // Rows of 5 around zero point 100; each output within one step of 128 + 128·d/‖d‖.
+        let input: Vec<u8> = (0..200u32).map(|i| (i * 73 % 256) as u8).collect();
+        let mut out = vec![0u8; input.len()];
+        l2_normalization_u8(&input, 5, 100, &mut out);
+        for (row, got) in input.chunks(5).zip(out.chunks(5)) {
+            let d: Vec<f64> = row.iter().map(|&v| f64::from(v) - 100.0).collect();
+            let norm = d.iter().map(|x| x * x).sum::<f64>().sqrt();
+            for (x, &g) in d.iter().zip(got) {
+                let want = (128.0 + 128.0 * x / norm).clamp(0.0, 255.0);
+                assert!((f64::from(g) - want).abs() <= 1.0, "{row:?} → {got:?}");
+            }
+        }
+        // A zero row stays at the zero point; a lone positive value saturates at 255.
+        let mut z = [0u8; 3];
+        l2_normalization_u8(&[7, 7, 7], 3, 7, &mut z);
+        assert_eq!(z, [128; 3]);
+        l2_normalization_u8(&[7, 9, 7], 3, 7, &mut z);
+        assert_eq!(z, [128, 255, 128]);
+    }
+
+    #[test]
+    fn inv_sqrt_multiplier_matches_the_real_value() {
+        for sum in [2, 3, 25, 1000, 65_025, 1 << 20, 1 << 29, i32::MAX] {
+            let (m, shift) = inv_sqrt_multiplier(sum);
+            let got = f64::from(m) / 2f64.powi(31) / 2f64.powi(shift);
+            let want = 1.0 / f64::from(sum).sqrt();
+            assert!((got / want - 1.0).abs() < 1e-5, "{sum}: {got} vs {want}");
+        }
     }
 }

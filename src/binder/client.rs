@@ -28,7 +28,7 @@ use super::service_name;
 use crate::driver::ExecutionResult;
 use nnhal_hal::{Capabilities, HalError, HalResult, Model, Request};
 use rsbinder::rpc::{FileDescriptorTransportMode, RpcClientConfig, RpcSession};
-use rsbinder::{BinderResult, ExceptionCode, Interface, ParcelFileDescriptor, Status, Strong};
+use rsbinder::{BinderResult, ExceptionCode, Interface, Status, Strong};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -622,10 +622,7 @@ impl RemotePreparedModel {
         duration_ns: i64,
     ) -> HalResult<()> {
         let request = convert::request_to_aidl(request)?;
-        let fences: Vec<_> = wait_for
-            .into_iter()
-            .map(ParcelFileDescriptor::new)
-            .collect();
+        let fences: Vec<_> = wait_for.into_iter().map(super::ipc::pfd_new).collect();
         let result = call(
             self.prepared
                 .executeFenced(&request, &fences, false, deadline_ns, -1, duration_ns),
@@ -731,7 +728,7 @@ fn send_raw_to(
             }
             RawPiece::I32(v) => data.write(&v).map_err(failed)?,
             RawPiece::String(text) => data.write(&text).map_err(failed)?,
-            RawPiece::Fd(fd) => data.write(&ParcelFileDescriptor::new(fd)).map_err(failed)?,
+            RawPiece::Fd(fd) => data.write(&super::ipc::pfd_new(fd)).map_err(failed)?,
         }
     }
     let flags = if one_way { FLAG_ONEWAY } else { 0 };

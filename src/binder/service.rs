@@ -272,7 +272,7 @@ ipc::impl_interface_with_dump!(Device);
 impl Device {
     /// What `dump` (`dumpsys android.hardware.neuralnetworks.IDevice/<instance>`) prints.
     fn dump_text(&self) -> String {
-        dump_text(&self.driver, &COUNTERS.snapshot())
+        dump_text(&self.driver, &COUNTERS.snapshot(), self.budget.limits())
     }
 }
 
@@ -325,7 +325,7 @@ impl Counters {
 
 /// The `dump` text: version, kernels, capabilities, prepared models, execution counters and
 /// the service's limits, one fact per line as `key: value` so people and scripts read it alike.
-pub fn dump_text(driver: &Driver, counters: &CountersSnapshot) -> String {
+pub fn dump_text(driver: &Driver, counters: &CountersSnapshot, limits: &Limits) -> String {
     let caps = driver.capabilities();
     let perf = |p: nnhal_hal::PerformanceInfo| {
         format!("execTime {} powerUsage {}", p.exec_time, p.power_usage)
@@ -346,6 +346,16 @@ pub fn dump_text(driver: &Driver, counters: &CountersSnapshot) -> String {
         format!("limit preparation threads: {PREPARE_THREADS}"),
         format!("limit queued preparations: {PREPARE_QUEUE_DEPTH}"),
         format!("limit tensor elements: {}", nnhal_hal::shape::MAX_ELEMENTS),
+        format!("limit connections: {}", limits.max_connections),
+        format!("limit model bytes: {}", limits.max_model_bytes),
+        format!("limit operands: {}", limits.max_operands),
+        format!("limit prepared bytes: {}", limits.max_prepared_bytes),
+        format!(
+            "limit prepared bytes per client: {}",
+            limits.max_prepared_bytes_per_client
+        ),
+        format!("limit execution bytes: {}", limits.max_execution_bytes),
+        format!("limit fence wait: {:?}", limits.max_fence_wait),
     ];
     let mut text = lines.join("\n");
     text.push('\n');
@@ -929,7 +939,12 @@ mod tests {
             String::from_utf8(out).unwrap()
         };
         let driver = Arc::new(Driver::new(1).unwrap());
-        let device = Device::with_limits(Arc::clone(&driver), Limits::default()).unwrap();
+        let limits = Limits {
+            max_connections: 7,
+            max_model_bytes: 12_345,
+            ..Limits::default()
+        };
+        let device = Device::with_limits(Arc::clone(&driver), limits).unwrap();
         let before = dump(&device);
         assert!(before.starts_with(&format!("version: {}\n", version_string(driver.isa()))));
         for line in [
@@ -940,6 +955,9 @@ mod tests {
             format!("limit preparation threads: {PREPARE_THREADS}"),
             format!("limit queued preparations: {PREPARE_QUEUE_DEPTH}"),
             format!("limit tensor elements: {}", i32::MAX),
+            "limit connections: 7".to_string(),
+            "limit model bytes: 12345".to_string(),
+            "limit fence wait: 60s".to_string(),
         ] {
             assert!(
                 before.lines().any(|l| l == line),

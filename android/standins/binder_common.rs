@@ -99,6 +99,16 @@ impl ProcessState {
     pub fn join_thread_pool() {}
 }
 
+/// src/state.rs: `ThreadState` (re-exported at the crate root beside `ProcessState`).
+pub struct ThreadState;
+
+impl ThreadState {
+    /// src/state.rs: `pub fn get_calling_pid() -> pid_t` (`IPCThreadState::getCallingPid`).
+    pub fn get_calling_pid() -> i32 {
+        unimplemented!("stand-in")
+    }
+}
+
 /// src/service.rs: `pub fn add_service(identifier: &str, mut binder: SpIBinder) -> Result<()>`
 /// (that module's `Result` is `Result<T, StatusCode>`).
 pub fn add_service(_identifier: &str, _binder: SpIBinder) -> core::result::Result<(), StatusCode> {

@@ -138,10 +138,14 @@ pub fn depthwise_conv2d_f32(
     let task = |r0: usize, r1: usize, b0: usize, b1: usize| {
         let c0 = b0 * l;
         let c1 = (b1 * l).min(c);
-        for r in r0..r1 {
+        let mut r = r0;
+        while r < r1 {
+            let rows = if r + 1 < r1 && pairs_rows(w, r) { 2 } else { 1 };
             // SAFETY: `out` points at `output`, whose length was checked against the
-            // window; each (row, channel range) belongs to exactly one task.
-            unsafe { conv_row(w, packed, input, out.get(), r, c0, c1, clamp) };
+            // window; each (row, channel range) belongs to exactly one task; a pair of rows
+            // passed `pairs_rows`.
+            unsafe { conv_row(w, packed, input, out.get(), r, rows, c0, c1, clamp) };
+            r += rows;
         }
     };
     if threads <= 1 {
@@ -168,12 +172,26 @@ pub fn depthwise_conv2d_f32(
     });
 }
 
+/// Whether output rows `r` and `r + 1` may run as one pass of the 3×3 kernel: same image, both
+/// windows inside the input vertically, a 3×3 filter at equal strides of 1 or 2.
+fn pairs_rows(w: &Window, r: usize) -> bool {
+    let (oh, s) = (w.output.h, w.stride_h);
+    let oy = r % oh;
+    let full = |oy: usize| taps(oy, s, w.padding.top, 3, w.input.h).len == 3;
+    (w.filter_h, w.filter_w) == (3, 3)
+        && s == w.stride_w
+        && s <= 2
+        && oy + 1 < oh
+        && full(oy)
+        && full(oy + 1)
+}
+
 /// Output row `r` (batch-major) of a multiplier-1 depthwise convolution, channels `c0..c1`
-/// (`c0` a multiple of the block width).
+/// (`c0` a multiple of the block width); with `out_rows == 2` also row `r + 1`.
 ///
 /// # Safety
-/// `output` points at the whole output tensor of `w`, `input.len() == w.input.len()`, and no
-/// other thread accesses these output elements meanwhile.
+/// `output` points at the whole output tensor of `w`, `input.len() == w.input.len()`, no
+/// other thread accesses these output elements meanwhile, and two rows pass [`pairs_rows`].
 #[allow(clippy::too_many_arguments)]
 unsafe fn conv_row(
     w: &Window,
@@ -181,6 +199,7 @@ unsafe fn conv_row(
     input: &[f32],
     output: *mut f32,
     r: usize,
+    out_rows: usize,
     c0: usize,
     c1: usize,
     clamp: ClampF32,
@@ -207,6 +226,8 @@ unsafe fn conv_row(
         out_px: c,
         pixels,
         stride: sw,
+        out_rows,
+        out_row: ow * c,
         clamp,
     };
     let clip = |tx: Taps| DwClip {

@@ -90,6 +90,12 @@ pub struct DwRun {
     pub pixels: usize,
     /// Horizontal stride: the input advances `stride · in_px` per output pixel.
     pub stride: usize,
+    /// Output rows (1 or 2). With 2, the run also covers the same pixels of the next output
+    /// row, `out_row` elements further, whose window starts `stride` input rows lower (the
+    /// vertical stride equals the horizontal one) and is clipped the same way.
+    pub out_rows: usize,
+    /// Elements between output rows (read when `out_rows == 2`).
+    pub out_row: usize,
     pub clamp: ClampF32,
 }
 
@@ -246,6 +252,35 @@ const fn win(r0: usize, r: usize, c0: usize, c: usize) -> usize {
 #[inline(always)]
 pub(crate) unsafe fn dw3x3<V: F32Simd, const P: usize>(a: &DwRun, c: &DwClip) {
     debug_assert_eq!(c.kw, 3);
+    if a.out_rows == 2 {
+        // SAFETY: the caller's contract covers both rows.
+        unsafe {
+            match (a.stride, c.ky0, c.rows, c.kx0, c.cols) {
+                (1, 0, 3, 0, 3) => dw_conv3x3_rows2::<V, 1, P>(a),
+                (2, 0, 3, 0, 3) => dw_conv3x3_rows2::<V, 2, P>(a),
+                _ => {
+                    dw3x3_row::<V, P>(a, c);
+                    let next = DwRun {
+                        input: a.input.add(a.stride * a.in_row),
+                        output: a.output.add(a.out_row),
+                        ..*a
+                    };
+                    dw3x3_row::<V, P>(&next, c);
+                }
+            }
+        }
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { dw3x3_row::<V, P>(a, c) }
+    }
+}
+
+/// One output row of [`dw3x3`].
+///
+/// # Safety
+/// As for [`dw3x3`], for the run's first output row.
+#[inline(always)]
+unsafe fn dw3x3_row<V: F32Simd, const P: usize>(a: &DwRun, c: &DwClip) {
     let single = a.pixels == 1;
     // SAFETY: each instantiation reads exactly the taps the clip puts in bounds, which the
     // caller makes readable.
@@ -302,6 +337,193 @@ unsafe fn dw_conv3x3<V: F32Simd, const S: usize, const P: usize, const W: usize>
             while P > 1 && p < a.pixels {
                 dw3x3_group::<V, S, 1, W>(a, g0, g1, p);
                 p += 1;
+            }
+        }
+    }
+}
+
+/// Two output rows of a full-window run at stride `S`, tiles of `P`, then 4, 2 and 1 pixels.
+/// Each input row loaded feeds both output rows where their windows overlap (one row at
+/// stride 2, two at stride 1), so a tile loads `(S + 3)·((Q−1)·S + 3)` input vectors for `18·Q`
+/// FMAs instead of `6·((Q−1)·S + 3)`: on the 512- and 1024-channel layers, whose pixel stride
+/// maps a tile's lines onto a few L1 sets, those loads come from L2 and set the pace.
+///
+/// # Safety
+/// As for [`dw3x3`], with two output rows, full 3×3 windows and stride `S` both ways.
+#[inline(always)]
+unsafe fn dw_conv3x3_rows2<V: F32Simd, const S: usize, const P: usize>(a: &DwRun) {
+    let blocks = a.channels.div_ceil(V::LANES);
+    // SAFETY: the caller's contract, passed on tile by tile.
+    unsafe {
+        for g0 in (0..blocks).step_by(DW_GROUP_BLOCKS) {
+            let g1 = (g0 + DW_GROUP_BLOCKS).min(blocks);
+            let mut p = 0;
+            while p + P <= a.pixels {
+                dw3x3_group2::<V, S, P>(a, g0, g1, p);
+                p += P;
+            }
+            if P > 4 && p + 4 <= a.pixels {
+                dw3x3_group2::<V, S, 4>(a, g0, g1, p);
+                p += 4;
+            }
+            if P > 2 && p + 2 <= a.pixels {
+                dw3x3_group2::<V, S, 2>(a, g0, g1, p);
+                p += 2;
+            }
+            while P > 1 && p < a.pixels {
+                dw3x3_group2::<V, S, 1>(a, g0, g1, p);
+                p += 1;
+            }
+        }
+    }
+}
+
+/// Pixels `p..p+Q` of two output rows, channel blocks `g0..g1`.
+#[inline(always)]
+unsafe fn dw3x3_group2<V: F32Simd, const S: usize, const Q: usize>(
+    a: &DwRun,
+    g0: usize,
+    g1: usize,
+    p: usize,
+) {
+    let l = V::LANES;
+    // SAFETY: as for `dw3x3_group`, for both rows.
+    unsafe {
+        for j in g0..g1 {
+            let c0 = j * l;
+            let n = l.min(a.channels - c0);
+            let wb = a.weights.add(j * 10 * l);
+            if n == l {
+                dw3x3_tile2::<V, S, Q, false>(a, wb, c0, p, n);
+            } else {
+                dw3x3_tile2::<V, S, Q, true>(a, wb, c0, p, n);
+            }
+        }
+    }
+}
+
+/// One input row's contribution to `Q` pixels: to the upper output row's accumulators with
+/// filter row `w0` when `UP`, to the lower one's with `w1` when `DOWN`.
+#[inline(always)]
+unsafe fn dw3x3_row2<
+    V: F32Simd,
+    const S: usize,
+    const Q: usize,
+    const TAIL: bool,
+    const UP: bool,
+    const DOWN: bool,
+>(
+    row: *const f32,
+    in_px: usize,
+    n: usize,
+    w0: *const f32,
+    w1: *const f32,
+    acc0: &mut [V; Q],
+    acc1: &mut [V; Q],
+) {
+    let l = V::LANES;
+    // SAFETY: the row's (Q − 1)·S + 3 pixels and the filter rows are readable (caller).
+    unsafe {
+        let mut wk0 = [V::splat(0.0); 3];
+        let mut wk1 = [V::splat(0.0); 3];
+        for kx in 0..3 {
+            if UP {
+                wk0[kx] = V::load(w0.add(kx * l));
+            }
+            if DOWN {
+                wk1[kx] = V::load(w1.add(kx * l));
+            }
+        }
+        for col in 0..(Q - 1) * S + 3 {
+            let ptr = row.add(col * in_px);
+            let x = if TAIL {
+                V::load_part(ptr, n)
+            } else {
+                V::load(ptr)
+            };
+            for q in 0..Q {
+                if col >= q * S && col - q * S < 3 {
+                    if UP {
+                        acc0[q] = x.mul_add(wk0[col - q * S], acc0[q]);
+                    }
+                    if DOWN {
+                        acc1[q] = x.mul_add(wk1[col - q * S], acc1[q]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `Q` adjacent pixels of two output rows of one channel block. Input row `i` (from the upper
+/// row's first) is filter row `i` of the upper output row and filter row `i − S` of the lower
+/// one; each pixel still sums its taps in row-major order.
+#[inline(always)]
+unsafe fn dw3x3_tile2<V: F32Simd, const S: usize, const Q: usize, const TAIL: bool>(
+    a: &DwRun,
+    wb: *const f32,
+    c0: usize,
+    p: usize,
+    n: usize,
+) {
+    let l = V::LANES;
+    // SAFETY: both rows' pixels p..p+Q and their full windows are in bounds, the block's
+    // packed taps and bias readable (caller).
+    unsafe {
+        let src = a.input.add(p * S * a.in_px + c0);
+        let w = |ky: usize| wb.add((1 + ky * 3) * l);
+        let row = |i: usize| src.add(i * a.in_row);
+        let mut acc0 = [V::splat(0.0); Q];
+        let mut acc1 = [V::splat(0.0); Q];
+        // Rows only the upper output row reads, then the shared ones, then the lower row's
+        // own; counts behind `black_box` keep each group a loop (see `dw3x3_tile`).
+        let upper_only = std::hint::black_box(S);
+        for i in 0..upper_only {
+            dw3x3_row2::<V, S, Q, TAIL, true, false>(
+                row(i),
+                a.in_px,
+                n,
+                w(i),
+                w(0),
+                &mut acc0,
+                &mut acc1,
+            );
+        }
+        let shared = std::hint::black_box(3 - S);
+        for i in S..S + shared {
+            dw3x3_row2::<V, S, Q, TAIL, true, true>(
+                row(i),
+                a.in_px,
+                n,
+                w(i),
+                w(i - S),
+                &mut acc0,
+                &mut acc1,
+            );
+        }
+        let lower_only = std::hint::black_box(S);
+        for i in 3..3 + lower_only {
+            dw3x3_row2::<V, S, Q, TAIL, false, true>(
+                row(i),
+                a.in_px,
+                n,
+                w(0),
+                w(i - S),
+                &mut acc0,
+                &mut acc1,
+            );
+        }
+        let bias = V::load(wb);
+        let (lo, hi) = (V::splat(a.clamp.lo), V::splat(a.clamp.hi));
+        for (r, acc) in [acc0, acc1].iter().enumerate() {
+            for (q, acc) in acc.iter().enumerate() {
+                let y = clamp(acc.add(bias), lo, hi, a.clamp.nan_to_lo);
+                let dst = a.output.add(r * a.out_row + (p + q) * a.out_px + c0);
+                if TAIL {
+                    y.store_part(dst, n)
+                } else {
+                    y.store(dst)
+                }
             }
         }
     }

@@ -29,7 +29,7 @@ pub use crate::plan::{EXECUTION_MEMORY_BUDGET, INLINE_MAX_WORK};
 
 /// The device: owns the kernel thread pool and the micro-kernel table its plans use.
 pub struct Driver {
-    pool: Arc<rayon::ThreadPool>,
+    pool: Arc<parallel::Pool>,
     kernels: &'static Ukernels,
 }
 
@@ -87,7 +87,7 @@ pub struct PreparedModel {
     plan: Plan,
     /// Request-pool mappings kept between executions; unmapped when the model is dropped.
     pool_cache: PoolCache,
-    pool: Arc<rayon::ThreadPool>,
+    pool: Arc<parallel::Pool>,
 }
 
 impl Driver {
@@ -100,10 +100,7 @@ impl Driver {
 
     /// A driver that runs `kernels` (any supported level, see [`ukernels::table`]).
     pub fn with_kernels(threads: usize, kernels: &'static Ukernels) -> HalResult<Driver> {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("nnhal-kernel-{i}"))
-            .build()
+        let pool = parallel::Pool::new(threads, "nnhal-kernel")
             .map_err(|e| HalError::GeneralFailure(format!("cannot start the kernel pool: {e}")))?;
         Ok(Driver {
             pool: Arc::new(pool),
@@ -118,7 +115,7 @@ impl Driver {
 
     /// Number of kernel worker threads.
     pub fn threads(&self) -> usize {
-        self.pool.current_num_threads()
+        self.pool.threads()
     }
 
     pub fn capabilities(&self) -> Capabilities {
@@ -243,8 +240,7 @@ impl PreparedModel {
         let output_shapes = if self.runs_inline() {
             self.plan.run(bound, profile)
         } else {
-            self.pool
-                .install(|| parallel::with_team(|| self.plan.run(bound, profile)))
+            self.pool.run(|| self.plan.run(bound, profile))
         }?;
         Ok(ExecutionResult { output_shapes })
     }
@@ -254,7 +250,7 @@ impl PreparedModel {
     /// the pool's single worker and waking the caller afterwards would only add two thread
     /// wake-ups per execution. Off the pool every kernel runs sequentially.
     pub fn runs_inline(&self) -> bool {
-        self.plan.runs_inline() || self.pool.current_num_threads() <= 1
+        self.plan.runs_inline() || self.pool.threads() <= 1
     }
 
     /// The compiled plan (arena layout, chosen kernels).

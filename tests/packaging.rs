@@ -1229,8 +1229,8 @@ fn rustlibs_drift_is_reported() {
         ),
         (
             "Android.bp",
-            "\"librayon\",\n        \"libsmallvec\",",
-            "\"librayon\",\n        \"libsmallvec\",\n        \"libitoa\",",
+            "\"libnnhal_kernels\",\n        \"libsmallvec\",",
+            "\"libnnhal_kernels\",\n        \"libsmallvec\",\n        \"libitoa\",",
             "libnnhal: rustlibs names libitoa",
         ),
         // A Cargo dependency no module's sources use.

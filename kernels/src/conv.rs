@@ -15,8 +15,6 @@
 //! Work is split over (batch, output row) with rayon; callers that want a bounded pool run
 //! these inside `ThreadPool::install`.
 
-use rayon::prelude::*;
-
 use crate::quant::Requantize;
 use crate::{Activation, KernelError, QuantParams, Window};
 
@@ -179,11 +177,7 @@ pub(crate) fn for_each_row<T: Send>(
     }
     let out_h = w.output.h;
     let body = |(r, row): (usize, &mut [T])| f(r / out_h, r % out_h, row);
-    if crate::in_worker() {
-        output.par_chunks_mut(row_len).enumerate().for_each(body);
-    } else {
-        output.chunks_mut(row_len).enumerate().for_each(body);
-    }
+    crate::parallel::for_chunks(output, row_len, |r, row| body((r, row)));
 }
 
 /// CONV_2D, float32. `filter` is `[out_c, filter_h, filter_w, in_c]`, `bias` is `[out_c]`.

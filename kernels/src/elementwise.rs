@@ -14,7 +14,6 @@ use crate::quant::{
     rounding_divide_by_pot,
 };
 use crate::{Activation, KernelError, QuantParams};
-use rayon::prelude::*;
 
 /// Elements per parallel task.
 const PARALLEL_CHUNK: usize = 1 << 14;
@@ -388,10 +387,10 @@ fn broadcast_binary<T, U, F>(
             }
         });
     };
-    if out.len() >= MIN_ELEMENTS && crate::in_worker() {
-        out.par_chunks_mut(PARALLEL_CHUNK)
-            .enumerate()
-            .for_each(|(i, chunk)| fill(i * PARALLEL_CHUNK, chunk));
+    if out.len() >= MIN_ELEMENTS {
+        crate::parallel::for_chunks(out, PARALLEL_CHUNK, |i, chunk| {
+            fill(i * PARALLEL_CHUNK, chunk)
+        });
     } else {
         fill(0, out);
     }
@@ -410,11 +409,10 @@ where
             *d = f(s);
         }
     };
-    if output.len() >= MIN_ELEMENTS && crate::in_worker() {
-        output
-            .par_chunks_mut(PARALLEL_CHUNK)
-            .zip(input.par_chunks(PARALLEL_CHUNK))
-            .for_each(|(dst, src)| body(src, dst));
+    if output.len() >= MIN_ELEMENTS {
+        crate::parallel::for_chunks(output, PARALLEL_CHUNK, |i, dst| {
+            body(&input[i * PARALLEL_CHUNK..][..dst.len()], dst)
+        });
     } else {
         body(input, output);
     }

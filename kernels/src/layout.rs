@@ -9,7 +9,6 @@
 
 use crate::parallel::MIN_ELEMENTS;
 use crate::Nhwc;
-use rayon::prelude::*;
 
 /// CONCATENATION along `axis`. Every input has the output's rank and extents except on
 /// `axis`; the output extent there is the sum of the inputs'.
@@ -233,11 +232,8 @@ pub fn resize_bilinear<T: Bilinear>(
             }
         }
     };
-    if output.len() >= MIN_ELEMENTS && crate::in_worker() {
-        output
-            .par_chunks_mut(row_len)
-            .enumerate()
-            .for_each(|(row, dst)| fill_row(row, dst));
+    if output.len() >= MIN_ELEMENTS {
+        crate::parallel::for_chunks(output, row_len, fill_row);
     } else {
         for (row, dst) in output.chunks_exact_mut(row_len).enumerate() {
             fill_row(row, dst);

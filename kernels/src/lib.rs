@@ -14,11 +14,12 @@
 //! points, fixed-point requantization with the reference rounding (see [`quant`]) and fused
 //! activation clamps applied in the quantized domain.
 //!
-//! Parallel kernels split their work over the rayon pool they are running in, and only when
-//! they run on one of its worker threads (see [`in_worker`]). Called from any other thread they
-//! run sequentially on it: the driver runs small models on the calling thread, where handing
-//! work to a pool would cost more than the work, and nothing may fall through to rayon's
-//! implicit global pool, which would ignore the driver's thread count.
+//! Parallel kernels split their work through [`parallel`] alone: over the team of a
+//! [`parallel::Pool`] execution (led by the calling thread or by a pool worker), over the rayon
+//! pool they run on, or — called from any other thread — sequentially on it: the driver runs
+//! small models on the calling thread, where handing work to a pool would cost more than the
+//! work, and nothing may fall through to rayon's implicit global pool, which would ignore the
+//! driver's thread count.
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 

@@ -13,7 +13,6 @@ use crate::elementwise::fixed_point::{
 use crate::parallel::MIN_ELEMENTS;
 use crate::quant::{rounding_divide_by_pot, saturating_rounding_doubling_high_mul};
 use crate::{KernelError, QuantParams};
-use rayon::prelude::*;
 
 /// Target elements per parallel task (whole rows are never split).
 const PARALLEL_CHUNK: usize = 1 << 14;
@@ -35,12 +34,11 @@ where
             f(row_in, row_out);
         }
     };
-    if input.len() >= MIN_ELEMENTS && input.len() > depth && crate::in_worker() {
+    if input.len() >= MIN_ELEMENTS && input.len() > depth {
         let task = (PARALLEL_CHUNK / depth).max(1) * depth;
-        output
-            .par_chunks_mut(task)
-            .zip(input.par_chunks(task))
-            .for_each(|(dst, src)| rows(src, dst));
+        crate::parallel::for_chunks(output, task, |i, dst| {
+            rows(&input[i * task..][..dst.len()], dst)
+        });
     } else {
         rows(input, output);
     }

@@ -3,9 +3,7 @@
 //! semantics of [`crate::elementwise`] and [`crate::normalization`]. Long tensors are split
 //! once over the pool in contiguous chunks (SOFTMAX: whole rows).
 
-use rayon::prelude::*;
-
-use crate::parallel::MIN_ELEMENTS;
+use crate::parallel::{for_chunks, MIN_ELEMENTS};
 use crate::ukernels::f32_small::ClampF32;
 use crate::ukernels::Ukernels;
 use crate::Activation;
@@ -28,10 +26,11 @@ fn binary(f: Binary, a: &[f32], b: &[f32], c: ClampF32, out: &mut [f32]) {
     assert_eq!(b.len(), out.len(), "second operand length");
     if parallel(out.len()) {
         let n = chunk_len(out.len());
-        out.par_chunks_mut(n)
-            .zip(a.par_chunks(n).zip(b.par_chunks(n)))
+        for_chunks(out, n, |i, o| {
+            let (a, b) = (&a[i * n..][..o.len()], &b[i * n..][..o.len()]);
             // SAFETY: table slots only hold kernels the processor runs.
-            .for_each(|(o, (a, b))| unsafe { f(a, b, o, c) });
+            unsafe { f(a, b, o, c) }
+        });
     } else {
         // SAFETY: table slots only hold kernels the processor runs.
         unsafe { f(a, b, out, c) }
@@ -42,10 +41,11 @@ fn unary(f: Unary, input: &[f32], out: &mut [f32]) {
     assert_eq!(input.len(), out.len(), "input length");
     if parallel(out.len()) {
         let n = chunk_len(out.len());
-        out.par_chunks_mut(n)
-            .zip(input.par_chunks(n))
+        for_chunks(out, n, |i, o| {
+            let x = &input[i * n..][..o.len()];
             // SAFETY: table slots only hold kernels the processor runs.
-            .for_each(|(o, x)| unsafe { f(x, o) });
+            unsafe { f(x, o) }
+        });
     } else {
         // SAFETY: table slots only hold kernels the processor runs.
         unsafe { f(input, out) }
@@ -69,10 +69,11 @@ pub fn clamp_f32(uk: &Ukernels, act: Activation, input: &[f32], out: &mut [f32])
     assert_eq!(input.len(), out.len(), "input length");
     if parallel(out.len()) {
         let n = chunk_len(out.len());
-        out.par_chunks_mut(n)
-            .zip(input.par_chunks(n))
+        for_chunks(out, n, |i, o| {
+            let x = &input[i * n..][..o.len()];
             // SAFETY: table slots only hold kernels the processor runs.
-            .for_each(|(o, x)| unsafe { f(x, o, c) });
+            unsafe { f(x, o, c) }
+        });
     } else {
         // SAFETY: table slots only hold kernels the processor runs.
         unsafe { f(input, out, c) }
@@ -109,9 +110,7 @@ pub fn softmax_f32(uk: &Ukernels, beta: f32, depth: usize, input: &[f32], out: &
     };
     if parallel(out.len()) && input.len() > depth {
         let n = chunk_len(out.len()).div_ceil(depth) * depth;
-        out.par_chunks_mut(n)
-            .zip(input.par_chunks(n))
-            .for_each(|(y, x)| rows(x, y));
+        for_chunks(out, n, |i, y| rows(&input[i * n..][..y.len()], y));
     } else {
         rows(input, out);
     }

@@ -882,3 +882,56 @@ fn per_client_budget_other_process() {
     let _b = device.prepare_model(add_constant_model(1 << 20)).unwrap();
     println!("other process: 2 models prepared");
 }
+
+/// A BLOB hardware buffer with CPU access, the pool kind the device build maps through the
+/// AHardwareBuffer API, sent through the transport as the AIDL `hardwareBuffer` it is: a host
+/// refuses it with GENERAL_FAILURE, as a model pool and as a request pool, and goes on serving.
+#[test]
+fn hardware_buffer_pool_over_binder_is_a_general_failure_on_a_host() {
+    use nnhal::hal::ahwb;
+    let blob = || {
+        Memory::HardwareBuffer(std::sync::Arc::new(ahwb::HardwareBuffer {
+            width: 16,
+            height: 1,
+            layers: 1,
+            format: ahwb::FORMAT_BLOB,
+            usage: ahwb::USAGE_CPU_READ_OFTEN | ahwb::USAGE_CPU_WRITE_OFTEN,
+            stride: 16,
+            fds: vec![create_memfd("blob", &[], 16, true).unwrap()],
+            ints: vec![7],
+        }))
+    };
+    let service = Service::start(&[]);
+    let device = service.connect();
+    let mut model = probe::add_model();
+    model.pools.push(blob());
+    let err = device
+        .prepare_model(model)
+        .err()
+        .expect("a hardware-buffer model pool");
+    assert_eq!(err.status(), ErrorStatus::GeneralFailure, "{err}");
+    assert!(err.message().contains("hardware buffer"), "{err}");
+
+    let prepared = device.prepare_model(probe::add_model()).unwrap();
+    let arg = |offset| nnhal::hal::RequestArgument {
+        has_no_value: false,
+        location: DataLocation {
+            pool_index: 0,
+            offset,
+            length: 16,
+        },
+        dimensions: Vec::new(),
+    };
+    let run = AddRun::new(&[1.0; 4], &[1.0; 4]).unwrap();
+    let mut request = run.request.clone();
+    request.pools = vec![blob()];
+    request.inputs = vec![arg(0), arg(0)];
+    request.outputs = vec![arg(0)];
+    let err = prepared
+        .execute(&request)
+        .err()
+        .expect("a hardware-buffer request pool");
+    assert_eq!(err.status(), ErrorStatus::GeneralFailure, "{err}");
+    assert!(err.message().contains("hardware buffer"), "{err}");
+    run_add(&device);
+}

@@ -929,8 +929,7 @@ fn hardware_buffer_pool_over_binder_is_a_general_failure_on_a_host() {
     request.outputs = vec![arg(0)];
     let err = prepared
         .execute(&request)
-        .err()
-        .expect("a hardware-buffer request pool");
+        .expect_err("a hardware-buffer request pool");
     assert_eq!(err.status(), ErrorStatus::GeneralFailure, "{err}");
     assert!(err.message().contains("hardware buffer"), "{err}");
     run_add(&device);

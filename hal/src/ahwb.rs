@@ -9,7 +9,7 @@
 //! (INVALID_ARGUMENT). Hosts have no AHardwareBuffer allocator: there every hardware buffer is
 //! refused with GENERAL_FAILURE.
 //!
-//! Every foreign declaration the mapping uses is in this file ([`ffi`]), each read from the
+//! Every foreign declaration the mapping uses is in this file (module `ffi`), each read from the
 //! platform headers of `frameworks/native` (`libs/nativewindow/include/android/hardware_buffer.h`,
 //! the NDK header, and `libs/nativewindow/include/vndk/hardware_buffer.h`, its vendor
 //! extension, at AOSP `main` commit 2953706fb1bc of 2023-11-10; the same declarations since

@@ -32,6 +32,14 @@ pub struct Limits {
     /// How long an accepted connection may take to complete its handshake before it is
     /// dropped (host RPC server only): an idle connection must not hold a slot.
     pub handshake_timeout: Duration,
+    /// How long a connection that holds nothing (no call open, no object of the service's
+    /// but the device, no callback of its own registered) may stay silent before the
+    /// service closes it; `None`: never (host RPC server only). At the connection limit, the
+    /// one silent longest is closed after [`EVICT_WHEN_FULL_AFTER`] to serve a waiting client.
+    pub idle_timeout: Option<Duration>,
+    /// How long the service waits for a client to take a reply (or anything else the service
+    /// sends it) before it ends that client's session (host RPC server only).
+    pub send_timeout: Duration,
     /// The longest a fenced execution waits for its fences when the caller gave neither a
     /// deadline nor a duration.
     pub max_fence_wait: Duration,
@@ -47,12 +55,26 @@ impl Default for Limits {
             max_prepared_bytes_per_client: 512 * MIB,
             max_execution_bytes: 256 * MIB,
             handshake_timeout: Duration::from_secs(2),
+            idle_timeout: Some(Duration::from_secs(60)),
+            send_timeout: Duration::from_secs(10),
             max_fence_wait: Duration::from_secs(60),
         }
     }
 }
 
+/// At the connection limit, a connection that holds nothing and has been silent this long
+/// (or [`Limits::idle_timeout`], when shorter) is closed so that a waiting client is served.
+pub const EVICT_WHEN_FULL_AFTER: Duration = Duration::from_secs(1);
+
 impl Limits {
+    /// How long a connection that holds nothing must have been silent before it is closed
+    /// for a client waiting at the connection limit.
+    pub fn evict_when_full_after(&self) -> Duration {
+        self.idle_timeout.map_or(EVICT_WHEN_FULL_AFTER, |idle| {
+            idle.min(EVICT_WHEN_FULL_AFTER)
+        })
+    }
+
     /// Refuses a model whose declared sizes exceed [`Limits::max_model_bytes`] or
     /// [`Limits::max_operands`].
     pub fn check_model(&self, constant_bytes: u64, operands: usize) -> HalResult<()> {

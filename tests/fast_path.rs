@@ -20,7 +20,7 @@ fn f32_bytes(v: &[f32]) -> Vec<u8> {
 fn pool_fd(memory: &Memory) -> Arc<OwnedFd> {
     match memory {
         Memory::Ashmem { fd, .. } | Memory::MappableFile { fd, .. } => fd.clone(),
-        Memory::Unsupported(kind) => panic!("unexpected pool {kind}"),
+        other => panic!("unexpected pool {other:?}"),
     }
 }
 

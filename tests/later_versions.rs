@@ -183,7 +183,20 @@ fn malformed_uses_of_later_types_are_still_invalid() {
 #[test]
 fn hardware_buffer_pools_are_a_general_failure_on_a_host() {
     let driver = Driver::new(1).unwrap();
-    let hardware_buffer = || nnhal::hal::memory::Memory::Unsupported("hardwareBuffer".into());
+    // A BLOB with CPU read/write access: what the device build maps, refused on a host.
+    let hardware_buffer = || {
+        use nnhal::hal::ahwb;
+        nnhal::hal::memory::Memory::HardwareBuffer(std::sync::Arc::new(ahwb::HardwareBuffer {
+            width: 64,
+            height: 1,
+            layers: 1,
+            format: ahwb::FORMAT_BLOB,
+            usage: ahwb::USAGE_CPU_READ_OFTEN | ahwb::USAGE_CPU_WRITE_OFTEN,
+            stride: 64,
+            fds: vec![std::fs::File::open("/dev/null").unwrap().into()],
+            ints: Vec::new(),
+        }))
+    };
     let mut model = one_op(OperationType::Add, TensorFloat32, 2, true);
     model.pools.push(hardware_buffer());
     assert_eq!(

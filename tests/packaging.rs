@@ -1216,8 +1216,8 @@ fn rustlibs_drift_is_reported() {
         ),
         (
             "Cargo.toml",
-            "aosp = [\"dep:android_logger\"]",
-            "aosp = [\"dep:android_logger\", \"dep:serde\"]",
+            "aosp = [\"dep:android_logger\", \"nnhal-hal/aosp\"]",
+            "aosp = [\"dep:android_logger\", \"nnhal-hal/aosp\", \"dep:serde\"]",
             "libnnhal: rustlibs lacks libserde,",
         ),
         // A module naming a crate the Cargo build does not have (or the module does not use).

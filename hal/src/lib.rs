@@ -8,6 +8,7 @@
 
 #[macro_use]
 pub mod error;
+pub mod ahwb;
 pub mod memory;
 pub mod ops;
 pub mod shape;

@@ -45,14 +45,11 @@ pub enum Memory {
         prot: i32,
         offset: u64,
     },
-    /// A kind of memory the 1.0 driver cannot use (hardware buffers, unknown names).
+    /// An AHardwareBuffer (`crate::ahwb`): usable as a BLOB with CPU access, on Android only.
+    HardwareBuffer(Arc<crate::ahwb::HardwareBuffer>),
+    /// A kind of memory the 1.0 driver cannot use (unknown names, memory-domain tokens).
     Unsupported(String),
 }
-
-/// The [`Memory::Unsupported`] kind of an AIDL `hardwareBuffer` (AHardwareBuffer) pool: a
-/// valid pool that no host can map, so a model or request using one fails with
-/// GENERAL_FAILURE rather than INVALID_ARGUMENT.
-pub const HARDWARE_BUFFER: &str = "hardwareBuffer";
 
 impl Memory {
     /// A read-write shared-memory pool over a whole fd.
@@ -66,6 +63,7 @@ impl Memory {
     pub fn size(&self) -> u64 {
         match self {
             Memory::Ashmem { size, .. } | Memory::MappableFile { size, .. } => *size,
+            Memory::HardwareBuffer(hb) => hb.size(),
             Memory::Unsupported(_) => 0,
         }
     }
@@ -73,11 +71,7 @@ impl Memory {
     /// Static checks that need no system call (pool kinds, size, protection bits).
     pub fn validate(&self, what: &str) -> HalResult<()> {
         match self {
-            Memory::Unsupported(kind) if kind == HARDWARE_BUFFER => {
-                return Err(crate::HalError::GeneralFailure(format!(
-                    "{what}: hardware buffers (AHardwareBuffer) cannot be mapped on this host"
-                )));
-            }
+            Memory::HardwareBuffer(hb) => hb.validate(what)?,
             Memory::Unsupported(kind) => {
                 invalid!("{what}: memory kind {kind} is not usable by an NNAPI 1.0 driver")
             }
@@ -105,6 +99,21 @@ enum Backing {
     Map(Arc<memmap2::MmapRaw>),
     /// Positional I/O on a (possibly shrinkable) file, starting at `base`.
     File { file: File, base: u64 },
+    /// A BLOB hardware buffer locked for CPU access (fixed size while locked).
+    #[cfg(all(feature = "aosp", target_os = "android"))]
+    Blob(Arc<crate::ahwb::LockedBlob>),
+}
+
+impl Backing {
+    /// The first byte of a region mapped into this process, or `None` for positional I/O.
+    fn mapped_base(&self) -> Option<*mut u8> {
+        match self {
+            Backing::Map(map) => Some(map.as_mut_ptr()),
+            #[cfg(all(feature = "aosp", target_os = "android"))]
+            Backing::Blob(blob) => Some(blob.as_ptr()),
+            Backing::File { .. } => None,
+        }
+    }
 }
 
 /// A pool made accessible to the driver. Reads and writes copy, with bounds checks.
@@ -121,7 +130,7 @@ impl std::fmt::Debug for MappedPool {
         f.debug_struct("MappedPool")
             .field("size", &self.size)
             .field("writable", &self.writable)
-            .field("mapped", &matches!(self.backing, Backing::Map(_)))
+            .field("mapped", &self.backing.mapped_base().is_some())
             .finish()
     }
 }
@@ -136,6 +145,9 @@ impl MappedPool {
     /// pool is a shrink-sealed regular file.
     fn open(memory: &Memory, what: &str, cache: Option<&PoolCache>) -> HalResult<MappedPool> {
         memory.validate(what)?;
+        if let Memory::HardwareBuffer(hb) = memory {
+            return Self::open_hardware_buffer(hb, what);
+        }
         let (fd, size, offset, asked_writable) = match memory {
             Memory::Ashmem { fd, size } => (fd, *size, 0u64, true),
             Memory::MappableFile {
@@ -144,7 +156,9 @@ impl MappedPool {
                 prot,
                 offset,
             } => (fd, *size, *offset, prot & PROT_WRITE != 0),
-            Memory::Unsupported(_) => unreachable!("rejected by validate"),
+            Memory::HardwareBuffer(_) | Memory::Unsupported(_) => {
+                unreachable!("rejected by validate or opened above")
+            }
         };
         // What the fd itself allows, decided here rather than by the first read or write of
         // an execution: an output in a pool that cannot be written is a malformed request.
@@ -227,6 +241,28 @@ impl MappedPool {
         }
     }
 
+    /// A BLOB hardware buffer, locked for CPU reads, and writes when its usage allows them
+    /// (an output in a buffer without CPU write access is then refused as for a read-only fd).
+    #[cfg(all(feature = "aosp", target_os = "android"))]
+    fn open_hardware_buffer(hb: &crate::ahwb::HardwareBuffer, what: &str) -> HalResult<MappedPool> {
+        let blob = crate::ahwb::LockedBlob::lock(hb, what)?;
+        Ok(MappedPool {
+            size: blob.len() as u64,
+            writable: hb.cpu_writable(),
+            backing: Backing::Blob(Arc::new(blob)),
+            identity: None,
+        })
+    }
+
+    /// Hosts refuse hardware buffers in [`Memory::validate`]; nothing reaches here.
+    #[cfg(not(all(feature = "aosp", target_os = "android")))]
+    fn open_hardware_buffer(hb: &crate::ahwb::HardwareBuffer, what: &str) -> HalResult<MappedPool> {
+        hb.validate(what)?;
+        Err(HalError::GeneralFailure(format!(
+            "{what}: hardware buffers cannot be mapped here"
+        )))
+    }
+
     pub fn size(&self) -> u64 {
         self.size
     }
@@ -254,21 +290,25 @@ impl MappedPool {
     /// Copies `dst.len()` bytes starting at `offset` out of the pool.
     pub fn read(&self, offset: u64, dst: &mut [u8]) -> HalResult<()> {
         self.check(offset, dst.len(), "read")?;
-        match &self.backing {
-            Backing::Map(map) => {
-                // SAFETY: `check` keeps [offset, offset + len) inside the mapping, which lives as
-                // long as `self`; the mapping cannot shrink (sealed memfd or fixed-size device).
-                // Copying raw bytes means no reference to shared memory is ever formed and no
-                // alignment is assumed; concurrent client writes only change the copied values.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        map.as_ptr().add(offset as usize),
-                        dst.as_mut_ptr(),
-                        dst.len(),
-                    );
-                }
-                Ok(())
+        if let Some(mapped) = self.backing.mapped_base() {
+            // SAFETY: `check` keeps [offset, offset + len) inside the mapping, which lives as
+            // long as `self`; the mapping cannot shrink (sealed memfd, fixed-size device or
+            // locked hardware buffer). Copying raw bytes means no reference to shared memory is
+            // ever formed and no alignment is assumed; concurrent client writes only change the
+            // copied values.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    mapped.add(offset as usize),
+                    dst.as_mut_ptr(),
+                    dst.len(),
+                );
             }
+            return Ok(());
+        }
+        match &self.backing {
+            Backing::Map(_) => unreachable!("mapped above"),
+            #[cfg(all(feature = "aosp", target_os = "android"))]
+            Backing::Blob(_) => unreachable!("mapped above"),
             Backing::File { file, base } => file.read_exact_at(dst, base + offset).map_err(|e| {
                 HalError::GeneralFailure(format!(
                     "pool read at {offset} of {} bytes failed: {e}",
@@ -282,19 +322,18 @@ impl MappedPool {
     pub fn write(&self, offset: u64, src: &[u8]) -> HalResult<()> {
         ensure!(self.writable, "write: pool is read-only");
         self.check(offset, src.len(), "write")?;
-        match &self.backing {
-            Backing::Map(map) => {
-                // SAFETY: bounds as in `read`; the mapping was created writable (`self.writable`),
-                // and the destination is raw shared memory, never aliased by a Rust reference.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        src.as_ptr(),
-                        map.as_mut_ptr().add(offset as usize),
-                        src.len(),
-                    );
-                }
-                Ok(())
+        if let Some(mapped) = self.backing.mapped_base() {
+            // SAFETY: bounds as in `read`; the mapping was created writable (`self.writable`),
+            // and the destination is raw shared memory, never aliased by a Rust reference.
+            unsafe {
+                std::ptr::copy_nonoverlapping(src.as_ptr(), mapped.add(offset as usize), src.len());
             }
+            return Ok(());
+        }
+        match &self.backing {
+            Backing::Map(_) => unreachable!("mapped above"),
+            #[cfg(all(feature = "aosp", target_os = "android"))]
+            Backing::Blob(_) => unreachable!("mapped above"),
             Backing::File { file, base } => {
                 // A file shrunk after the size check would be grown back by a positional write;
                 // refuse instead so the client's file keeps the size it chose.
@@ -339,9 +378,9 @@ impl MappedPool {
             HalError::InvalidArgument(format!("read: {} values overflow", out.len()))
         })?;
         self.check(offset, len, "read")?;
-        match &self.backing {
-            Backing::Map(map) => {
-                let base = map.as_ptr().wrapping_add(offset as usize);
+        match self.backing.mapped_base() {
+            Some(mapped) => {
+                let base = mapped.cast_const().wrapping_add(offset as usize);
                 for (i, value) in out.iter_mut().enumerate() {
                     // SAFETY: `check` keeps the `N` bytes at `base + i·N` inside the mapping,
                     // which lives as long as `self` and cannot shrink (see `read`).
@@ -352,7 +391,7 @@ impl MappedPool {
                     *value = decode(bytes);
                 }
             }
-            Backing::File { .. } => {
+            None => {
                 let bytes = self.read_vec(offset, len)?;
                 for (value, chunk) in out.iter_mut().zip(bytes.chunks_exact(N)) {
                     *value = decode(chunk.try_into().expect("chunks_exact yields N bytes"));
@@ -375,9 +414,9 @@ impl MappedPool {
             HalError::InvalidArgument(format!("write: {} values overflow", values.len()))
         })?;
         self.check(offset, len, "write")?;
-        match &self.backing {
-            Backing::Map(map) => {
-                let base = map.as_mut_ptr().wrapping_add(offset as usize);
+        match self.backing.mapped_base() {
+            Some(mapped) => {
+                let base = mapped.wrapping_add(offset as usize);
                 for (i, value) in values.iter().enumerate() {
                     // SAFETY: bounds as in `read_values`; the mapping was created writable
                     // (`self.writable`), and the destination is raw shared memory, never
@@ -388,7 +427,7 @@ impl MappedPool {
                 }
                 Ok(())
             }
-            Backing::File { .. } => {
+            None => {
                 let mut bytes = Vec::new();
                 bytes.try_reserve_exact(len).map_err(|_| {
                     HalError::GeneralFailure(format!("cannot allocate {len} bytes"))

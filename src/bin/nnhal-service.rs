@@ -81,6 +81,19 @@ struct LimitArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = Limits::default().handshake_timeout.as_secs_f64(),
           value_parser = parse_seconds)]
     handshake_timeout: f64,
+    /// Seconds a connection that holds nothing (no call, no prepared model, burst or callback;
+    /// the device does not count) may stay silent before it is closed; 0: never. At the
+    /// connection limit the one silent longest (at least 1 s) is closed for a waiting client
+    /// [host RPC only]
+    #[arg(long, value_name = "SECONDS",
+          default_value_t = Limits::default().idle_timeout.map_or(0.0, |d| d.as_secs_f64()),
+          value_parser = parse_seconds_or_zero)]
+    idle_timeout: f64,
+    /// Seconds the service waits for a client to take a reply before it ends that client's
+    /// session [host RPC only]
+    #[arg(long, value_name = "SECONDS", default_value_t = Limits::default().send_timeout.as_secs_f64(),
+          value_parser = parse_seconds)]
+    send_timeout: f64,
     /// Longest wait for the fences of a fenced execution that gave no deadline or duration
     #[arg(long, value_name = "SECONDS", default_value_t = Limits::default().max_fence_wait.as_secs_f64(),
           value_parser = parse_seconds)]
@@ -101,6 +114,13 @@ fn parse_seconds(text: &str) -> Result<f64, String> {
     }
 }
 
+fn parse_seconds_or_zero(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s == 0.0 => Ok(s),
+        _ => parse_seconds(text).map_err(|_| format!("{text}: 0 or a positive number of seconds")),
+    }
+}
+
 impl LimitArgs {
     fn limits(&self) -> Limits {
         Limits {
@@ -111,6 +131,9 @@ impl LimitArgs {
             max_prepared_bytes_per_client: self.max_prepared_bytes_per_client,
             max_execution_bytes: self.max_execution_bytes,
             handshake_timeout: std::time::Duration::from_secs_f64(self.handshake_timeout),
+            idle_timeout: (self.idle_timeout > 0.0)
+                .then(|| std::time::Duration::from_secs_f64(self.idle_timeout)),
+            send_timeout: std::time::Duration::from_secs_f64(self.send_timeout),
             max_fence_wait: std::time::Duration::from_secs_f64(self.max_fence_wait),
         }
     }

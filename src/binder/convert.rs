@@ -103,8 +103,31 @@ pub fn memory_from_aidl(memory: &AidlMemory, what: &str) -> HalResult<Memory> {
             prot: m.prot,
             offset: i64_to_u64(m.offset, &|| format!("{what}.mappableFile.offset"))?,
         },
-        AidlMemory::HardwareBuffer(_) => {
-            Memory::Unsupported(nnhal_hal::memory::HARDWARE_BUFFER.into())
+        AidlMemory::HardwareBuffer(hb) => {
+            // Decoded whatever it describes: which buffers the driver can use (a BLOB with CPU
+            // access, on Android) is the pool's validation (nnhal_hal::ahwb).
+            let d = &hb.description;
+            let dim = |v: i32, field: &str| to_u32(v, &|| format!("{what}.description.{field}"));
+            let fds = hb
+                .handle
+                .fds
+                .iter()
+                .map(|pfd| {
+                    super::ipc::pfd_fd(pfd).try_clone_to_owned().map_err(|e| {
+                        HalError::GeneralFailure(format!("{what}: cannot duplicate fd: {e}"))
+                    })
+                })
+                .collect::<HalResult<Vec<_>>>()?;
+            Memory::HardwareBuffer(Arc::new(nnhal_hal::ahwb::HardwareBuffer {
+                width: dim(d.width, "width")?,
+                height: dim(d.height, "height")?,
+                layers: dim(d.layers, "layers")?,
+                format: d.format.0,
+                usage: d.usage.0 as u64,
+                stride: dim(d.stride, "stride")?,
+                fds,
+                ints: hb.handle.ints.clone(),
+            }))
         }
     })
 }
@@ -549,6 +572,45 @@ pub fn memory_to_aidl(memory: &Memory, what: &str) -> HalResult<AidlMemory> {
             fd: pfd(fd, what)?,
             offset: to_i64(*offset, &|| format!("{what}.offset"))?,
         }),
+        #[cfg(not(feature = "aosp"))]
+        Memory::HardwareBuffer(hb) => {
+            use super::aidl::android::hardware::common::NativeHandle::NativeHandle;
+            use super::aidl::android::hardware::graphics::common::{
+                BufferUsage::BufferUsage, HardwareBuffer::HardwareBuffer,
+                HardwareBufferDescription::HardwareBufferDescription, PixelFormat::PixelFormat,
+            };
+            let int = |v: u32, field: &str| {
+                i32::try_from(v).or_else(|_| unsendable(format!("{what}.{field} is {v}")))
+            };
+            let fds = hb
+                .fds
+                .iter()
+                .map(|fd| {
+                    let fd = fd.try_clone().map_err(|e| {
+                        HalError::GeneralFailure(format!("{what}: cannot duplicate fd: {e}"))
+                    })?;
+                    Ok(super::ipc::pfd_new(fd))
+                })
+                .collect::<HalResult<Vec<_>>>()?;
+            AidlMemory::HardwareBuffer(HardwareBuffer {
+                description: HardwareBufferDescription {
+                    width: int(hb.width, "width")?,
+                    height: int(hb.height, "height")?,
+                    layers: int(hb.layers, "layers")?,
+                    format: PixelFormat(hb.format),
+                    usage: BufferUsage(hb.usage as i64),
+                    stride: int(hb.stride, "stride")?,
+                },
+                handle: NativeHandle {
+                    fds,
+                    ints: hb.ints.clone(),
+                },
+            })
+        }
+        #[cfg(feature = "aosp")]
+        Memory::HardwareBuffer(_) => {
+            return unsendable(format!("{what}: the device build sends no hardware buffer"))
+        }
         Memory::Unsupported(kind) => {
             return unsendable(format!("{what}: a {kind} pool has no AIDL form"))
         }
@@ -805,10 +867,12 @@ mod tests {
         aidl.pools.push(AidlRequestMemoryPool::Token(3));
         let back = request_from_aidl(&aidl).unwrap();
         assert!(matches!(back.pools[1], Memory::Unsupported(_)));
-        assert!(matches!(
-            memory_from_aidl(&AidlMemory::HardwareBuffer(Default::default()), "p").unwrap(),
-            Memory::Unsupported(_)
-        ));
+        let hb = memory_from_aidl(&AidlMemory::HardwareBuffer(Default::default()), "p").unwrap();
+        assert!(matches!(hb, Memory::HardwareBuffer(_)));
+        assert_eq!(
+            hb.validate("p").unwrap_err().status(),
+            nnhal_hal::ErrorStatus::GeneralFailure
+        );
     }
 
     #[test]

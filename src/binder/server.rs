@@ -139,6 +139,13 @@ pub fn serve_with_limits(
     // instead of holding a slot.
     server.set_max_connections(limits.max_connections);
     server.set_handshake_timeout(Some(limits.handshake_timeout));
+    // A connection that finished its handshake and then says nothing would hold its slot
+    // forever: one that holds nothing (a client keeping a prepared model, a burst or a
+    // callback is left alone) is closed after the idle timeout, and at the limit the one
+    // silent longest makes room for a waiting client (docs/limits.md).
+    server.set_idle_eviction(limits.idle_timeout, limits.evict_when_full_after());
+    // A client that stops reading its replies would hold the thread writing to it forever.
+    server.set_reply_timeout(Some(limits.send_timeout));
     let device = ipc::new_binder!(BnDevice, Device::with_limits(driver, limits)?);
     server
         .add_service(&service_name(instance), device.as_binder())

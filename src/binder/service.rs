@@ -347,6 +347,18 @@ pub fn dump_text(driver: &Driver, counters: &CountersSnapshot, limits: &Limits) 
         format!("limit queued preparations: {PREPARE_QUEUE_DEPTH}"),
         format!("limit tensor elements: {}", nnhal_hal::shape::MAX_ELEMENTS),
         format!("limit connections: {}", limits.max_connections),
+        format!("limit handshake timeout: {:?}", limits.handshake_timeout),
+        format!(
+            "limit idle timeout: {}",
+            limits
+                .idle_timeout
+                .map_or_else(|| "never".to_string(), |d| format!("{d:?}"))
+        ),
+        format!(
+            "limit idle eviction when full after: {:?}",
+            limits.evict_when_full_after()
+        ),
+        format!("limit send timeout: {:?}", limits.send_timeout),
         format!("limit model bytes: {}", limits.max_model_bytes),
         format!("limit operands: {}", limits.max_operands),
         format!("limit prepared bytes: {}", limits.max_prepared_bytes),
@@ -942,6 +954,8 @@ mod tests {
         let limits = Limits {
             max_connections: 7,
             max_model_bytes: 12_345,
+            idle_timeout: Some(std::time::Duration::from_secs(30)),
+            send_timeout: std::time::Duration::from_secs(7),
             ..Limits::default()
         };
         let device = Device::with_limits(Arc::clone(&driver), limits).unwrap();
@@ -958,6 +972,9 @@ mod tests {
             "limit connections: 7".to_string(),
             "limit model bytes: 12345".to_string(),
             "limit fence wait: 60s".to_string(),
+            "limit idle timeout: 30s".to_string(),
+            "limit idle eviction when full after: 1s".to_string(),
+            "limit send timeout: 7s".to_string(),
         ] {
             assert!(
                 before.lines().any(|l| l == line),

@@ -642,6 +642,237 @@ fn raw_session(socket: &Path) -> std::io::Result<UnixStream> {
     Ok(stream)
 }
 
+/// One relayed connection: what the client sent through it, the service's end, and whether
+/// the relay has stopped reading what the service sends back.
+struct RelayedConnection {
+    sent: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    upstream: UnixStream,
+    frozen: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// A byte relay between a real client session and the service, so that one of the session's
+/// connections can be made to stop reading while the client library stays as it is.
+struct Relay {
+    path: std::path::PathBuf,
+    dir: std::path::PathBuf,
+    connections: std::sync::Arc<std::sync::Mutex<Vec<RelayedConnection>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Every socket the relay holds, shut down at the end so that no pump stays blocked.
+    sockets: std::sync::Arc<std::sync::Mutex<Vec<UnixStream>>>,
+}
+
+impl Relay {
+    fn start(service: &Path) -> std::io::Result<Relay> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "nnhal-vts-relay-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join("relay.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path)?;
+        listener.set_nonblocking(true)?;
+        let relay = Relay {
+            path,
+            dir,
+            connections: Arc::new(Mutex::new(Vec::new())),
+            stop: Arc::new(AtomicBool::new(false)),
+            sockets: Arc::new(Mutex::new(Vec::new())),
+        };
+        let (connections, stop, sockets) = (
+            Arc::clone(&relay.connections),
+            Arc::clone(&relay.stop),
+            Arc::clone(&relay.sockets),
+        );
+        let service = service.to_path_buf();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let client = match listener.accept() {
+                    Ok((client, _)) => client,
+                    Err(_) => {
+                        std::thread::sleep(Duration::from_millis(5));
+                        continue;
+                    }
+                };
+                let Ok(upstream) = UnixStream::connect(&service) else {
+                    continue;
+                };
+                let _ = client.set_nonblocking(false);
+                let sent = Arc::new(Mutex::new(Vec::new()));
+                let frozen = Arc::new(AtomicBool::new(false));
+                let clones = (|| {
+                    Some((
+                        client.try_clone().ok()?,
+                        client.try_clone().ok()?,
+                        upstream.try_clone().ok()?,
+                        upstream.try_clone().ok()?,
+                        upstream.try_clone().ok()?,
+                    ))
+                })();
+                let Some((mut c_read, mut c_write, mut u_read, mut u_write, u_keep)) = clones
+                else {
+                    continue;
+                };
+                sockets.lock().unwrap().extend([client, upstream]);
+                // Client to service: recorded, always forwarded.
+                let record = Arc::clone(&sent);
+                std::thread::spawn(move || {
+                    use std::io::{Read, Write};
+                    let mut buf = vec![0u8; 64 << 10];
+                    while let Ok(n @ 1..) = c_read.read(&mut buf) {
+                        record.lock().unwrap().extend_from_slice(&buf[..n]);
+                        if u_write.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                });
+                // Service to client: forwarded until frozen, then never read again.
+                let freeze = Arc::clone(&frozen);
+                let halt = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    use std::io::{Read, Write};
+                    let mut buf = vec![0u8; 64 << 10];
+                    while !freeze.load(Ordering::SeqCst) {
+                        match u_read.read(&mut buf) {
+                            Ok(n @ 1..) if !freeze.load(Ordering::SeqCst) => {
+                                if c_write.write_all(&buf[..n]).is_err() {
+                                    return;
+                                }
+                            }
+                            Ok(1..) => break,
+                            _ => return,
+                        }
+                    }
+                    while !halt.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                });
+                connections.lock().unwrap().push(RelayedConnection {
+                    sent,
+                    upstream: u_keep,
+                    frozen,
+                });
+            }
+        });
+        Ok(relay)
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        for socket in self.sockets.lock().unwrap().iter() {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The complete binder RPC frames (16-byte header: command, body size, reserved) in `bytes`
+/// whose command is TRANSACT (0).
+fn transact_frames(bytes: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while bytes.len() >= at + 16 {
+        let command = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        let body = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+        let Some(end) = (at + 16)
+            .checked_add(body)
+            .filter(|&end| end <= bytes.len())
+        else {
+            break;
+        };
+        if command == 0 {
+            out.push(&bytes[at..end]);
+        }
+        at = end;
+    }
+    out
+}
+
+/// The fault "a client that never reads its replies": a real client session (the client
+/// library, through a [`Relay`]) makes one `getSupportedOperations` call; the relay then writes
+/// that same valid call again and again on the same connection and stops reading, until the
+/// kernel's buffers are full both ways and the service's thread is blocked sending a reply.
+/// Meanwhile a normal client must be served, and the service must end the stuck session in
+/// bounded time (`--send-timeout`), giving back its thread and fds.
+fn unread_replies(target: &Target) -> Result<String, String> {
+    use std::io::Write;
+    use std::os::fd::AsFd;
+    use std::sync::atomic::Ordering;
+    let relay = Relay::start(&target.socket).map_err(|e| format!("relay: {e}"))?;
+    let options = nnhal::binder::ConnectOptions {
+        instance: target.instance.clone(),
+        ..nnhal::binder::ConnectOptions::default()
+    };
+    let device = nnhal::binder::connect_with(&relay.path, &options).map_err(|e| e.to_string())?;
+    let model = nnhal::probe::add_model();
+    let (upstream, frozen, frame) = {
+        let connections = relay.connections.lock().unwrap();
+        let first = connections
+            .first()
+            .ok_or("the client opened no connection through the relay")?;
+        let before = first.sent.lock().unwrap().len();
+        device
+            .supported_operations(&model)
+            .map_err(|e| format!("the call through the relay: {e}"))?;
+        let sent = first.sent.lock().unwrap();
+        let frame = transact_frames(&sent[before..])
+            .last()
+            .map(|f| f.to_vec())
+            .ok_or("no transaction frame recorded for the call")?;
+        (
+            first.upstream.try_clone().map_err(|e| e.to_string())?,
+            std::sync::Arc::clone(&first.frozen),
+            frame,
+        )
+    };
+    frozen.store(true, Ordering::SeqCst);
+    let mut upstream = upstream;
+    upstream
+        .set_write_timeout(Some(Duration::from_secs(2)))
+        .map_err(|e| e.to_string())?;
+    let mut written = 0usize;
+    while written < 200_000 && upstream.write_all(&frame).is_ok() {
+        written += 1;
+    }
+    let blocked = Instant::now();
+    if written == 200_000 {
+        return Err("200,000 calls written and the socket never filled".into());
+    }
+    // The service is stuck sending to this client; others are served meanwhile.
+    check_next_client(&target.socket, &target.instance, Duration::from_secs(20))
+        .map_err(|e| format!("while one client does not read: {e}"))?;
+    // Bounded write: the service ends the session, which closes its end of the socket.
+    // POLLHUP is reported without being asked for: both directions of the socket closed.
+    let mut fds = [nix::poll::PollFd::new(
+        upstream.as_fd(),
+        nix::poll::PollFlags::empty(),
+    )];
+    let mut ended = None;
+    while ended.is_none() && blocked.elapsed() < Duration::from_secs(120) {
+        let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(200u16));
+        if fds[0]
+            .revents()
+            .is_some_and(|r| r.contains(nix::poll::PollFlags::POLLHUP))
+        {
+            ended = Some(blocked.elapsed());
+        }
+    }
+    drop(device);
+    drop(relay);
+    let ended =
+        ended.ok_or("the service never ended the session of a client that reads nothing")?;
+    Ok(format!(
+        "{written} valid getSupportedOperations calls written, no reply read; the service \
+         ended that session {:.1} s after the socket filled",
+        ended.as_secs_f64()
+    ))
+}
+
 fn wire_header(command: u32, body: u32) -> [u8; 16] {
     let mut h = [0u8; 16];
     h[0..4].copy_from_slice(&command.to_le_bytes());
@@ -711,24 +942,7 @@ pub fn faults(target: &Target, idle_connections: usize) -> Vec<Outcome> {
         ),
         (
             "client that never reads its replies",
-            Box::new(|| {
-                use std::io::Write;
-                let mut stream = raw_session(&target.socket).map_err(|e| e.to_string())?;
-                stream
-                    .set_write_timeout(Some(Duration::from_secs(2)))
-                    .map_err(|e| e.to_string())?;
-                let mut frame = wire_header(0, 64).to_vec();
-                frame.extend_from_slice(&[0u8; 64]);
-                let mut sent = 0;
-                for _ in 0..20_000 {
-                    if stream.write_all(&frame).is_err() {
-                        break;
-                    }
-                    sent += 1;
-                }
-                check_next_client(&target.socket, &target.instance, Duration::from_secs(20))?;
-                Ok(format!("{sent} transactions written, no reply read"))
-            }),
+            Box::new(|| unread_replies(target)),
         ),
         (
             "prepared model released while executions run",
@@ -809,19 +1023,26 @@ pub fn faults(target: &Target, idle_connections: usize) -> Vec<Outcome> {
             Box::new(|| {
                 raise_fd_limit();
                 let socket = target.socket.clone();
+                // Each connection completes its handshake (a session the service serves) and
+                // then says nothing: past the handshake deadline, only the idle eviction
+                // (docs/limits.md) frees their slots.
                 let opener = std::thread::spawn(move || {
                     let start = Instant::now();
                     let mut idle = Vec::new();
-                    while idle.len() < idle_connections && start.elapsed() < Duration::from_secs(20)
+                    let mut failed = 0usize;
+                    while idle.len() < idle_connections && start.elapsed() < Duration::from_secs(90)
                     {
-                        match UnixStream::connect(&socket) {
+                        match raw_session(&socket) {
                             Ok(s) => idle.push(s),
-                            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                            Err(_) => {
+                                failed += 1;
+                                std::thread::sleep(Duration::from_millis(10));
+                            }
                         }
                     }
-                    idle
+                    (idle, failed, start.elapsed())
                 });
-                let idle = opener
+                let (idle, failed, opening) = opener
                     .join()
                     .map_err(|_| "the opener panicked".to_string())?;
                 let opened = idle.len();
@@ -830,9 +1051,23 @@ pub fn faults(target: &Target, idle_connections: usize) -> Vec<Outcome> {
                 check_next_client(&target.socket, &target.instance, Duration::from_secs(120))?;
                 let waited = start.elapsed();
                 drop(idle);
+                if opened < idle_connections {
+                    return Err(format!(
+                        "only {opened} of {idle_connections} connections completed their \
+                         handshake in {:.1} s ({failed} failed)",
+                        opening.as_secs_f64()
+                    ));
+                }
+                if waited > Duration::from_secs(10) {
+                    return Err(format!(
+                        "after {opened} idle connections the normal client waited {:.1} s",
+                        waited.as_secs_f64()
+                    ));
+                }
                 Ok(format!(
-                    "{opened} idle connections ({during} meanwhile); the normal client was served \
-                     after {:.1} s",
+                    "{opened} connections completed their handshake and stayed silent (opened \
+                     in {:.1} s; {during} meanwhile); the normal client was served after {:.2} s",
+                    opening.as_secs_f64(),
                     waited.as_secs_f64()
                 ))
             }),

@@ -448,6 +448,8 @@ pub struct RpcServer {
     /// Serve-phase deadline after the android-13+ handshake (default none); see `set_idle_timeout`.
     idle_timeout: Mutex<Option<std::time::Duration>>,
     reply_timeout: Mutex<Option<std::time::Duration>>,
+    /// nnhal patch: idle eviction of sessions that hold nothing; see `set_idle_eviction`.
+    idle_eviction: Mutex<Option<IdleEviction>>,
     /// Admission hook run before any RPC byte; see module doc "Admission and deadlines".
     authorizer: Mutex<Option<Authorizer>>,
     /// Test barrier on the attach arm before the `shutdown` gate (`__set_attach_shutdown_probe`).
@@ -467,6 +469,24 @@ pub struct RpcServer {
     workers: Mutex<Vec<JoinHandle<()>>>,
     /// Every minted session, r34 included, for `terminate`; `Weak`, pruned on push.
     live_sessions: Mutex<Vec<std::sync::Weak<RpcSessionInner>>>,
+}
+
+/// nnhal patch: the policy `RpcServer::set_idle_eviction` sets.
+#[derive(Clone, Debug)]
+struct IdleEviction {
+    idle: Option<std::time::Duration>,
+    when_full: std::time::Duration,
+}
+
+/// nnhal patch: the accept loop's memory for `RpcServer::evict_idle`.
+#[derive(Default)]
+struct IdleWatch {
+    /// Session (by `Arc` address) → its activity count when last seen and since when it has
+    /// been that (quiet and holding nothing all along).
+    seen: HashMap<usize, (u64, std::time::Instant)>,
+    last_scan: Option<std::time::Instant>,
+    /// The last session evicted for a waiting client, and when.
+    evicting: Option<(std::sync::Weak<RpcSessionInner>, std::time::Instant)>,
 }
 
 /// Clear `path` for a bind: only a socket that refuses connections is removed.
@@ -645,6 +665,7 @@ impl RpcServer {
             handshake_timeout: Mutex::new(Some(DEFAULT_HANDSHAKE_TIMEOUT)),
             idle_timeout: Mutex::new(None),
             reply_timeout: Mutex::new(None),
+            idle_eviction: Mutex::new(None),
             authorizer: Mutex::new(None),
             attach_shutdown_probe: Mutex::new(None),
             sessions: Mutex::new(HashMap::new()),
@@ -1092,6 +1113,110 @@ impl RpcServer {
                 timeout,
                 "RpcServer::set_reply_timeout: a zero duration is not a valid deadline; ignoring",
             );
+    }
+
+    /// nnhal patch: end sessions that are idle **and hold nothing**, judged by the accept loop.
+    ///
+    /// A session is evictable when no call is open on it either way and neither end holds an
+    /// object of the other except the binders this server publishes (its root, the service
+    /// directory and the services added with [`add_service`](Self::add_service)): a client
+    /// that keeps a callback registered or an object it was given (a prepared model, say) is
+    /// never evicted, however long it stays silent. The accept loop watches each session's
+    /// activity count ("Idle" in the session module) and:
+    ///
+    /// - closes an evictable session that moved no byte for `idle` (checked every 250 ms, so
+    ///   up to that much later); `None` leaves such sessions alone;
+    /// - when [`set_max_connections`](Self::set_max_connections) is reached, closes the
+    ///   evictable session quiet for longest, once it has been quiet for `when_full`, so that
+    ///   the client waiting in the backlog is served instead of waiting for a slot. One
+    ///   eviction at a time: the next waits until the evicted session is gone (or 500 ms).
+    ///
+    /// Unlike [`set_idle_timeout`](Self::set_idle_timeout), which ends any quiet session, this
+    /// does not arm socket deadlines; a send to a peer that stopped reading is bounded by
+    /// [`set_reply_timeout`](Self::set_reply_timeout). Call before [`run`](Self::run).
+    pub fn set_idle_eviction(
+        &self,
+        idle: Option<std::time::Duration>,
+        when_full: std::time::Duration,
+    ) {
+        *self.idle_eviction.lock().expect("idle_eviction poisoned") =
+            Some(IdleEviction { idle, when_full });
+    }
+
+    /// nnhal patch: the binders every client may hold without that counting as holding
+    /// something (`set_idle_eviction`), by `state::binder_ptr`.
+    fn published_ptrs(&self) -> Vec<usize> {
+        use super::state::binder_ptr;
+        let mut out = vec![binder_ptr(&self.directory)];
+        if let Some(root) = self.root.lock().expect("root poisoned").as_ref() {
+            out.push(binder_ptr(root));
+        }
+        out.extend(
+            self.named
+                .lock()
+                .expect("named poisoned")
+                .values()
+                .map(binder_ptr),
+        );
+        out
+    }
+
+    /// nnhal patch: one pass of the idle eviction (`set_idle_eviction`); `at_cap`: the
+    /// connection limit is reached and a client may be waiting in the backlog.
+    fn evict_idle(&self, policy: &IdleEviction, watch: &mut IdleWatch, at_cap: bool) {
+        let now = std::time::Instant::now();
+        let scan_due = watch
+            .last_scan
+            .is_none_or(|t| now.duration_since(t) >= std::time::Duration::from_millis(250));
+        if !at_cap && !(policy.idle.is_some() && scan_due) {
+            return;
+        }
+        watch.last_scan = Some(now);
+        let sessions: Vec<Arc<RpcSessionInner>> = self
+            .live_sessions
+            .lock()
+            .expect("live_sessions poisoned")
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .collect();
+        let published = self.published_ptrs();
+        let mut seen = HashMap::new();
+        let mut oldest: Option<(std::time::Instant, &Arc<RpcSessionInner>)> = None;
+        for session in &sessions {
+            let Some(activity) = session.evictable_activity(&published) else {
+                continue;
+            };
+            let key = Arc::as_ptr(session) as usize;
+            let since = match watch.seen.get(&key) {
+                Some(&(then, since)) if then == activity => since,
+                _ => now,
+            };
+            seen.insert(key, (activity, since));
+            let quiet = now.duration_since(since);
+            if policy.idle.is_some_and(|idle| quiet >= idle) {
+                log::info!("RPC: ending a session idle for {quiet:?} that holds nothing");
+                session.close();
+                continue;
+            }
+            if quiet >= policy.when_full && oldest.is_none_or(|(t, _)| since < t) {
+                oldest = Some((since, session));
+            }
+        }
+        watch.seen = seen;
+        if !at_cap {
+            return;
+        }
+        let evicting = watch.evicting.as_ref().is_some_and(|(weak, at)| {
+            weak.strong_count() > 0 && now.duration_since(*at) < std::time::Duration::from_millis(500)
+        });
+        if let (false, Some((since, session))) = (evicting, oldest) {
+            log::info!(
+                "RPC: at the connection limit; ending the session idle longest ({:?}, holds                  nothing)",
+                now.duration_since(since)
+            );
+            session.close();
+            watch.evicting = Some((Arc::downgrade(session), now));
+        }
     }
 
     /// Reap finished worker handles and return the live count, for the accept-loop admission gate.
@@ -1913,6 +2038,13 @@ impl RpcServer {
     /// overload into a permanent outage. Any other error (e.g. the listener
     /// was closed) ends the loop with `Err`, logged at `error`.
     pub fn run(self: &Arc<Self>) -> Result<()> {
+        // nnhal patch: the idle eviction's view of each session (`set_idle_eviction`).
+        let eviction = self
+            .idle_eviction
+            .lock()
+            .expect("idle_eviction poisoned")
+            .clone();
+        let mut watch = IdleWatch::default();
         loop {
             if self.shutdown.load(Ordering::SeqCst) {
                 break;
@@ -1922,11 +2054,13 @@ impl RpcServer {
                 .max_connections
                 .lock()
                 .expect("max_connections poisoned");
-            if let Some(max) = max_connections {
-                if self.live_worker_count() >= max {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                    continue;
-                }
+            let at_cap = max_connections.is_some_and(|max| self.live_worker_count() >= max);
+            if let Some(policy) = &eviction {
+                self.evict_idle(policy, &mut watch, at_cap);
+            }
+            if at_cap {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                continue;
             }
             match self.listener.accept_raw() {
                 Ok(raw) => {

@@ -2904,6 +2904,23 @@ impl RpcSessionInner {
         self.self_weak.clone()
     }
 
+    /// nnhal patch: the session's activity count when it could be evicted as idle: it is not
+    /// ending, no call is open either way, and neither end holds an object of the other but
+    /// the server's `published` ones (`RpcServer::run`, "Idle eviction"). `None` otherwise.
+    pub(crate) fn evictable_activity(&self, published: &[usize]) -> Option<u64> {
+        if self.shared.lifecycle.is_torn_down() || self.shared.open.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        let seen = self.activity();
+        let holds = self
+            .shared
+            .state
+            .lock()
+            .expect("rpc state poisoned")
+            .holds_objects_beyond(published);
+        (!holds).then_some(seen)
+    }
+
     /// `SharedSession::local_node_count`, for `RpcServer::live_session_node_count` (leak check).
     pub(crate) fn local_node_count(&self) -> usize {
         self.shared.local_node_count()

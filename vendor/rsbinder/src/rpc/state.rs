@@ -243,7 +243,7 @@ pub struct RpcState {
 }
 
 /// Identity of a local binder's allocation: the data pointer of its trait-object `Arc`.
-fn binder_ptr(b: &SIBinder) -> usize {
+pub(crate) fn binder_ptr(b: &SIBinder) -> usize {
     Arc::as_ptr(b.as_arc()) as *const () as usize
 }
 
@@ -541,6 +541,15 @@ impl RpcState {
     /// Test/diagnostic: number of live local nodes (leak check).
     pub fn local_node_count(&self) -> usize {
         self.local_nodes.len()
+    }
+
+    /// nnhal patch: whether the peer holds an object of ours other than the `published` ones
+    /// (by `binder_ptr`), or this end holds a live proxy of one of the peer's objects.
+    /// `Weak::strong_count` rather than `upgrade`: a proxy's last drop under this lock would
+    /// re-take it.
+    pub(crate) fn holds_objects_beyond(&self, published: &[usize]) -> bool {
+        self.local_nodes.values().any(|n| !published.contains(&n.ptr))
+            || self.remote_proxies.values().any(|w| w.strong_count() > 0)
     }
 
     /// Live proxies for the obituary sweep (AOSP `sendObituaries`); fire `binder_died` unlocked.

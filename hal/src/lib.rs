@@ -8,6 +8,7 @@
 
 #[macro_use]
 pub mod error;
+pub mod builder;
 pub mod memory;
 pub mod ops;
 pub mod shape;

@@ -515,7 +515,8 @@ fn model_workload(path: &Path) -> Result<Workload, BenchError> {
             OutputSlot {
                 position,
                 operand,
-                operand_type: OperandType::from_raw(o.operand_type).unwrap_or(OperandType::TensorFloat32),
+                operand_type: OperandType::from_raw(o.operand_type)
+                    .unwrap_or(OperandType::TensorFloat32),
                 dimensions: o.dimensions.clone(),
                 scale: o.scale,
                 zero_point: o.zero_point,

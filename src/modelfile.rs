@@ -176,7 +176,9 @@ pub mod npy {
         out.extend_from_slice(&(header.len() as u16).to_le_bytes());
         out.extend_from_slice(header.as_bytes());
         match &a.data {
-            ArrayData::F32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            ArrayData::F32(v) => v
+                .iter()
+                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
             ArrayData::U8(v) => out.extend_from_slice(v),
         }
         out
@@ -189,15 +191,17 @@ pub mod npy {
     }
 
     pub fn write(path: &std::path::Path, a: &Array) -> Result<(), String> {
-        std::fs::write(path, to_bytes(a)).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        std::fs::write(path, to_bytes(a))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
 }
 
 /// Imports a model file by its extension.
 pub fn import(path: &Path) -> Result<ImportedModel, ModelFileError> {
     match path.extension().and_then(|e| e.to_str()) {
-        Some("onnx") => nnhal_onnx::import_file(path)
-            .map_err(|e| input_err(format!("{}: {e}", path.display()))),
+        Some("onnx") => {
+            nnhal_onnx::import_file(path).map_err(|e| input_err(format!("{}: {e}", path.display())))
+        }
         _ => Err(input_err(format!(
             "{}: not a model file this program imports (.onnx)",
             path.display()
@@ -298,9 +302,11 @@ pub fn random_input(edge: &Edge, seed: u64) -> Array {
     };
     let n: usize = edge.shape.iter().product();
     let data = match edge.source_type {
-        SourceType::Float32 => {
-            ArrayData::F32((0..n).map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32).collect())
-        }
+        SourceType::Float32 => ArrayData::F32(
+            (0..n)
+                .map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32)
+                .collect(),
+        ),
         SourceType::UInt8 => ArrayData::U8((0..n).map(|_| (next() >> 56) as u8).collect()),
     };
     Array {
@@ -361,7 +367,8 @@ impl ModelRequest {
             let ty = OperandType::from_raw(operand.operand_type)
                 .ok_or_else(|| ModelFileError::Failed("bad output type".into()))?;
             let length = nnhal_hal::validate::byte_size(ty, &operand.dimensions)
-                .map_err(|e| ModelFileError::Failed(e.to_string()))? as usize;
+                .map_err(|e| ModelFileError::Failed(e.to_string()))?
+                as usize;
             let location = DataLocation {
                 pool_index: OUTPUT_POOL,
                 offset: size as u32,
@@ -375,7 +382,9 @@ impl ModelRequest {
             });
             outputs.push((ty, location));
         }
-        request.pools.push(sealed_pool("nnhal-model-inputs", &data)?);
+        request
+            .pools
+            .push(sealed_pool("nnhal-model-inputs", &data)?);
         request
             .pools
             .push(sealed_pool("nnhal-model-outputs", &vec![0u8; size])?);
@@ -420,7 +429,9 @@ pub fn describe(a: &Array) -> String {
     };
     let (lo, hi) = values
         .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| {
+            (l.min(v), h.max(v))
+        });
     let mut top: Vec<usize> = (0..values.len()).collect();
     top.sort_by(|&i, &j| values[j].total_cmp(&values[i]));
     let top: Vec<String> = top

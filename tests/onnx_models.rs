@@ -152,7 +152,10 @@ fn mobilenet_u8u8_over_rpc_within_two_steps_of_onnxruntime() {
     let got = run_cli(&s, model.to_str().unwrap(), &["--transport", "rpc"]);
     let expected = npy::read(&testdata("expected/mobilenet_u8u8.npy")).unwrap();
     let d = max_diff(&f32s(&got), &f32s(&expected));
-    println!("mobilenet u8u8: max |nnhal − onnxruntime| = {d} ({} steps of 1/256)", d * 256.0);
+    println!(
+        "mobilenet u8u8: max |nnhal − onnxruntime| = {d} ({} steps of 1/256)",
+        d * 256.0
+    );
     assert!(d <= 2.0 / 256.0 + 1e-7, "max difference {d}");
 }
 
@@ -279,10 +282,18 @@ fn import_writes_a_vector_that_runs_the_same() {
     let s = Scratch::new();
     let model = testdata("mobilenet_v1_f32.onnx");
     let json = s.0.join("m.json");
-    let out = s.nnhal(&["import", model.to_str().unwrap(), "--out", json.to_str().unwrap()]);
+    let out = s.nnhal(&[
+        "import",
+        model.to_str().unwrap(),
+        "--out",
+        json.to_str().unwrap(),
+    ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("58 ONNX nodes → 31 NNAPI operations"), "{text}");
+    assert!(
+        text.contains("58 ONNX nodes → 31 NNAPI operations"),
+        "{text}"
+    );
     assert!(text.contains("fused as RELU6 into the producer"), "{text}");
     let v = nnhal::vector::Vector::from_file(&json).unwrap();
     let m = nnhal::vector::model::to_model(&v, nnhal::vector::model::ConstantMode::Copy).unwrap();

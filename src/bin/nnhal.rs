@@ -754,7 +754,9 @@ fn run_model(
             .collect::<Result<Vec<_>, _>>()?
     };
     let request = ModelRequest::new(&imported, &arrays).map_err(model_err)?;
-    let e = |what: &'static str| move |e: nnhal::hal::HalError| CliError::Failed(format!("{what}: {e}"));
+    let e = |what: &'static str| {
+        move |e: nnhal::hal::HalError| CliError::Failed(format!("{what}: {e}"))
+    };
     let how = match transport.unwrap_or(Transport::Inproc) {
         Transport::Inproc => {
             let driver = nnhal::Driver::new(0).map_err(e("cannot start the driver"))?;
@@ -782,9 +784,8 @@ fn run_model(
     );
     match output_dir {
         Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                CliError::Usage(format!("cannot create {}: {e}", dir.display()))
-            })?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| CliError::Usage(format!("cannot create {}: {e}", dir.display())))?;
             for (k, (edge, array)) in imported.outputs.iter().zip(&outputs).enumerate() {
                 let file = dir.join(format!("output_{k}.npy"));
                 npy::write(&file, array).map_err(CliError::Usage)?;
@@ -793,7 +794,12 @@ fn run_model(
         }
         None => {
             for (k, (edge, array)) in imported.outputs.iter().zip(&outputs).enumerate() {
-                outln!(out, "output {k} '{}': {}", edge.name, modelfile::describe(array));
+                outln!(
+                    out,
+                    "output {k} '{}': {}",
+                    edge.name,
+                    modelfile::describe(array)
+                );
             }
         }
     }
@@ -809,7 +815,8 @@ fn import(path: &Path, to: Option<&Path>, out: &mut String) -> Result<(), CliErr
     let m = &imported.model;
     let mut counts = std::collections::BTreeMap::<String, usize>::new();
     for op in &m.operations {
-        let name = OperationType::from_raw(op.operation_type).map_or("?".into(), |t| t.name().to_string());
+        let name =
+            OperationType::from_raw(op.operation_type).map_or("?".into(), |t| t.name().to_string());
         *counts.entry(name).or_default() += 1;
     }
     outln!(
@@ -817,21 +824,36 @@ fn import(path: &Path, to: Option<&Path>, out: &mut String) -> Result<(), CliErr
         "{} ONNX nodes → {} NNAPI operations ({}), {} operands, {} bytes of constants",
         imported.summary.len(),
         m.operations.len(),
-        counts.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", "),
+        counts
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect::<Vec<_>>()
+            .join(", "),
         m.operands.len(),
         m.operand_values.len()
     );
     for (k, e) in imported.inputs.iter().enumerate() {
-        outln!(out, "input {k} '{}' {:?} {:?}{}", e.name, e.shape, e.layout,
-            e.quantized.map_or(String::new(), |(s, z)| format!(", quantized on the host (scale {s}, zero point {z})")));
+        outln!(
+            out,
+            "input {k} '{}' {:?} {:?}{}",
+            e.name,
+            e.shape,
+            e.layout,
+            e.quantized.map_or(String::new(), |(s, z)| format!(
+                ", quantized on the host (scale {s}, zero point {z})"
+            ))
+        );
     }
     for (k, e) in imported.outputs.iter().enumerate() {
         outln!(out, "output {k} '{}' {:?} {:?}", e.name, e.shape, e.layout);
     }
     if let Some(to) = to {
-        let name = path.file_stem().map_or("model".into(), |s| s.to_string_lossy().into_owned());
+        let name = path
+            .file_stem()
+            .map_or("model".into(), |s| s.to_string_lossy().into_owned());
         let json = nnhal::vector::from_model(&name, m).map_err(CliError::Failed)?;
-        std::fs::write(to, json).map_err(|e| CliError::Usage(format!("cannot write {}: {e}", to.display())))?;
+        std::fs::write(to, json)
+            .map_err(|e| CliError::Usage(format!("cannot write {}: {e}", to.display())))?;
         outln!(out, "wrote {}", to.display());
     }
     Ok(())

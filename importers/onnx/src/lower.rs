@@ -216,6 +216,9 @@ pub fn lower(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
             op_type: op_type.clone(),
             why,
         };
+        if l.absorbed.contains(&k) {
+            continue;
+        }
         for i in node.input.iter().filter(|i| !i.is_empty()) {
             if !l.values.contains_key(i) {
                 return Err(err(match producer.get(i.as_str()) {
@@ -229,9 +232,6 @@ pub fn lower(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
                     ),
                 }));
             }
-        }
-        if l.absorbed.contains(&k) {
-            continue;
         }
         let before = l.b.model().operations.len();
         let note = l.node(k, node).map_err(err)?;
@@ -781,7 +781,27 @@ impl Lowering<'_> {
             "DequantizeLinear" => self.dequantize_linear(node, &a),
             "QLinearConv" => self.qlinear_conv(k, node, &a),
             "QLinearMatMul" => self.qlinear_matmul(node, &a),
-            "Shape" | "ConstantOfShape" | "Gather" | "Cast" => {
+            "Shape" => {
+                // Static shapes: the shape of a runtime tensor is known at import.
+                a.only(&["start", "end"])?;
+                let shape = value_shape(&self.need(node, 0)?);
+                let r = shape.len() as i64;
+                let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+                let (start, end) = (clamp(a.i("start", 0)), clamp(a.i("end", r)));
+                let dims: Vec<i64> = shape[start..end.max(start)]
+                    .iter()
+                    .map(|&d| d as i64)
+                    .collect();
+                self.set(
+                    node,
+                    Value::Const(Tensor {
+                        dims: vec![dims.len()],
+                        data: Data::I64(dims),
+                    }),
+                );
+                Ok(Some("folded (static shape)".into()))
+            }
+            "ConstantOfShape" | "Gather" | "Cast" => {
                 bail!("only foldable when its inputs are static (a runtime shape computation is not expressible)")
             }
             _ => bail!("operator not supported by the NNAPI 1.0 lowering"),

@@ -358,48 +358,6 @@ pub fn load(path: &Path) -> Result<Vec<Vector>, VectorError> {
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn bundled(name: &str) -> Vector {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors");
-        Vector::from_file(&dir.join(format!("{name}.json"))).unwrap()
-    }
-
-    #[test]
-    fn tensors_as_inputs_feeds_every_constant_tensor_and_keeps_scalars() {
-        let v = bundled("conv_float");
-        let t = v.tensors_as_inputs().unwrap();
-        let constants = |v: &Vector| {
-            v.model
-                .operands
-                .iter()
-                .filter(|o| o.lifetime == "CONSTANT_COPY")
-                .map(|o| o.operand_type.clone())
-                .collect::<Vec<_>>()
-        };
-        // Filter and bias move; the padding/stride/activation scalars stay constant.
-        assert!(constants(&t).iter().all(|ty| !ty.starts_with("TENSOR_")));
-        assert_eq!(constants(&t).len() + 2, constants(&v).len());
-        assert_eq!(t.model.input_indexes.len(), v.model.input_indexes.len() + 2);
-        for (k, example) in t.examples.iter().enumerate() {
-            for (pos, &operand) in t.model.input_indexes.iter().enumerate() {
-                let given = example.input(pos).unwrap();
-                if let Some(constant) = &v.model.operands[operand as usize].value {
-                    assert_eq!(given, constant.as_slice(), "example {k} input {pos}");
-                }
-            }
-        }
-        assert!(t.name.ends_with("_all_tensors_as_inputs"));
-    }
-
-    #[test]
-    fn a_vector_without_constant_tensors_has_no_such_variant() {
-        assert!(bundled("relu_float_1").tensors_as_inputs().is_none());
-    }
-}
-
 /// A model in this format (no examples): what `nnhal import --out` writes. Constants are
 /// written inline as values (CONSTANT_COPY), whatever pool they came from.
 pub fn from_model(name: &str, m: &nnhal_hal::Model) -> Result<String, String> {
@@ -449,4 +407,46 @@ pub fn from_model(name: &str, m: &nnhal_hal::Model) -> Result<String, String> {
         "examples": [],
     });
     serde_json::to_string(&value).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundled(name: &str) -> Vector {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors");
+        Vector::from_file(&dir.join(format!("{name}.json"))).unwrap()
+    }
+
+    #[test]
+    fn tensors_as_inputs_feeds_every_constant_tensor_and_keeps_scalars() {
+        let v = bundled("conv_float");
+        let t = v.tensors_as_inputs().unwrap();
+        let constants = |v: &Vector| {
+            v.model
+                .operands
+                .iter()
+                .filter(|o| o.lifetime == "CONSTANT_COPY")
+                .map(|o| o.operand_type.clone())
+                .collect::<Vec<_>>()
+        };
+        // Filter and bias move; the padding/stride/activation scalars stay constant.
+        assert!(constants(&t).iter().all(|ty| !ty.starts_with("TENSOR_")));
+        assert_eq!(constants(&t).len() + 2, constants(&v).len());
+        assert_eq!(t.model.input_indexes.len(), v.model.input_indexes.len() + 2);
+        for (k, example) in t.examples.iter().enumerate() {
+            for (pos, &operand) in t.model.input_indexes.iter().enumerate() {
+                let given = example.input(pos).unwrap();
+                if let Some(constant) = &v.model.operands[operand as usize].value {
+                    assert_eq!(given, constant.as_slice(), "example {k} input {pos}");
+                }
+            }
+        }
+        assert!(t.name.ends_with("_all_tensors_as_inputs"));
+    }
+
+    #[test]
+    fn a_vector_without_constant_tensors_has_no_such_variant() {
+        assert!(bundled("relu_float_1").tensors_as_inputs().is_none());
+    }
 }

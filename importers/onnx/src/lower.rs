@@ -2240,7 +2240,7 @@ fn reshape_spec(input: &[usize], spec: &[i64], allowzero: bool) -> R<Vec<usize>>
     }
     let known: usize = out.iter().product();
     if let Some(i) = infer {
-        if known == 0 || total % known != 0 {
+        if known == 0 || !total.is_multiple_of(known) {
             bail!("cannot infer -1 in {spec:?} for {input:?}");
         }
         out[i] = total / known;

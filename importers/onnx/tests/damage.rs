@@ -106,7 +106,7 @@ fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
 }
 
 fn error(bytes: &[u8]) -> String {
-    import(bytes).err().expect("refused").to_string()
+    import(bytes).expect_err("refused").to_string()
 }
 
 #[test]

@@ -217,6 +217,10 @@ pub fn lower(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
             why,
         };
         if l.absorbed.contains(&k) {
+            l.summary.push(format!(
+                "node {k} '{}' ({op_type}) → absorbed into the operation above",
+                node.name.as_deref().unwrap_or("")
+            ));
             continue;
         }
         for i in node.input.iter().filter(|i| !i.is_empty()) {
@@ -617,6 +621,15 @@ impl Lowering<'_> {
             if let Some(t) = self.fold(op, node, &a)? {
                 self.set(node, Value::Const(t));
                 return Ok(Some("folded".into()));
+            }
+        }
+        if matches!(
+            op,
+            "Conv" | "Add" | "Mul" | "MaxPool" | "AveragePool" | "GlobalAveragePool" | "Concat"
+        ) && matches!(self.input(node, 0), Some(Value::Deq(_)))
+        {
+            if let Some((y, qk)) = self.qdq_target(k, node) {
+                return self.qdq(node, &a, op, y, qk);
             }
         }
         match op {
@@ -1263,6 +1276,15 @@ impl Lowering<'_> {
     }
 
     fn pool(&mut self, node: &NodeProto, a: &Attrs, op: &str) -> R<Option<String>> {
+        let x = self.need(node, 0)?;
+        let x = self.float(&x)?;
+        let d = self.pool_on(node, a, op, x)?;
+        self.set(node, Value::Dyn(d));
+        Ok(None)
+    }
+
+    /// MAX/AVERAGE/L2 pooling of `x` (float32 or, for the first two, quant8).
+    fn pool_on(&mut self, node: &NodeProto, a: &Attrs, op: &str, x: Dyn) -> R<Dyn> {
         a.only(&[
             "auto_pad",
             "ceil_mode",
@@ -1285,8 +1307,6 @@ impl Lowering<'_> {
                 bail!("dilations {d:?} not expressible in NNAPI 1.0");
             }
         }
-        let x = self.need(node, 0)?;
-        let x = self.float(&x)?;
         self.rank4(&x)?;
         let ks = a.ints("kernel_shape").ok_or("kernel_shape is required")?;
         if ks.len() != 2 || ks.iter().any(|&v| v < 1) {
@@ -1340,24 +1360,22 @@ impl Lowering<'_> {
         }
         let act = self.act();
         ins.push(act);
-        let d = self.emit_image(ty, &ins, None, Some(act))?;
+        let d = self.emit_image(ty, &ins, x.quant, Some(act))?;
         if ty == OperationType::L2Pool2d {
+            if x.quant.is_some() {
+                bail!("LpPool on a quantized tensor is not supported");
+            }
             // L2_POOL_2D is √(Σx²/n); LpPool is √(Σx²).
             let k = self.b.f32_tensor(&[1], &[((kh * kw) as f32).sqrt()]);
             let act = self.act();
             let (operand, _) = self.emit(OperationType::Mul, &[d.operand, k, act], None)?;
-            self.set(
-                node,
-                Value::Dyn(Dyn {
-                    operand,
-                    act: Some(act),
-                    ..d
-                }),
-            );
-            return Ok(None);
+            return Ok(Dyn {
+                operand,
+                act: Some(act),
+                ..d
+            });
         }
-        self.set(node, Value::Dyn(d));
-        Ok(None)
+        Ok(d)
     }
 
     fn concat(&mut self, node: &NodeProto, a: &Attrs) -> R<Option<String>> {
@@ -1698,12 +1716,36 @@ impl Lowering<'_> {
 
     fn dequantize_linear(&mut self, node: &NodeProto, a: &Attrs) -> R<Option<String>> {
         a.only(&["axis", "block_size"])?;
+        if let Some(Value::Const(
+            t @ Tensor {
+                data: Data::I32(_), ..
+            },
+        )) = self.input(node, 0).cloned()
+        {
+            // An int32 bias: zero point int32 (0 when absent).
+            let scale = match self.input(node, 1) {
+                Some(Value::Const(Tensor {
+                    data: Data::F32(v), ..
+                })) if v.len() == 1 => v[0],
+                _ => bail!("the scale must be a float32 scalar constant"),
+            };
+            let zp = match self.input(node, 2) {
+                None => 0,
+                Some(Value::Const(Tensor {
+                    data: Data::I32(v), ..
+                })) if v.len() == 1 => v[0],
+                _ => bail!("the zero point of an int32 tensor must be an int32 scalar constant"),
+            };
+            self.set(node, Value::QConst(t, scale, zp));
+            return Ok(Some("folded".into()));
+        }
         let q = self.quant_params(node, 1, 2)?;
         match self.need(node, 0)? {
             Value::Dyn(d) if d.quant == Some(q) => {
                 self.set(node, Value::Deq(d));
                 Ok(Some(
-                    "pending (DEQUANTIZE only where a float32 consumer needs it)".into(),
+                    "pending (a DEQUANTIZE only where a float32 consumer or graph output needs it)"
+                        .into(),
                 ))
             }
             Value::Const(t) => {
@@ -1736,6 +1778,37 @@ impl Lowering<'_> {
     }
 
     fn qlinear_conv(&mut self, _k: usize, node: &NodeProto, a: &Attrs) -> R<Option<String>> {
+        let x = self.q_input(node, 0, 1, 2)?;
+        let Some(Value::Const(w)) = self.input(node, 3).cloned() else {
+            bail!("the weight must be a constant")
+        };
+        let (ws, wz) = self.weight_quant(node, 4, 5)?;
+        let y = self.quant_params(node, 6, 7)?;
+        let bias = match self.input(node, 8) {
+            None => None,
+            Some(Value::Const(Tensor {
+                data: Data::I32(v), ..
+            })) => Some(v.clone()),
+            Some(_) => bail!("bias must be an int32 constant"),
+        };
+        let d = self.quant_conv(a, &x, &w, ws, wz, bias, y)?;
+        self.set(node, Value::Dyn(d));
+        Ok(None)
+    }
+
+    /// A quant8 CONV_2D / DEPTHWISE_CONV_2D: `w` uint8 (or int8, shifted exactly) with
+    /// per-tensor (`ws`, `wz`), `bias` int32 at scale input·weight, output quantized as `y`.
+    #[allow(clippy::too_many_arguments)]
+    fn quant_conv(
+        &mut self,
+        a: &Attrs,
+        x: &Dyn,
+        w: &Tensor,
+        ws: f32,
+        wz: i32,
+        bias: Option<Vec<i32>>,
+        y: (f32, i32),
+    ) -> R<Dyn> {
         a.only(&[
             "auto_pad",
             "dilations",
@@ -1744,13 +1817,7 @@ impl Lowering<'_> {
             "pads",
             "strides",
         ])?;
-        let x = self.q_input(node, 0, 1, 2)?;
-        self.rank4(&x)?;
-        let w = self.input(node, 3).cloned();
-        let (ws, wz) = self.weight_quant(node, 4, 5)?;
-        let Some(Value::Const(w)) = w else {
-            bail!("the weight must be a constant")
-        };
+        self.rank4(x)?;
         let wq = as_u8(&w.data, &mut 0)?;
         let wz = wz
             + if matches!(w.data, Data::I8(_)) {
@@ -1758,25 +1825,21 @@ impl Lowering<'_> {
             } else {
                 0
             };
-        let y = self.quant_params(node, 6, 7)?;
         if w.dims.len() != 4 {
             bail!("weight shape {:?}: only 2-D convolutions", w.dims);
         }
         let (m, cg, kh, kw) = (w.dims[0], w.dims[1], w.dims[2], w.dims[3]);
-        let bias_scale = x.quant.unwrap().0 * ws;
-        let bias = match self.input(node, 8) {
-            None => vec![0; m],
-            Some(Value::Const(Tensor {
-                data: Data::I32(v), ..
-            })) if v.len() == m => v.clone(),
-            Some(_) => bail!("bias must be an int32 constant of {m} values"),
-        };
+        let bias_scale = x.quant.ok_or("the input is not quantized")?.0 * ws;
+        let bias = bias.unwrap_or(vec![0; m]);
+        if bias.len() != m {
+            bail!("bias has {} values for {m} output channels", bias.len());
+        }
         let c = x.shape[1];
         let group = a.i("group", 1) as usize;
-        let params = self.conv_params(a, &x, kh, kw)?;
+        let params = self.conv_params(a, x, kh, kw)?;
         let bias_op = self.b.i32_tensor(&[m as u32], &bias, bias_scale);
         let act = self.act();
-        let d = if group == 1 && cg == c {
+        if group == 1 && cg == c {
             let f = to_nhwc(&wq, &[m, c, kh, kw]);
             let f = self
                 .b
@@ -1786,7 +1849,7 @@ impl Lowering<'_> {
                 ins.push(self.b.int(p));
             }
             ins.push(act);
-            self.emit_image(OperationType::Conv2d, &ins, Some(y), Some(act))?
+            self.emit_image(OperationType::Conv2d, &ins, Some(y), Some(act))
         } else if group == c && cg == 1 && m % c == 0 {
             let f = to_nhwc(&wq, &[1, m, kh, kw]);
             let f = self
@@ -1798,12 +1861,148 @@ impl Lowering<'_> {
             }
             ins.push(self.b.int((m / c) as i32));
             ins.push(act);
-            self.emit_image(OperationType::DepthwiseConv2d, &ins, Some(y), Some(act))?
+            self.emit_image(OperationType::DepthwiseConv2d, &ins, Some(y), Some(act))
         } else {
             bail!("group {group} with {c} input channels: only 1 or depthwise is expressible in NNAPI 1.0");
+        }
+    }
+
+    /// The QuantizeLinear that alone consumes node `k`'s output, with its constant parameters:
+    /// the Q end of a DequantizeLinear → op → QuantizeLinear pattern.
+    fn qdq_target(&self, k: usize, node: &NodeProto) -> Option<((f32, i32), usize)> {
+        let out = node.output.first()?;
+        if node.output.len() > 1 || !self.single_use(out) {
+            return None;
+        }
+        let next = *self.consumer.get(out)?;
+        let q = &self.nodes[next];
+        if next <= k
+            || q.op_type.as_deref() != Some("QuantizeLinear")
+            || q.input.first() != Some(out)
+        {
+            return None;
+        }
+        let params = self.quant_params(q, 1, 2).ok()?;
+        Some((params, next))
+    }
+
+    /// Lowers `op` of a QDQ pattern as one quant8 operation: its runtime inputs are pending
+    /// DequantizeLinears, its weights dequantized constants, its result quantized as `y` by
+    /// the QuantizeLinear `qk`, which is absorbed.
+    fn qdq(
+        &mut self,
+        node: &NodeProto,
+        a: &Attrs,
+        op: &str,
+        y: (f32, i32),
+        qk: usize,
+    ) -> R<Option<String>> {
+        let x = self.quantized(&self.need(node, 0)?)?;
+        let d = match op {
+            "Conv" => {
+                let Some(Value::QConst(w, ws, wz)) = self.input(node, 1).cloned() else {
+                    bail!("a QDQ Conv needs a DequantizeLinear'd constant weight");
+                };
+                let bias = match self.input(node, 2).cloned() {
+                    None => None,
+                    Some(b) => Some(self.quant_bias(&b, x.quant.unwrap().0 * ws)?),
+                };
+                self.quant_conv(a, &x, &w, ws, wz, bias, y)?
+            }
+            "Add" | "Mul" => {
+                a.only(&[])?;
+                let other = self.quantized(&self.need(node, 1)?)?;
+                if other.shape.len() != x.shape.len() {
+                    bail!(
+                        "inputs of ranks {} and {}: only equal ranks",
+                        x.shape.len(),
+                        other.shape.len()
+                    );
+                }
+                let ty = if op == "Add" {
+                    OperationType::Add
+                } else {
+                    OperationType::Mul
+                };
+                let act = self.act();
+                let (operand, dims) = self.emit(ty, &[x.operand, other.operand, act], Some(y))?;
+                Dyn {
+                    operand,
+                    shape: onnx_shape(&dims),
+                    layout: layout_of(&dims),
+                    quant: Some(y),
+                    act: Some(act),
+                }
+            }
+            "MaxPool" | "AveragePool" | "GlobalAveragePool" | "GlobalMaxPool" => {
+                if op == "GlobalAveragePool" {
+                    a.only(&[])?;
+                    self.quant_gap(&x, y)?
+                } else {
+                    if x.quant != Some(y) {
+                        bail!("a quantized pool whose output is quantized unlike its input: NNAPI 1.0 keeps the scale");
+                    }
+                    self.pool_on(node, a, op, x.clone())?
+                }
+            }
+            "Concat" => {
+                a.only(&["axis"])?;
+                let mut ops = Vec::new();
+                for i in 0..node.input.len() {
+                    let d = self.quantized(&self.need(node, i)?)?;
+                    if d.quant != Some(y) {
+                        bail!("input {i} is quantized unlike the output: NNAPI 1.0 CONCATENATION keeps one scale");
+                    }
+                    ops.push(d.operand);
+                }
+                let rank = x.shape.len();
+                let axis = norm_axis(a.i("axis", 1), rank)?;
+                ops.push(
+                    self.b
+                        .int(if rank == 4 { [0, 3, 1, 2][axis] } else { axis } as i32),
+                );
+                let (operand, dims) = self.emit(OperationType::Concatenation, &ops, Some(y))?;
+                Dyn {
+                    operand,
+                    shape: onnx_shape(&dims),
+                    layout: layout_of(&dims),
+                    quant: Some(y),
+                    act: None,
+                }
+            }
+            _ => bail!("no quantized form"),
         };
-        self.set(node, Value::Dyn(d));
-        Ok(None)
+        let q = &self.nodes[qk];
+        self.values.insert(q.output[0].clone(), Value::Dyn(d));
+        self.absorbed.insert(qk);
+        Ok(Some(format!(
+            "QDQ: with its DequantizeLinear inputs and QuantizeLinear node {qk} '{}' as one quant8 operation",
+            q.name.as_deref().unwrap_or("")
+        )))
+    }
+
+    /// An int32 bias at `scale` from a DequantizeLinear'd int32 constant (used as is when its
+    /// scale is `scale`) or a float32 constant (quantized).
+    fn quant_bias(&self, b: &Value, scale: f32) -> R<Vec<i32>> {
+        match b {
+            Value::QConst(
+                Tensor {
+                    data: Data::I32(v), ..
+                },
+                s,
+                0,
+            ) if (s - scale).abs() <= scale * 1e-6 => Ok(v.clone()),
+            Value::QConst(t, s, z) => Ok(dequantized(t, *s, *z)
+                .f32s()
+                .unwrap_or_default()
+                .iter()
+                .map(|&v| (v / scale).round() as i32)
+                .collect()),
+            Value::Const(Tensor {
+                data: Data::F32(v), ..
+            }) => Ok(v.iter().map(|&v| (v / scale).round() as i32).collect()),
+            _ => bail!("the bias must be a constant"),
+        }
     }
 
     /// A weight's per-tensor (scale, zero point), int8 zero points shifted to uint8 later.
@@ -1951,15 +2150,25 @@ impl Lowering<'_> {
         let x = self.q_input(node, 0, 1, 2)?;
         self.rank4(&x)?;
         let y = self.quant_params(node, 3, 4)?;
+        let d = self.quant_gap(&x, y)?;
+        self.set(node, Value::Dyn(d));
+        Ok(None)
+    }
+
+    /// A quant8 global average: AVERAGE_POOL_2D when the output keeps the input's
+    /// quantization, else a depthwise convolution whose weights are all 1/(h·w) (quantized
+    /// exactly as 1 × scale 1/(h·w)), which averages and requantizes in one step.
+    fn quant_gap(&mut self, x: &Dyn, y: (f32, i32)) -> R<Dyn> {
+        self.rank4(x)?;
         let (c, h, w) = (x.shape[1], x.shape[2], x.shape[3]);
         let act = self.act();
-        let d = if Some(y) == x.quant {
+        if Some(y) == x.quant {
             let mut ins = vec![x.operand];
             for v in [0, 0, 0, 0, 1, 1, w as i32, h as i32] {
                 ins.push(self.b.int(v));
             }
             ins.push(act);
-            self.emit_image(OperationType::AveragePool2d, &ins, Some(y), Some(act))?
+            self.emit_image(OperationType::AveragePool2d, &ins, Some(y), Some(act))
         } else {
             // A different output scale: a depthwise convolution whose weights are all 1/(h·w)
             // (quantized exactly as 1 × scale 1/(h·w)) averages and requantizes in one step.
@@ -1978,10 +2187,8 @@ impl Lowering<'_> {
                 ins.push(self.b.int(v));
             }
             ins.push(act);
-            self.emit_image(OperationType::DepthwiseConv2d, &ins, Some(y), Some(act))?
-        };
-        self.set(node, Value::Dyn(d));
-        Ok(None)
+            self.emit_image(OperationType::DepthwiseConv2d, &ins, Some(y), Some(act))
+        }
     }
 
     fn qlinear_softmax(&mut self, node: &NodeProto, a: &Attrs) -> R<Option<String>> {

@@ -211,12 +211,37 @@ def quant_cases():
          ms=True, tol="quant", step=1 / 256)
 
 
+def qdq_cases():
+    """onnxruntime's QDQ form: DequantizeLinear → op → QuantizeLinear around each operator."""
+    xs, xz = np.float32(1 / 64), np.uint8(128)
+    ws, wz = np.float32(0.01), np.uint8(127)
+    cs, cz = np.float32(0.04), np.uint8(120)
+    ss, sz = np.float32(0.05), np.uint8(110)
+    gs, gz = np.float32(0.02), np.uint8(100)
+    wv = w(4, 3, 3, 3, scale=0.3)
+    q = lambda i, o, s, z: N("QuantizeLinear", [i, s, z], [o])
+    dq = lambda i, o, s, z: N("DequantizeLinear", [i, s, z], [o])
+    case("qdq_conv_pool_add_gap",
+         [q("x", "xq", "xs", "xz"), dq("xq", "xd", "xs", "xz"), dq("wq", "wd", "ws", "wz"), dq("bq", "bd", "bs", ""),
+          N("Conv", ["xd", "wd", "bd"], ["c"], pads=[1, 1, 1, 1]), q("c", "cq", "cs", "cz"), dq("cq", "cd", "cs", "cz"),
+          N("MaxPool", ["cd"], ["p"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), q("p", "pq", "cs", "cz"), dq("pq", "pd", "cs", "cz"),
+          N("Add", ["cd", "pd"], ["s"]), q("s", "sq", "ss", "sz"), dq("sq", "sd", "ss", "sz"),
+          N("Concat", ["sd", "sd"], ["cat"], axis=1), q("cat", "catq", "ss", "sz"), dq("catq", "catd", "ss", "sz"),
+          N("GlobalAveragePool", ["catd"], ["g"]), q("g", "gq", "gs", "gz"), dq("gq", "y", "gs", "gz")],
+         [("x", [1, 3, 6, 6])], ["y"],
+         [init("xs", xs), init("xz", xz), q_init("wq", wv, ws, wz), init("ws", ws), init("wz", wz),
+          init("bq", (w(4) / (xs * ws)).astype(np.int32)), init("bs", np.float32(xs * ws)),
+          init("cs", cs), init("cz", cz), init("ss", ss), init("sz", sz), init("gs", gs), init("gz", gz)],
+         tol="quant", step=float(gs))
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
         os.remove(os.path.join(OUT, f))
     float_cases()
     quant_cases()
+    qdq_cases()
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
         json.dump({"seed": 20261124, "cases": cases}, f, indent=1)
     ops = sorted({o for c in cases for o in c["ops"]})

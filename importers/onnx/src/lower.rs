@@ -40,6 +40,14 @@ enum Value {
     /// The float32 value `DequantizeLinear(q)`, emitted as DEQUANTIZE only if a float consumer
     /// needs it (QDQ-style consumers use `q` itself).
     Deq(Dyn),
+    /// An image `[N, C, H, W]` viewed as `[N, G, C/G, H, W]` (`split` = (G, C/G)), or its
+    /// transpose `[N, C/G, G, H, W]`: the middle of a channel shuffle (Reshape → Transpose →
+    /// Reshape), which only a reshape back to 4-D may consume.
+    Shuffle {
+        d: Dyn,
+        split: (usize, usize),
+        transposed: bool,
+    },
 }
 
 /// The NHWC dimensions of an ONNX NCHW shape.
@@ -434,6 +442,11 @@ impl Lowering<'_> {
                 Value::Const(_) | Value::QConst(..) => {
                     return Err(bad("a constant output is not supported".into()))
                 }
+                Value::Shuffle { .. } => {
+                    return Err(bad(
+                        "a 5-D channel-shuffle view is not supported as an output".into(),
+                    ))
+                }
             };
             let operand = self.b.operand_at(d.operand);
             if operand.lifetime != nnhal_hal::OperandLifeTime::TemporaryVariable.raw()
@@ -497,6 +510,7 @@ impl Lowering<'_> {
             Value::Dyn(d) if d.quant.is_none() => Ok(d.clone()),
             Value::Dyn(_) => bail!("a quantized tensor where float32 is needed (a QuantizeLinear without its DequantizeLinear?)"),
             Value::Deq(q) => self.dequantize(q),
+            Value::Shuffle { .. } => bail!("a 5-D view of an image is only supported as the middle of a channel shuffle (Reshape → Transpose [0, 2, 1, 3, 4] → Reshape)"),
             Value::QConst(t, s, z) => self.float(&Value::Const(dequantized(t, *s, *z))),
             Value::Const(t) => {
                 let Data::F32(values) = &t.data else {
@@ -527,6 +541,7 @@ impl Lowering<'_> {
         match v {
             Value::Dyn(d) if d.quant.is_some() => Ok(d.clone()),
             Value::Deq(q) => Ok(q.clone()),
+            Value::Shuffle { .. } => bail!("a 5-D view of an image is only supported as the middle of a channel shuffle (Reshape → Transpose [0, 2, 1, 3, 4] → Reshape)"),
             _ => bail!("a float32 tensor where a quantized (uint8) one is needed"),
         }
     }
@@ -772,6 +787,7 @@ impl Lowering<'_> {
                 Ok(None)
             }
             "Resize" | "Upsample" => self.resize(node, &a, op),
+            "Transpose" => self.transpose(node, &a),
             "BatchNormalization" => self.batchnorm(node, &a),
             "Dropout" | "Identity" => {
                 if node
@@ -1520,12 +1536,43 @@ impl Lowering<'_> {
         let d = match x {
             Value::Dyn(d) if d.quant.is_some() => d.clone(),
             Value::Deq(q) => {
-                let r = self.reshape(&Value::Dyn(q.clone()), shape)?;
-                let Value::Dyn(r) = r else { unreachable!() };
-                return Ok(Value::Deq(r));
+                return match self.reshape(&Value::Dyn(q.clone()), shape)? {
+                    Value::Dyn(r) => Ok(Value::Deq(r)),
+                    _ => bail!("a channel shuffle of a dequantized tensor is not supported"),
+                };
+            }
+            Value::Shuffle {
+                d,
+                split,
+                transposed,
+            } => {
+                if shape != d.shape {
+                    bail!(
+                        "a channel-shuffle view reshaped to {shape:?} instead of back to {:?}",
+                        d.shape
+                    );
+                }
+                return Ok(Value::Dyn(if *transposed {
+                    self.channel_permutation(d, *split)?
+                } else {
+                    Dyn {
+                        act: None,
+                        ..d.clone()
+                    }
+                }));
             }
             _ => self.float(x)?,
         };
+        if d.layout == EdgeLayout::Nhwc
+            && shape.len() == 5
+            && [shape[0], shape[1] * shape[2], shape[3], shape[4]] == d.shape[..]
+        {
+            return Ok(Value::Shuffle {
+                d,
+                split: (shape[1], shape[2]),
+                transposed: false,
+            });
+        }
         if d.shape == shape {
             return Ok(Value::Dyn(Dyn { act: None, ..d }));
         }
@@ -1574,6 +1621,97 @@ impl Lowering<'_> {
             quant: d.quant,
             act: None,
         }))
+    }
+
+    /// The channel shuffle `[N, G, C/G, H, W]` → transpose → `[N, C, H, W]` as a 1×1 CONV_2D
+    /// whose weight is the permutation (exact in float32 and, with weight 1 at scale 1 and the
+    /// input's quantization on the output, in quant8).
+    fn channel_permutation(&mut self, d: &Dyn, (g, cg): (usize, usize)) -> R<Dyn> {
+        let c = g * cg;
+        // Output channel a·G + b reads element (b, a) of the [G, C/G] split: channel b·C/G + a.
+        let source = |o: usize| (o % g) * cg + o / g;
+        let zeros = [0i32; 4];
+        let (filter, bias) = match d.quant {
+            None => {
+                let mut w = vec![0f32; c * c];
+                for o in 0..c {
+                    w[o * c + source(o)] = 1.0;
+                }
+                let f = self.b.f32_tensor(&[c as u32, 1, 1, c as u32], &w);
+                (f, self.b.f32_tensor(&[c as u32], &vec![0.0; c]))
+            }
+            Some((scale, _)) => {
+                let mut w = vec![0u8; c * c];
+                for o in 0..c {
+                    w[o * c + source(o)] = 1;
+                }
+                let f = self.b.u8_tensor(&[c as u32, 1, 1, c as u32], &w, 1.0, 0);
+                (f, self.b.i32_tensor(&[c as u32], &vec![0; c], scale))
+            }
+        };
+        let mut ins = vec![d.operand, filter, bias];
+        for v in zeros
+            .into_iter()
+            .chain([1, 1, FusedActivationFunc::None.raw()])
+        {
+            ins.push(self.b.int(v));
+        }
+        self.emit_image(OperationType::Conv2d, &ins, d.quant, None)
+    }
+
+    fn transpose(&mut self, node: &NodeProto, a: &Attrs) -> R<Option<String>> {
+        a.only(&["perm"])?;
+        let perm = a.ints("perm");
+        match self.need(node, 0)? {
+            Value::Shuffle {
+                d,
+                split,
+                transposed,
+            } if perm.as_deref() == Some(&[0, 2, 1, 3, 4]) => {
+                self.set(
+                    node,
+                    Value::Shuffle {
+                        d,
+                        split,
+                        transposed: !transposed,
+                    },
+                );
+                Ok(Some("channel shuffle (a permutation CONV_2D at the reshape back)".into()))
+            }
+            Value::Const(t) => {
+                let rank = t.dims.len();
+                let perm: Vec<usize> = match perm {
+                    Some(p) => p.iter().map(|&x| norm_axis(x, rank)).collect::<R<_>>()?,
+                    None => (0..rank).rev().collect(),
+                };
+                let mut sorted = perm.clone();
+                sorted.sort_unstable();
+                if sorted != (0..rank).collect::<Vec<_>>() {
+                    bail!("perm {perm:?} is not a permutation");
+                }
+                let dims: Vec<usize> = perm.iter().map(|&p| t.dims[p]).collect();
+                let n = t.data.len();
+                let mut strides = vec![1usize; rank];
+                for i in (0..rank.saturating_sub(1)).rev() {
+                    strides[i] = strides[i + 1] * t.dims[i + 1];
+                }
+                let mut pick = Vec::with_capacity(n);
+                let mut index = vec![0usize; rank];
+                for _ in 0..n {
+                    pick.push(index.iter().zip(&perm).map(|(&i, &p)| i * strides[p]).sum());
+                    for ax in (0..rank).rev() {
+                        index[ax] += 1;
+                        if index[ax] < dims[ax] {
+                            break;
+                        }
+                        index[ax] = 0;
+                    }
+                }
+                self.set(node, Value::Const(Tensor { dims, data: t.data.pick(&pick) }));
+                Ok(Some("folded".into()))
+            }
+            _ => bail!("perm {perm:?}: NNAPI 1.0 has no TRANSPOSE; only a channel shuffle (Reshape → Transpose [0, 2, 1, 3, 4] → Reshape) or a constant is lowered"),
+        }
     }
 
     fn resize(&mut self, node: &NodeProto, a: &Attrs, op: &str) -> R<Option<String>> {
@@ -2372,6 +2510,14 @@ fn value_shape(v: &Value) -> Vec<usize> {
     match v {
         Value::Const(t) | Value::QConst(t, ..) => t.dims.clone(),
         Value::Dyn(d) | Value::Deq(d) => d.shape.clone(),
+        Value::Shuffle {
+            d,
+            split: (g, cg),
+            transposed,
+        } => {
+            let (a, b) = if *transposed { (*cg, *g) } else { (*g, *cg) };
+            vec![d.shape[0], a, b, d.shape[2], d.shape[3]]
+        }
     }
 }
 

@@ -147,6 +147,14 @@ def float_cases():
           N("Reshape", ["r", "shape"], ["f"]), N("MatMul", ["f", "b"], ["mm"]),
           N("ConstantOfShape", ["cs"], ["ones"], value=numpy_helper.from_array(np.float32([0.25]))), N("Add", ["mm", "ones"], ["y"])],
          [("x", [1, 2, 2, 3])], ["y"], [init("ax0", np.int64([0])), init("b", w(12, 3)), init("cs", np.int64([1, 3]))])
+    # Transpose: ShuffleNet's channel shuffle (Reshape → Transpose → Reshape) and a constant.
+    case("channel_shuffle",
+         [N("Conv", ["x", "w"], ["c"]), N("Reshape", ["c", "s5"], ["r5"]), N("Transpose", ["r5"], ["t"], perm=[0, 2, 1, 3, 4]),
+          N("Reshape", ["t", "s4"], ["r4"]), N("Transpose", ["k"], ["kt"], perm=[1, 0]), N("Reshape", ["kt", "s4b"], ["kb"]),
+          N("Add", ["r4", "kb"], ["y"])],
+         [("x", [1, 4, 3, 3])], ["y"],
+         [init("w", w(6, 4, 1, 1)), init("s5", np.int64([1, 3, 2, 3, 3])), init("s4", np.int64([1, 6, 3, 3])),
+          init("k", w(1, 6)), init("s4b", np.int64([6, 1, 1]))])
     # Multi-node graph with branches: a residual block, a pool branch, a classifier head.
     case("residual_branches_head",
          [N("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), N("Relu", ["c1"], ["r1"]),

@@ -640,7 +640,16 @@ impl Lowering<'_> {
         }
         if matches!(
             op,
-            "Conv" | "Add" | "Mul" | "MaxPool" | "AveragePool" | "GlobalAveragePool" | "Concat"
+            "Conv"
+                | "Gemm"
+                | "MatMul"
+                | "Softmax"
+                | "Add"
+                | "Mul"
+                | "MaxPool"
+                | "AveragePool"
+                | "GlobalAveragePool"
+                | "Concat"
         ) && matches!(self.input(node, 0), Some(Value::Deq(_)))
         {
             if let Some((y, qk)) = self.qdq_target(k, node) {
@@ -2047,6 +2056,42 @@ impl Lowering<'_> {
                 };
                 self.quant_conv(a, &x, &w, ws, wz, bias, y)?
             }
+            "Gemm" | "MatMul" => {
+                if op == "Gemm" {
+                    a.only(&["alpha", "beta", "transA", "transB"])?;
+                    if a.i("transA", 0) != 0 || a.f("alpha", 1.0) != 1.0 || a.f("beta", 1.0) != 1.0
+                    {
+                        bail!("a QDQ Gemm with transA, alpha or beta is not supported");
+                    }
+                } else {
+                    a.only(&[])?;
+                }
+                let Some(Value::QConst(w, ws, wz)) = self.input(node, 1).cloned() else {
+                    bail!("a QDQ {op} needs a DequantizeLinear'd constant B");
+                };
+                let bias = match self.input(node, 2).cloned() {
+                    Some(b) if op == "Gemm" => Some(self.quant_bias(&b, x.quant.unwrap().0 * ws)?),
+                    _ => None,
+                };
+                let trans_b = op == "Gemm" && a.i("transB", 0) != 0;
+                self.quant_fc(&x, &w, ws, wz, trans_b, bias, y)?
+            }
+            "Softmax" => {
+                a.only(&["axis"])?;
+                if y != (1.0 / 256.0, 0) {
+                    bail!("output quantization {y:?}: NNAPI 1.0's SOFTMAX outputs scale 1/256, zero point 0");
+                }
+                self.softmax_axis(&x, a)?;
+                let beta = self.b.float(1.0);
+                let (operand, _) =
+                    self.emit(OperationType::Softmax, &[x.operand, beta], Some(y))?;
+                Dyn {
+                    operand,
+                    quant: Some(y),
+                    act: None,
+                    ..x.clone()
+                }
+            }
             "Add" | "Mul" => {
                 a.only(&[])?;
                 let other = self.quantized(&self.need(node, 1)?)?;
@@ -2170,13 +2215,32 @@ impl Lowering<'_> {
     fn qlinear_matmul(&mut self, node: &NodeProto, a: &Attrs) -> R<Option<String>> {
         a.only(&[])?;
         let x = self.q_input(node, 0, 1, 2)?;
-        if x.shape.len() != 2 || matches!(x.layout, EdgeLayout::FlatNhwc { .. }) {
-            bail!("input shape {:?}: only a 2-D input", x.shape);
-        }
         let Some(Value::Const(b)) = self.input(node, 3).cloned() else {
             bail!("B must be a constant")
         };
         let (bs, bz) = self.weight_quant(node, 4, 5)?;
+        let y = self.quant_params(node, 6, 7)?;
+        let d = self.quant_fc(&x, &b, bs, bz, false, None, y)?;
+        self.set(node, Value::Dyn(d));
+        Ok(None)
+    }
+
+    /// A quant8 FULLY_CONNECTED: `x` 2-D (a flattened image's columns re-laid-out), `b` the
+    /// uint8/int8 `[K, N]` matrix (`[N, K]` when `trans_b`), int32 `bias` at input·weight scale.
+    #[allow(clippy::too_many_arguments)]
+    fn quant_fc(
+        &mut self,
+        x: &Dyn,
+        b: &Tensor,
+        bs: f32,
+        bz: i32,
+        trans_b: bool,
+        bias: Option<Vec<i32>>,
+        y: (f32, i32),
+    ) -> R<Dyn> {
+        if x.shape.len() != 2 {
+            bail!("input shape {:?}: only a 2-D input", x.shape);
+        }
         let bq = as_u8(&b.data, &mut 0)?;
         let bz = bz
             + if matches!(b.data, Data::I8(_)) {
@@ -2184,38 +2248,54 @@ impl Lowering<'_> {
             } else {
                 0
             };
-        let y = self.quant_params(node, 6, 7)?;
-        if b.dims.len() != 2 || b.dims[0] != x.shape[1] {
+        if b.dims.len() != 2 {
+            bail!("B shape {:?}: only 2-D", b.dims);
+        }
+        let (kk, n) = if trans_b {
+            (b.dims[1], b.dims[0])
+        } else {
+            (b.dims[0], b.dims[1])
+        };
+        if kk != x.shape[1] {
             bail!("B shape {:?} does not fit the input {:?}", b.dims, x.shape);
         }
-        let (kk, n) = (b.dims[0], b.dims[1]);
+        let column = |p: usize| -> usize {
+            match x.layout {
+                EdgeLayout::FlatNhwc { c, h, w } => (p % c) * h * w + p / c,
+                _ => p,
+            }
+        };
         let mut w = vec![0u8; n * kk];
         for o in 0..n {
             for p in 0..kk {
-                w[o * kk + p] = bq[p * n + o];
+                let q = column(p);
+                w[o * kk + p] = if trans_b {
+                    bq[o * kk + q]
+                } else {
+                    bq[q * n + o]
+                };
             }
         }
+        let bias = bias.unwrap_or(vec![0; n]);
+        if bias.len() != n {
+            bail!("bias has {} values for {n} outputs", bias.len());
+        }
         let wt = self.b.u8_tensor(&[n as u32, kk as u32], &w, bs, bz);
-        let bt = self
-            .b
-            .i32_tensor(&[n as u32], &vec![0; n], x.quant.unwrap().0 * bs);
+        let scale = x.quant.ok_or("the input is not quantized")?.0 * bs;
+        let bt = self.b.i32_tensor(&[n as u32], &bias, scale);
         let act = self.act();
         let (operand, dims) = self.emit(
             OperationType::FullyConnected,
             &[x.operand, wt, bt, act],
             Some(y),
         )?;
-        self.set(
-            node,
-            Value::Dyn(Dyn {
-                operand,
-                shape: onnx_shape(&dims),
-                layout: EdgeLayout::Same,
-                quant: Some(y),
-                act: Some(act),
-            }),
-        );
-        Ok(None)
+        Ok(Dyn {
+            operand,
+            shape: onnx_shape(&dims),
+            layout: EdgeLayout::Same,
+            quant: Some(y),
+            act: Some(act),
+        })
     }
 
     fn qlinear_binary(&mut self, node: &NodeProto, add: bool) -> R<Option<String>> {

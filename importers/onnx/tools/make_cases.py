@@ -6,7 +6,7 @@ cases are multi-node graphs with branches.
 
 Per case NAME: NAME.onnx, NAME.in<k>.npy (inputs, graph order), NAME.out<k>.npy (onnxruntime's
 outputs); manifest.json lists each case with its tolerance ("float": |a-e| <= 1e-5 + 1e-4*|e|;
-"quant": within `step`, one quantization step of the output).
+"quant": within `step`, one quantization step of the output, or one step per output).
 
   python3 importers/onnx/tools/make_cases.py     # numpy, onnx, onnxruntime
 """
@@ -243,6 +243,26 @@ def qdq_cases():
          tol="quant", step=float(gs))
 
 
+def qdq_head_case():
+    """A QDQ classifier head: Flatten of an image → Gemm (int32 bias) → Softmax, plus MatMul."""
+    xs, xz = np.float32(1 / 64), np.uint8(128)
+    ws, wz = np.float32(0.01), np.uint8(127)
+    gs, gz = np.float32(0.08), np.uint8(128)
+    q = lambda i, o, s, z: N("QuantizeLinear", [i, s, z], [o])
+    dq = lambda i, o, s, z: N("DequantizeLinear", [i, s, z], [o])
+    case("qdq_flatten_gemm_softmax",
+         [q("x", "xq", "xs", "xz"), dq("xq", "xd", "xs", "xz"), N("Flatten", ["xd"], ["f"]),
+          dq("wq", "wd", "ws", "wz"), dq("bq", "bd", "bs", ""), N("Gemm", ["f", "wd", "bd"], ["g"], transB=1),
+          q("g", "gq", "gs", "gz"), dq("gq", "gd", "gs", "gz"), N("Softmax", ["gd"], ["s"]), q("s", "sq", "ss", "sz"),
+          dq("sq", "y", "ss", "sz"),
+          dq("mq", "md", "ws", "wz"), N("MatMul", ["gd", "md"], ["m"]), q("m", "mmq", "gs", "gz"), dq("mmq", "y2", "gs", "gz")],
+         [("x", [1, 3, 2, 2])], ["y", "y2"],
+         [init("xs", xs), init("xz", xz), q_init("wq", w(6, 12, scale=0.3), ws, wz), init("ws", ws), init("wz", wz),
+          init("bq", (w(6) / (xs * ws)).astype(np.int32)), init("bs", np.float32(xs * ws)), init("gs", gs), init("gz", gz),
+          init("ss", np.float32(1 / 256)), init("sz", np.uint8(0)), q_init("mq", w(6, 4, scale=0.3), ws, wz)],
+         tol="quant", step=[1 / 256, float(gs)])
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
@@ -250,6 +270,7 @@ def main():
     float_cases()
     quant_cases()
     qdq_cases()
+    qdq_head_case()
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
         json.dump({"seed": 20261124, "cases": cases}, f, indent=1)
     ops = sorted({o for c in cases for o in c["ops"]})

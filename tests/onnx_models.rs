@@ -301,3 +301,32 @@ fn import_writes_a_vector_that_runs_the_same() {
     assert_eq!(m.operations, imported.model.operations);
     assert_eq!(m.operand_values.len(), imported.model.operand_values.len());
 }
+
+#[test]
+fn bench_takes_a_model_file_in_process_and_over_rpc() {
+    let s = Scratch::new();
+    let model = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("importers/onnx/testdata/cases/residual_branches_head.onnx");
+    for transport in ["inproc", "rpc"] {
+        let out = s.nnhal(&[
+            "bench",
+            model.to_str().unwrap(),
+            "--iterations",
+            "3",
+            "--warmup",
+            "1",
+            "--transport",
+            transport,
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains("output     correct: outputs identical to an in-process run"),
+            "{text}"
+        );
+    }
+}

@@ -715,8 +715,7 @@ impl Lowering<'_> {
                 a.only(&["axis"])?;
                 let x = self.need(node, 0)?;
                 let x = self.float(&x)?;
-                let axis = self.softmax_axis(&x, &a)?;
-                let _ = axis;
+                self.softmax_axis(&x, &a)?;
                 let beta = self.b.float(1.0);
                 let (operand, _) = self.emit(OperationType::Softmax, &[x.operand, beta], None)?;
                 self.set(
@@ -1965,7 +1964,7 @@ impl Lowering<'_> {
             "strides",
         ])?;
         self.rank4(x)?;
-        let wq = as_u8(&w.data, &mut 0)?;
+        let wq = as_u8(&w.data)?;
         let wz = wz
             + if matches!(w.data, Data::I8(_)) {
                 128
@@ -2241,7 +2240,7 @@ impl Lowering<'_> {
         if x.shape.len() != 2 {
             bail!("input shape {:?}: only a 2-D input", x.shape);
         }
-        let bq = as_u8(&b.data, &mut 0)?;
+        let bq = as_u8(&b.data)?;
         let bz = bz
             + if matches!(b.data, Data::I8(_)) {
                 128
@@ -2610,7 +2609,7 @@ fn dequantized(t: &Tensor, scale: f32, zp: i32) -> Tensor {
 }
 
 /// uint8 weights; int8 ones shifted by +128 (the zero point moves with them, exactly).
-fn as_u8(d: &Data, _shift: &mut i32) -> R<Vec<u8>> {
+fn as_u8(d: &Data) -> R<Vec<u8>> {
     match d {
         Data::U8(v) => Ok(v.clone()),
         Data::I8(v) => Ok(v.iter().map(|&x| (i32::from(x) + 128) as u8).collect()),

@@ -1214,8 +1214,8 @@ impl Lowering<'_> {
             }
             _ => {
                 let d = self.float(v)?;
-                let n: usize = d.shape.iter().product();
-                if d.shape.len() != rank && n != 1 {
+                // A runtime tensor of lower rank would need its dimensions re-laid-out.
+                if d.shape.len() != rank {
                     bail!(
                         "broadcasting a runtime tensor of shape {:?} to rank {rank} is not expressible without TRANSPOSE",
                         d.shape
@@ -1441,10 +1441,7 @@ impl Lowering<'_> {
             // Softmax over everything from `axis` on (opset < 13) or along `axis`.
             (2, _) => axis == 1,
             (4, false) => axis == 1 && x.layout == EdgeLayout::Nhwc,
-            (4, true) => {
-                axis == 1 && x.shape[2] * x.shape[3] == 1
-                    || axis == 3 && x.shape[1] * x.shape[2] == 1
-            }
+            (4, true) => axis == 1 && x.shape[2] * x.shape[3] == 1,
             _ => false,
         };
         if !ok {
@@ -1745,6 +1742,11 @@ impl Lowering<'_> {
                 .unwrap_or_else(|| "half_pixel".into());
             if self.opset >= 11 && ctm != "asymmetric" {
                 bail!("coordinate_transformation_mode '{ctm}': only asymmetric is NNAPI 1.0's RESIZE_BILINEAR");
+            }
+            if a.s("keep_aspect_ratio_policy")
+                .is_some_and(|p| p != "stretch")
+            {
+                bail!("keep_aspect_ratio_policy other than stretch is not supported");
             }
             if a.i("antialias", 0) != 0 || a.get("axes").is_some() {
                 bail!("antialias and axes are not supported");
@@ -2094,7 +2096,7 @@ impl Lowering<'_> {
             "Add" | "Mul" => {
                 a.only(&[])?;
                 let other = self.quantized(&self.need(node, 1)?)?;
-                if other.shape.len() != x.shape.len() {
+                if other.shape.len() != x.shape.len() || other.layout != x.layout {
                     bail!(
                         "inputs of ranks {} and {}: only equal ranks",
                         x.shape.len(),
@@ -2134,6 +2136,12 @@ impl Lowering<'_> {
                     let d = self.quantized(&self.need(node, i)?)?;
                     if d.quant != Some(y) {
                         bail!("input {i} is quantized unlike the output: NNAPI 1.0 CONCATENATION keeps one scale");
+                    }
+                    if d.shape.len() != x.shape.len()
+                        || d.layout != x.layout
+                        || matches!(d.layout, EdgeLayout::FlatNhwc { .. })
+                    {
+                        bail!("inputs of different ranks or layouts");
                     }
                     ops.push(d.operand);
                 }
@@ -2302,7 +2310,7 @@ impl Lowering<'_> {
         let x = self.q_input(node, 0, 1, 2)?;
         let y = self.q_input(node, 3, 4, 5)?;
         let out = self.quant_params(node, 6, 7)?;
-        if x.shape != y.shape && x.shape.len() != y.shape.len() {
+        if x.shape.len() != y.shape.len() || x.layout != y.layout {
             bail!(
                 "inputs of shapes {:?} and {:?}: only equal ranks",
                 x.shape,
@@ -2338,6 +2346,11 @@ impl Lowering<'_> {
             let d = self.q_input(node, i, i + 1, i + 2)?;
             if d.quant != Some(y) {
                 bail!("input {i} is quantized unlike the output: NNAPI 1.0 CONCATENATION keeps one scale");
+            }
+            if (rank != 0 && d.shape.len() != rank)
+                || matches!(d.layout, EdgeLayout::FlatNhwc { .. })
+            {
+                bail!("inputs of different ranks or layouts");
             }
             rank = d.shape.len();
             ops.push(d.operand);
@@ -2545,7 +2558,10 @@ impl Lowering<'_> {
             "Add" | "Mul" | "Sub" | "Div" if node.input.len() == 2 => {
                 let (x, y) = (c(0)?, c(1)?);
                 let (xv, yv) = (x.data.to_f64(), y.data.to_f64());
-                if !(xv.len() == yv.len() || yv.len() == 1 || xv.len() == 1) {
+                let fits = |small: &Tensor, big: &Tensor| {
+                    small.data.len() == 1 && small.dims.len() <= big.dims.len()
+                };
+                if !(x.dims == y.dims || fits(&y, &x) || fits(&x, &y)) {
                     return Ok(None);
                 }
                 let n = xv.len().max(yv.len());

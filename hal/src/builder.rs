@@ -35,13 +35,19 @@ pub fn append_constant(store: &mut Vec<u8>, bytes: &[u8]) -> DataLocation {
 /// duplicates included (ADD(x, x) consumes x twice), as the HAL defines it. Out-of-range indexes
 /// are ignored so this can run on deliberately broken models.
 pub fn count_consumers(model: &mut Model) {
-    for operand in &mut model.operands {
+    count_consumers_in(&mut model.operands, &model.operations);
+}
+
+/// [`count_consumers`] for one graph's operands and operations (a main graph or a referenced
+/// subgraph; the AIDL interface carries no counts, so its conversion derives them here).
+pub fn count_consumers_in(operands: &mut [Operand], operations: &[Operation]) {
+    for operand in operands.iter_mut() {
         operand.number_of_consumers = 0;
     }
-    for operation in &model.operations {
+    for operation in operations {
         for &i in &operation.inputs {
-            if let Some(operand) = model.operands.get_mut(i as usize) {
-                operand.number_of_consumers += 1;
+            if let Some(operand) = operands.get_mut(i as usize) {
+                operand.number_of_consumers = operand.number_of_consumers.saturating_add(1);
             }
         }
     }

@@ -209,3 +209,42 @@ fn bi_onnx_not_a_model() {
         assert!(e.starts_with("malformed ONNX model"), "{e}");
     }
 }
+
+/// Reshapes that would need the NCHW element order of an NHWC operand are refused, never run
+/// in the wrong order; the flatten that feeds a Gemm is the exact exception.
+#[test]
+fn bad_onnx_reshape_needing_nchw_order_is_refused() {
+    let shape = TensorProto {
+        dims: vec![3],
+        data_type: Some(7),
+        name: Some("s".into()),
+        int64_data: vec![1, 2, 4],
+        ..TensorProto::default()
+    };
+    let e = error(&graph(
+        vec![node("Reshape", "to3d", &["x", "s"], &["y"])],
+        vec![shape],
+        &["x"],
+        &["y"],
+    ));
+    assert!(
+        e.starts_with(
+            "node 0 'to3d' (Reshape): reshaping the NCHW image [1, 2, 2, 2] to [1, 2, 4]"
+        ),
+        "{e}"
+    );
+    // A flattened image consumed by anything but Gemm/MatMul (here Add) is refused too.
+    let e = error(&graph(
+        vec![
+            node("Flatten", "f", &["x"], &["f"]),
+            node("Add", "a", &["f", "f"], &["y"]),
+        ],
+        vec![],
+        &["x"],
+        &["y"],
+    ));
+    assert!(
+        e.contains("node 1 'a' (Add): an elementwise operation on a flattened NCHW image"),
+        "{e}"
+    );
+}

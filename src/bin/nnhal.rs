@@ -909,6 +909,11 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Info { target, json } => info(target, *json, &mut out),
         Command::Run {
+            json: true, vector, ..
+        } if nnhal::modelfile::is_model_file(vector) => Err(CliError::Usage(
+            "--json is for vectors; a model file's outputs go to --output-dir".into(),
+        )),
+        Command::Run {
             target,
             vector,
             inputs,

@@ -145,6 +145,8 @@ struct Lowering<'a> {
     consumer: HashMap<String, usize>,
     /// Nodes already absorbed into an earlier one.
     absorbed: HashSet<usize>,
+    /// NHWC graph inputs taken as they are, their Transpose [0, 3, 1, 2] uses being aliases.
+    transposed_inputs: HashSet<String>,
     opset: i64,
     summary: Vec<String>,
 }
@@ -191,6 +193,7 @@ pub fn lower(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
         nodes: &graph.node,
         consumer: HashMap::new(),
         absorbed: HashSet::new(),
+        transposed_inputs: HashSet::new(),
         opset,
         summary: Vec::new(),
     };
@@ -334,14 +337,34 @@ impl Lowering<'_> {
                 OperandType::TensorFloat32
             };
             let (scale, zp) = quant.unwrap_or((0.0, 0));
-            let operand = self.b.temporary(ty, &nhwc(&shape), scale, zp);
+            // An NHWC graph input whose every use is Transpose [0, 3, 1, 2] (tf2onnx's form) is
+            // already the operand NNAPI wants: the transposes become aliases of it.
+            let pre_transposed = shape.len() == 4
+                && quant.is_none()
+                && !self.graph_outputs.contains(&name)
+                && self
+                    .nodes
+                    .iter()
+                    .filter(|n| n.input.contains(&name))
+                    .all(|n| {
+                        n.op_type.as_deref() == Some("Transpose")
+                            && Attrs(&n.attribute).ints("perm").as_deref() == Some(&[0, 3, 1, 2])
+                    });
+            let (dims, logical, layout) = if pre_transposed {
+                let nchw = vec![shape[0], shape[3], shape[1], shape[2]];
+                self.transposed_inputs.insert(name.clone());
+                (nhwc(&nchw), nchw, EdgeLayout::Same)
+            } else {
+                (nhwc(&shape), shape.clone(), layout_of(&shape))
+            };
+            let operand = self.b.temporary(ty, &dims, scale, zp);
             self.b.mark_input(operand);
             self.values.insert(
                 name.clone(),
                 Value::Dyn(Dyn {
                     operand,
-                    shape: shape.clone(),
-                    layout: layout_of(&shape),
+                    layout: layout_of(&logical),
+                    shape: logical,
                     quant,
                     act: None,
                 }),
@@ -349,7 +372,7 @@ impl Lowering<'_> {
             edges.push(Edge {
                 name,
                 shape: shape.clone(),
-                layout: layout_of(&shape),
+                layout,
                 source_type,
                 quantized: quant.filter(|_| source_type == SourceType::Float32),
             });
@@ -1667,7 +1690,27 @@ impl Lowering<'_> {
     fn transpose(&mut self, node: &NodeProto, a: &Attrs) -> R<Option<String>> {
         a.only(&["perm"])?;
         let perm = a.ints("perm");
+        let input = node.input.first().cloned().unwrap_or_default();
+        if self.transposed_inputs.contains(&input) {
+            let x = self.need(node, 0)?;
+            self.set(node, x);
+            return Ok(Some(
+                "the NHWC graph input is taken as NNAPI's NHWC operand".into(),
+            ));
+        }
+        let output = node.output.first().cloned().unwrap_or_default();
         match self.need(node, 0)? {
+            // NCHW → NHWC straight into a graph output: the NHWC operand is that output.
+            Value::Dyn(d)
+                if perm.as_deref() == Some(&[0, 2, 3, 1])
+                    && d.layout == EdgeLayout::Nhwc
+                    && self.uses.get(&output) == Some(&1)
+                    && self.graph_outputs.contains(&output) =>
+            {
+                let shape = vec![d.shape[0], d.shape[2], d.shape[3], d.shape[1]];
+                self.set(node, Value::Dyn(Dyn { shape, layout: EdgeLayout::Same, act: None, ..d }));
+                Ok(Some("the graph output is the NHWC operand".into()))
+            }
             Value::Shuffle {
                 d,
                 split,

@@ -155,6 +155,11 @@ def float_cases():
          [("x", [1, 4, 3, 3])], ["y"],
          [init("w", w(6, 4, 1, 1)), init("s5", np.int64([1, 3, 2, 3, 3])), init("s4", np.int64([1, 6, 3, 3])),
           init("k", w(1, 6)), init("s4b", np.int64([6, 1, 1]))])
+    # tf2onnx's NHWC edges: Transpose [0, 3, 1, 2] after the input, [0, 2, 3, 1] before the output.
+    case("nhwc_edges_transposed",
+         [N("Transpose", ["x"], ["xt"], perm=[0, 3, 1, 2]), N("Conv", ["xt", "w"], ["c"], pads=[1, 1, 1, 1]),
+          N("Relu", ["c"], ["r"]), N("Transpose", ["r"], ["y"], perm=[0, 2, 3, 1])],
+         [("x", [1, 5, 4, 3])], ["y"], [init("w", w(2, 3, 3, 3))])
     # Multi-node graph with branches: a residual block, a pool branch, a classifier head.
     case("residual_branches_head",
          [N("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), N("Relu", ["c1"], ["r1"]),

@@ -78,6 +78,8 @@ pub enum Source {
     Builtin(String),
     /// A golden vector file.
     Vector(PathBuf),
+    /// A model file (ONNX), run on a seeded random input.
+    Model(PathBuf),
 }
 
 /// Everything `nnhal bench` can be asked.
@@ -444,6 +446,8 @@ enum Check {
         tolerance: Tolerance,
         expected: Vec<Option<Vec<f64>>>,
     },
+    /// A model file: bit for bit what an in-process run of the same request gave.
+    Same(Vec<Vec<u8>>),
 }
 
 /// A model, the request for its example, and how to judge the output.
@@ -462,8 +466,73 @@ impl Workload {
                 tolerance,
                 expected,
             } => judge_golden(&self.request.outputs, outputs, expected, tolerance),
+            Check::Same(expected) => {
+                let ok = expected.as_slice() == outputs;
+                Verdict {
+                    ok,
+                    summary: if ok {
+                        "outputs identical to an in-process run of the same input".into()
+                    } else {
+                        "outputs differ from an in-process run of the same input".into()
+                    },
+                    fields: BTreeMap::new(),
+                }
+            }
         }
     }
+}
+
+/// A model file's workload: its seeded random input, its outputs checked against the same
+/// model run once in this process before the benchmark.
+fn model_workload(path: &Path) -> Result<Workload, BenchError> {
+    use crate::modelfile::{self, ModelFileError, ModelRequest};
+    let err = |e: ModelFileError| match e {
+        ModelFileError::Input(why) => BenchError::Usage(why),
+        ModelFileError::Failed(why) => BenchError::Failed(why),
+    };
+    let imported = modelfile::import(path).map_err(err)?;
+    let inputs: Vec<_> = imported
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(k, e)| modelfile::random_input(e, 1 + k as u64))
+        .collect();
+    let reference = ModelRequest::new(&imported, &inputs).map_err(err)?;
+    Driver::new(1)
+        .and_then(|d| d.prepare_model(imported.model.clone()))
+        .and_then(|p| p.execute(&reference.request))
+        .map_err(failed("the in-process reference run"))?;
+    let expected = reference.output_bytes().map_err(err)?;
+    let request = ModelRequest::new(&imported, &inputs).map_err(err)?;
+    let outputs = imported
+        .model
+        .output_indexes
+        .iter()
+        .zip(&request.request.outputs)
+        .enumerate()
+        .map(|(position, (&operand, arg))| {
+            let o = &imported.model.operands[operand as usize];
+            OutputSlot {
+                position,
+                operand,
+                operand_type: OperandType::from_raw(o.operand_type)
+                    .unwrap_or(OperandType::TensorFloat32),
+                dimensions: o.dimensions.clone(),
+                scale: o.scale,
+                zero_point: o.zero_point,
+                location: arg.location,
+            }
+        })
+        .collect();
+    Ok(Workload {
+        name: path.display().to_string(),
+        model: imported.model,
+        request: BuiltRequest {
+            request: request.request,
+            outputs,
+        },
+        check: Check::Same(expected),
+    })
 }
 
 fn judge_reference(bytes: &[u8]) -> Verdict {
@@ -937,6 +1006,7 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
     let (workload, logits) = match &options.source {
         Source::Builtin(name) => (builtin(name)?, None),
         Source::Vector(path) => load_vector(path)?,
+        Source::Model(path) => (model_workload(path)?, None),
     };
     let (device, threads, isa) = open(options, isa)?;
     let costs = op_costs(&workload.model);

@@ -414,6 +414,35 @@ pub fn run_request(data: &[u8]) {
     let _ = prepared.execute(&request);
 }
 
+/// Target (e): the ONNX importer (decoder and lowering); a model it accepts must validate and
+/// is prepared and run once in-process on a seeded random input when it is small.
+pub fn run_onnx(data: &[u8]) {
+    let Ok(imported) = nnhal_onnx::import(data) else {
+        return;
+    };
+    assert!(nnhal_hal::validate::validate_model(&imported.model).is_ok());
+    let elements: usize = imported
+        .model
+        .operands
+        .iter()
+        .map(|o| o.dimensions.iter().map(|&d| d as usize).product::<usize>())
+        .sum();
+    if elements > 1 << 16 {
+        return;
+    }
+    let inputs: Vec<_> = imported
+        .inputs
+        .iter()
+        .map(|e| crate::modelfile::random_input(e, 1))
+        .collect();
+    let Ok(request) = crate::modelfile::ModelRequest::new(&imported, &inputs) else {
+        return;
+    };
+    if let Ok(prepared) = crate::Driver::new(1).and_then(|d| d.prepare_model(imported.model)) {
+        let _ = prepared.execute(&request.request);
+    }
+}
+
 /// Target (d): the golden-vector JSON loader, then the model and request built from it, in
 /// both constant modes, run through the driver when they validate.
 pub fn run_vector(data: &[u8]) {

@@ -26,13 +26,15 @@ pub mod tensor;
 pub mod workers;
 
 // Host only: what the CLIs, the conformance suite and the benchmarks need, never the device.
-// Model importers (ONNX/CoreML) go here too, each behind `host`.
 #[cfg(feature = "host")]
 pub mod bench;
 #[cfg(feature = "host")]
 pub mod fuzzing;
 #[cfg(feature = "host")]
 pub mod mobilenet;
+// Model files (ONNX, through nnhal-onnx) and their .npy inputs and outputs.
+#[cfg(feature = "host")]
+pub mod modelfile;
 #[cfg(feature = "host")]
 pub mod probe;
 #[cfg(feature = "host")]

@@ -47,71 +47,51 @@ pub fn add_model() -> Model {
     }
 }
 
-/// Builds a small model operand by operand.
+/// The canonical builder with the probes' conventions: quant8 operands get scale 1, and a
+/// probe is finished by its one operation.
 #[derive(Default)]
 struct ModelBuilder {
-    model: Model,
+    b: nnhal_hal::builder::ModelBuilder,
 }
 
 impl ModelBuilder {
-    fn operand(&mut self, ty: OperandType, dims: &[u32], lifetime: OperandLifeTime) -> u32 {
-        let mut operand = Operand::new(ty, dims, lifetime);
+    fn quantized(&mut self, i: u32, ty: OperandType) -> u32 {
         if ty == OperandType::TensorQuant8Asymm {
-            operand.scale = 1.0;
+            self.b.operand_mut(i).scale = 1.0;
         }
-        self.model.operands.push(operand);
-        (self.model.operands.len() - 1) as u32
+        i
     }
 
     fn input(&mut self, ty: OperandType, dims: &[u32]) -> u32 {
-        let i = self.operand(ty, dims, OperandLifeTime::ModelInput);
-        self.model.input_indexes.push(i);
-        i
+        let i = self.b.input(ty, dims);
+        self.quantized(i, ty)
     }
 
     fn output(&mut self, ty: OperandType, dims: &[u32]) -> u32 {
-        let i = self.operand(ty, dims, OperandLifeTime::ModelOutput);
-        self.model.output_indexes.push(i);
-        i
+        let i = self.b.output(ty, dims);
+        self.quantized(i, ty)
     }
 
-    /// An omitted optional input.
     fn no_value(&mut self) -> u32 {
-        self.operand(OperandType::TensorFloat32, &[0], OperandLifeTime::NoValue)
+        self.b.no_value()
     }
 
     fn constant(&mut self, ty: OperandType, dims: &[u32], bytes: &[u8]) -> u32 {
-        let i = self.operand(ty, dims, OperandLifeTime::ConstantCopy);
-        let values = &mut self.model.operand_values;
-        // Keep every constant 4-byte aligned within operandValues.
-        values.resize(values.len().next_multiple_of(4), 0);
-        self.model.operands[i as usize].location = DataLocation {
-            pool_index: 0,
-            offset: values.len() as u32,
-            length: bytes.len() as u32,
-        };
-        values.extend_from_slice(bytes);
-        i
+        let i = self.b.constant(ty, dims, bytes);
+        self.quantized(i, ty)
     }
 
     fn int(&mut self, v: i32) -> u32 {
-        self.constant(OperandType::Int32, &[], &v.to_le_bytes())
+        self.b.int(v)
     }
 
     fn float(&mut self, v: f32) -> u32 {
-        self.constant(OperandType::Float32, &[], &v.to_le_bytes())
+        self.b.float(v)
     }
 
     fn op(mut self, ty: OperationType, inputs: &[u32], outputs: &[u32]) -> Model {
-        for &i in inputs {
-            self.model.operands[i as usize].number_of_consumers += 1;
-        }
-        self.model.operations.push(Operation {
-            operation_type: ty.raw(),
-            inputs: inputs.to_vec(),
-            outputs: outputs.to_vec(),
-        });
-        self.model
+        self.b.operation(ty, inputs, outputs);
+        self.b.finish()
     }
 }
 

@@ -75,6 +75,12 @@ fn fuzz_vector_inputs_replay() {
     assert!(n >= 20, "only {n} vector inputs committed");
 }
 
+#[test]
+fn fuzz_onnx_inputs_replay() {
+    let n = replay("onnx", fuzzing::run_onnx);
+    assert!(n >= 5, "only {n} onnx inputs committed");
+}
+
 /// The model codec gives back what it encoded, so the seeds are the vectors' real models.
 #[test]
 fn fuzz_model_codec_round_trips() {

@@ -9,6 +9,7 @@
 #[macro_use]
 pub mod error;
 pub mod ahwb;
+pub mod builder;
 pub mod memory;
 pub mod ops;
 pub mod shape;

@@ -6,8 +6,13 @@
 //!                 VECTOR.json
 //!                                                        a golden vector's examples through the
 //!                                                        service, outputs and PASS/FAIL
+//! nnhal run       MODEL.onnx [--input X.npy]... [--output-dir DIR] [--transport inproc|rpc]
+//!                 [--socket PATH]                        an ONNX model, in-process or through
+//!                                                        the service; outputs as .npy
+//! nnhal import    MODEL.onnx [--out MODEL.json]          the lowered model and what each node
+//!                                                        became
 //! nnhal bench-rpc [--socket PATH] [--instance NAME] [-n N]  round-trip latency: ADD vs bare call
-//! nnhal bench     (--builtin mobilenet-v1-f32 | VECTOR.json) [--threads N] [--iterations K]
+//! nnhal bench     (--builtin mobilenet-v1-f32 | VECTOR.json | MODEL.onnx) [--threads N] [--iterations K]
 //!                 [--warmup W] [--transport inproc|rpc] [--socket PATH] [--isa LEVEL]
 //!                 [--profile] [--json]
 //!                                                        latency of one model, output checked
@@ -80,9 +85,32 @@ enum Command {
         /// Print one JSON object (per example: verdict and outputs) instead of the text
         #[arg(long)]
         json: bool,
+        /// Model file: one NumPy .npy input per graph input, in the graph's order, layout
+        /// and dtype [default: a seeded random input]
+        #[arg(long = "input", value_name = "FILE.npy")]
+        inputs: Vec<PathBuf>,
+        /// Model file: write DIR/output_0.npy, output_1.npy, … (the graph's outputs, in its
+        /// layout) instead of printing a summary of each
+        #[arg(long, value_name = "DIR")]
+        output_dir: Option<PathBuf>,
+        /// Model file: run in this process or through the service on --socket [default:
+        /// inproc]; a vector always runs through the service
+        #[arg(long, value_enum)]
+        transport: Option<Transport>,
         /// Golden vector file (JSON; format in docs/vector-format.md), e.g.
-        /// vts_tests/vectors/conv_quant8.json
+        /// vts_tests/vectors/conv_quant8.json, or an ONNX model file (.onnx)
+        #[arg(value_name = "VECTOR.json|MODEL.onnx")]
         vector: PathBuf,
+    },
+    /// Lower a model file (ONNX) to an NNAPI 1.0 model: print what each node became and,
+    /// with --out, write the model in the golden-vector JSON schema
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
+    Import {
+        /// Where to write the lowered model (docs/vector-format.md; no examples)
+        #[arg(long, value_name = "MODEL.json")]
+        out: Option<PathBuf>,
+        /// The model file (.onnx)
+        model: PathBuf,
     },
     /// Median round trip of a one-operation ADD ([1,2,2,1] float32) executed through the
     /// service, beside the median of a bare binder call (getType) in the same run
@@ -121,7 +149,9 @@ struct Workload {
     /// A model built into this program instead of a vector file
     #[arg(long, value_name = "NAME", value_parser = [nnhal::bench::BUILTIN_MOBILENET_F32])]
     builtin: Option<String>,
-    /// Golden vector file (JSON; format in docs/vector-format.md); its first example is run
+    /// Golden vector file (JSON; format in docs/vector-format.md), whose first example is
+    /// run, or an ONNX model file (.onnx), run on a seeded random input
+    #[arg(value_name = "VECTOR.json|MODEL.onnx")]
     vector: Option<PathBuf>,
 }
 
@@ -686,10 +716,154 @@ fn run(
     }
 }
 
+fn model_err(e: nnhal::modelfile::ModelFileError) -> CliError {
+    match e {
+        nnhal::modelfile::ModelFileError::Input(why) => CliError::Usage(why),
+        nnhal::modelfile::ModelFileError::Failed(why) => CliError::Failed(why),
+    }
+}
+
+/// `nnhal run MODEL.onnx`: import, feed the .npy inputs (or a seeded random one), execute in
+/// this process or through the service, write or summarize the outputs.
+fn run_model(
+    target: &Target,
+    transport: Option<Transport>,
+    path: &Path,
+    inputs: &[PathBuf],
+    output_dir: Option<&Path>,
+    out: &mut String,
+) -> Result<(), CliError> {
+    use nnhal::modelfile::{self, npy, ModelRequest};
+    let imported = modelfile::import(path).map_err(model_err)?;
+    let arrays = if inputs.is_empty() {
+        outln!(
+            out,
+            "no --input: feeding a seeded random input (seed 1) to each of the {} graph input(s)",
+            imported.inputs.len()
+        );
+        imported
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(k, e)| modelfile::random_input(e, 1 + k as u64))
+            .collect()
+    } else {
+        inputs
+            .iter()
+            .map(|p| npy::read(p).map_err(CliError::Usage))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let request = ModelRequest::new(&imported, &arrays).map_err(model_err)?;
+    let e = |what: &'static str| {
+        move |e: nnhal::hal::HalError| CliError::Failed(format!("{what}: {e}"))
+    };
+    let how = match transport.unwrap_or(Transport::Inproc) {
+        Transport::Inproc => {
+            let driver = nnhal::Driver::new(0).map_err(e("cannot start the driver"))?;
+            let prepared = driver
+                .prepare_model(imported.model.clone())
+                .map_err(e("prepareModel"))?;
+            prepared.execute(&request.request).map_err(e("execute"))?;
+            "in-process".to_string()
+        }
+        Transport::Rpc => {
+            let device = connect(target)?;
+            let prepared = device
+                .prepare_model(imported.model.clone())
+                .map_err(e("prepareModel"))?;
+            prepared.execute(&request.request).map_err(e("execute"))?;
+            format!("through the service on {}", target.socket().display())
+        }
+    };
+    let outputs = request.outputs(&imported).map_err(model_err)?;
+    outln!(
+        out,
+        "{}: {} NNAPI operations, run {how}",
+        path.display(),
+        imported.model.operations.len()
+    );
+    match output_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| CliError::Usage(format!("cannot create {}: {e}", dir.display())))?;
+            for (k, (edge, array)) in imported.outputs.iter().zip(&outputs).enumerate() {
+                let file = dir.join(format!("output_{k}.npy"));
+                npy::write(&file, array).map_err(CliError::Usage)?;
+                outln!(out, "output {k} '{}' → {}", edge.name, file.display());
+            }
+        }
+        None => {
+            for (k, (edge, array)) in imported.outputs.iter().zip(&outputs).enumerate() {
+                outln!(
+                    out,
+                    "output {k} '{}': {}",
+                    edge.name,
+                    modelfile::describe(array)
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `nnhal import MODEL.onnx`: the summary and, with --out, the lowered model as a vector.
+fn import(path: &Path, to: Option<&Path>, out: &mut String) -> Result<(), CliError> {
+    let imported = nnhal::modelfile::import(path).map_err(model_err)?;
+    for line in &imported.summary {
+        outln!(out, "{line}");
+    }
+    let m = &imported.model;
+    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    for op in &m.operations {
+        let name =
+            OperationType::from_raw(op.operation_type).map_or("?".into(), |t| t.name().to_string());
+        *counts.entry(name).or_default() += 1;
+    }
+    outln!(
+        out,
+        "{} ONNX nodes → {} NNAPI operations ({}), {} operands, {} bytes of constants",
+        imported.summary.len(),
+        m.operations.len(),
+        counts
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        m.operands.len(),
+        m.operand_values.len()
+    );
+    for (k, e) in imported.inputs.iter().enumerate() {
+        outln!(
+            out,
+            "input {k} '{}' {:?} {:?}{}",
+            e.name,
+            e.shape,
+            e.layout,
+            e.quantized.map_or(String::new(), |(s, z)| format!(
+                ", quantized on the host (scale {s}, zero point {z})"
+            ))
+        );
+    }
+    for (k, e) in imported.outputs.iter().enumerate() {
+        outln!(out, "output {k} '{}' {:?} {:?}", e.name, e.shape, e.layout);
+    }
+    if let Some(to) = to {
+        let name = path
+            .file_stem()
+            .map_or("model".into(), |s| s.to_string_lossy().into_owned());
+        let json = nnhal::vector::from_model(&name, m).map_err(CliError::Failed)?;
+        std::fs::write(to, json)
+            .map_err(|e| CliError::Usage(format!("cannot write {}: {e}", to.display())))?;
+        outln!(out, "wrote {}", to.display());
+    }
+    Ok(())
+}
+
 fn bench_model(a: &BenchArgs, out: &mut String) -> Result<(), CliError> {
     use nnhal::bench::{self, BenchError, Source};
     let source = match (&a.workload.builtin, &a.workload.vector) {
         (Some(name), _) => Source::Builtin(name.clone()),
+        (None, Some(path)) if nnhal::modelfile::is_model_file(path) => Source::Model(path.clone()),
         (None, Some(path)) => Source::Vector(path.clone()),
         (None, None) => {
             return Err(CliError::Usage(
@@ -735,12 +909,46 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Info { target, json } => info(target, *json, &mut out),
         Command::Run {
+            json: true, vector, ..
+        } if nnhal::modelfile::is_model_file(vector) => Err(CliError::Usage(
+            "--json is for vectors; a model file's outputs go to --output-dir".into(),
+        )),
+        Command::Run {
+            target,
+            vector,
+            inputs,
+            output_dir,
+            transport,
+            ..
+        } if nnhal::modelfile::is_model_file(vector) => run_model(
+            target,
+            *transport,
+            vector,
+            inputs,
+            output_dir.as_deref(),
+            &mut out,
+        ),
+        Command::Run {
             target,
             constants,
             show,
             json,
             vector,
-        } => run(target, *constants, *show, *json, vector, &mut out),
+            inputs,
+            output_dir,
+            transport,
+        } => {
+            if !inputs.is_empty() || output_dir.is_some() || transport.is_some() {
+                Err(CliError::Usage(
+                    "--input, --output-dir and --transport are for model files (.onnx); a \
+                     vector carries its inputs and runs through the service"
+                        .into(),
+                ))
+            } else {
+                run(target, *constants, *show, *json, vector, &mut out)
+            }
+        }
+        Command::Import { out: to, model } => import(model, to.as_deref(), &mut out),
         Command::BenchRpc {
             target,
             iterations,

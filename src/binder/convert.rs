@@ -132,7 +132,7 @@ pub fn memory_from_aidl(memory: &AidlMemory, what: &str) -> HalResult<Memory> {
     })
 }
 
-fn operand_from_aidl(index: usize, operand: &AidlOperand, consumers: u32) -> HalResult<Operand> {
+fn operand_from_aidl(index: usize, operand: &AidlOperand) -> HalResult<Operand> {
     let what = || format!("operand {index}");
     let channel_quant = match &operand.extraParams {
         None => None,
@@ -153,7 +153,7 @@ fn operand_from_aidl(index: usize, operand: &AidlOperand, consumers: u32) -> Hal
         dimensions: u32_list(&operand.dimensions, &|d| {
             format!("{}: dimension {d}", what())
         })?,
-        number_of_consumers: consumers,
+        number_of_consumers: 0,
         scale: operand.scale,
         zero_point: operand.zeroPoint,
         lifetime: operand.lifetime.0,
@@ -170,25 +170,8 @@ fn operation_from_aidl(index: usize, op: &AidlOperation) -> HalResult<Operation>
     })
 }
 
-/// How many operation inputs name each operand. The AIDL interface dropped
-/// `numberOfConsumers`; the canonical model keeps the NNAPI 1.0 field, so it is derived from
-/// the graph (which makes it consistent by construction). Out-of-range indexes are skipped
-/// here and reported by validation.
-fn consumer_counts(subgraph: &AidlSubgraph) -> Vec<u32> {
-    let mut counts = vec![0u32; subgraph.operands.len()];
-    for op in &subgraph.operations {
-        for &input in &op.inputs {
-            if let Some(c) = usize::try_from(input).ok().and_then(|i| counts.get_mut(i)) {
-                *c = c.saturating_add(1);
-            }
-        }
-    }
-    counts
-}
-
 /// AIDL `Subgraph` → canonical operands, operations and index lists.
 fn subgraph_from_aidl(sub: &AidlSubgraph, what: &str) -> HalResult<Subgraph> {
-    let consumers = consumer_counts(sub);
     let prefix = |m: String| {
         if what.is_empty() {
             m
@@ -196,21 +179,27 @@ fn subgraph_from_aidl(sub: &AidlSubgraph, what: &str) -> HalResult<Subgraph> {
             format!("{what}: {m}")
         }
     };
+    let mut operands = sub
+        .operands
+        .iter()
+        .enumerate()
+        .map(|(i, o)| operand_from_aidl(i, o))
+        .collect::<HalResult<Vec<_>>>()
+        .map_err(|e| HalError::InvalidArgument(prefix(e.message().to_string())))?;
+    let operations = sub
+        .operations
+        .iter()
+        .enumerate()
+        .map(|(i, op)| operation_from_aidl(i, op))
+        .collect::<HalResult<Vec<_>>>()
+        .map_err(|e| HalError::InvalidArgument(prefix(e.message().to_string())))?;
+    // The AIDL interface dropped `numberOfConsumers`; the canonical model keeps the NNAPI 1.0
+    // field, derived from the graph (consistent by construction; out-of-range indexes are
+    // skipped here and reported by validation).
+    nnhal_hal::builder::count_consumers_in(&mut operands, &operations);
     Ok(Subgraph {
-        operands: sub
-            .operands
-            .iter()
-            .enumerate()
-            .map(|(i, o)| operand_from_aidl(i, o, consumers[i]))
-            .collect::<HalResult<Vec<_>>>()
-            .map_err(|e| HalError::InvalidArgument(prefix(e.message().to_string())))?,
-        operations: sub
-            .operations
-            .iter()
-            .enumerate()
-            .map(|(i, op)| operation_from_aidl(i, op))
-            .collect::<HalResult<Vec<_>>>()
-            .map_err(|e| HalError::InvalidArgument(prefix(e.message().to_string())))?,
+        operands,
+        operations,
         input_indexes: u32_list(&sub.inputIndexes, &|i| prefix(format!("model input {i}")))?,
         output_indexes: u32_list(&sub.outputIndexes, &|i| prefix(format!("model output {i}")))?,
     })

@@ -358,6 +358,57 @@ pub fn load(path: &Path) -> Result<Vec<Vector>, VectorError> {
         .collect()
 }
 
+/// A model in this format (no examples): what `nnhal import --out` writes. Constants are
+/// written inline as values (CONSTANT_COPY), whatever pool they came from.
+pub fn from_model(name: &str, m: &nnhal_hal::Model) -> Result<String, String> {
+    use nnhal_hal::{OperandLifeTime, OperandType, OperationType};
+    let mut operands = Vec::with_capacity(m.operands.len());
+    for (i, o) in m.operands.iter().enumerate() {
+        let ty = OperandType::from_raw(o.operand_type)
+            .ok_or_else(|| format!("operand {i}: type {}", o.operand_type))?;
+        let lifetime = OperandLifeTime::from_raw(o.lifetime)
+            .ok_or_else(|| format!("operand {i}: lifetime {}", o.lifetime))?;
+        let mut v = serde_json::json!({
+            "type": ty.name(),
+            "dimensions": o.dimensions,
+            "scale": o.scale,
+            "zeroPoint": o.zero_point,
+            "lifetime": lifetime.name(),
+        });
+        if lifetime == OperandLifeTime::ConstantCopy {
+            let start = o.location.offset as usize;
+            let bytes = m
+                .operand_values
+                .get(start..start + o.location.length as usize)
+                .ok_or_else(|| format!("operand {i}: constant outside operandValues"))?;
+            v["value"] = serde_json::json!(model::decode(ty, bytes));
+        }
+        operands.push(v);
+    }
+    let operations: Vec<serde_json::Value> = m
+        .operations
+        .iter()
+        .map(|op| {
+            serde_json::json!({
+                "type": OperationType::from_raw(op.operation_type).map_or("?", |t| t.name()),
+                "inputs": op.inputs,
+                "outputs": op.outputs,
+            })
+        })
+        .collect();
+    let value = serde_json::json!({
+        "name": name,
+        "model": {
+            "operands": operands,
+            "operations": operations,
+            "inputIndexes": m.input_indexes,
+            "outputIndexes": m.output_indexes,
+        },
+        "examples": [],
+    });
+    serde_json::to_string(&value).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,7 @@
 //! starting on a 4-byte boundary and no request dimensions, as VTS's `createRequest` does.
 
 use super::{Example, Vector, VectorError};
+use nnhal_hal::builder::append_constant;
 use nnhal_hal::memory::create_memfd;
 use nnhal_hal::{
     ChannelQuant, DataLocation, HalError, HalResult, MappedPool, Memory, Model, Operand,
@@ -49,10 +50,8 @@ fn invalid(msg: String) -> VectorError {
     VectorError::Invalid(msg)
 }
 
-/// Rounds up to the 4-byte alignment the framework and VTS give every constant and argument.
-pub fn align4(n: usize) -> usize {
-    n.div_ceil(4) * 4
-}
+// The canonical builder's helpers, re-exported where the vector tools have always found them.
+pub use nnhal_hal::builder::{align4, count_consumers};
 
 /// Number of elements of an operand with these dimensions (1 for scalars); `None` on overflow.
 pub fn element_count(dimensions: &[u32]) -> Option<usize> {
@@ -213,22 +212,6 @@ fn operand_type(v: &Vector, index: usize) -> Result<OperandType, VectorError> {
         .ok_or_else(|| invalid(format!("operand {index}: unknown operand type {name}")))
 }
 
-/// Sets every operand's `number_of_consumers` to its number of appearances in operation inputs,
-/// duplicates included (ADD(x, x) consumes x twice), as the HAL defines it. Out-of-range indexes
-/// are ignored so this can run on deliberately broken models.
-pub fn count_consumers(model: &mut Model) {
-    for operand in &mut model.operands {
-        operand.number_of_consumers = 0;
-    }
-    for operation in &model.operations {
-        for &i in &operation.inputs {
-            if let Some(operand) = model.operands.get_mut(i as usize) {
-                operand.number_of_consumers += 1;
-            }
-        }
-    }
-}
-
 /// The model input list of `v` in `mode`, with, for each position, the position in the vector's
 /// reduced input list that supplies its data (`None`: an omitted input, fed with `has_no_value`).
 pub fn request_inputs(
@@ -307,19 +290,12 @@ fn build_operands(
                         vo.dimensions
                     )));
                 }
-                let offset = constants.len();
-                constants.extend_from_slice(&bytes);
-                constants.resize(align4(constants.len()), 0);
                 operand.lifetime = match mode {
                     ConstantMode::Copy => OperandLifeTime::ConstantCopy,
                     ConstantMode::Reference => OperandLifeTime::ConstantReference,
                 }
                 .raw();
-                operand.location = DataLocation {
-                    pool_index: 0,
-                    offset: offset as u32,
-                    length: bytes.len() as u32,
-                };
+                operand.location = append_constant(constants, &bytes);
             }
             // The VTS harness's location for a subgraph reference: offset = its index.
             OperandLifeTime::Subgraph => {
@@ -641,18 +617,11 @@ pub fn inputs_as_internal(model: &Model) -> Model {
 
 /// Appends a CONSTANT_COPY operand like `template` with `dims` holding `bytes`.
 fn push_constant(model: &mut Model, template: &Operand, dims: &[u32], bytes: Vec<u8>) -> u32 {
-    let offset = align4(model.operand_values.len());
-    model.operand_values.resize(offset, 0);
-    model.operand_values.extend_from_slice(&bytes);
     let mut operand = template.clone();
     operand.dimensions = dims.to_vec();
     operand.lifetime = OperandLifeTime::ConstantCopy.raw();
     operand.number_of_consumers = 0;
-    operand.location = DataLocation {
-        pool_index: 0,
-        offset: offset as u32,
-        length: bytes.len() as u32,
-    };
+    operand.location = append_constant(&mut model.operand_values, &bytes);
     model.operands.push(operand);
     (model.operands.len() - 1) as u32
 }

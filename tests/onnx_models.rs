@@ -1,0 +1,332 @@
+//! ONNX models through the real `nnhal` binary and, for rpc, a real `nnhal-service` on a Unix
+//! socket, against onnxruntime's outputs committed as .npy (importers/onnx/tools/
+//! make_expected.py computed them; no Python runs here).
+
+use nnhal::modelfile::{npy, Array, ArrayData, ModelRequest};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+fn testdata(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("importers/onnx/testdata")
+        .join(rel)
+}
+
+/// A private runtime directory (XDG_RUNTIME_DIR of the binaries, so the default socket is
+/// ours) that also holds the outputs.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "nnhal-onnx-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn command(&self, exe: &str) -> Command {
+        let mut c = Command::new(exe);
+        c.env("XDG_RUNTIME_DIR", &self.0)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn nnhal(&self, args: &[&str]) -> Output {
+        self.command(env!("CARGO_BIN_EXE_nnhal"))
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn start_service(&self) -> Running {
+        let child = self
+            .command(env!("CARGO_BIN_EXE_nnhal-service"))
+            .args(["--log-level", "warn"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let running = Running(child);
+        let socket = self.0.join("nnhal/default.sock");
+        let start = Instant::now();
+        while !socket.exists() {
+            assert!(start.elapsed() < Duration::from_secs(20), "no socket");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        running
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn f32s(a: &Array) -> Vec<f32> {
+    match &a.data {
+        ArrayData::F32(v) => v.clone(),
+        ArrayData::U8(v) => v.iter().map(|&x| f32::from(x)).collect(),
+    }
+}
+
+/// Runs `nnhal run MODEL --input x.npy --output-dir DIR [extra]` and returns output 0.
+fn run_cli(s: &Scratch, model: &str, extra: &[&str]) -> Array {
+    let dir = s.0.join("out");
+    let input = testdata("expected/mobilenet_input.npy");
+    let mut args = vec![
+        "run",
+        model,
+        "--input",
+        input.to_str().unwrap(),
+        "--output-dir",
+        dir.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let out = s.nnhal(&args);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    npy::read(&dir.join("output_0.npy")).unwrap()
+}
+
+fn max_diff(a: &[f32], e: &[f32]) -> f32 {
+    assert_eq!(a.len(), e.len());
+    a.iter()
+        .zip(e)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+fn check_f32(got: &Array) {
+    let expected = npy::read(&testdata("expected/mobilenet_f32.npy")).unwrap();
+    assert_eq!(got.shape, expected.shape);
+    let d = max_diff(&f32s(got), &f32s(&expected));
+    println!("mobilenet f32: max |nnhal − onnxruntime| = {d:e}");
+    assert!(d <= 1e-4, "max difference {d}");
+}
+
+#[test]
+fn mobilenet_f32_in_process_matches_onnxruntime() {
+    let s = Scratch::new();
+    let model = testdata("mobilenet_v1_f32.onnx");
+    check_f32(&run_cli(&s, model.to_str().unwrap(), &[]));
+}
+
+#[test]
+fn mobilenet_f32_over_rpc_matches_onnxruntime() {
+    let s = Scratch::new();
+    let _service = s.start_service();
+    let model = testdata("mobilenet_v1_f32.onnx");
+    check_f32(&run_cli(
+        &s,
+        model.to_str().unwrap(),
+        &["--transport", "rpc"],
+    ));
+}
+
+#[test]
+fn mobilenet_u8u8_over_rpc_within_two_steps_of_onnxruntime() {
+    let s = Scratch::new();
+    let _service = s.start_service();
+    let model = testdata("mobilenet_v1_u8u8.onnx");
+    let got = run_cli(&s, model.to_str().unwrap(), &["--transport", "rpc"]);
+    let expected = npy::read(&testdata("expected/mobilenet_u8u8.npy")).unwrap();
+    let d = max_diff(&f32s(&got), &f32s(&expected));
+    println!(
+        "mobilenet u8u8: max |nnhal − onnxruntime| = {d} ({} steps of 1/256)",
+        d * 256.0
+    );
+    assert!(d <= 2.0 / 256.0 + 1e-7, "max difference {d}");
+}
+
+/// The uint8 model's logits (the QLinearSoftmax input) within one quantization step: the
+/// model gets that tensor as a second graph output (re-encoded with the importer's own
+/// messages) and runs in-process.
+#[test]
+fn mobilenet_u8u8_logits_within_one_step() {
+    use prost::Message;
+    let bytes = std::fs::read(testdata("mobilenet_v1_u8u8.onnx")).unwrap();
+    let mut model = nnhal_onnx::proto::ModelProto::decode(bytes.as_slice()).unwrap();
+    let graph = model.graph.as_mut().unwrap();
+    graph.output.push(nnhal_onnx::proto::ValueInfoProto {
+        name: Some("logits_2d_quantized".into()),
+        r#type: None,
+    });
+    let imported = nnhal_onnx::import(&model.encode_to_vec()).unwrap();
+    let input = npy::read(&testdata("expected/mobilenet_input.npy")).unwrap();
+    let request = ModelRequest::new(&imported, &[input]).unwrap();
+    let driver = nnhal::Driver::new(1).unwrap();
+    driver
+        .prepare_model(imported.model.clone())
+        .unwrap()
+        .execute(&request.request)
+        .unwrap();
+    let outputs = request.outputs(&imported).unwrap();
+    let expected = npy::read(&testdata("expected/mobilenet_u8u8_logits.npy")).unwrap();
+    let (ArrayData::U8(got), ArrayData::U8(want)) = (&outputs[1].data, &expected.data) else {
+        panic!("uint8 logits expected");
+    };
+    let steps = got
+        .iter()
+        .zip(want)
+        .map(|(&a, &b)| (i32::from(a) - i32::from(b)).abs())
+        .max()
+        .unwrap();
+    let off = got.iter().zip(want).filter(|(a, b)| a != b).count();
+    println!("logits: max {steps} step(s), {off} of {} differ", got.len());
+    assert!(steps <= 1, "logits {steps} steps apart");
+}
+
+#[test]
+fn unsupported_attribute_names_the_node_and_exits_2() {
+    use nnhal_onnx::proto::*;
+    use prost::Message;
+    let s = Scratch::new();
+    let tensor = |name: &str, dims: &[i64], values: Vec<f32>| TensorProto {
+        dims: dims.to_vec(),
+        data_type: Some(1),
+        float_data: values,
+        name: Some(name.into()),
+        ..TensorProto::default()
+    };
+    let info = |name: &str, dims: &[i64]| ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(1),
+                shape: Some(TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| tensor_shape_proto::Dimension {
+                            value: Some(tensor_shape_proto::dimension::Value::DimValue(d)),
+                        })
+                        .collect(),
+                }),
+            })),
+        }),
+    };
+    let model = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(13),
+        }],
+        graph: Some(GraphProto {
+            node: vec![NodeProto {
+                input: vec!["x".into(), "w".into()],
+                output: vec!["y".into()],
+                name: Some("Conv_17".into()),
+                op_type: Some("Conv".into()),
+                attribute: vec![AttributeProto {
+                    name: Some("dilations".into()),
+                    r#type: Some(attribute_proto::AttributeType::Ints as i32),
+                    ints: vec![2, 2],
+                    ..AttributeProto::default()
+                }],
+                ..NodeProto::default()
+            }],
+            initializer: vec![tensor("w", &[1, 1, 3, 3], vec![1.0; 9])],
+            input: vec![info("x", &[1, 1, 8, 8])],
+            output: vec![info("y", &[1, 1, 4, 4])],
+            ..GraphProto::default()
+        }),
+        ..ModelProto::default()
+    };
+    let path = s.0.join("dilated.onnx");
+    std::fs::write(&path, model.encode_to_vec()).unwrap();
+    for command in ["run", "import"] {
+        let out = s.nnhal(&[command, path.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("node 0 'Conv_17' (Conv): dilations [2, 2] not expressible in NNAPI 1.0"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn damaged_file_is_a_usage_error() {
+    let s = Scratch::new();
+    let bytes = std::fs::read(testdata("mobilenet_v1_u8u8.onnx")).unwrap();
+    let path = s.0.join("truncated.onnx");
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let out = s.nnhal(&["run", path.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("malformed ONNX model"), "{err}");
+}
+
+#[test]
+fn import_writes_a_vector_that_runs_the_same() {
+    let s = Scratch::new();
+    let model = testdata("mobilenet_v1_f32.onnx");
+    let json = s.0.join("m.json");
+    let out = s.nnhal(&[
+        "import",
+        model.to_str().unwrap(),
+        "--out",
+        json.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("58 ONNX nodes → 31 NNAPI operations"),
+        "{text}"
+    );
+    assert!(text.contains("fused as RELU6 into the producer"), "{text}");
+    let v = nnhal::vector::Vector::from_file(&json).unwrap();
+    let m = nnhal::vector::model::to_model(&v, nnhal::vector::model::ConstantMode::Copy).unwrap();
+    let imported = nnhal_onnx::import_file(&model).unwrap();
+    assert_eq!(m.operations, imported.model.operations);
+    assert_eq!(m.operand_values.len(), imported.model.operand_values.len());
+}
+
+#[test]
+fn bench_takes_a_model_file_in_process_and_over_rpc() {
+    let s = Scratch::new();
+    let model = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("importers/onnx/testdata/cases/residual_branches_head.onnx");
+    for transport in ["inproc", "rpc"] {
+        let out = s.nnhal(&[
+            "bench",
+            model.to_str().unwrap(),
+            "--iterations",
+            "3",
+            "--warmup",
+            "1",
+            "--transport",
+            transport,
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains("output     correct: outputs identical to an in-process run"),
+            "{text}"
+        );
+    }
+}

@@ -731,7 +731,8 @@ fn constant_filter<'a>(a: &PackArgs<'a>) -> Option<(FilterShape, TensorRef<'a>, 
 }
 
 fn pack_conv_f32(a: &PackArgs) -> HalResult<Option<Packed>> {
-    let Some((shape, filter, bias)) = constant_filter(a) else {
+    let Some((shape, filter, bias)) = constant_filter(a).filter(|_| dilation(a.params).is_none())
+    else {
         return Ok(None);
     };
     Ok(Some(Packed::ConvF32(PackedConvF32::pack(
@@ -742,9 +743,30 @@ fn pack_conv_f32(a: &PackArgs) -> HalResult<Option<Packed>> {
     ))))
 }
 
+/// The dilation factors of a convolution call when any is not 1: such calls run the dilated
+/// reference kernels (and nothing is packed for them); the fast kernels take factors of 1.
+fn dilation(params: &Params) -> Option<conv::Dilation> {
+    match params.nhwc() {
+        Params::Conv { window, .. } | Params::Depthwise { window, .. }
+            if (window.dilation_h, window.dilation_w) != (1, 1) =>
+        {
+            Some(conv::Dilation {
+                h: window.dilation_h as usize,
+                w: window.dilation_w as usize,
+            })
+        }
+        _ => None,
+    }
+}
+
 fn conv_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, o) = (fused(c)?, out0(outs)?);
     let win = call_window(c, o)?;
+    if let Some(d) = dilation(c.params) {
+        let (x, f, b) = (c.f(0)?, c.f(1)?, c.f(2)?);
+        conv::conv2d_dilated_f32(&win, d, x, f, b, a, o.f32_mut()?);
+        return Ok(());
+    }
     match c.packed {
         Some(Packed::ConvF32(p)) => fast::conv_f32::conv2d_f32(&win, p, c.f(0)?, a, o.f32_mut()?),
         _ => conv::conv2d_f32(&win, c.f(0)?, c.f(1)?, c.f(2)?, a, o.f32_mut()?),
@@ -774,6 +796,9 @@ fn pack_conv_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
     let (Some((shape, filter, bias)), Some(q)) = (constant_filter(a), conv_quant(a)) else {
         return Ok(None);
     };
+    if dilation(a.params).is_some() {
+        return Ok(None);
+    }
     Ok(
         PackedConvU8::pack(a.kernels, shape, filter.u8()?, bias.i32()?, q)
             .ok()
@@ -784,6 +809,11 @@ fn pack_conv_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
 fn conv_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, oq, o) = (fused(c)?, c.out_q(0), out0(outs)?);
     let win = call_window(c, o)?;
+    if let Some(d) = dilation(c.params) {
+        let (x, f, b) = (c.u(0)?, c.u(1)?, c.i(2)?);
+        return conv::conv2d_dilated_u8(&win, d, x, c.q(0), f, c.q(1), b, oq, a, o.u8_mut()?)
+            .map_err(kernel_error);
+    }
     if let Some(Packed::ConvU8(p)) = c.packed {
         fast::conv_u8::conv2d_u8(&win, p, c.u(0)?, o.u8_mut()?);
         return Ok(());
@@ -813,6 +843,9 @@ fn pack_depthwise_f32(a: &PackArgs) -> HalResult<Option<Packed>> {
     let (Some(filter), Some(bias)) = (a.constant(1), a.constant(2)) else {
         return Ok(None);
     };
+    if dilation(a.params).is_some() {
+        return Ok(None);
+    }
     let &[1, kh, kw, out_c] = filter.dims else {
         return Ok(None);
     };
@@ -830,6 +863,11 @@ fn depthwise_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, m, o) = (fused(c)?, multiplier(c)?, out0(outs)?);
     let win = call_window(c, o)?;
     let (input, out) = (c.f(0)?, o.f32_mut()?);
+    if let Some(d) = dilation(c.params) {
+        let (f, b) = (c.f(1)?, c.f(2)?);
+        conv::depthwise_conv2d_dilated_f32(&win, d, m, input, f, b, a, out);
+        return Ok(());
+    }
     match c.packed {
         Some(Packed::DwF32(p)) => fast::dwconv_f32::depthwise_conv2d_f32(&win, m, p, input, a, out),
         _ => conv::depthwise_conv2d_f32(&win, m, input, c.f(1)?, c.f(2)?, a, out),
@@ -841,6 +879,9 @@ fn pack_depthwise_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
     let (Some(filter), Some(bias), Some(q)) = (a.constant(1), a.constant(2), conv_quant(a)) else {
         return Ok(None);
     };
+    if dilation(a.params).is_some() {
+        return Ok(None);
+    }
     let &[1, kh, kw, out_c] = filter.dims else {
         return Ok(None);
     };
@@ -855,6 +896,23 @@ fn pack_depthwise_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
 fn depthwise_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, m, oq, o) = (fused(c)?, multiplier(c)?, c.out_q(0), out0(outs)?);
     let win = call_window(c, o)?;
+    if let Some(d) = dilation(c.params) {
+        let (x, f, b) = (c.u(0)?, c.u(1)?, c.i(2)?);
+        return conv::depthwise_conv2d_dilated_u8(
+            &win,
+            d,
+            m,
+            x,
+            c.q(0),
+            f,
+            c.q(1),
+            b,
+            oq,
+            a,
+            o.u8_mut()?,
+        )
+        .map_err(kernel_error);
+    }
     if let Some(Packed::DwU8(p)) = c.packed {
         fast::dwconv_u8::depthwise_conv2d_u8(&win, m, p, c.u(0)?, o.u8_mut()?);
         return Ok(());

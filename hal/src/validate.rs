@@ -384,9 +384,9 @@ fn matches_later(op: OperationType, operation: &Operation, operands: &[OperandIn
 }
 
 /// Quantization relationships between an operation's operands (types.hal text for each op).
-/// `Ok(false)`: a relationship NNAPI 1.0 required and later versions dropped (an output
-/// scale not above input × filter scale, CONCATENATION inputs of mixed scales) — valid, but
-/// not for the 1.0 kernels.
+/// `Ok(false)`: a relationship NNAPI 1.0 required and later versions dropped (CONCATENATION
+/// inputs of mixed scales, a MUL output scale not above the input scales' product) — valid,
+/// but not for the 1.0 kernels. An output multiplier of 1 or more in the convolutions runs.
 fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) -> HalResult<bool> {
     use OperationType::*;
     let input = &operands[op.inputs[0]];
@@ -420,9 +420,8 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
                 op.ty,
                 bias.scale
             );
-            if product >= out.scale {
-                return Ok(false);
-            }
+            // An output multiplier of 1 or more (allowed since NNAPI 1.2) runs on the
+            // reference kernels.
         }
         Mul => {
             let product = input.scale * operands[op.inputs[1]].scale;
@@ -827,28 +826,6 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
             !o.ty.is_tensor() || (o.ty == OperandType::TensorInt32 && o.location.length <= 1024);
         if is_const && small && !o.ty.is_opaque() {
             values.insert(i, valid.constant_bytes(model, i)?);
-        }
-    }
-    // Dilation factors (NNAPI 1.2, after the layout): only constant 1s run, as the plain
-    // convolution; anything else is valid and not run here.
-    for (k, op) in valid.operations.iter_mut().enumerate() {
-        let layout_at = match op.ty {
-            OperationType::Conv2d if op.inputs.len() == 13 => 10,
-            OperationType::Conv2d if op.inputs.len() == 10 => 7,
-            OperationType::DepthwiseConv2d if op.inputs.len() == 14 => 11,
-            OperationType::DepthwiseConv2d if op.inputs.len() == 11 => 8,
-            _ => continue,
-        };
-        if op.opaque || valid.operands[op.inputs[layout_at]].ty != OperandType::Bool {
-            continue;
-        }
-        let one = 1i32.to_le_bytes();
-        let ones = op.inputs[layout_at + 1..]
-            .iter()
-            .all(|i| values.get(i).map(Vec::as_slice) == Some(&one[..]));
-        if !ones {
-            op.opaque = true;
-            valid.supported[k] = false;
         }
     }
     // LSH_PROJECTION type 3 (SPARSE_DEPRECATED) came with NNAPI 1.2: valid, not run here.

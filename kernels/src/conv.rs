@@ -614,6 +614,7 @@ pub fn conv2d_dilated_u8(
 }
 
 /// DEPTHWISE_CONV_2D with dilation, float32. Layouts as in [`depthwise_conv2d_f32`].
+#[allow(clippy::too_many_arguments)]
 pub fn depthwise_conv2d_dilated_f32(
     w: &Window,
     d: Dilation,

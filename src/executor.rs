@@ -148,8 +148,10 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
     Some(match (op, ty) {
         (Add, F) => &ADD_F32,
         (Add, Q) => &ADD_U8,
+        (Add, I) => &ADD_I32,
         (Mul, F) => &MUL_F32,
         (Mul, Q) => &MUL_U8,
+        (Mul, I) => &MUL_I32,
         (AveragePool2d, F) => &AVERAGE_POOL_F32,
         (AveragePool2d, Q) => &AVERAGE_POOL_U8,
         (MaxPool2d, F) => &MAX_POOL_F32,
@@ -183,6 +185,7 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
         (Softmax, Q) => &SOFTMAX_U8,
         (Svdf, F) => &SVDF,
         (Tanh, F) => &TANH,
+        (Tanh, Q) => &TANH_U8,
         _ => return None,
     })
 }
@@ -299,6 +302,8 @@ registration!(
     elementwise,
     true
 );
+registration!(ADD_I32, |c, o| binary_i32(c, o, false), elementwise);
+registration!(MUL_I32, |c, o| binary_i32(c, o, true), elementwise);
 registration!(AVERAGE_POOL_F32, average_pool_f32, window_work);
 registration!(AVERAGE_POOL_U8, average_pool_u8, window_work);
 registration!(MAX_POOL_F32, max_pool_f32, window_work);
@@ -378,6 +383,12 @@ registration!(SVDF, svdf, recurrent_work, partial);
 registration!(
     TANH,
     |c, o| unary_f32(c, o, fast::elementwise_f32::tanh_f32),
+    elementwise
+);
+
+registration!(
+    TANH_U8,
+    |c, o| ew::tanh_u8(c.u(0)?, c.q(0), out0(o)?.u8_mut()?).map_err(kernel_error),
     elementwise
 );
 
@@ -595,6 +606,14 @@ fn binary_u8(c: &Call, outs: &mut [TensorMut], f: BinaryU8) -> HalResult<()> {
     .map_err(kernel_error)
 }
 
+/// TENSOR_INT32 ADD (`mul` false) or MUL (NNAPI 1.3).
+fn binary_i32(c: &Call, outs: &mut [TensorMut], mul: bool) -> HalResult<()> {
+    let a = fused(c)?;
+    let o = out0(outs)?;
+    let (ad, bd, od) = (shape(c.dims(0)?), shape(c.dims(1)?), shape(o.dims));
+    ew::binary_i32(c.i(0)?, &ad, c.i(1)?, &bd, mul, a, o.i32_mut()?, &od).map_err(kernel_error)
+}
+
 fn unary_f32(
     c: &Call,
     outs: &mut [TensorMut],
@@ -649,11 +668,32 @@ fn concatenation(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let dims: SmallVec<[Dims; 8]> = (0..n)
         .map(|i| Ok(c.dims(i)?.iter().map(|&d| d as usize).collect()))
         .collect::<HalResult<_>>()?;
+    let oq = c.out_q(0);
     let o = out0(outs)?;
     match &mut o.data {
         DataMut::U8(out) => {
+            // Inputs in another quantization than the output's (NNAPI 1.2) are requantized
+            // first.
+            let requantized: SmallVec<[Option<Vec<u8>>; 8]> = (0..n)
+                .map(|i| {
+                    let q = c.q(i);
+                    if (q.scale, q.zero_point) == (oq.scale, oq.zero_point) {
+                        return Ok(None);
+                    }
+                    let x = c.u(i)?;
+                    let mut y = vec![0; x.len()];
+                    ew::requantize_u8(x, q, oq, &mut y);
+                    Ok(Some(y))
+                })
+                .collect::<HalResult<_>>()?;
             let parts: SmallVec<[(&[u8], &[usize]); 8]> = (0..n)
-                .map(|i| Ok((c.u(i)?, dims[i].as_slice())))
+                .map(|i| {
+                    let data = match &requantized[i] {
+                        Some(y) => y.as_slice(),
+                        None => c.u(i)?,
+                    };
+                    Ok((data, dims[i].as_slice()))
+                })
                 .collect::<HalResult<_>>()?;
             layout::concatenation(&parts, *axis, out);
         }

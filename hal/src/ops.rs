@@ -51,7 +51,12 @@ const POOL_FQ: &[Signature] = &[
 ];
 const UNARY_F: &[Signature] = &[sig(&[F], &[F])];
 const UNARY_FQ: &[Signature] = &[sig(&[F], &[F]), sig(&[Q], &[Q])];
-const BINARY_ACT: &[Signature] = &[sig(&[F, F, SI], &[F]), sig(&[Q, Q, SI], &[Q])];
+// TENSOR_INT32 came with NNAPI 1.3.
+const BINARY_ACT: &[Signature] = &[
+    sig(&[F, F, SI], &[F]),
+    sig(&[Q, Q, SI], &[Q]),
+    sig(&[I, I, SI], &[I]),
+];
 const BLOCK: &[Signature] = &[
     sig(&[F, SI], &[F]),
     sig(&[Q, SI], &[Q]),
@@ -115,7 +120,9 @@ pub fn arity(op: OperationType) -> Arity {
             const S: &[Signature] = &[sig(&[I, F], &[F]), sig(&[I, I], &[I]), sig(&[I, Q], &[Q])];
             S
         }
-        Floor | Tanh => UNARY_F,
+        Floor => UNARY_F,
+        // quant8 came with NNAPI 1.2 (output scale 1/128, zero point 128).
+        Tanh => UNARY_FQ,
         // The optional trailing `axis` came with NNAPI 1.2; these kernels take it.
         L2Normalization => {
             // quant8 came with NNAPI 1.2 too (output scale 1/128, zero point 128).
@@ -264,7 +271,7 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
     let cat = |parts: &[&[OperandType]]| parts.concat();
 
     for op in [Add, Mul] {
-        for ty in [H, I, QS] {
+        for ty in [H, QS] {
             add(op, vec![ty, ty, SI], vec![ty]);
         }
     }
@@ -352,7 +359,6 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
             add(op, vec![ty], vec![ty]);
         }
     }
-    add(Tanh, vec![Q], vec![Q]);
     for hash in [F, H] {
         for lookup in [F, H, I, Q] {
             for weight in [F, H] {

@@ -384,9 +384,10 @@ fn matches_later(op: OperationType, operation: &Operation, operands: &[OperandIn
 }
 
 /// Quantization relationships between an operation's operands (types.hal text for each op).
-/// `Ok(false)`: a relationship NNAPI 1.0 required and later versions dropped (CONCATENATION
-/// inputs of mixed scales, a MUL output scale not above the input scales' product) — valid,
-/// but not for the 1.0 kernels. An output multiplier of 1 or more in the convolutions runs.
+/// `Ok(false)`: a relationship NNAPI 1.0 required and later versions dropped (a MUL output
+/// scale not above the input scales' product), or an output quantization the kernels do not
+/// write — valid, but not run. An output multiplier of 1 or more in the convolutions and
+/// mixed-scale CONCATENATION inputs run.
 fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) -> HalResult<bool> {
     use OperationType::*;
     let input = &operands[op.inputs[0]];
@@ -429,12 +430,10 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
                 return Ok(false);
             }
         }
-        Concatenation => {
-            let inputs = &op.inputs[..op.inputs.len() - 1];
-            if inputs.iter().any(|&i| same(out, &operands[i], "").is_err()) {
-                return Ok(false);
-            }
-        }
+        // Inputs of other quantizations than the output's (NNAPI 1.2) are requantized.
+        Concatenation => {}
+        // The uint8 kernel writes in the NNAPI 1.2 output quantization only.
+        Tanh if out.scale != 1.0 / 128.0 || out.zero_point != 128 => return Ok(false),
         // The uint8 kernel interpolates values as stored: only with the input's quantization.
         ResizeBilinear
             if input.ty == OperandType::TensorQuant8Asymm && same(input, out, "").is_err() =>

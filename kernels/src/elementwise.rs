@@ -695,6 +695,7 @@ pub fn tanh_u8(input: &[u8], input_q: QuantParams, output: &mut [u8]) -> Result<
 
 /// ADD and MUL on TENSOR_INT32 (NNAPI 1.3), with broadcasting: two's-complement wrapping
 /// arithmetic; the reference accepts no fused activation here, so any is refused.
+#[allow(clippy::too_many_arguments)]
 pub fn binary_i32(
     a: &[i32],
     a_shape: &[usize],

@@ -444,6 +444,9 @@ pub struct ClassReport {
     pub failures: Vec<String>,
     /// Why the class was not run on this device, when it cannot apply there.
     pub skipped: Option<String>,
+    /// Base models a request class could not use, and why: ones the driver reports not fully
+    /// supported and then does not prepare (VTS's createPreparedModel ends the test there).
+    pub skipped_bases: Vec<String>,
 }
 
 impl ClassReport {
@@ -502,7 +505,11 @@ pub fn run_model_class(
             report.failures.push(e);
             continue;
         }
-        let variants = match guarded("mutator", || (mutator.mutate)(&base.model)) {
+        let mutate = match mutator.aidl {
+            Some(aidl) if base.later => aidl,
+            _ => mutator.mutate,
+        };
+        let variants = match guarded("mutator", || mutate(&base.model)) {
             Ok(v) => v,
             Err(p) => {
                 report.failures.push(format!("{}: {p}", base.id()));
@@ -536,8 +543,26 @@ pub fn run_request_class(
         ..ClassReport::default()
     };
     for base in bases {
+        if base.expect_failure {
+            report.skipped_bases.push(format!(
+                "{}: expectFailure (VTS's validateFailure runs no request mutators)",
+                base.id()
+            ));
+            continue;
+        }
+        let full = matches!(
+            guarded("supported_operations", || device.supported_operations(&base.model)),
+            Ok(Ok(s)) if s.iter().all(|&x| x)
+        );
         let prepared = match guarded("prepare_model", || device.prepare_model(base.model.clone())) {
             Ok(Ok(p)) => p,
+            Ok(Err(e)) if !full => {
+                report.skipped_bases.push(format!(
+                    "{}: not fully supported and not prepared ({e})",
+                    base.id()
+                ));
+                continue;
+            }
             Ok(Err(e)) => {
                 report
                     .failures

@@ -396,5 +396,77 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
         }
         add(Softmax, vec![ty, beta, SI], vec![ty]);
     }
+    later_operations(&mut add);
     t
+}
+
+/// Operations NNAPI 1.1–1.2 introduced, with every signature up to NNAPI 1.3 (the
+/// NeuralNetworks.h operation docs): such an operation matching none of them is malformed.
+/// Operations not listed here are still checked for structure only.
+fn later_operations(add: &mut impl FnMut(OperationType, Vec<OperandType>, Vec<OperandType>)) {
+    use OperandType::{
+        Float16 as SH, TensorFloat16 as H, TensorQuant16Asymm as Q16, TensorQuant8AsymmSigned as QS,
+        TensorQuant8SymmPerChannel as QC,
+    };
+    use OperationType::*;
+    // SUB (1.1 float32; 1.2 float16, quant8; 1.3 signed quant8, int32), DIV (1.1 float32;
+    // 1.2 float16; 1.3 int32): two tensors of one type and the fused activation.
+    for ty in [F, H, Q, QS, I] {
+        add(Sub, vec![ty, ty, SI], vec![ty]);
+    }
+    for ty in [F, H, I] {
+        add(Div, vec![ty, ty, SI], vec![ty]);
+    }
+    // CHANNEL_SHUFFLE (1.2): tensor, number of groups, axis.
+    for ty in [F, H, Q, QS] {
+        add(ChannelShuffle, vec![ty, SI, SI], vec![ty]);
+    }
+    // RESIZE_NEAREST_NEIGHBOR (1.2): output sizes (INT32) or scales (FLOAT16 for float16,
+    // else FLOAT32), the layout, then (1.3) align_corners and half_pixel_centers.
+    for (ty, scale) in [(F, SF), (H, SH), (Q, SF), (QS, SF)] {
+        for size in [SI, scale] {
+            add(ResizeNearestNeighbor, vec![ty, size, size, B], vec![ty]);
+            add(ResizeNearestNeighbor, vec![ty, size, size, B, B, B], vec![ty]);
+        }
+    }
+    // TRANSPOSE_CONV_2D and GROUPED_CONV_2D (1.2): input, filter, bias, then explicit
+    // padding or (TRANSPOSE_CONV_2D) an output shape and a padding scheme / (GROUPED_CONV_2D)
+    // a padding scheme, strides, (GROUPED_CONV_2D) the group count, activation and layout.
+    let conv_types = [
+        (F, F, F),
+        (H, H, H),
+        (Q, Q, I),
+        (Q, QC, I),
+        (QS, QS, I),
+        (QS, QC, I),
+    ];
+    for (x, w, b) in conv_types {
+        let head = [x, w, b];
+        add(
+            TransposeConv2d,
+            [&head[..], &[SI; 7], &[B]].concat(),
+            vec![x],
+        );
+        add(
+            TransposeConv2d,
+            [&head[..], &[I], &[SI; 4], &[B]].concat(),
+            vec![x],
+        );
+        add(GroupedConv2d, [&head[..], &[SI; 8], &[B]].concat(), vec![x]);
+        add(GroupedConv2d, [&head[..], &[SI; 5], &[B]].concat(), vec![x]);
+    }
+    // BOX_WITH_NMS_LIMIT and ROI_ALIGN (1.2): quantized scores and feature maps take
+    // TENSOR_QUANT16_ASYMM boxes and FLOAT32 scalars.
+    for (ty, roi, scalar) in [(F, F, SF), (H, H, SH), (Q, Q16, SF), (QS, Q16, SF)] {
+        add(
+            BoxWithNmsLimit,
+            vec![ty, roi, I, scalar, SI, SI, scalar, scalar, scalar],
+            vec![ty, roi, I, I],
+        );
+        add(
+            RoiAlign,
+            vec![ty, roi, I, SI, SI, scalar, scalar, SI, SI, B],
+            vec![ty],
+        );
+    }
 }

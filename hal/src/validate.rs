@@ -603,6 +603,13 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
             .filter(|&t| !t.in_nnapi_1_0() && t != OperandType::Bool)
             .collect();
         let mut opaque = matches!(ops::arity(ty), Arity::Any);
+        // A later operation with a signature table must match it.
+        if opaque
+            && !ops::later_signatures(ty).is_empty()
+            && !matches_later(ty, operation, &operands)
+        {
+            invalid!("operation {k} ({ty}): operand types match no signature of NNAPI 1.1–1.3");
+        }
         if !opaque {
             // The NNAPI 1.0 signature runs on the 1.0 kernels; a signature a later version
             // added is valid but not run; anything else is malformed.

@@ -234,7 +234,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: remove_operand,
         standalone: no_standalone,
         hidl_only: false,
-        aidl: None,
+        aidl: Some(remove_operand_aidl),
     },
     ModelMutator {
         bi: Bi(18),
@@ -252,7 +252,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: remove_operation_input,
         standalone: no_standalone,
         hidl_only: false,
-        aidl: None,
+        aidl: Some(remove_operation_input_aidl),
     },
     ModelMutator {
         bi: Bi(20),
@@ -1049,6 +1049,41 @@ pub fn remove_operand(model: &Model) -> Vec<ModelVariant> {
         .collect()
 }
 
+/// BI-17 as the AIDL VTS has it (`removeOperandSkip`): operands no operation reads are
+/// skipped (removing them changes nothing), and so are the outputs of SPLIT and of the
+/// sequence RNN/LSTM operations, whose output counts vary.
+pub fn remove_operand_aidl(model: &Model) -> Vec<ModelVariant> {
+    use OperationType::*;
+    let mut consumers = vec![0u32; model.operands.len()];
+    for op in &model.operations {
+        for &i in &op.inputs {
+            if let Some(c) = consumers.get_mut(i as usize) {
+                *c += 1;
+            }
+        }
+    }
+    let variable_outputs = [
+        Split,
+        UnidirectionalSequenceLstm,
+        UnidirectionalSequenceRnn,
+        BidirectionalSequenceLstm,
+        BidirectionalSequenceRnn,
+    ]
+    .map(OperationType::raw);
+    remove_operand(model)
+        .into_iter()
+        .enumerate()
+        .filter(|&(operand, _)| {
+            consumers.get(operand).is_some_and(|&c| c > 0)
+                && !model.operations.iter().any(|op| {
+                    variable_outputs.contains(&op.operation_type)
+                        && op.outputs.contains(&(operand as u32))
+                })
+        })
+        .map(|(_, v)| v)
+        .collect()
+}
+
 /// BI-18: each operation deleted (its inputs lose a consumer).
 pub fn remove_operation(model: &Model) -> Vec<ModelVariant> {
     (0..model.operations.len())
@@ -1079,6 +1114,52 @@ pub fn remove_operation_input(model: &Model) -> Vec<ModelVariant> {
         let op = &model.operations[operation];
         for input in 0..op.inputs.len() {
             if op.operation_type == concat && op.inputs.len() > 2 && input != op.inputs.len() - 1 {
+                continue;
+            }
+            out.push(variant(
+                19,
+                format!("removeOperationInputTest: operation {operation}, input {input}"),
+                model,
+                |m| {
+                    let operand = m.operations[operation].inputs.remove(input);
+                    if let Some(o) = m.operands.get_mut(operand as usize) {
+                        o.number_of_consumers = o.number_of_consumers.saturating_sub(1);
+                    }
+                },
+            ));
+        }
+    }
+    out
+}
+
+/// BI-19 as the AIDL VTS has it (`removeOperationInputSkip`): besides CONCATENATION's
+/// tensors, the optional trailing inputs later versions added are skipped (the layout of the
+/// convolutions, pools, DEPTH_TO_SPACE / SPACE_TO_DEPTH and the batch/space operations, the
+/// resize coordinate flags, the normalisations' axis), since dropping one leaves a valid model.
+pub fn remove_operation_input_aidl(model: &Model) -> Vec<ModelVariant> {
+    use OperationType::*;
+    let skip = |op: &Operation, input: usize| -> bool {
+        let n = op.inputs.len();
+        match OperationType::from_raw(op.operation_type) {
+            Some(Concatenation) => n > 2 && input != n - 1,
+            Some(DepthwiseConv2d) => (n, input) == (12, 11) || (n, input) == (9, 8),
+            Some(Conv2d | AveragePool2d | MaxPool2d | L2Pool2d) => {
+                (n, input) == (11, 10) || (n, input) == (8, 7)
+            }
+            Some(ResizeBilinear) => n >= 4 && input >= 3,
+            Some(ResizeNearestNeighbor) => n >= 5 && input >= 3,
+            Some(SpaceToDepth | DepthToSpace | BatchToSpaceNd) => (n, input) == (3, 2),
+            Some(SpaceToBatchNd) => (n, input) == (4, 3),
+            Some(L2Normalization) => (n, input) == (2, 1),
+            Some(LocalResponseNormalization) => (n, input) == (6, 5),
+            Some(Softmax) => (n, input) == (3, 2),
+            _ => false,
+        }
+    };
+    let mut out = Vec::new();
+    for (operation, op) in model.operations.iter().enumerate() {
+        for input in 0..op.inputs.len() {
+            if skip(op, input) {
                 continue;
             }
             out.push(variant(

@@ -405,8 +405,8 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
 /// Operations not listed here are still checked for structure only.
 fn later_operations(add: &mut impl FnMut(OperationType, Vec<OperandType>, Vec<OperandType>)) {
     use OperandType::{
-        Float16 as SH, TensorFloat16 as H, TensorQuant16Asymm as Q16, TensorQuant8AsymmSigned as QS,
-        TensorQuant8SymmPerChannel as QC,
+        Float16 as SH, TensorFloat16 as H, TensorQuant16Asymm as Q16,
+        TensorQuant8AsymmSigned as QS, TensorQuant8SymmPerChannel as QC,
     };
     use OperationType::*;
     // SUB (1.1 float32; 1.2 float16, quant8; 1.3 signed quant8, int32), DIV (1.1 float32;
@@ -426,7 +426,11 @@ fn later_operations(add: &mut impl FnMut(OperationType, Vec<OperandType>, Vec<Op
     for (ty, scale) in [(F, SF), (H, SH), (Q, SF), (QS, SF)] {
         for size in [SI, scale] {
             add(ResizeNearestNeighbor, vec![ty, size, size, B], vec![ty]);
-            add(ResizeNearestNeighbor, vec![ty, size, size, B, B, B], vec![ty]);
+            add(
+                ResizeNearestNeighbor,
+                vec![ty, size, size, B, B, B],
+                vec![ty],
+            );
         }
     }
     // TRANSPOSE_CONV_2D and GROUPED_CONV_2D (1.2): input, filter, bias, then explicit

@@ -189,7 +189,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operation_operand_type,
         standalone: no_standalone,
         hidl_only: false,
-        aidl: None,
+        aidl: Some(operation_operand_type_aidl),
     },
     ModelMutator {
         bi: Bi(13),
@@ -934,6 +934,76 @@ pub fn operation_operand_type(model: &Model) -> Vec<ModelVariant> {
         }
     }
     out
+}
+
+/// BI-12 with the AIDL VTS's skips (`mutateOperationOperandTypeSkip`): besides LSH_PROJECTION's
+/// input 1, retypings that give another valid signature — CAST / ARGMAX / ARGMIN to any of
+/// the float, int32 and 8-bit asymmetric tensors, QUANTIZE's input to a float and output to an
+/// asymmetric 8-bit tensor, DEQUANTIZE's input to an 8-bit quantized and output to a float
+/// tensor, a convolution filter to TENSOR_QUANT8_ASYMM or per-channel, AXIS_ALIGNED_BBOX_TRANSFORM
+/// boxes to an asymmetric 8-bit tensor, RANK's input to any tensor. The retyped-to types are
+/// still NNAPI 1.0's.
+pub fn operation_operand_type_aidl(model: &Model) -> Vec<ModelVariant> {
+    use OperandType::*;
+    use OperationType::*;
+    let skip = |operand: usize, ty: OperandType| -> bool {
+        let o = operand as u32;
+        model.operations.iter().any(|op| {
+            let input = |k: usize| op.inputs.get(k) == Some(&o);
+            let output0 = op.outputs.first() == Some(&o);
+            match OperationType::from_raw(op.operation_type) {
+                Some(Cast | Argmax | Argmin) => matches!(
+                    ty,
+                    TensorFloat16
+                        | TensorFloat32
+                        | TensorInt32
+                        | TensorQuant8Asymm
+                        | TensorQuant8AsymmSigned
+                ),
+                Some(Quantize) => {
+                    (input(0) && matches!(ty, TensorFloat16 | TensorFloat32))
+                        || (output0 && matches!(ty, TensorQuant8Asymm | TensorQuant8AsymmSigned))
+                }
+                Some(Dequantize) => {
+                    (input(0)
+                        && matches!(
+                            ty,
+                            TensorQuant8Asymm
+                                | TensorQuant8AsymmSigned
+                                | TensorQuant8Symm
+                                | TensorQuant8SymmPerChannel
+                        ))
+                        || (output0 && matches!(ty, TensorFloat16 | TensorFloat32))
+                }
+                Some(TransposeConv2d | GroupedConv2d | DepthwiseConv2d | Conv2d) => {
+                    input(1) && matches!(ty, TensorQuant8Asymm | TensorQuant8SymmPerChannel)
+                }
+                Some(AxisAlignedBboxTransform) => {
+                    input(1) && matches!(ty, TensorQuant8Asymm | TensorQuant8AsymmSigned)
+                }
+                Some(Rank) => input(0) && ty.is_tensor(),
+                _ => false,
+            }
+        })
+    };
+    operation_operand_type(model)
+        .into_iter()
+        .filter(|v| {
+            // The variant changed exactly one operand; find it and its new type.
+            let changed = model
+                .operands
+                .iter()
+                .zip(&v.model.operands)
+                .position(|(a, b)| a.operand_type != b.operand_type);
+            match changed {
+                Some(k) => match OperandType::from_raw(v.model.operands[k].operand_type) {
+                    Some(ty) => !skip(k, ty),
+                    None => true,
+                },
+                None => true,
+            }
+        })
+        .collect()
 }
 
 /// BI-13: each operation's type set to values outside the enum (VTS's four bounds and the

@@ -405,7 +405,7 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
 /// Operations not listed here are still checked for structure only.
 fn later_operations(add: &mut impl FnMut(OperationType, Vec<OperandType>, Vec<OperandType>)) {
     use OperandType::{
-        Float16 as SH, TensorFloat16 as H, TensorQuant16Asymm as Q16,
+        Float16 as SH, TensorBool8, TensorFloat16 as H, TensorQuant16Asymm as Q16,
         TensorQuant8AsymmSigned as QS, TensorQuant8SymmPerChannel as QC,
     };
     use OperationType::*;
@@ -458,6 +458,93 @@ fn later_operations(add: &mut impl FnMut(OperationType, Vec<OperandType>, Vec<Op
         );
         add(GroupedConv2d, [&head[..], &[SI; 8], &[B]].concat(), vec![x]);
         add(GroupedConv2d, [&head[..], &[SI; 5], &[B]].concat(), vec![x]);
+    }
+    let all = [F, H, I, Q, QS];
+    let float = [F, H];
+    let floats_quant = [F, H, Q, QS];
+    // BATCH_TO_SPACE_ND / SPACE_TO_BATCH_ND (1.1; the layout 1.2): block shape, (paddings).
+    for ty in floats_quant {
+        add(BatchToSpaceNd, vec![ty, I], vec![ty]);
+        add(BatchToSpaceNd, vec![ty, I, B], vec![ty]);
+        add(SpaceToBatchNd, vec![ty, I, I], vec![ty]);
+        add(SpaceToBatchNd, vec![ty, I, I, B], vec![ty]);
+        // STRIDED_SLICE (1.1): begin, end, strides, then three masks.
+        add(StridedSlice, vec![ty, I, I, I, SI, SI, SI], vec![ty]);
+        // MEAN (1.1): axes and keep_dims (INT32); REDUCE_MIN / MAX (1.2): axes, keep_dims BOOL.
+        add(Mean, vec![ty, I, SI], vec![ty]);
+        add(ReduceMin, vec![ty, I, B], vec![ty]);
+        add(ReduceMax, vec![ty, I, B], vec![ty]);
+        // PAD (1.1): paddings; PRELU (1.2): alpha of the input's type; HARD_SWISH (1.3).
+        add(Pad, vec![ty, I], vec![ty]);
+        add(Prelu, vec![ty, ty], vec![ty]);
+        add(HardSwish, vec![ty], vec![ty]);
+    }
+    for (ty, pad) in [(F, SF), (H, SH), (Q, SI), (QS, SI)] {
+        add(PadV2, vec![ty, I, pad], vec![ty]);
+    }
+    for ty in all {
+        // SLICE, GATHER, EXPAND_DIMS, SELECT, TOPK_V2, MAXIMUM / MINIMUM, ARGMAX / ARGMIN (1.2).
+        add(Slice, vec![ty, I, I], vec![ty]);
+        add(Gather, vec![ty, SI, I], vec![ty]);
+        add(ExpandDims, vec![ty, SI], vec![ty]);
+        add(Select, vec![TensorBool8, ty, ty], vec![ty]);
+        add(TopkV2, vec![ty, SI], vec![ty, I]);
+        add(Maximum, vec![ty, ty], vec![ty]);
+        add(Minimum, vec![ty, ty], vec![ty]);
+        add(Argmax, vec![ty, SI], vec![I]);
+        add(Argmin, vec![ty, SI], vec![I]);
+    }
+    // The comparisons (1.2): two tensors of one type to TENSOR_BOOL8.
+    for ty in [TensorBool8, F, H, I, Q, QS] {
+        for op in [Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual] {
+            add(op, vec![ty, ty], vec![TensorBool8]);
+        }
+    }
+    for op in [LogicalAnd, LogicalOr] {
+        add(op, vec![TensorBool8, TensorBool8], vec![TensorBool8]);
+    }
+    add(LogicalNot, vec![TensorBool8], vec![TensorBool8]);
+    for op in [ReduceAny, ReduceAll] {
+        add(op, vec![TensorBool8, I, B], vec![TensorBool8]);
+    }
+    for ty in float {
+        // The float-only element-wise operations and reductions (1.2).
+        for op in [Exp, Log, Sin, Sqrt] {
+            add(op, vec![ty], vec![ty]);
+        }
+        add(Pow, vec![ty, ty], vec![ty]);
+        add(ReduceSum, vec![ty, I, B], vec![ty]);
+        add(ReduceProd, vec![ty, I, B], vec![ty]);
+    }
+    // ABS and NEG: float (1.2), int32 (NEG 1.2, ABS 1.3).
+    for ty in [F, H, I] {
+        add(Abs, vec![ty], vec![ty]);
+        add(Neg, vec![ty], vec![ty]);
+    }
+    for (ty, scalar) in [(F, SF), (H, SH)] {
+        // LOG_SOFTMAX (1.2): beta, axis; INSTANCE_NORMALIZATION (1.2): gamma, beta, epsilon,
+        // layout; ELU (1.3): alpha.
+        add(LogSoftmax, vec![ty, scalar, SI], vec![ty]);
+        add(
+            InstanceNormalization,
+            vec![ty, scalar, scalar, scalar, B],
+            vec![ty],
+        );
+        add(Elu, vec![ty, scalar], vec![ty]);
+    }
+    // FILL (1.3): the output shape and a value of the element type.
+    for (ty, value) in [(F, SF), (H, SH), (I, SI)] {
+        add(Fill, vec![I, value], vec![ty]);
+    }
+    // QUANTIZE (1.2; signed output 1.3).
+    for input in float {
+        for output in [Q, QS] {
+            add(Quantize, vec![input], vec![output]);
+        }
+    }
+    // HEATMAP_MAX_KEYPOINT (1.2): heatmaps, boxes, layout → scores, keypoints.
+    for (ty, roi) in [(F, F), (H, H), (Q, Q16), (QS, Q16)] {
+        add(HeatmapMaxKeypoint, vec![ty, roi, B], vec![ty, roi]);
     }
     // BOX_WITH_NMS_LIMIT and ROI_ALIGN (1.2): quantized scores and feature maps take
     // TENSOR_QUANT16_ASYMM boxes and FLOAT32 scalars.

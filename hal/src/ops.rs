@@ -559,5 +559,24 @@ fn later_operations(add: &mut impl FnMut(OperationType, Vec<OperandType>, Vec<Op
             vec![ty, roi, I, SI, SI, scalar, scalar, SI, SI, B],
             vec![ty],
         );
+        // ROI_POOLING (1.2): output size, ratios, layout.
+        add(
+            RoiPooling,
+            vec![ty, roi, I, SI, SI, scalar, scalar, B],
+            vec![ty],
+        );
+    }
+    // AXIS_ALIGNED_BBOX_TRANSFORM (1.2): boxes, deltas, batch splits, image info; quantized
+    // boxes are TENSOR_QUANT16_ASYMM with either 8-bit asymmetric deltas.
+    for (roi, deltas) in [(F, F), (H, H), (Q16, Q), (Q16, QS)] {
+        add(
+            AxisAlignedBboxTransform,
+            vec![roi, deltas, I, roi],
+            vec![roi],
+        );
+    }
+    // TILE (1.2): multiples.
+    for ty in [F, H, I, Q, QS] {
+        add(Tile, vec![ty, I], vec![ty]);
     }
 }

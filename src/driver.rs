@@ -210,6 +210,26 @@ impl PreparedModel {
             .map(ValidatedRequest)
     }
 
+    /// Validates `request` for a fenced execution (AIDL `IPreparedModel::executeFenced`): its
+    /// result travels through a sync fence with no output shapes, so every output's
+    /// dimensions must be known from the model or the request; unspecified ones are
+    /// INVALID_ARGUMENT, as the platform's validator rules when it disallows them.
+    pub fn validate_fenced_request(&self, request: &Request) -> HalResult<ValidatedRequest> {
+        let bound = self.validate_request(request)?;
+        let model = self.plan.model();
+        for (p, out) in bound.0.outputs.iter().enumerate() {
+            let tensor = model.operands[model.outputs[p]].ty.is_tensor();
+            if tensor && (out.dims.is_empty() || out.dims.contains(&0)) {
+                return Err(HalError::InvalidArgument(format!(
+                    "output {p}: dimensions {:?} are not fully specified, which a fenced \
+                     execution does not allow",
+                    out.dims
+                )));
+            }
+        }
+        Ok(bound)
+    }
+
     /// Validates `request`, runs the model, writes the outputs into the request's pools.
     pub fn execute(&self, request: &Request) -> HalResult<ExecutionResult> {
         self.execute_bound(&self.validate_request(request)?)

@@ -148,8 +148,10 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
     Some(match (op, ty) {
         (Add, F) => &ADD_F32,
         (Add, Q) => &ADD_U8,
+        (Add, I) => &ADD_I32,
         (Mul, F) => &MUL_F32,
         (Mul, Q) => &MUL_U8,
+        (Mul, I) => &MUL_I32,
         (AveragePool2d, F) => &AVERAGE_POOL_F32,
         (AveragePool2d, Q) => &AVERAGE_POOL_U8,
         (MaxPool2d, F) => &MAX_POOL_F32,
@@ -183,6 +185,7 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
         (Softmax, Q) => &SOFTMAX_U8,
         (Svdf, F) => &SVDF,
         (Tanh, F) => &TANH,
+        (Tanh, Q) => &TANH_U8,
         _ => return None,
     })
 }
@@ -299,6 +302,8 @@ registration!(
     elementwise,
     true
 );
+registration!(ADD_I32, |c, o| binary_i32(c, o, false), elementwise);
+registration!(MUL_I32, |c, o| binary_i32(c, o, true), elementwise);
 registration!(AVERAGE_POOL_F32, average_pool_f32, window_work);
 registration!(AVERAGE_POOL_U8, average_pool_u8, window_work);
 registration!(MAX_POOL_F32, max_pool_f32, window_work);
@@ -378,6 +383,12 @@ registration!(SVDF, svdf, recurrent_work, partial);
 registration!(
     TANH,
     |c, o| unary_f32(c, o, fast::elementwise_f32::tanh_f32),
+    elementwise
+);
+
+registration!(
+    TANH_U8,
+    |c, o| ew::tanh_u8(c.u(0)?, c.q(0), out0(o)?.u8_mut()?).map_err(kernel_error),
     elementwise
 );
 
@@ -595,6 +606,14 @@ fn binary_u8(c: &Call, outs: &mut [TensorMut], f: BinaryU8) -> HalResult<()> {
     .map_err(kernel_error)
 }
 
+/// TENSOR_INT32 ADD (`mul` false) or MUL (NNAPI 1.3).
+fn binary_i32(c: &Call, outs: &mut [TensorMut], mul: bool) -> HalResult<()> {
+    let a = fused(c)?;
+    let o = out0(outs)?;
+    let (ad, bd, od) = (shape(c.dims(0)?), shape(c.dims(1)?), shape(o.dims));
+    ew::binary_i32(c.i(0)?, &ad, c.i(1)?, &bd, mul, a, o.i32_mut()?, &od).map_err(kernel_error)
+}
+
 fn unary_f32(
     c: &Call,
     outs: &mut [TensorMut],
@@ -649,11 +668,32 @@ fn concatenation(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let dims: SmallVec<[Dims; 8]> = (0..n)
         .map(|i| Ok(c.dims(i)?.iter().map(|&d| d as usize).collect()))
         .collect::<HalResult<_>>()?;
+    let oq = c.out_q(0);
     let o = out0(outs)?;
     match &mut o.data {
         DataMut::U8(out) => {
+            // Inputs in another quantization than the output's (NNAPI 1.2) are requantized
+            // first.
+            let requantized: SmallVec<[Option<Vec<u8>>; 8]> = (0..n)
+                .map(|i| {
+                    let q = c.q(i);
+                    if (q.scale, q.zero_point) == (oq.scale, oq.zero_point) {
+                        return Ok(None);
+                    }
+                    let x = c.u(i)?;
+                    let mut y = vec![0; x.len()];
+                    ew::requantize_u8(x, q, oq, &mut y);
+                    Ok(Some(y))
+                })
+                .collect::<HalResult<_>>()?;
             let parts: SmallVec<[(&[u8], &[usize]); 8]> = (0..n)
-                .map(|i| Ok((c.u(i)?, dims[i].as_slice())))
+                .map(|i| {
+                    let data = match &requantized[i] {
+                        Some(y) => y.as_slice(),
+                        None => c.u(i)?,
+                    };
+                    Ok((data, dims[i].as_slice()))
+                })
                 .collect::<HalResult<_>>()?;
             layout::concatenation(&parts, *axis, out);
         }
@@ -731,7 +771,8 @@ fn constant_filter<'a>(a: &PackArgs<'a>) -> Option<(FilterShape, TensorRef<'a>, 
 }
 
 fn pack_conv_f32(a: &PackArgs) -> HalResult<Option<Packed>> {
-    let Some((shape, filter, bias)) = constant_filter(a) else {
+    let Some((shape, filter, bias)) = constant_filter(a).filter(|_| dilation(a.params).is_none())
+    else {
         return Ok(None);
     };
     Ok(Some(Packed::ConvF32(PackedConvF32::pack(
@@ -742,9 +783,30 @@ fn pack_conv_f32(a: &PackArgs) -> HalResult<Option<Packed>> {
     ))))
 }
 
+/// The dilation factors of a convolution call when any is not 1: such calls run the dilated
+/// reference kernels (and nothing is packed for them); the fast kernels take factors of 1.
+fn dilation(params: &Params) -> Option<conv::Dilation> {
+    match params.nhwc() {
+        Params::Conv { window, .. } | Params::Depthwise { window, .. }
+            if (window.dilation_h, window.dilation_w) != (1, 1) =>
+        {
+            Some(conv::Dilation {
+                h: window.dilation_h as usize,
+                w: window.dilation_w as usize,
+            })
+        }
+        _ => None,
+    }
+}
+
 fn conv_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, o) = (fused(c)?, out0(outs)?);
     let win = call_window(c, o)?;
+    if let Some(d) = dilation(c.params) {
+        let (x, f, b) = (c.f(0)?, c.f(1)?, c.f(2)?);
+        conv::conv2d_dilated_f32(&win, d, x, f, b, a, o.f32_mut()?);
+        return Ok(());
+    }
     match c.packed {
         Some(Packed::ConvF32(p)) => fast::conv_f32::conv2d_f32(&win, p, c.f(0)?, a, o.f32_mut()?),
         _ => conv::conv2d_f32(&win, c.f(0)?, c.f(1)?, c.f(2)?, a, o.f32_mut()?),
@@ -774,6 +836,9 @@ fn pack_conv_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
     let (Some((shape, filter, bias)), Some(q)) = (constant_filter(a), conv_quant(a)) else {
         return Ok(None);
     };
+    if dilation(a.params).is_some() {
+        return Ok(None);
+    }
     Ok(
         PackedConvU8::pack(a.kernels, shape, filter.u8()?, bias.i32()?, q)
             .ok()
@@ -784,6 +849,11 @@ fn pack_conv_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
 fn conv_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, oq, o) = (fused(c)?, c.out_q(0), out0(outs)?);
     let win = call_window(c, o)?;
+    if let Some(d) = dilation(c.params) {
+        let (x, f, b) = (c.u(0)?, c.u(1)?, c.i(2)?);
+        return conv::conv2d_dilated_u8(&win, d, x, c.q(0), f, c.q(1), b, oq, a, o.u8_mut()?)
+            .map_err(kernel_error);
+    }
     if let Some(Packed::ConvU8(p)) = c.packed {
         fast::conv_u8::conv2d_u8(&win, p, c.u(0)?, o.u8_mut()?);
         return Ok(());
@@ -813,6 +883,9 @@ fn pack_depthwise_f32(a: &PackArgs) -> HalResult<Option<Packed>> {
     let (Some(filter), Some(bias)) = (a.constant(1), a.constant(2)) else {
         return Ok(None);
     };
+    if dilation(a.params).is_some() {
+        return Ok(None);
+    }
     let &[1, kh, kw, out_c] = filter.dims else {
         return Ok(None);
     };
@@ -830,6 +903,11 @@ fn depthwise_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, m, o) = (fused(c)?, multiplier(c)?, out0(outs)?);
     let win = call_window(c, o)?;
     let (input, out) = (c.f(0)?, o.f32_mut()?);
+    if let Some(d) = dilation(c.params) {
+        let (f, b) = (c.f(1)?, c.f(2)?);
+        conv::depthwise_conv2d_dilated_f32(&win, d, m, input, f, b, a, out);
+        return Ok(());
+    }
     match c.packed {
         Some(Packed::DwF32(p)) => fast::dwconv_f32::depthwise_conv2d_f32(&win, m, p, input, a, out),
         _ => conv::depthwise_conv2d_f32(&win, m, input, c.f(1)?, c.f(2)?, a, out),
@@ -841,6 +919,9 @@ fn pack_depthwise_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
     let (Some(filter), Some(bias), Some(q)) = (a.constant(1), a.constant(2), conv_quant(a)) else {
         return Ok(None);
     };
+    if dilation(a.params).is_some() {
+        return Ok(None);
+    }
     let &[1, kh, kw, out_c] = filter.dims else {
         return Ok(None);
     };
@@ -855,6 +936,23 @@ fn pack_depthwise_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
 fn depthwise_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (a, m, oq, o) = (fused(c)?, multiplier(c)?, c.out_q(0), out0(outs)?);
     let win = call_window(c, o)?;
+    if let Some(d) = dilation(c.params) {
+        let (x, f, b) = (c.u(0)?, c.u(1)?, c.i(2)?);
+        return conv::depthwise_conv2d_dilated_u8(
+            &win,
+            d,
+            m,
+            x,
+            c.q(0),
+            f,
+            c.q(1),
+            b,
+            oq,
+            a,
+            o.u8_mut()?,
+        )
+        .map_err(kernel_error);
+    }
     if let Some(Packed::DwU8(p)) = c.packed {
         fast::dwconv_u8::depthwise_conv2d_u8(&win, m, p, c.u(0)?, o.u8_mut()?);
         return Ok(());

@@ -686,3 +686,30 @@ fn bi61_a_prepare_flood_is_bounded_and_refusals_are_notified() {
         );
     }
 }
+
+/// BI-48 (request dimensions missing where the model needs them): a fenced execution reports no output shapes, so an
+/// output whose dimensions neither the model nor the request specifies is INVALID_ARGUMENT
+/// there, while a synchronous execution of the same request runs and reports the shape.
+#[test]
+fn bi48_fenced_execution_refuses_unspecified_output_dimensions() {
+    let service = Service::start();
+    let device = service.connect();
+    let mut model = probe::add_model();
+    let out = model.output_indexes[0] as usize;
+    model.operands[out].dimensions = vec![0, 0, 0, 0];
+    let prepared = device.prepare_model(model).unwrap();
+    let run = AddRun::new(&[1.0; 4], &[2.0; 4]).unwrap();
+
+    let err = prepared.execute_fenced(&run.request).unwrap_err();
+    assert_eq!(status_of(err), ErrorStatus::InvalidArgument);
+
+    let result = prepared.execute(&run.request).unwrap();
+    assert_eq!(result.output_shapes, vec![vec![1, 2, 2, 1]]);
+
+    // The request may specify them instead.
+    let mut specified = run.request.clone();
+    specified.outputs[0].dimensions = vec![1, 2, 2, 1];
+    run.clear_output(f32::NAN).unwrap();
+    prepared.execute_fenced(&specified).unwrap();
+    assert_eq!(run.output().unwrap(), [3.0; 4]);
+}

@@ -328,23 +328,23 @@ fn block_rearrangements_and_resize_nchw_match_nhwc() {
 }
 
 #[test]
-fn conv_dilation_factors_of_one_run_and_others_are_unsupported() {
-    let base = || {
-        let mut consts = vec![
-            Const(
-                TensorFloat32,
-                vec![2, 2, 2, 1],
-                f32s(&[1.0, -2.0, 0.5, 3.0, -1.0, 0.25, 2.0, 1.5]),
-            ),
-            Const(TensorFloat32, vec![2], f32s(&[0.5, -0.5])),
-        ];
+fn conv_dilation_factors_run_as_the_zero_spread_filter() {
+    let filter = || {
+        Const(
+            TensorFloat32,
+            vec![2, 2, 2, 1],
+            f32s(&[1.0, -2.0, 0.5, 3.0, -1.0, 0.25, 2.0, 1.5]),
+        )
+    };
+    let tail = |consts: &mut Vec<Const>| {
+        consts.push(Const(TensorFloat32, vec![2], f32s(&[0.5, -0.5])));
         consts.extend(scalars(&[2, 1, 1, 0])); // VALID, strides (1, 1)
-        consts
     };
     let input = f32s(&(0..16).map(|i| i as f32 * 0.5 - 3.0).collect::<Vec<_>>());
     let dims = [1, 4, 4, 1];
-    let with = |dilation: [i32; 2]| {
-        let mut consts = base();
+    let with = |dilation: [i32; 2], out: &[u32]| {
+        let mut consts = vec![filter()];
+        tail(&mut consts);
         consts.push(Const(Bool, vec![], vec![0]));
         consts.extend(scalars(&dilation));
         model(
@@ -353,25 +353,47 @@ fn conv_dilation_factors_of_one_run_and_others_are_unsupported() {
             &dims,
             &consts,
             None,
-            &[1, 3, 3, 2],
+            out,
             0.0,
         )
     };
+    let mut consts = vec![filter()];
+    tail(&mut consts);
     let plain = model(
         OperationType::Conv2d,
         TensorFloat32,
         &dims,
-        &base(),
+        &consts,
         None,
         &[1, 3, 3, 2],
         0.0,
     );
     let (want, _) = run(plain, &input, &dims, 72);
-    let (got, _) = run(with([1, 1]), &input, &dims, 72);
+    let (got, _) = run(with([1, 1], &[1, 3, 3, 2]), &input, &dims, 72);
     assert_eq!(got, want);
+    // Width dilation 2: the 2×2 filter spans 2×3, the same as a 2×3 filter with a zero
+    // middle column.
+    let mut consts = vec![Const(
+        TensorFloat32,
+        vec![2, 2, 3, 1],
+        f32s(&[
+            1.0, 0.0, -2.0, 0.5, 0.0, 3.0, -1.0, 0.0, 0.25, 2.0, 0.0, 1.5,
+        ]),
+    )];
+    tail(&mut consts);
+    let spread = model(
+        OperationType::Conv2d,
+        TensorFloat32,
+        &dims,
+        &consts,
+        None,
+        &[1, 3, 2, 2],
+        0.0,
+    );
+    let (want, _) = run(spread, &input, &dims, 48);
+    let dilated = with([2, 1], &[1, 3, 2, 2]);
     let driver = Driver::new(1).unwrap();
-    let dilated = with([2, 1]);
-    assert_eq!(driver.supported_operations(&dilated).unwrap(), [false]);
-    let err = driver.prepare_model(dilated).err().expect("not run");
-    assert_eq!(err.status(), ErrorStatus::GeneralFailure);
+    assert_eq!(driver.supported_operations(&dilated).unwrap(), [true]);
+    let (got, _) = run(dilated, &input, &dims, 48);
+    assert_eq!(got, want);
 }

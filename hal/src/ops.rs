@@ -51,7 +51,12 @@ const POOL_FQ: &[Signature] = &[
 ];
 const UNARY_F: &[Signature] = &[sig(&[F], &[F])];
 const UNARY_FQ: &[Signature] = &[sig(&[F], &[F]), sig(&[Q], &[Q])];
-const BINARY_ACT: &[Signature] = &[sig(&[F, F, SI], &[F]), sig(&[Q, Q, SI], &[Q])];
+// TENSOR_INT32 came with NNAPI 1.3.
+const BINARY_ACT: &[Signature] = &[
+    sig(&[F, F, SI], &[F]),
+    sig(&[Q, Q, SI], &[Q]),
+    sig(&[I, I, SI], &[I]),
+];
 const BLOCK: &[Signature] = &[
     sig(&[F, SI], &[F]),
     sig(&[Q, SI], &[Q]),
@@ -115,7 +120,9 @@ pub fn arity(op: OperationType) -> Arity {
             const S: &[Signature] = &[sig(&[I, F], &[F]), sig(&[I, I], &[I]), sig(&[I, Q], &[Q])];
             S
         }
-        Floor | Tanh => UNARY_F,
+        Floor => UNARY_F,
+        // quant8 came with NNAPI 1.2 (output scale 1/128, zero point 128).
+        Tanh => UNARY_FQ,
         // The optional trailing `axis` came with NNAPI 1.2; these kernels take it.
         L2Normalization => {
             // quant8 came with NNAPI 1.2 too (output scale 1/128, zero point 128).
@@ -264,7 +271,7 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
     let cat = |parts: &[&[OperandType]]| parts.concat();
 
     for op in [Add, Mul] {
-        for ty in [H, I, QS] {
+        for ty in [H, QS] {
             add(op, vec![ty, ty, SI], vec![ty]);
         }
     }
@@ -352,7 +359,6 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
             add(op, vec![ty], vec![ty]);
         }
     }
-    add(Tanh, vec![Q], vec![Q]);
     for hash in [F, H] {
         for lookup in [F, H, I, Q] {
             for weight in [F, H] {
@@ -390,5 +396,187 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
         }
         add(Softmax, vec![ty, beta, SI], vec![ty]);
     }
+    later_operations(&mut add);
     t
+}
+
+/// Operations NNAPI 1.1–1.2 introduced, with every signature up to NNAPI 1.3 (the
+/// NeuralNetworks.h operation docs): such an operation matching none of them is malformed.
+/// Operations not listed here are still checked for structure only.
+fn later_operations(add: &mut impl FnMut(OperationType, Vec<OperandType>, Vec<OperandType>)) {
+    use OperandType::{
+        Float16 as SH, TensorBool8, TensorFloat16 as H, TensorQuant16Asymm as Q16,
+        TensorQuant8AsymmSigned as QS, TensorQuant8SymmPerChannel as QC,
+    };
+    use OperationType::*;
+    // SUB (1.1 float32; 1.2 float16, quant8; 1.3 signed quant8, int32), DIV (1.1 float32;
+    // 1.2 float16; 1.3 int32): two tensors of one type and the fused activation.
+    for ty in [F, H, Q, QS, I] {
+        add(Sub, vec![ty, ty, SI], vec![ty]);
+    }
+    for ty in [F, H, I] {
+        add(Div, vec![ty, ty, SI], vec![ty]);
+    }
+    // CHANNEL_SHUFFLE (1.2): tensor, number of groups, axis.
+    for ty in [F, H, Q, QS] {
+        add(ChannelShuffle, vec![ty, SI, SI], vec![ty]);
+    }
+    // RESIZE_NEAREST_NEIGHBOR (1.2): output sizes (INT32) or scales (FLOAT16 for float16,
+    // else FLOAT32), the layout, then (1.3) align_corners and half_pixel_centers.
+    for (ty, scale) in [(F, SF), (H, SH), (Q, SF), (QS, SF)] {
+        for size in [SI, scale] {
+            add(ResizeNearestNeighbor, vec![ty, size, size, B], vec![ty]);
+            add(
+                ResizeNearestNeighbor,
+                vec![ty, size, size, B, B, B],
+                vec![ty],
+            );
+        }
+    }
+    // TRANSPOSE_CONV_2D and GROUPED_CONV_2D (1.2): input, filter, bias, then explicit
+    // padding or (TRANSPOSE_CONV_2D) an output shape and a padding scheme / (GROUPED_CONV_2D)
+    // a padding scheme, strides, (GROUPED_CONV_2D) the group count, activation and layout.
+    let conv_types = [
+        (F, F, F),
+        (H, H, H),
+        (Q, Q, I),
+        (Q, QC, I),
+        (QS, QS, I),
+        (QS, QC, I),
+    ];
+    for (x, w, b) in conv_types {
+        let head = [x, w, b];
+        add(
+            TransposeConv2d,
+            [&head[..], &[SI; 7], &[B]].concat(),
+            vec![x],
+        );
+        add(
+            TransposeConv2d,
+            [&head[..], &[I], &[SI; 4], &[B]].concat(),
+            vec![x],
+        );
+        add(GroupedConv2d, [&head[..], &[SI; 8], &[B]].concat(), vec![x]);
+        add(GroupedConv2d, [&head[..], &[SI; 5], &[B]].concat(), vec![x]);
+    }
+    let all = [F, H, I, Q, QS];
+    let float = [F, H];
+    let floats_quant = [F, H, Q, QS];
+    // BATCH_TO_SPACE_ND / SPACE_TO_BATCH_ND (1.1; the layout 1.2): block shape, (paddings).
+    for ty in floats_quant {
+        add(BatchToSpaceNd, vec![ty, I], vec![ty]);
+        add(BatchToSpaceNd, vec![ty, I, B], vec![ty]);
+        add(SpaceToBatchNd, vec![ty, I, I], vec![ty]);
+        add(SpaceToBatchNd, vec![ty, I, I, B], vec![ty]);
+        // STRIDED_SLICE (1.1): begin, end, strides, then three masks.
+        add(StridedSlice, vec![ty, I, I, I, SI, SI, SI], vec![ty]);
+        // MEAN (1.1): axes and keep_dims (INT32); REDUCE_MIN / MAX (1.2): axes, keep_dims BOOL.
+        add(Mean, vec![ty, I, SI], vec![ty]);
+        add(ReduceMin, vec![ty, I, B], vec![ty]);
+        add(ReduceMax, vec![ty, I, B], vec![ty]);
+        // PAD (1.1): paddings; PRELU (1.2): alpha of the input's type; HARD_SWISH (1.3).
+        add(Pad, vec![ty, I], vec![ty]);
+        add(Prelu, vec![ty, ty], vec![ty]);
+        add(HardSwish, vec![ty], vec![ty]);
+    }
+    for (ty, pad) in [(F, SF), (H, SH), (Q, SI), (QS, SI)] {
+        add(PadV2, vec![ty, I, pad], vec![ty]);
+    }
+    for ty in all {
+        // SLICE, GATHER, EXPAND_DIMS, SELECT, TOPK_V2, MAXIMUM / MINIMUM, ARGMAX / ARGMIN (1.2).
+        add(Slice, vec![ty, I, I], vec![ty]);
+        add(Gather, vec![ty, SI, I], vec![ty]);
+        add(ExpandDims, vec![ty, SI], vec![ty]);
+        add(Select, vec![TensorBool8, ty, ty], vec![ty]);
+        add(TopkV2, vec![ty, SI], vec![ty, I]);
+        add(Maximum, vec![ty, ty], vec![ty]);
+        add(Minimum, vec![ty, ty], vec![ty]);
+        add(Argmax, vec![ty, SI], vec![I]);
+        add(Argmin, vec![ty, SI], vec![I]);
+    }
+    // The comparisons (1.2): two tensors of one type to TENSOR_BOOL8.
+    for ty in [TensorBool8, F, H, I, Q, QS] {
+        for op in [Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual] {
+            add(op, vec![ty, ty], vec![TensorBool8]);
+        }
+    }
+    for op in [LogicalAnd, LogicalOr] {
+        add(op, vec![TensorBool8, TensorBool8], vec![TensorBool8]);
+    }
+    add(LogicalNot, vec![TensorBool8], vec![TensorBool8]);
+    for op in [ReduceAny, ReduceAll] {
+        add(op, vec![TensorBool8, I, B], vec![TensorBool8]);
+    }
+    for ty in float {
+        // The float-only element-wise operations and reductions (1.2).
+        for op in [Exp, Log, Sin, Sqrt] {
+            add(op, vec![ty], vec![ty]);
+        }
+        add(Pow, vec![ty, ty], vec![ty]);
+        add(ReduceSum, vec![ty, I, B], vec![ty]);
+        add(ReduceProd, vec![ty, I, B], vec![ty]);
+    }
+    // ABS and NEG: float (1.2), int32 (NEG 1.2, ABS 1.3).
+    for ty in [F, H, I] {
+        add(Abs, vec![ty], vec![ty]);
+        add(Neg, vec![ty], vec![ty]);
+    }
+    for (ty, scalar) in [(F, SF), (H, SH)] {
+        // LOG_SOFTMAX (1.2): beta, axis; INSTANCE_NORMALIZATION (1.2): gamma, beta, epsilon,
+        // layout; ELU (1.3): alpha.
+        add(LogSoftmax, vec![ty, scalar, SI], vec![ty]);
+        add(
+            InstanceNormalization,
+            vec![ty, scalar, scalar, scalar, B],
+            vec![ty],
+        );
+        add(Elu, vec![ty, scalar], vec![ty]);
+    }
+    // FILL (1.3): the output shape and a value of the element type.
+    for (ty, value) in [(F, SF), (H, SH), (I, SI)] {
+        add(Fill, vec![I, value], vec![ty]);
+    }
+    // QUANTIZE (1.2; signed output 1.3).
+    for input in float {
+        for output in [Q, QS] {
+            add(Quantize, vec![input], vec![output]);
+        }
+    }
+    // HEATMAP_MAX_KEYPOINT (1.2): heatmaps, boxes, layout → scores, keypoints.
+    for (ty, roi) in [(F, F), (H, H), (Q, Q16), (QS, Q16)] {
+        add(HeatmapMaxKeypoint, vec![ty, roi, B], vec![ty, roi]);
+    }
+    // BOX_WITH_NMS_LIMIT and ROI_ALIGN (1.2): quantized scores and feature maps take
+    // TENSOR_QUANT16_ASYMM boxes and FLOAT32 scalars.
+    for (ty, roi, scalar) in [(F, F, SF), (H, H, SH), (Q, Q16, SF), (QS, Q16, SF)] {
+        add(
+            BoxWithNmsLimit,
+            vec![ty, roi, I, scalar, SI, SI, scalar, scalar, scalar],
+            vec![ty, roi, I, I],
+        );
+        add(
+            RoiAlign,
+            vec![ty, roi, I, SI, SI, scalar, scalar, SI, SI, B],
+            vec![ty],
+        );
+        // ROI_POOLING (1.2): output size, ratios, layout.
+        add(
+            RoiPooling,
+            vec![ty, roi, I, SI, SI, scalar, scalar, B],
+            vec![ty],
+        );
+    }
+    // AXIS_ALIGNED_BBOX_TRANSFORM (1.2): boxes, deltas, batch splits, image info; quantized
+    // boxes are TENSOR_QUANT16_ASYMM with either 8-bit asymmetric deltas.
+    for (roi, deltas) in [(F, F), (H, H), (Q16, Q), (Q16, QS)] {
+        add(
+            AxisAlignedBboxTransform,
+            vec![roi, deltas, I, roi],
+            vec![roi],
+        );
+    }
+    // TILE (1.2): multiples.
+    for ty in [F, H, I, Q, QS] {
+        add(Tile, vec![ty, I], vec![ty]);
+    }
 }

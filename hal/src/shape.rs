@@ -57,6 +57,10 @@ pub struct WindowParams {
     pub stride_h: u32,
     pub filter_w: u32,
     pub filter_h: u32,
+    /// Convolution dilation factors (NNAPI 1.2; 1 otherwise): taps are this far apart, so the
+    /// window spans `(filter − 1)·dilation + 1` inputs (what padding and output extents use).
+    pub dilation_w: u32,
+    pub dilation_h: u32,
 }
 
 /// LSH_PROJECTION type.
@@ -385,14 +389,18 @@ fn window(
         stride_h,
         filter_w,
         filter_h,
+        dilation_w: 1,
+        dilation_h: 1,
     })
 }
 
 fn spatial_out(w: &WindowParams, in_h: u32, in_w: u32) -> Res<(u32, u32)> {
+    // The dilated span; it fitted in u32 when the window was read.
+    let span = |k: u32, d: u32| (k.max(1) - 1).saturating_mul(d).saturating_add(1);
     Ok((
         out_extent(
             in_h,
-            w.filter_h,
+            span(w.filter_h, w.dilation_h),
             w.stride_h,
             w.pad.top,
             w.pad.bottom,
@@ -400,7 +408,7 @@ fn spatial_out(w: &WindowParams, in_h: u32, in_w: u32) -> Res<(u32, u32)> {
         )?,
         out_extent(
             in_w,
-            w.filter_w,
+            span(w.filter_w, w.dilation_w),
             w.stride_w,
             w.pad.left,
             w.pad.right,
@@ -484,6 +492,15 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
 
 /// [`infer`] for an operation whose images, if any, are NHWC (no `layout` input).
 fn infer_nhwc(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
+    infer_nhwc_dilated(op, inputs, (1, 1))
+}
+
+/// [`infer_nhwc`] with the convolutions' (width, height) dilation factors.
+fn infer_nhwc_dilated(
+    op: OperationType,
+    inputs: &[Option<Arg>],
+    dilation: (u32, u32),
+) -> Res<Inferred> {
     use OperationType::*;
     let ins = Ins { args: inputs };
     let one = |d: Vec<u32>, params: Params| {
@@ -548,7 +565,21 @@ fn infer_nhwc(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
             let f = ins.dims_rank(1, 4, "filter")?;
             let b = ins.dims_rank(2, 1, "bias")?;
             let explicit = inputs.len() == if depthwise { 11 } else { 10 };
-            let w = window(&ins, explicit, 3, d[1], d[2], Some((f[2], f[1])))?;
+            let span = |k: u32, d: u32| -> Res<u32> {
+                let s = u64::from(k.max(1) - 1) * u64::from(d) + 1;
+                u32::try_from(s).map_err(|_| InferError::Invalid("dilated window overflows".into()))
+            };
+            let (dw, dh) = dilation;
+            let mut w = window(
+                &ins,
+                explicit,
+                3,
+                d[1],
+                d[2],
+                Some((span(f[2], dw)?, span(f[1], dh)?)),
+            )?;
+            // Padding and extents used the dilated span; the kernels want the real taps.
+            (w.filter_w, w.filter_h, w.dilation_w, w.dilation_h) = (f[2], f[1], dw, dh);
             let after = if explicit { 9 } else { 6 };
             let (oh, ow) = spatial_out(&w, d[1], d[2])?;
             let out_c = if depthwise { f[3] } else { f[0] };
@@ -913,22 +944,31 @@ fn infer_layout(op: OperationType, inputs: &[Option<Arg>], at: usize) -> Res<Inf
     let b = ins.bytes(at)?;
     check!(b.len() == 1, "BOOL input {at} has {} bytes", b.len());
     // What follows the flag moves up one place: RESIZE_BILINEAR's coordinate modes. The
-    // convolutions' dilation factors are dropped: validation runs only factors of 1.
+    // convolutions' dilation factors go into their window.
     let tail = if op == OperationType::ResizeBilinear {
         &inputs[at + 1..]
     } else {
         &[]
     };
+    let convolution = matches!(op, OperationType::Conv2d | OperationType::DepthwiseConv2d);
+    let dilation = if convolution && inputs.len() > at + 1 {
+        (
+            ins.positive(at + 1, "dilation width")?,
+            ins.positive(at + 2, "dilation height")?,
+        )
+    } else {
+        (1, 1)
+    };
     let mut args: Vec<Option<Arg>> = inputs[..at].iter().chain(tail).copied().collect();
     if b[0] == 0 {
-        return infer_nhwc(op, &args);
+        return infer_nhwc_dilated(op, &args, dilation);
     }
     let d = ins.dims_rank(0, 4, "input")?;
     let nhwc = [d[0], d[2], d[3], d[1]];
     if let Some(Some(a)) = args.first_mut() {
         a.dims = &nhwc;
     }
-    let mut r = infer_nhwc(op, &args)?;
+    let mut r = infer_nhwc_dilated(op, &args, dilation)?;
     let o = &r.outputs[0];
     r.outputs[0] = vec![o[0], o[3], o[1], o[2]];
     r.params = Params::Nchw(Box::new(r.params));

@@ -384,9 +384,10 @@ fn matches_later(op: OperationType, operation: &Operation, operands: &[OperandIn
 }
 
 /// Quantization relationships between an operation's operands (types.hal text for each op).
-/// `Ok(false)`: a relationship NNAPI 1.0 required and later versions dropped (an output
-/// scale not above input × filter scale, CONCATENATION inputs of mixed scales) — valid, but
-/// not for the 1.0 kernels.
+/// `Ok(false)`: a relationship NNAPI 1.0 required and later versions dropped (a MUL output
+/// scale not above the input scales' product), or an output quantization the kernels do not
+/// write — valid, but not run. An output multiplier of 1 or more in the convolutions and
+/// mixed-scale CONCATENATION inputs run.
 fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) -> HalResult<bool> {
     use OperationType::*;
     let input = &operands[op.inputs[0]];
@@ -420,9 +421,8 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
                 op.ty,
                 bias.scale
             );
-            if product >= out.scale {
-                return Ok(false);
-            }
+            // An output multiplier of 1 or more (allowed since NNAPI 1.2) runs on the
+            // reference kernels.
         }
         Mul => {
             let product = input.scale * operands[op.inputs[1]].scale;
@@ -430,12 +430,10 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
                 return Ok(false);
             }
         }
-        Concatenation => {
-            let inputs = &op.inputs[..op.inputs.len() - 1];
-            if inputs.iter().any(|&i| same(out, &operands[i], "").is_err()) {
-                return Ok(false);
-            }
-        }
+        // Inputs of other quantizations than the output's (NNAPI 1.2) are requantized.
+        Concatenation => {}
+        // The uint8 kernel writes in the NNAPI 1.2 output quantization only.
+        Tanh if out.scale != 1.0 / 128.0 || out.zero_point != 128 => return Ok(false),
         // The uint8 kernel interpolates values as stored: only with the input's quantization.
         ResizeBilinear
             if input.ty == OperandType::TensorQuant8Asymm && same(input, out, "").is_err() =>
@@ -605,6 +603,13 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
             .filter(|&t| !t.in_nnapi_1_0() && t != OperandType::Bool)
             .collect();
         let mut opaque = matches!(ops::arity(ty), Arity::Any);
+        // A later operation with a signature table must match it.
+        if opaque
+            && !ops::later_signatures(ty).is_empty()
+            && !matches_later(ty, operation, &operands)
+        {
+            invalid!("operation {k} ({ty}): operand types match no signature of NNAPI 1.1–1.3");
+        }
         if !opaque {
             // The NNAPI 1.0 signature runs on the 1.0 kernels; a signature a later version
             // added is valid but not run; anything else is malformed.
@@ -827,28 +832,6 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
             !o.ty.is_tensor() || (o.ty == OperandType::TensorInt32 && o.location.length <= 1024);
         if is_const && small && !o.ty.is_opaque() {
             values.insert(i, valid.constant_bytes(model, i)?);
-        }
-    }
-    // Dilation factors (NNAPI 1.2, after the layout): only constant 1s run, as the plain
-    // convolution; anything else is valid and not run here.
-    for (k, op) in valid.operations.iter_mut().enumerate() {
-        let layout_at = match op.ty {
-            OperationType::Conv2d if op.inputs.len() == 13 => 10,
-            OperationType::Conv2d if op.inputs.len() == 10 => 7,
-            OperationType::DepthwiseConv2d if op.inputs.len() == 14 => 11,
-            OperationType::DepthwiseConv2d if op.inputs.len() == 11 => 8,
-            _ => continue,
-        };
-        if op.opaque || valid.operands[op.inputs[layout_at]].ty != OperandType::Bool {
-            continue;
-        }
-        let one = 1i32.to_le_bytes();
-        let ones = op.inputs[layout_at + 1..]
-            .iter()
-            .all(|i| values.get(i).map(Vec::as_slice) == Some(&one[..]));
-        if !ones {
-            op.opaque = true;
-            valid.supported[k] = false;
         }
     }
     // LSH_PROJECTION type 3 (SPARSE_DEPRECATED) came with NNAPI 1.2: valid, not run here.

@@ -8,14 +8,20 @@
 //! input.
 //!
 //! uint8 variants accumulate `Σ (in − in_zp)·(f − f_zp)` in int32, add the int32 bias and
-//! requantize with [`Requantize::for_conv`], matching the NNAPI 1.0 reference bit for bit.
+//! requantize with [`RequantizeAny::for_conv`], matching the reference bit for bit: below 1
+//! the output multiplier works as in NNAPI 1.0, at 1 and above (allowed since NNAPI 1.2) it
+//! shifts left first.
+//!
+//! The `*_dilated` variants take NNAPI 1.2's dilation factors: filter tap `k` reads input
+//! position `origin + k·dilation`. They are the plain reference loops, used only when a factor
+//! is not 1.
 //! int32 accumulation wraps on overflow, as the reference's two's-complement arithmetic does
 //! in practice; only absurdly deep windows can get there.
 //!
-//! Work is split over (batch, output row) with rayon; callers that want a bounded pool run
-//! these inside `ThreadPool::install`.
+//! Work is split over (batch, output row) through [`crate::parallel`], on the team or pool the
+//! caller runs in.
 
-use crate::quant::Requantize;
+use crate::quant::RequantizeAny;
 use crate::{Activation, KernelError, QuantParams, Window};
 
 /// The in-bounds part of one window along one spatial axis: filter taps
@@ -68,17 +74,17 @@ pub(crate) fn row_taps(w: &Window, oy: usize) -> Taps {
 }
 
 /// Builds the requantizer of a quantized convolution-like op, rejecting parameters the
-/// reference cannot represent (`output_scale ≤ input_scale · filter_scale`) or that would
-/// give an empty activation range.
+/// reference cannot represent (a negative, non-finite or huge multiplier) or that would give
+/// an empty activation range.
 fn requantizer(
     input_q: QuantParams,
     filter_q: QuantParams,
     output_q: QuantParams,
     act: Activation,
-) -> Result<Requantize, KernelError> {
-    let rq = Requantize::for_conv(input_q, filter_q, output_q, act).ok_or_else(|| {
+) -> Result<RequantizeAny, KernelError> {
+    let rq = RequantizeAny::for_conv(input_q, filter_q, output_q, act).ok_or_else(|| {
         KernelError::InvalidData(format!(
-            "quantized multiplier {} · {} / {} is not in [0, 1)",
+            "quantized multiplier {} · {} / {} is out of range",
             input_q.scale, filter_q.scale, output_q.scale
         ))
     })?;
@@ -214,7 +220,7 @@ pub fn conv2d_f32(
 
 /// CONV_2D, quant8 (int32 bias with scale `input_scale · filter_scale`, zero point 0).
 ///
-/// Fails with [`KernelError::InvalidData`] when the output multiplier is not in [0, 1).
+/// Fails with [`KernelError::InvalidData`] when the output multiplier is out of range.
 #[allow(clippy::too_many_arguments)]
 pub fn conv2d_u8(
     w: &Window,
@@ -356,7 +362,7 @@ pub fn depthwise_conv2d_f32(
 
 /// DEPTHWISE_CONV_2D, quant8. Layouts as in [`depthwise_conv2d_f32`].
 ///
-/// Fails with [`KernelError::InvalidData`] when the output multiplier is not in [0, 1).
+/// Fails with [`KernelError::InvalidData`] when the output multiplier is out of range.
 #[allow(clippy::too_many_arguments)]
 pub fn depthwise_conv2d_u8(
     w: &Window,
@@ -457,7 +463,7 @@ pub fn fully_connected_f32(
 
 /// FULLY_CONNECTED, quant8. Layouts as in [`fully_connected_f32`].
 ///
-/// Fails with [`KernelError::InvalidData`] when the output multiplier is not in [0, 1).
+/// Fails with [`KernelError::InvalidData`] when the output multiplier is out of range.
 #[allow(clippy::too_many_arguments)]
 pub fn fully_connected_u8(
     batch: usize,
@@ -488,6 +494,197 @@ pub fn fully_connected_u8(
         *out = rq.apply(dot_u8(x, in_zp, wt, w_zp).wrapping_add(bias[u]));
     };
     crate::parallel::for_each_element(output, fc_grain(input_size), body);
+    Ok(())
+}
+
+/// Dilation factors of a convolution (NNAPI 1.2): the distance between adjacent filter taps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dilation {
+    pub h: usize,
+    pub w: usize,
+}
+
+/// The input position read by tap `k` of output position `out` along one axis, or `None` in
+/// the padding.
+#[inline]
+fn dilated_tap(
+    out: usize,
+    stride: usize,
+    pad_head: usize,
+    k: usize,
+    dilation: usize,
+) -> Option<usize> {
+    (out * stride + k * dilation).checked_sub(pad_head)
+}
+
+/// Visits every (output element, input element, filter element) triple of a dilated window:
+/// `f(out_index, input_pixel_offset, filter_tap)` with the filter tap as `fy·filter_w + fx`.
+/// The caller's `w.padding` is the padding of the dilated (effective) window.
+fn for_each_dilated_tap(w: &Window, d: Dilation, mut f: impl FnMut(usize, usize, usize)) {
+    for b in 0..w.output.n {
+        for oy in 0..w.output.h {
+            for ox in 0..w.output.w {
+                let pixel = ((b * w.output.h + oy) * w.output.w + ox) * w.output.c;
+                for fy in 0..w.filter_h {
+                    let Some(iy) = dilated_tap(oy, w.stride_h, w.padding.top, fy, d.h)
+                        .filter(|&y| y < w.input.h)
+                    else {
+                        continue;
+                    };
+                    for fx in 0..w.filter_w {
+                        let Some(ix) = dilated_tap(ox, w.stride_w, w.padding.left, fx, d.w)
+                            .filter(|&x| x < w.input.w)
+                        else {
+                            continue;
+                        };
+                        f(pixel, w.input.offset(b, iy, ix, 0), fy * w.filter_w + fx);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// CONV_2D with dilation, float32. Layouts as in [`conv2d_f32`].
+pub fn conv2d_dilated_f32(
+    w: &Window,
+    d: Dilation,
+    input: &[f32],
+    filter: &[f32],
+    bias: &[f32],
+    act: Activation,
+    output: &mut [f32],
+) {
+    debug_check_conv(w, input.len(), filter.len(), bias.len(), output.len());
+    let (in_c, out_c, taps) = (w.input.c, w.output.c, w.filter_h * w.filter_w);
+    output.fill(0.0);
+    for_each_dilated_tap(w, d, |o, i, t| {
+        for oc in 0..out_c {
+            let f0 = (oc * taps + t) * in_c;
+            output[o + oc] = dot_f32(output[o + oc], &input[i..i + in_c], &filter[f0..f0 + in_c]);
+        }
+    });
+    for px in output.chunks_exact_mut(out_c) {
+        for (y, &b) in px.iter_mut().zip(bias) {
+            *y = act.apply_f32(*y + b);
+        }
+    }
+}
+
+/// CONV_2D with dilation, quant8. Layouts and quantization as in [`conv2d_u8`].
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_dilated_u8(
+    w: &Window,
+    d: Dilation,
+    input: &[u8],
+    input_q: QuantParams,
+    filter: &[u8],
+    filter_q: QuantParams,
+    bias: &[i32],
+    output_q: QuantParams,
+    act: Activation,
+    output: &mut [u8],
+) -> Result<(), KernelError> {
+    debug_check_conv(w, input.len(), filter.len(), bias.len(), output.len());
+    let rq = requantizer(input_q, filter_q, output_q, act)?;
+    let (in_c, out_c, taps) = (w.input.c, w.output.c, w.filter_h * w.filter_w);
+    let mut acc: Vec<i32> = bias.iter().copied().cycle().take(output.len()).collect();
+    for_each_dilated_tap(w, d, |o, i, t| {
+        for oc in 0..out_c {
+            let f0 = (oc * taps + t) * in_c;
+            let s = dot_u8(
+                &input[i..i + in_c],
+                input_q.zero_point,
+                &filter[f0..f0 + in_c],
+                filter_q.zero_point,
+            );
+            acc[o + oc] = acc[o + oc].wrapping_add(s);
+        }
+    });
+    for (y, a) in output.iter_mut().zip(acc) {
+        *y = rq.apply(a);
+    }
+    Ok(())
+}
+
+/// DEPTHWISE_CONV_2D with dilation, float32. Layouts as in [`depthwise_conv2d_f32`].
+#[allow(clippy::too_many_arguments)]
+pub fn depthwise_conv2d_dilated_f32(
+    w: &Window,
+    d: Dilation,
+    depth_multiplier: usize,
+    input: &[f32],
+    filter: &[f32],
+    bias: &[f32],
+    act: Activation,
+    output: &mut [f32],
+) {
+    debug_check_depthwise(
+        w,
+        depth_multiplier,
+        input.len(),
+        filter.len(),
+        bias.len(),
+        output.len(),
+    );
+    if depth_multiplier == 0 {
+        return;
+    }
+    let out_c = w.output.c;
+    output.fill(0.0);
+    for_each_dilated_tap(w, d, |o, i, t| {
+        for oc in 0..out_c {
+            output[o + oc] += input[i + oc / depth_multiplier] * filter[t * out_c + oc];
+        }
+    });
+    for px in output.chunks_exact_mut(out_c) {
+        for (y, &b) in px.iter_mut().zip(bias) {
+            *y = act.apply_f32(*y + b);
+        }
+    }
+}
+
+/// DEPTHWISE_CONV_2D with dilation, quant8. Layouts and quantization as in
+/// [`depthwise_conv2d_u8`].
+#[allow(clippy::too_many_arguments)]
+pub fn depthwise_conv2d_dilated_u8(
+    w: &Window,
+    d: Dilation,
+    depth_multiplier: usize,
+    input: &[u8],
+    input_q: QuantParams,
+    filter: &[u8],
+    filter_q: QuantParams,
+    bias: &[i32],
+    output_q: QuantParams,
+    act: Activation,
+    output: &mut [u8],
+) -> Result<(), KernelError> {
+    debug_check_depthwise(
+        w,
+        depth_multiplier,
+        input.len(),
+        filter.len(),
+        bias.len(),
+        output.len(),
+    );
+    let rq = requantizer(input_q, filter_q, output_q, act)?;
+    if depth_multiplier == 0 {
+        return Ok(());
+    }
+    let out_c = w.output.c;
+    let (in_zp, f_zp) = (input_q.zero_point, filter_q.zero_point);
+    let mut acc: Vec<i32> = bias.iter().copied().cycle().take(output.len()).collect();
+    for_each_dilated_tap(w, d, |o, i, t| {
+        for oc in 0..out_c {
+            let x = i32::from(input[i + oc / depth_multiplier]) - in_zp;
+            let f = i32::from(filter[t * out_c + oc]) - f_zp;
+            acc[o + oc] = acc[o + oc].wrapping_add(x.wrapping_mul(f));
+        }
+    });
+    for (y, a) in output.iter_mut().zip(acc) {
+        *y = rq.apply(a);
+    }
     Ok(())
 }
 
@@ -730,11 +927,18 @@ mod tests {
     }
 
     #[test]
-    fn conv_u8_rejects_multiplier_of_one_or_more() {
+    fn conv_u8_takes_multipliers_of_one_or_more_and_rejects_huge_ones() {
         let w = window(Nhwc::new(1, 1, 1, 1), 1, (1, 1), (1, 1), pad(0));
         let q = QuantParams::new(1.0, 0);
         let mut out = [0u8; 1];
-        let r = conv2d_u8(&w, &[1], q, &[1], q, &[0], q, Activation::None, &mut out);
+        conv2d_u8(&w, &[7], q, &[3], q, &[1], q, Activation::None, &mut out).unwrap();
+        assert_eq!(out, [22]);
+        // 7·3·2.5 = 52.5 rounds away from zero.
+        let half = QuantParams::new(0.4, 0);
+        conv2d_u8(&w, &[7], q, &[3], q, &[0], half, Activation::None, &mut out).unwrap();
+        assert_eq!(out, [53]);
+        let tiny = QuantParams::new(1e-12, 0);
+        let r = conv2d_u8(&w, &[1], q, &[1], q, &[0], tiny, Activation::None, &mut out);
         assert!(matches!(r, Err(KernelError::InvalidData(_))));
     }
 

@@ -163,6 +163,43 @@ pub(crate) mod fixed_point {
         rescale(x, 1, 0)
     }
 
+    /// (1 − a) / (1 + a) for a in [0, 1), Q0.31 in and out: the Newton–Raphson reciprocal of
+    /// [`one_over_one_plus_x_for_x_in_0_1`], minus one, moved from Q2 to Q0.
+    fn one_minus_x_over_one_plus_x_for_x_in_0_1(a: i32) -> i32 {
+        const FORTY_EIGHT_OVER_17: i32 = 1_515_870_810;
+        const MINUS_THIRTY_TWO_OVER_17: i32 = -1_010_580_540;
+        const ONE_Q2: i32 = 1 << 29;
+        let half_denominator = rounding_half_sum(a, i32::MAX);
+        let mut x =
+            FORTY_EIGHT_OVER_17.wrapping_add(mul(half_denominator, MINUS_THIRTY_TWO_OVER_17));
+        for _ in 0..3 {
+            let half_denominator_times_x = mul(half_denominator, x);
+            let one_minus_half_denominator_times_x = ONE_Q2.wrapping_sub(half_denominator_times_x);
+            x = x.wrapping_add(rescale(mul(x, one_minus_half_denominator_times_x), 4, 2));
+        }
+        // x ≈ 2 / (1 + a) in Q2; x − 1 = (1 − a) / (1 + a).
+        rescale(x.wrapping_sub(ONE_Q2), 2, 0)
+    }
+
+    /// tanh of a value with `integer_bits` integer bits, in Q0.31: for a < 0,
+    /// tanh(−a) = (1 − e^(2a)) / (1 + e^(2a)), where 2a is the same raw value read with one
+    /// more integer bit; odd symmetry gives the rest.
+    pub(crate) fn tanh(a: i32, integer_bits: i32) -> i32 {
+        if a == 0 {
+            return 0;
+        }
+        let negative_abs = if a < 0 { a } else { a.wrapping_neg() };
+        let t = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(
+            negative_abs,
+            integer_bits + 1,
+        ));
+        if a < 0 {
+            t.wrapping_neg()
+        } else {
+            t
+        }
+    }
+
     /// The logistic function of a value with `integer_bits` integer bits, in Q0.31.
     pub(crate) fn logistic(a: i32, integer_bits: i32) -> i32 {
         if a == 0 {
@@ -619,6 +656,78 @@ pub fn logistic_u8(
         map_unary(input, output, eval);
     }
     Ok(())
+}
+
+/// TANH, quant8 (NNAPI 1.2): output scale 1/128 and zero point 128. As in
+/// [`logistic_u8`], the centred input is rescaled to a fixed-point value with 4 integer bits
+/// (inputs beyond the saturation radius go straight to 0 or 255); the gemmlowp fixed-point
+/// tanh yields Q0.31 and dividing by 2^24 gives units of 1/128 around 128; exactly +1.0 (256)
+/// is clipped to 255.
+pub fn tanh_u8(input: &[u8], input_q: QuantParams, output: &mut [u8]) -> Result<(), KernelError> {
+    const INPUT_INTEGER_BITS: i32 = 4;
+    debug_assert_eq!(input.len(), output.len());
+    let real = f64::from(input_q.scale) * f64::from(1u32 << (31 - INPUT_INTEGER_BITS));
+    let rescale = fixed_point::InputRescale::new(real).ok_or_else(|| {
+        KernelError::InvalidData(format!("TANH: invalid input scale {}", input_q.scale))
+    })?;
+    let radius = rescale.input_radius(INPUT_INTEGER_BITS);
+    let zero_point = input_q.zero_point;
+    let eval = |q: u8| -> u8 {
+        let x = i32::from(q).wrapping_sub(zero_point);
+        if x < -radius {
+            0
+        } else if x > radius {
+            255
+        } else {
+            let q0_31 = fixed_point::tanh(rescale.apply(x), INPUT_INTEGER_BITS);
+            (rounding_divide_by_pot(q0_31, 24) + 128).clamp(0, 255) as u8
+        }
+    };
+    let mut table = [0u8; 256];
+    for (q, t) in table.iter_mut().enumerate() {
+        *t = eval(q as u8);
+    }
+    map_unary(input, output, |q| table[usize::from(q)]);
+    Ok(())
+}
+
+/// ADD and MUL on TENSOR_INT32 (NNAPI 1.3), with broadcasting: two's-complement wrapping
+/// arithmetic; the reference accepts no fused activation here, so any is refused.
+#[allow(clippy::too_many_arguments)]
+pub fn binary_i32(
+    a: &[i32],
+    a_shape: &[usize],
+    b: &[i32],
+    b_shape: &[usize],
+    mul: bool,
+    act: Activation,
+    out: &mut [i32],
+    out_shape: &[usize],
+) -> Result<(), KernelError> {
+    if act != Activation::None {
+        return Err(KernelError::InvalidData(
+            "TENSOR_INT32 ADD/MUL take no fused activation".into(),
+        ));
+    }
+    if mul {
+        broadcast_binary(a, a_shape, b, b_shape, out, out_shape, i32::wrapping_mul);
+    } else {
+        broadcast_binary(a, a_shape, b, b_shape, out, out_shape, i32::wrapping_add);
+    }
+    Ok(())
+}
+
+/// Requantizes uint8 values from `from` to `to` as the reference CONCATENATION does for an
+/// input whose quantization differs from the output's (NNAPI 1.2): in float32,
+/// `round(q · s + b) + to.zero_point` with `s = from.scale / to.scale` (through the inverse
+/// output scale) and `b = −from.zero_point · s`, clamped to 0..=255.
+pub fn requantize_u8(input: &[u8], from: QuantParams, to: QuantParams, output: &mut [u8]) {
+    let scale = from.scale * (1.0 / to.scale);
+    let bias = -(from.zero_point as f32) * scale;
+    map_unary(input, output, |q| {
+        let v = (f32::from(q) * scale + bias).round() as i32 + to.zero_point;
+        v.clamp(0, 255) as u8
+    });
 }
 
 /// TANH, float32.
@@ -1102,6 +1211,75 @@ mod tests {
         assert_eq!(saturating_rounding_multiply_by_pot(6, -2), 2);
         assert_eq!(saturating_rounding_multiply_by_pot(-6, -2), -2);
         assert_eq!(saturating_rounding_multiply_by_pot(i32::MAX, -40), 0);
+    }
+
+    #[test]
+    fn tanh_u8_follows_tanh() {
+        let input: Vec<u8> = (0..=255).collect();
+        for (scale, zp) in [(0.05f32, 128), (0.01, 100), (0.2, 0), (1.0 / 16.0, 255)] {
+            let mut out = vec![0u8; 256];
+            tanh_u8(&input, q(scale, zp), &mut out).unwrap();
+            for (x, y) in input.iter().zip(&out) {
+                let real = (f64::from(scale) * (f64::from(*x) - f64::from(zp))).tanh();
+                let want = (real * 128.0 + 128.0).round().clamp(0.0, 255.0);
+                assert!(
+                    (f64::from(*y) - want).abs() <= 1.0,
+                    "{scale} {zp} {x}: {y} vs {want}"
+                );
+            }
+            assert_eq!(out[zp as usize], 128);
+        }
+        assert!(tanh_u8(&[0], q(0.0, 0), &mut [0]).is_err());
+    }
+
+    #[test]
+    fn int32_add_mul_wrap_and_broadcast() {
+        let mut out = [0i32; 4];
+        binary_i32(
+            &[1, 2, 3, i32::MAX],
+            &[4],
+            &[10],
+            &[1],
+            false,
+            Activation::None,
+            &mut out,
+            &[4],
+        )
+        .unwrap();
+        assert_eq!(out, [11, 12, 13, i32::MIN + 9]);
+        binary_i32(
+            &[1, -2],
+            &[2, 1],
+            &[3, 4],
+            &[1, 2],
+            true,
+            Activation::None,
+            &mut out,
+            &[2, 2],
+        )
+        .unwrap();
+        assert_eq!(out, [3, 4, -6, -8]);
+        assert!(binary_i32(
+            &[1],
+            &[1],
+            &[1],
+            &[1],
+            false,
+            Activation::Relu,
+            &mut out[..1],
+            &[1]
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn requantize_u8_maps_real_values() {
+        let mut out = [0u8; 4];
+        // Scale 0.5 → 1.0: halves the centred value; zero point 10 → 100.
+        requantize_u8(&[10, 12, 13, 255], q(0.5, 10), q(1.0, 100), &mut out);
+        assert_eq!(out, [100, 101, 102, 223]);
+        requantize_u8(&[0, 255, 128, 129], q(2.0, 128), q(1.0, 128), &mut out);
+        assert_eq!(out, [0, 255, 128, 130]);
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! window size, which the driver rejects) produces real 0 before the activation rather than
 //! dividing by zero.
 //!
-//! Work is split over (batch, output row) with rayon.
+//! Work is split over (batch, output row) through [`crate::parallel`].
 
 use crate::conv::{self, column_taps, row_taps, Taps};
 use crate::{Activation, QuantParams, Window};

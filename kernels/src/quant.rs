@@ -182,6 +182,66 @@ impl Requantize {
     }
 }
 
+/// The requantizer of a convolution-like op under the NNAPI 1.2 rules, where the output
+/// multiplier `input_scale · filter_scale / output_scale` may be 1 or more: the multiplier is
+/// split as `m · 2^exponent` and applied as a left shift, the rounding doubling high multiply
+/// and a rounding right shift (the reference's `MultiplyByQuantizedMultiplier`). Below 1 it is
+/// exactly [`Requantize`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequantizeAny {
+    pub multiplier: i32,
+    pub left_shift: i32,
+    pub right_shift: i32,
+    pub zero_point: i32,
+    pub min: i32,
+    pub max: i32,
+}
+
+impl RequantizeAny {
+    /// `None` for a negative or non-finite multiplier, or one too large for a shift of 30.
+    pub fn for_conv(
+        input: crate::QuantParams,
+        filter: crate::QuantParams,
+        output: crate::QuantParams,
+        activation: crate::Activation,
+    ) -> Option<Self> {
+        let real = conv_output_multiplier(input.scale, filter.scale, output.scale);
+        if !(real >= 0.0 && real.is_finite()) {
+            return None;
+        }
+        let (multiplier, exponent) = quantize_multiplier(real);
+        // Below 2^-32 every accumulator rounds to 0 (see quantize_multiplier_smaller_than_one).
+        let (multiplier, exponent) = if exponent < -31 {
+            (0, 0)
+        } else {
+            (multiplier, exponent)
+        };
+        if exponent > 30 {
+            return None;
+        }
+        let (min, max) = activation.range_u8(output);
+        Some(Self {
+            multiplier,
+            left_shift: exponent.max(0),
+            right_shift: (-exponent).max(0),
+            zero_point: output.zero_point,
+            min,
+            max,
+        })
+    }
+
+    #[inline]
+    pub fn apply(&self, acc: i32) -> u8 {
+        let high = saturating_rounding_doubling_high_mul(
+            acc.wrapping_mul(1i32 << self.left_shift),
+            self.multiplier,
+        );
+        rounding_divide_by_pot(high, self.right_shift)
+            .saturating_add(self.zero_point)
+            .clamp(self.min, self.max) as u8
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +260,30 @@ mod tests {
         }
         let (_, shift) = quantize_multiplier_smaller_than_one(2f64.powi(-31)).unwrap();
         assert!(shift <= 31);
+    }
+
+    /// Below 1 the general requantizer is the 1.0 one; at 1 and above it shifts left first.
+    #[test]
+    fn requantize_any_matches_below_one_and_scales_above() {
+        use crate::{Activation, QuantParams};
+        let (i, o) = (QuantParams::new(0.5, 0), QuantParams::new(1.0, 10));
+        for fs in [0.01f32, 0.3, 1.5, 4.0, 7.25] {
+            let f = QuantParams::new(fs, 0);
+            let any = RequantizeAny::for_conv(i, f, o, Activation::None).unwrap();
+            let old = Requantize::for_conv(i, f, o, Activation::None);
+            for acc in [-1000, -37, -1, 0, 1, 5, 99, 1000] {
+                if let Some(old) = old {
+                    assert_eq!(any.apply(acc), old.apply(acc), "{fs} {acc}");
+                }
+                let want = (f64::from(acc) * f64::from(0.5 * fs)).round() + 10.0;
+                let got = f64::from(any.apply(acc));
+                assert!(
+                    (got - want.clamp(0.0, 255.0)).abs() <= 1.0,
+                    "{fs} {acc}: {got} vs {want}"
+                );
+            }
+        }
+        assert!(Requantize::for_conv(i, QuantParams::new(4.0, 0), o, Activation::None).is_none());
     }
 
     #[test]

@@ -666,7 +666,7 @@ impl IPreparedModel for PreparedModelService {
             check_optional_ns(duration_ns, "durationNs")?;
             check_request_limits(self.charge.limits(), request)?;
             let request = convert::request_from_aidl(request)?;
-            guarded(call, || self.prepared.validate_request(&request))
+            guarded(call, || self.prepared.validate_fenced_request(&request))
         })()
         .map_err(|e| to_status(&e, call))?;
         check_deadline(deadline_ns, call)?;

@@ -415,6 +415,9 @@ fn print_class(report: &ClassReport, show: usize) -> (usize, usize) {
         println!("SKIP {}: {why}", report.class);
         return (0, 0);
     }
+    for why in &report.skipped_bases {
+        println!("SKIP {}: {why}", report.class);
+    }
     if report.passed() {
         println!(
             "PASS {}: {} variants on {} vectors",
@@ -458,7 +461,12 @@ fn mutations(
         println!("{line}");
     }
     let mut bases: Vec<BaseModel> = Vec::new();
+    let mut not_instantiated = 0usize;
     for v in &vectors {
+        if !nnhal_vts::suites::validation_applies(v) {
+            not_instantiated += 1;
+            continue;
+        }
         match base_models(v) {
             Ok(b) => bases.extend(b),
             Err(e) => load_failures.push(format!("FAIL {}: {e}", v.name)),
@@ -484,6 +492,12 @@ fn mutations(
         let (p, f) = print_class(&report, show);
         passed += p;
         failed += f;
+    }
+    if not_instantiated > 0 {
+        println!(
+            "({not_instantiated} vectors not mutated: VTS's ValidationTest does not instantiate \
+             inputs_as_internal, all_tensors_as_inputs or dynamic-output-shape copies)"
+        );
     }
     println!("{passed} passed, {failed} failed");
     if failed > 0 {

@@ -68,6 +68,9 @@ pub struct ModelMutator {
     /// wire does not carry (the service counts consumers itself), so it cannot be sent over
     /// binder: the AIDL VTS has no such test.
     pub hidl_only: bool,
+    /// The AIDL VTS's form of the class where it differs from the 1.0 one, applied to the
+    /// later (NNAPI 1.1–1.3) vectors, which only the AIDL VTS runs.
+    pub aidl: Option<fn(&Model) -> Vec<ModelVariant>>,
 }
 
 /// A request mutation class.
@@ -87,6 +90,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operand_type,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(2),
@@ -95,6 +99,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operand_rank,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: Some(operand_rank_aidl),
     },
     ModelMutator {
         bi: Bi(3),
@@ -103,6 +108,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operand_scale,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(4),
@@ -111,6 +117,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operand_zero_point,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(5),
@@ -119,6 +126,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operand_lifetime,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(6),
@@ -127,6 +135,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operand_input_output,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(7),
@@ -135,6 +144,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: number_of_consumers,
         standalone: no_standalone,
         hidl_only: true,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(8),
@@ -143,6 +153,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: add_writer,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(9),
@@ -151,6 +162,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: remove_write,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(10),
@@ -159,6 +171,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: execution_order,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(11),
@@ -167,6 +180,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: cycles,
         standalone: fixed_cycle,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(12),
@@ -175,6 +189,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operation_operand_type,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: Some(operation_operand_type_aidl),
     },
     ModelMutator {
         bi: Bi(13),
@@ -183,6 +198,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operation_type,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(14),
@@ -191,6 +207,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operation_input_index,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(15),
@@ -199,6 +216,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operation_output_index,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(16),
@@ -207,6 +225,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: model_io_index,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(17),
@@ -215,6 +234,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: remove_operand,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: Some(remove_operand_aidl),
     },
     ModelMutator {
         bi: Bi(18),
@@ -223,6 +243,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: remove_operation,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(19),
@@ -231,6 +252,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: remove_operation_input,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: Some(remove_operation_input_aidl),
     },
     ModelMutator {
         bi: Bi(20),
@@ -239,6 +261,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: remove_operation_output,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(21),
@@ -247,6 +270,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: add_operation_input,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
     ModelMutator {
         bi: Bi(22),
@@ -255,6 +279,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: add_operation_output,
         standalone: no_standalone,
         hidl_only: false,
+        aidl: None,
     },
 ];
 
@@ -313,6 +338,10 @@ pub fn request_mutator(bi: u8) -> Option<&'static RequestMutator> {
 #[derive(Clone)]
 pub struct BaseModel {
     pub vector: String,
+    /// From the later (NNAPI 1.1–1.3) set, which only the AIDL VTS runs.
+    pub later: bool,
+    /// The vector's `expectFailure`: VTS mutates such a model but not its request.
+    pub expect_failure: bool,
     /// `copy`, `reference` or `internal` (AOSP `all_inputs_as_internal`, from the copy model).
     pub label: &'static str,
     pub model: Model,
@@ -346,9 +375,14 @@ pub fn base_models(v: &Vector) -> Result<Vec<BaseModel>, VectorError> {
                 .request
         };
         let builder: Arc<dyn Fn() -> Request + Send + Sync> = Arc::new(builder);
-        if mode == ConstantMode::Copy {
+        // The later files carry AOSP's own `all_inputs_as_internal` variants, which the
+        // AIDL VTS does not mutate; only 1.0 vectors get the derived graph.
+        let later = v.version.as_deref().is_some_and(|ver| ver != "V1_0");
+        if mode == ConstantMode::Copy && !later {
             out.push(BaseModel {
                 vector: v.name.clone(),
+                later,
+                expect_failure: v.expect_failure,
                 label: "internal",
                 model: inputs_as_internal(&model),
                 request: builder.clone(),
@@ -356,6 +390,8 @@ pub fn base_models(v: &Vector) -> Result<Vec<BaseModel>, VectorError> {
         }
         out.push(BaseModel {
             vector: v.name.clone(),
+            later,
+            expect_failure: v.expect_failure,
             label: match mode {
                 ConstantMode::Copy => "copy",
                 ConstantMode::Reference => "reference",
@@ -425,10 +461,11 @@ pub fn operand_type(model: &Model) -> Vec<ModelVariant> {
 
 /// BI-02: scalars given one (unspecified) dimension, tensors given rank 0.
 pub fn operand_rank(model: &Model) -> Vec<ModelVariant> {
+    use OperandType::*;
     (0..model.operands.len())
         .map(|operand| {
             let rank = match operand_type_of(&model.operands[operand]) {
-                Some(OperandType::Float32 | OperandType::Int32 | OperandType::UInt32) => 1,
+                Some(Float32 | Int32 | UInt32 | Bool | Float16) => 1,
                 _ => 0,
             };
             variant(
@@ -441,18 +478,35 @@ pub fn operand_rank(model: &Model) -> Vec<ModelVariant> {
         .collect()
 }
 
-/// BI-03: 1.0 for scalars and float tensors, -1.0 for TENSOR_INT32, 0.0 for quant8.
+/// BI-02 as the AIDL VTS has it: scalars only (a tensor of unknown rank is valid since NNAPI
+/// 1.2, so tensors are skipped).
+pub fn operand_rank_aidl(model: &Model) -> Vec<ModelVariant> {
+    operand_rank(model)
+        .into_iter()
+        .filter(|v| v.name.ends_with("rank of 1"))
+        .collect()
+}
+
+/// BI-03 (`getInvalidScale`): 1.0 for scalars, float, boolean, per-channel and subgraph
+/// operands, -1.0 for TENSOR_INT32, 0.0 for the other quantized types.
 pub fn operand_scale(model: &Model) -> Vec<ModelVariant> {
+    use OperandType::*;
     (0..model.operands.len())
         .map(|operand| {
             let scale = match operand_type_of(&model.operands[operand]) {
                 Some(
-                    OperandType::Float32
-                    | OperandType::Int32
-                    | OperandType::UInt32
-                    | OperandType::TensorFloat32,
+                    Float32
+                    | Int32
+                    | UInt32
+                    | Bool
+                    | Float16
+                    | TensorBool8
+                    | TensorFloat16
+                    | TensorFloat32
+                    | TensorQuant8SymmPerChannel
+                    | Subgraph,
                 ) => 1.0,
-                Some(OperandType::TensorInt32) => -1.0,
+                Some(TensorInt32) => -1.0,
                 _ => 0.0,
             };
             variant(
@@ -465,13 +519,19 @@ pub fn operand_scale(model: &Model) -> Vec<ModelVariant> {
         .collect()
 }
 
-/// BI-04: 1 for non-quant8 types, -1 and 256 for quant8.
+/// BI-04 (`getInvalidZeroPoints`): 1 where the zero point must be 0, the values just outside
+/// the range of each asymmetric type, and around 0 for the symmetric ones; none for
+/// TENSOR_QUANT8_ASYMM_SIGNED (every value in its range is valid) and OEM types.
 pub fn operand_zero_point(model: &Model) -> Vec<ModelVariant> {
+    use OperandType::*;
     let mut out = Vec::new();
     for operand in 0..model.operands.len() {
         let points: &[i32] = match operand_type_of(&model.operands[operand]) {
-            Some(OperandType::TensorQuant8Asymm) => &[-1, 256],
-            Some(OperandType::Oem | OperandType::TensorOemByte) | None => &[],
+            Some(TensorQuant8Asymm) => &[-1, 256],
+            Some(TensorQuant8Symm) => &[-129, -1, 1, 128],
+            Some(TensorQuant16Asymm) => &[-1, 65536],
+            Some(TensorQuant16Symm) => &[-32769, -1, 1, 32768],
+            Some(Oem | TensorOemByte | TensorQuant8AsymmSigned) | None => &[],
             Some(_) => &[1],
         };
         for &zp in points {
@@ -876,6 +936,76 @@ pub fn operation_operand_type(model: &Model) -> Vec<ModelVariant> {
     out
 }
 
+/// BI-12 with the AIDL VTS's skips (`mutateOperationOperandTypeSkip`): besides LSH_PROJECTION's
+/// input 1, retypings that give another valid signature — CAST / ARGMAX / ARGMIN to any of
+/// the float, int32 and 8-bit asymmetric tensors, QUANTIZE's input to a float and output to an
+/// asymmetric 8-bit tensor, DEQUANTIZE's input to an 8-bit quantized and output to a float
+/// tensor, a convolution filter to TENSOR_QUANT8_ASYMM or per-channel, AXIS_ALIGNED_BBOX_TRANSFORM
+/// boxes to an asymmetric 8-bit tensor, RANK's input to any tensor. The retyped-to types are
+/// still NNAPI 1.0's.
+pub fn operation_operand_type_aidl(model: &Model) -> Vec<ModelVariant> {
+    use OperandType::*;
+    use OperationType::*;
+    let skip = |operand: usize, ty: OperandType| -> bool {
+        let o = operand as u32;
+        model.operations.iter().any(|op| {
+            let input = |k: usize| op.inputs.get(k) == Some(&o);
+            let output0 = op.outputs.first() == Some(&o);
+            match OperationType::from_raw(op.operation_type) {
+                Some(Cast | Argmax | Argmin) => matches!(
+                    ty,
+                    TensorFloat16
+                        | TensorFloat32
+                        | TensorInt32
+                        | TensorQuant8Asymm
+                        | TensorQuant8AsymmSigned
+                ),
+                Some(Quantize) => {
+                    (input(0) && matches!(ty, TensorFloat16 | TensorFloat32))
+                        || (output0 && matches!(ty, TensorQuant8Asymm | TensorQuant8AsymmSigned))
+                }
+                Some(Dequantize) => {
+                    (input(0)
+                        && matches!(
+                            ty,
+                            TensorQuant8Asymm
+                                | TensorQuant8AsymmSigned
+                                | TensorQuant8Symm
+                                | TensorQuant8SymmPerChannel
+                        ))
+                        || (output0 && matches!(ty, TensorFloat16 | TensorFloat32))
+                }
+                Some(TransposeConv2d | GroupedConv2d | DepthwiseConv2d | Conv2d) => {
+                    input(1) && matches!(ty, TensorQuant8Asymm | TensorQuant8SymmPerChannel)
+                }
+                Some(AxisAlignedBboxTransform) => {
+                    input(1) && matches!(ty, TensorQuant8Asymm | TensorQuant8AsymmSigned)
+                }
+                Some(Rank) => input(0) && ty.is_tensor(),
+                _ => false,
+            }
+        })
+    };
+    operation_operand_type(model)
+        .into_iter()
+        .filter(|v| {
+            // The variant changed exactly one operand; find it and its new type.
+            let changed = model
+                .operands
+                .iter()
+                .zip(&v.model.operands)
+                .position(|(a, b)| a.operand_type != b.operand_type);
+            match changed {
+                Some(k) => match OperandType::from_raw(v.model.operands[k].operand_type) {
+                    Some(ty) => !skip(k, ty),
+                    None => true,
+                },
+                None => true,
+            }
+        })
+        .collect()
+}
+
 /// BI-13: each operation's type set to values outside the enum (VTS's four bounds and the
 /// 8.1 test's 0xDEADBEEF).
 pub fn operation_type(model: &Model) -> Vec<ModelVariant> {
@@ -989,6 +1119,41 @@ pub fn remove_operand(model: &Model) -> Vec<ModelVariant> {
         .collect()
 }
 
+/// BI-17 as the AIDL VTS has it (`removeOperandSkip`): operands no operation reads are
+/// skipped (removing them changes nothing), and so are the outputs of SPLIT and of the
+/// sequence RNN/LSTM operations, whose output counts vary.
+pub fn remove_operand_aidl(model: &Model) -> Vec<ModelVariant> {
+    use OperationType::*;
+    let mut consumers = vec![0u32; model.operands.len()];
+    for op in &model.operations {
+        for &i in &op.inputs {
+            if let Some(c) = consumers.get_mut(i as usize) {
+                *c += 1;
+            }
+        }
+    }
+    let variable_outputs = [
+        Split,
+        UnidirectionalSequenceLstm,
+        UnidirectionalSequenceRnn,
+        BidirectionalSequenceLstm,
+        BidirectionalSequenceRnn,
+    ]
+    .map(OperationType::raw);
+    remove_operand(model)
+        .into_iter()
+        .enumerate()
+        .filter(|&(operand, _)| {
+            consumers.get(operand).is_some_and(|&c| c > 0)
+                && !model.operations.iter().any(|op| {
+                    variable_outputs.contains(&op.operation_type)
+                        && op.outputs.contains(&(operand as u32))
+                })
+        })
+        .map(|(_, v)| v)
+        .collect()
+}
+
 /// BI-18: each operation deleted (its inputs lose a consumer).
 pub fn remove_operation(model: &Model) -> Vec<ModelVariant> {
     (0..model.operations.len())
@@ -1019,6 +1184,52 @@ pub fn remove_operation_input(model: &Model) -> Vec<ModelVariant> {
         let op = &model.operations[operation];
         for input in 0..op.inputs.len() {
             if op.operation_type == concat && op.inputs.len() > 2 && input != op.inputs.len() - 1 {
+                continue;
+            }
+            out.push(variant(
+                19,
+                format!("removeOperationInputTest: operation {operation}, input {input}"),
+                model,
+                |m| {
+                    let operand = m.operations[operation].inputs.remove(input);
+                    if let Some(o) = m.operands.get_mut(operand as usize) {
+                        o.number_of_consumers = o.number_of_consumers.saturating_sub(1);
+                    }
+                },
+            ));
+        }
+    }
+    out
+}
+
+/// BI-19 as the AIDL VTS has it (`removeOperationInputSkip`): besides CONCATENATION's
+/// tensors, the optional trailing inputs later versions added are skipped (the layout of the
+/// convolutions, pools, DEPTH_TO_SPACE / SPACE_TO_DEPTH and the batch/space operations, the
+/// resize coordinate flags, the normalisations' axis), since dropping one leaves a valid model.
+pub fn remove_operation_input_aidl(model: &Model) -> Vec<ModelVariant> {
+    use OperationType::*;
+    let skip = |op: &Operation, input: usize| -> bool {
+        let n = op.inputs.len();
+        match OperationType::from_raw(op.operation_type) {
+            Some(Concatenation) => n > 2 && input != n - 1,
+            Some(DepthwiseConv2d) => (n, input) == (12, 11) || (n, input) == (9, 8),
+            Some(Conv2d | AveragePool2d | MaxPool2d | L2Pool2d) => {
+                (n, input) == (11, 10) || (n, input) == (8, 7)
+            }
+            Some(ResizeBilinear) => n >= 4 && input >= 3,
+            Some(ResizeNearestNeighbor) => n >= 5 && input >= 3,
+            Some(SpaceToDepth | DepthToSpace | BatchToSpaceNd) => (n, input) == (3, 2),
+            Some(SpaceToBatchNd) => (n, input) == (4, 3),
+            Some(L2Normalization) => (n, input) == (2, 1),
+            Some(LocalResponseNormalization) => (n, input) == (6, 5),
+            Some(Softmax) => (n, input) == (3, 2),
+            _ => false,
+        }
+    };
+    let mut out = Vec::new();
+    for (operation, op) in model.operations.iter().enumerate() {
+        for input in 0..op.inputs.len() {
+            if skip(op, input) {
                 continue;
             }
             out.push(variant(

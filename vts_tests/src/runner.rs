@@ -255,16 +255,49 @@ fn is_later(v: &Vector) -> bool {
     v.version.as_deref().is_some_and(|ver| ver != "V1_0")
 }
 
+/// A model the generator marks `expectFailure` (its parameters are wrong in a way only
+/// preparation or execution can tell, e.g. a depthwise filter of the wrong shape), run as
+/// VTS's ValidationTest runs it (`validateFailure`): getSupportedOperations must answer; a
+/// model not fully supported may fail to prepare (VTS then stops there); otherwise it must
+/// prepare, and executing its request must fail. It passes when it fails that way.
+fn run_expect_failure(device: &dyn Device, v: &Vector) -> VectorReport {
+    let mut report = VectorReport {
+        name: v.name.clone(),
+        ..VectorReport::default()
+    };
+    let outcome = (|| -> Result<(), String> {
+        let model =
+            to_model(v, ConstantMode::Copy).map_err(|e| format!("cannot build the model: {e}"))?;
+        let supported = guarded("supported_operations", || {
+            device.supported_operations(&model)
+        })?
+        .map_err(|e| format!("supported_operations returned {e}; VTS asserts it answers"))?;
+        let full = supported.iter().all(|&s| s);
+        let prepared = match guarded("prepare_model", || device.prepare_model(model))? {
+            Ok(p) => p,
+            Err(_) if !full => return Ok(()),
+            Err(e) => {
+                return Err(format!(
+                    "prepare_model of a fully supported model returned {e}"
+                ))
+            }
+        };
+        let example = v.examples.first().ok_or("no example")?;
+        let built = build_request(v, ConstantMode::Copy, example)
+            .map_err(|e| format!("cannot build the request: {e}"))?;
+        match guarded("execute", || prepared.execute(&built.request))? {
+            Ok(_) => Err("expectFailure: the execution succeeded".into()),
+            Err(_) => Ok(()),
+        }
+    })();
+    report.failure = outcome.err();
+    report
+}
+
 /// Runs one vector in both constant modes.
 pub fn run_vector(device: &dyn Device, v: &Vector) -> VectorReport {
     if v.expect_failure {
-        return VectorReport {
-            name: v.name.clone(),
-            skipped: Some(
-                "expectFailure: VTS runs this model only in its validation suites".into(),
-            ),
-            ..VectorReport::default()
-        };
+        return run_expect_failure(device, v);
     }
     let mut run = ModeRun::default();
     for mode in ConstantMode::ALL {
@@ -411,6 +444,9 @@ pub struct ClassReport {
     pub failures: Vec<String>,
     /// Why the class was not run on this device, when it cannot apply there.
     pub skipped: Option<String>,
+    /// Base models a request class could not use, and why: ones the driver reports not fully
+    /// supported and then does not prepare (VTS's createPreparedModel ends the test there).
+    pub skipped_bases: Vec<String>,
 }
 
 impl ClassReport {
@@ -469,7 +505,11 @@ pub fn run_model_class(
             report.failures.push(e);
             continue;
         }
-        let variants = match guarded("mutator", || (mutator.mutate)(&base.model)) {
+        let mutate = match mutator.aidl {
+            Some(aidl) if base.later => aidl,
+            _ => mutator.mutate,
+        };
+        let variants = match guarded("mutator", || mutate(&base.model)) {
             Ok(v) => v,
             Err(p) => {
                 report.failures.push(format!("{}: {p}", base.id()));
@@ -503,8 +543,26 @@ pub fn run_request_class(
         ..ClassReport::default()
     };
     for base in bases {
+        if base.expect_failure {
+            report.skipped_bases.push(format!(
+                "{}: expectFailure (VTS's validateFailure runs no request mutators)",
+                base.id()
+            ));
+            continue;
+        }
+        let full = matches!(
+            guarded("supported_operations", || device.supported_operations(&base.model)),
+            Ok(Ok(s)) if s.iter().all(|&x| x)
+        );
         let prepared = match guarded("prepare_model", || device.prepare_model(base.model.clone())) {
             Ok(Ok(p)) => p,
+            Ok(Err(e)) if !full => {
+                report.skipped_bases.push(format!(
+                    "{}: not fully supported and not prepared ({e})",
+                    base.id()
+                ));
+                continue;
+            }
             Ok(Err(e)) => {
                 report
                     .failures

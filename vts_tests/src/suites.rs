@@ -117,6 +117,15 @@ pub fn dynamic(device: &dyn Device, v: &Vector) -> Outcome {
 /// Whether VTS's QuantizationCouplingTest instantiates `v`: the vector says so when it names
 /// its suites; otherwise (NNAPI 1.0 vectors) one operation with a TENSOR_QUANT8_ASYMM operand,
 /// outside the operations VTS leaves out.
+/// Whether VTS's ValidationTest (the model and request mutators) instantiates `v`: every
+/// generated test model, but not AOSP's `inputs_as_internal` / `all_tensors_as_inputs`
+/// variants nor the dynamic-output-shape copies (a test kind, not a model, in VTS).
+pub fn validation_applies(v: &Vector) -> bool {
+    v.derived_from.is_none()
+        && !v.name.contains("inputs_as_internal")
+        && !v.name.contains("all_tensors_as_inputs")
+}
+
 pub fn coupling_applies(v: &Vector) -> bool {
     if !v.vts_suites.is_empty() || v.version.as_deref().is_some_and(|x| x != "V1_0") {
         return v.vts_suites.iter().any(|s| s == "QuantizationCouplingTest");

@@ -120,3 +120,75 @@ fn coreml_set_matches_onnxruntime_over_rpc() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Writes `model` to a scratch file and runs `nnhal run` on it.
+fn run_cli(model: &nnhal_coreml::proto::Model, tag: &str) -> std::process::Output {
+    use prost::Message;
+    let dir = std::env::temp_dir().join(format!("nnhal-coreml-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("model.mlmodel");
+    std::fs::write(&path, model.encode_to_vec()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nnhal"))
+        .args(["run", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    out
+}
+
+fn case_model(name: &str) -> nnhal_coreml::proto::Model {
+    use prost::Message;
+    let bytes = std::fs::read(dir().join(format!("{name}.mlmodel"))).unwrap();
+    nnhal_coreml::proto::Model::decode(bytes.as_slice()).unwrap()
+}
+
+#[test]
+fn unsupported_layer_names_the_layer_and_exits_2() {
+    use nnhal_coreml::proto::{model::Type, neural_network_layer::Layer, Unsupported};
+    let mut model = case_model("conv_valid_3x3");
+    let Some(Type::NeuralNetwork(net)) = &mut model.r#type else {
+        panic!("a neuralNetwork body")
+    };
+    net.layers[0].layer = Some(Layer::Embedding(Unsupported {}));
+    let out = run_cli(&model, "unsupported");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("layer 0 'conv' (embedding)"), "{err}");
+}
+
+#[test]
+fn deconvolution_and_dilation_are_refused_with_the_layer_named() {
+    use nnhal_coreml::proto::{model::Type, neural_network_layer::Layer};
+    for (tag, why) in [("deconv", "deconvolution"), ("dilation", "dilation")] {
+        let mut model = case_model("conv_valid_3x3");
+        let Some(Type::NeuralNetwork(net)) = &mut model.r#type else {
+            panic!("a neuralNetwork body")
+        };
+        let Some(Layer::Convolution(c)) = &mut net.layers[0].layer else {
+            panic!("a convolution")
+        };
+        if tag == "deconv" {
+            c.is_deconvolution = true;
+        } else {
+            c.dilation_factor = vec![2, 2];
+        }
+        let out = run_cli(&model, tag);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("layer 0 'conv' (convolution)") && err.contains(why),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn ml_program_models_are_refused_with_exit_2() {
+    use nnhal_coreml::proto::{model::Type, Unsupported};
+    let mut model = case_model("conv_valid_3x3");
+    model.r#type = Some(Type::MlProgram(Unsupported {}));
+    let out = run_cli(&model, "mlprogram");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("mlProgram"), "{err}");
+}

@@ -126,7 +126,7 @@ pub fn weights(
                 .iter()
                 .enumerate()
                 .map(|(i, &b)| {
-                    let r = if stride == 0 { 0 } else { i / stride };
+                    let r = i.checked_div(stride).unwrap_or(0);
                     let s = l.scale[if l.scale.len() == 1 { 0 } else { r }];
                     let o = l.bias[if l.bias.len() == 1 { 0 } else { r }];
                     s * f32::from(b) + o

@@ -227,7 +227,11 @@ impl Lowering {
                 let dims: Vec<usize> = a
                     .shape
                     .iter()
-                    .map(|&d| usize::try_from(d).ok().filter(|&d| d >= 1 && d <= 1 << 20))
+                    .map(|&d| {
+                        usize::try_from(d)
+                            .ok()
+                            .filter(|d| (1..=1 << 20).contains(d))
+                    })
                     .collect::<Option<_>>()
                     .ok_or_else(|| bad(format!("shape {:?}", a.shape)))?;
                 element_count(&dims).map_err(bad)?;
@@ -252,10 +256,10 @@ impl Lowering {
                 };
                 let h = usize::try_from(i.height)
                     .ok()
-                    .filter(|&v| v >= 1 && v <= 1 << 14);
+                    .filter(|v| (1..=1 << 14).contains(v));
                 let w = usize::try_from(i.width)
                     .ok()
-                    .filter(|&v| v >= 1 && v <= 1 << 14);
+                    .filter(|v| (1..=1 << 14).contains(v));
                 let (Some(h), Some(w)) = (h, w) else {
                     return Err(bad(format!("image size {}×{}", i.width, i.height)));
                 };

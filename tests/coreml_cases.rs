@@ -84,7 +84,7 @@ fn check(case: &Case, execute: &dyn Fn(&nnhal::hal::Model, &nnhal::hal::Request)
 fn coreml_set_matches_onnxruntime_in_process() {
     let driver = nnhal::Driver::new(1).unwrap();
     let all = cases();
-    assert!(all.len() >= 43, "{} cases", all.len());
+    assert!(all.len() >= 45, "{} cases", all.len());
     let mut problems = Vec::new();
     for case in &all {
         problems.extend(check(case, &|model, request| {
@@ -191,4 +191,29 @@ fn ml_program_models_are_refused_with_exit_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("mlProgram"), "{err}");
+}
+
+#[test]
+fn classifier_labels_come_with_the_probabilities() {
+    let d = dir();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nnhal"))
+        .args(["run", d.join("classifier_labels.mlmodel").to_str().unwrap()])
+        .args([
+            "--input",
+            d.join("classifier_labels.in0.npy").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected = npy::read(&d.join("classifier_labels.out0.npy")).unwrap();
+    let p = values(&expected);
+    let best = (0..p.len()).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap();
+    let first = text.lines().find(|l| l.starts_with("class '")).unwrap();
+    let label = ["cat", "dog", "bird"][best];
+    assert!(first.starts_with(&format!("class '{label}': ")), "{text}");
 }

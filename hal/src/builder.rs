@@ -278,6 +278,8 @@ pub struct ImportedModel {
     pub outputs: Vec<Edge>,
     /// One line per source node: what it became (operations, fused, folded, removed).
     pub summary: Vec<String>,
+    /// A classifier's class labels, one per element of output 0 (the probabilities).
+    pub class_labels: Option<Vec<String>>,
 }
 
 #[cfg(test)]

@@ -31,6 +31,8 @@ struct Net<'a> {
     preprocessing: &'a [proto::NeuralNetworkPreprocessing],
     updatable: bool,
     labels: Option<Vec<String>>,
+    /// A classifier's probability blob (`labelProbabilityLayerName`, else the last layer's).
+    probabilities: Option<String>,
 }
 
 fn model_type_name(t: &proto::model::Type) -> String {
@@ -72,12 +74,14 @@ pub fn lower(model: &proto::Model) -> Result<ImportedModel, CoremlError> {
             preprocessing: &n.preprocessing,
             updatable: n.update_params.is_some(),
             labels: None,
+            probabilities: None,
         },
         Some(Type::NeuralNetworkRegressor(n)) => Net {
             layers: &n.layers,
             preprocessing: &n.preprocessing,
             updatable: n.update_params.is_some(),
             labels: None,
+            probabilities: None,
         },
         Some(Type::NeuralNetworkClassifier(n)) => {
             use proto::neural_network_classifier::ClassLabels;
@@ -92,6 +96,15 @@ pub fn lower(model: &proto::Model) -> Result<ImportedModel, CoremlError> {
                     }
                     None => None,
                 },
+                probabilities: Some(if n.label_probability_layer_name.is_empty() {
+                    n.layers
+                        .last()
+                        .and_then(|l| l.output.first())
+                        .cloned()
+                        .unwrap_or_default()
+                } else {
+                    n.label_probability_layer_name.clone()
+                }),
             }
         }
         Some(Type::MlProgram(_)) => return Err(unsupported(
@@ -163,7 +176,16 @@ pub fn lower(model: &proto::Model) -> Result<ImportedModel, CoremlError> {
         {
             continue;
         }
-        outputs.push(l.output(feature, net.labels.as_deref())?);
+        let (blob, labels) = match (
+            &net.probabilities,
+            feature.r#type.as_ref().and_then(|t| t.r#type.as_ref()),
+        ) {
+            (Some(p), Some(proto::feature_type::Type::DictionaryType(_))) => {
+                (p.as_str(), net.labels.as_deref())
+            }
+            _ => (feature.name.as_str(), None),
+        };
+        outputs.push(l.output(feature, blob, labels)?);
     }
     if outputs.is_empty() {
         return Err(CoremlError::Unsupported(
@@ -181,6 +203,7 @@ pub fn lower(model: &proto::Model) -> Result<ImportedModel, CoremlError> {
         inputs,
         outputs,
         summary: l.summary,
+        class_labels: net.labels,
     })
 }
 
@@ -339,6 +362,7 @@ impl Lowering {
     fn output(
         &mut self,
         feature: &proto::FeatureDescription,
+        blob_name: &str,
         labels: Option<&[String]>,
     ) -> Result<Edge, CoremlError> {
         let bad = |why: String| {
@@ -346,8 +370,8 @@ impl Lowering {
         };
         let blob = *self
             .blobs
-            .get(&feature.name)
-            .ok_or_else(|| bad("no layer produces it".into()))?;
+            .get(blob_name)
+            .ok_or_else(|| bad(format!("no layer produces '{blob_name}'")))?;
         let declared: Vec<usize> = match feature.r#type.as_ref().and_then(|t| t.r#type.as_ref()) {
             Some(proto::feature_type::Type::MultiArrayType(a)) => a
                 .shape
@@ -366,7 +390,10 @@ impl Lowering {
             }
         }
         let (src_c, src_h, src_w) = blob.flat.unwrap_or((blob.c, blob.h, blob.w));
-        let shape = if declared.is_empty() {
+        let shape = if labels.is_some() {
+            // The probabilities of a classifier, one per class.
+            vec![count]
+        } else if declared.is_empty() {
             vec![blob.c, blob.h, blob.w]
         } else if declared.iter().product::<usize>() == count {
             declared

@@ -338,6 +338,29 @@ t.node("Gemm", ["flat", t.const(Wf), t.const(bf)], ["fc"], transB=1)
 t.node("Softmax", ["fc"], ["prob"], axis=1)
 cases.append(t.save())
 
+# A classifier: its probabilities come out as output 0 with the class labels beside them.
+t = Twin("classifier_labels", [("x", [6])], [("prob", [3])], mode="classifier")
+Wc, bc = rnd(3, 6), rnd(3)
+t.nb.add_inner_product("fc", Wc, bc, 6, 3, True, "x", "fc")
+t.nb.add_softmax("sm", "fc", "prob")
+t.nb.set_class_labels(["cat", "dog", "bird"], predicted_feature_name="label", prediction_blob="prob")
+t.node("Reshape", ["x", t.const(np.array([1, 6], np.int64))], ["x2"])
+t.node("Gemm", ["x2", t.const(Wc), t.const(bc)], ["fc"], transB=1)
+t.node("Softmax", ["fc"], ["prob"], axis=1)
+cases.append(t.save())
+
+# An image input (BGR, 0–255) with preprocessing: scale, then a per-channel bias.
+t = Twin("image_preprocessing_bgr", [("x", [3, 5, 6])], [("y", [2, 5, 6])])
+Wi = rnd(2, 3, 1, 1, scale=0.5)
+t.nb.set_pre_processing_parameters(image_input_names=["x"], is_bgr=True, red_bias=-0.4,
+                                   green_bias=-0.5, blue_bias=-0.6, image_scale=1 / 255.0)
+t.nb.add_convolution("c", 3, 2, 1, 1, 1, 1, "valid", 1, Wi.transpose(2, 3, 1, 0), None, False,
+                     input_name="x", output_name="y")
+t.node("Mul", ["x", t.const(np.array(1 / 255.0, np.float32))], ["s"])
+t.node("Add", ["s", t.const(np.array([-0.6, -0.5, -0.4], np.float32).reshape(1, 3, 1, 1))], ["b"])
+t.node("Conv", ["b", t.const(Wi)], ["y"], kernel_shape=[1, 1])
+cases.append(t.save(feeds={"x": rng.integers(0, 256, size=(3, 5, 6)).astype(np.float32)}))
+
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"seed": 15, "cases": cases}, f, indent=1)
 print(len(cases), "cases;", len({l for c in cases for l in c["layers"]}), "layer types")

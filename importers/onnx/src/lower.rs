@@ -274,6 +274,7 @@ pub fn lower(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
         inputs,
         outputs,
         summary: l.summary,
+        class_labels: None,
     })
 }
 

@@ -361,6 +361,56 @@ t.node("Add", ["s", t.const(np.array([-0.6, -0.5, -0.4], np.float32).reshape(1, 
 t.node("Conv", ["b", t.const(Wi)], ["y"], kernel_shape=[1, 1])
 cases.append(t.save(feeds={"x": rng.integers(0, 256, size=(3, 5, 6)).astype(np.float32)}))
 
+# MobileNet v1 (width 0.25, 224×224, 1000 classes): 27 convolutions (13 depthwise-separable
+# blocks), batchnorm + ReLU after each, global average pool, flatten, inner product, softmax.
+def mobilenet():
+    t = Twin("mobilenet_v1_025", [("x", [3, 224, 224])], [("prob", [1000])])
+    nb = t.nb
+    blob, onnx_blob, c, k = "x", "x", 3, 0
+
+    def block(oc, stride, depthwise):
+        nonlocal blob, onnx_blob, c, k
+        k += 1
+        groups, kc, ks = (c, 1, 3) if depthwise else (1, c, 1 if k > 1 else 3)
+        if depthwise:
+            oc = c
+        W = rnd(oc, kc, ks, ks, scale=np.sqrt(2.0 / (kc * ks * ks)))
+        pads = conv_pads(224, ks, stride, "BOTTOM_RIGHT_HEAVY") if ks == 3 else (0, 0)
+        nb.add_convolution(f"conv{k}", kc, oc, ks, ks, stride, stride, "same" if ks == 3 else "valid",
+                           groups, W.transpose(2, 3, 1, 0), None, False, input_name=blob, output_name=f"conv{k}")
+        g = (rng.random(oc) * 0.5 + 0.75).astype(np.float32); be = rnd(oc, scale=0.1)
+        mu = rnd(oc, scale=0.1); var = (rng.random(oc) * 0.5 + 0.75).astype(np.float32)
+        nb.add_batchnorm(f"bn{k}", oc, g, be, mu, var, f"conv{k}", f"bn{k}", epsilon=1e-3)
+        nb.add_activation(f"relu{k}", "RELU", f"bn{k}", f"relu{k}")
+        # Same padding of a 3×3 window: the even sizes here make it (0, 1) at stride 2, (1, 1) at 1.
+        p = [0, 0, 1, 1] if stride == 2 else ([1, 1, 1, 1] if ks == 3 else [0, 0, 0, 0])
+        t.node("Conv", [onnx_blob, t.const(W)], [f"conv{k}"], kernel_shape=[ks, ks], strides=[stride, stride],
+               pads=p, group=groups)
+        t.node("BatchNormalization", [f"conv{k}", t.const(g), t.const(be), t.const(mu), t.const(var)],
+               [f"bn{k}"], epsilon=1e-3)
+        t.node("Relu", [f"bn{k}"], [f"relu{k}"])
+        blob = onnx_blob = f"relu{k}"
+        c = oc
+
+    block(8, 2, False)
+    for oc, s in [(16, 1), (32, 2), (32, 1), (64, 2), (64, 1), (128, 2), (128, 1), (128, 1), (128, 1),
+                  (128, 1), (128, 1), (256, 2), (256, 1)]:
+        block(c, s, True)
+        block(oc, 1, False)
+    nb.add_pooling("gap", 0, 0, 1, 1, "AVERAGE", "VALID", blob, "gap", is_global=True)
+    nb.add_flatten("flat", 0, "gap", "flat")
+    Wf, bf = rnd(1000, 256, scale=0.1), rnd(1000, scale=0.1)
+    nb.add_inner_product("fc", Wf, bf, 256, 1000, True, "flat", "fc")
+    nb.add_softmax("sm", "fc", "prob")
+    t.node("GlobalAveragePool", [blob], ["gap"])
+    t.node("Flatten", ["gap"], ["flat"], axis=1)
+    t.node("Gemm", ["flat", t.const(Wf), t.const(bf)], ["fc"], transB=1)
+    t.node("Softmax", ["fc"], ["prob"], axis=1)
+    cases.append(t.save(feeds={"x": rng.random((3, 224, 224)).astype(np.float32)}))
+
+
+mobilenet()
+
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"seed": 15, "cases": cases}, f, indent=1)
 print(len(cases), "cases;", len({l for c in cases for l in c["layers"]}), "layer types")

@@ -871,13 +871,19 @@ impl Lowering {
             Layer::Upsample(p) => {
                 let x = self.one_input(layer)?;
                 Self::not_flat(&x)?;
-                use proto::upsample_layer_params::InterpolationMode;
-                if p.mode != InterpolationMode::Nn as i32 {
-                    return Err(
-                        "bilinear upsampling: none of CoreML's sampling modes is the one \
-                         NNAPI 1.0's RESIZE_BILINEAR computes"
-                            .into(),
-                    );
+                use proto::upsample_layer_params::{InterpolationMode, LinearUpsampleMode};
+                let bilinear = p.mode == InterpolationMode::Bilinear as i32;
+                if !bilinear && p.mode != InterpolationMode::Nn as i32 {
+                    return Err(format!("interpolation mode {}", p.mode));
+                }
+                // DEFAULT's grid spacing (Xin − Xin/Xout)/(Xout − 1) is Xin/Xout: the
+                // asymmetric sampling RESIZE_BILINEAR does. The align-corners modes are not it.
+                if bilinear && p.linear_upsample_mode != LinearUpsampleMode::Default as i32 {
+                    return Err(format!(
+                        "bilinear upsampling in linearUpsampleMode {} (only DEFAULT is what \
+                         NNAPI 1.0's RESIZE_BILINEAR computes)",
+                        p.linear_upsample_mode
+                    ));
                 }
                 if !p.fractional_scaling_factor.is_empty() {
                     return Err("fractional scaling factors are not supported".into());
@@ -887,6 +893,14 @@ impl Lowering {
                     [a, b] => (u(*a)?, u(*b)?),
                     s => return Err(format!("scaling factors {s:?}")),
                 };
+                if bilinear && sh > 0 && sw > 0 {
+                    let ow = self.b.int((x.w * sw) as i32);
+                    let oh = self.b.int((x.h * sh) as i32);
+                    let y = self.emit(OperationType::ResizeBilinear, &[x.operand, ow, oh])?;
+                    let b = self.image(y);
+                    set(self, b);
+                    return Ok("RESIZE_BILINEAR".into());
+                }
                 if sh != sw || sh == 0 {
                     return Err(format!(
                         "scaling factors [{sh}, {sw}]: equal height and width factors only"

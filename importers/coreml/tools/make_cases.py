@@ -411,6 +411,13 @@ def mobilenet():
 
 mobilenet()
 
+# Bilinear upsampling in the DEFAULT mode (asymmetric sampling), unequal factors.
+t = Twin("upsample_bilinear_default", [("x", [2, 3, 4])], [("y", [2, 6, 12])])
+t.nb.add_upsample("up", 2, 3, "x", "y", mode="BILINEAR", linear_upsample_mode="DEFAULT")
+t.node("Resize", ["x", "", t.const(np.array([1, 1, 2, 3], np.float32))], ["y"], mode="linear",
+       coordinate_transformation_mode="asymmetric")
+cases.append(t.save())
+
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"seed": 15, "cases": cases}, f, indent=1)
 print(len(cases), "cases;", len({l for c in cases for l in c["layers"]}), "layer types")

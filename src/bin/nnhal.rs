@@ -6,7 +6,7 @@
 //!                 VECTOR.json
 //!                                                        a golden vector's examples through the
 //!                                                        service, outputs and PASS/FAIL
-//! nnhal run       MODEL.onnx [--input X.npy]... [--output-dir DIR] [--transport inproc|rpc]
+//! nnhal run       MODEL.onnx|MODEL.mlmodel [--input X.npy]... [--output-dir DIR] [--transport inproc|rpc]
 //!                 [--socket PATH]                        an ONNX model, in-process or through
 //!                                                        the service; outputs as .npy
 //! nnhal import    MODEL.onnx [--out MODEL.json]          the lowered model and what each node

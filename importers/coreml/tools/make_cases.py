@@ -4,8 +4,7 @@
 by onnxruntime (the independent runtime), the inputs and expected outputs as .npy, and
 manifest.json listing them. CoreML blobs are [C,H,W]; the ONNX twin runs on [1,C,H,W].
 
-    python3 -m venv /tmp/cmlvenv && /tmp/cmlvenv/bin/pip install coremltools onnx onnxruntime numpy
-    /tmp/cmlvenv/bin/python importers/coreml/tools/make_cases.py
+    importers/coreml/tools/make_cases.sh    # creates tools/venv (or $VENV) and runs this script
 """
 import json, os, sys
 import numpy as np

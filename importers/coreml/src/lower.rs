@@ -577,6 +577,23 @@ impl Lowering {
                 set(self, Blob { operand, ..x });
                 Ok(what.into())
             }
+            Layer::Clip(p) => {
+                let x = self.one_input(layer)?;
+                // Only the clamps NNAPI 1.0 has as operations are exact.
+                let ty = match (p.min_val, p.max_val) {
+                    (0.0, 6.0) => OperationType::Relu6,
+                    (-1.0, 1.0) => OperationType::Relu1,
+                    (lo, hi) => {
+                        return Err(format!(
+                            "clip to [{lo}, {hi}]: only [0, 6] (RELU6) and [-1, 1] (RELU1) \
+                             are NNAPI 1.0 operations"
+                        ))
+                    }
+                };
+                let y = self.emit(ty, &[x.operand])?;
+                set(self, Blob { operand: y, ..x });
+                Ok(ty.name().to_string())
+            }
             Layer::Pooling(p) => {
                 let x = self.one_input(layer)?;
                 Self::not_flat(&x)?;

@@ -417,6 +417,13 @@ t.node("Resize", ["x", "", t.const(np.array([1, 1, 2, 3], np.float32))], ["y"], 
        coordinate_transformation_mode="asymmetric")
 cases.append(t.save())
 
+# clip [0, 6] and [-1, 1] (RELU6, RELU1).
+for name, lo, hi in [("clip_relu6", 0.0, 6.0), ("clip_relu1", -1.0, 1.0)]:
+    t = Twin(name, [("x", [3, 4, 4])], [("y", [3, 4, 4])])
+    t.nb.add_clip("clip", "x", "y", min_value=lo, max_value=hi)
+    t.node("Clip", ["x", t.const(np.array(lo, np.float32)), t.const(np.array(hi, np.float32))], ["y"])
+    cases.append(t.save(feeds={"x": rnd(3, 4, 4, scale=5.0)}))
+
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"seed": 15, "cases": cases}, f, indent=1)
 print(len(cases), "cases;", len({l for c in cases for l in c["layers"]}), "layer types")

@@ -202,8 +202,10 @@ pub fn import(path: &Path) -> Result<ImportedModel, ModelFileError> {
         Some("onnx") => {
             nnhal_onnx::import_file(path).map_err(|e| input_err(format!("{}: {e}", path.display())))
         }
+        Some("mlmodel") => nnhal_coreml::import_file(path)
+            .map_err(|e| input_err(format!("{}: {e}", path.display()))),
         _ => Err(input_err(format!(
-            "{}: not a model file this program imports (.onnx)",
+            "{}: not a model file this program imports (.onnx, .mlmodel)",
             path.display()
         ))),
     }
@@ -211,7 +213,10 @@ pub fn import(path: &Path) -> Result<ImportedModel, ModelFileError> {
 
 /// Whether `path` names a model file rather than a golden vector.
 pub fn is_model_file(path: &Path) -> bool {
-    matches!(path.extension().and_then(|e| e.to_str()), Some("onnx"))
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("onnx" | "mlmodel")
+    )
 }
 
 /// Element permutation from the source layout to the operand's order: `perm[i]` is the source
@@ -220,7 +225,16 @@ fn permutation(edge: &Edge) -> Option<Vec<usize>> {
     let (n, c, h, w) = match edge.layout {
         EdgeLayout::Same => return None,
         EdgeLayout::Nhwc => (edge.shape[0], edge.shape[1], edge.shape[2], edge.shape[3]),
-        EdgeLayout::FlatNhwc { c, h, w } => (edge.shape[0], c, h, w),
+        EdgeLayout::FlatNhwc { c, h, w } => (
+            edge.shape.iter().product::<usize>() / (c * h * w).max(1),
+            c,
+            h,
+            w,
+        ),
+        EdgeLayout::Chw => {
+            let r = edge.shape.len();
+            (1, edge.shape[r - 3], edge.shape[r - 2], edge.shape[r - 1])
+        }
     };
     let mut perm = Vec::with_capacity(n * c * h * w);
     for ni in 0..n {

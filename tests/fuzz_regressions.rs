@@ -81,6 +81,12 @@ fn fuzz_onnx_inputs_replay() {
     assert!(n >= 5, "only {n} onnx inputs committed");
 }
 
+#[test]
+fn fuzz_coreml_inputs_replay() {
+    let n = replay("coreml", fuzzing::run_coreml);
+    assert!(n >= 5, "only {n} coreml inputs committed");
+}
+
 /// The model codec gives back what it encoded, so the seeds are the vectors' real models.
 #[test]
 fn fuzz_model_codec_round_trips() {

@@ -239,8 +239,12 @@ pub enum EdgeLayout {
     Same,
     /// A source `[N, C, H, W]` tensor held as `[N, H, W, C]`.
     Nhwc,
-    /// A source `[N, C·H·W]` tensor (an NCHW image flattened) held in `[N, H, W, C]` order.
+    /// A source `[N, C·H·W]` tensor (an NCHW image flattened) held in `[N, H, W, C]` order
+    /// (any source shape with that element count: CoreML's flattened `[C·H·W, 1, 1]` too).
     FlatNhwc { c: usize, h: usize, w: usize },
+    /// A source tensor whose last three dimensions are `C, H, W` and whose leading ones are 1
+    /// (CoreML's `[C, H, W]` and `[Seq, B, C, H, W]` blobs) held as `[1, H, W, C]`.
+    Chw,
 }
 
 /// The element type on the source model's side of an edge.
@@ -274,6 +278,8 @@ pub struct ImportedModel {
     pub outputs: Vec<Edge>,
     /// One line per source node: what it became (operations, fused, folded, removed).
     pub summary: Vec<String>,
+    /// A classifier's class labels, one per element of output 0 (the probabilities).
+    pub class_labels: Option<Vec<String>>,
 }
 
 #[cfg(test)]

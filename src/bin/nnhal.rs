@@ -6,7 +6,7 @@
 //!                 VECTOR.json
 //!                                                        a golden vector's examples through the
 //!                                                        service, outputs and PASS/FAIL
-//! nnhal run       MODEL.onnx [--input X.npy]... [--output-dir DIR] [--transport inproc|rpc]
+//! nnhal run       MODEL.onnx|MODEL.mlmodel [--input X.npy]... [--output-dir DIR] [--transport inproc|rpc]
 //!                 [--socket PATH]                        an ONNX model, in-process or through
 //!                                                        the service; outputs as .npy
 //! nnhal import    MODEL.onnx [--out MODEL.json]          the lowered model and what each node
@@ -782,6 +782,15 @@ fn run_model(
         path.display(),
         imported.model.operations.len()
     );
+    if let (Some(labels), Some(nnhal::modelfile::ArrayData::F32(p))) =
+        (&imported.class_labels, outputs.first().map(|a| &a.data))
+    {
+        let mut order: Vec<usize> = (0..p.len().min(labels.len())).collect();
+        order.sort_by(|&a, &b| p[b].total_cmp(&p[a]));
+        for &i in order.iter().take(5) {
+            outln!(out, "class '{}': {}", labels[i], p[i]);
+        }
+    }
     match output_dir {
         Some(dir) => {
             std::fs::create_dir_all(dir)

@@ -277,6 +277,7 @@ pub fn lower(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
         inputs,
         outputs,
         summary: l.summary,
+        class_labels: None,
     })
 }
 
@@ -1608,7 +1609,7 @@ impl Lowering<'_> {
         let plain_order = match &d.layout {
             EdgeLayout::Same => true,
             EdgeLayout::Nhwc => d.shape[1] == 1 || d.shape[2] * d.shape[3] == 1,
-            EdgeLayout::FlatNhwc { .. } => false,
+            EdgeLayout::FlatNhwc { .. } | EdgeLayout::Chw => false,
         };
         let (dims, layout) = if plain_order {
             if shape.len() == 4 {

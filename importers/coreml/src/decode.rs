@@ -1,0 +1,150 @@
+//! From bytes to checked CoreML values: the `Model` decode with a size bound on the file, and
+//! `WeightParams` → float32 values (float32, float16, 8-bit linear and 8-bit lookup-table
+//! quantized), with every count checked against the bytes really there before allocating.
+
+use crate::proto;
+use crate::CoremlError;
+use prost::Message;
+
+/// Largest file read (1 GiB): far above the weights of any model NNAPI 1.0 can run.
+pub const MAX_FILE_BYTES: usize = 1 << 30;
+/// Largest element count of any tensor built from a layer's parameters.
+pub const MAX_ELEMENTS: usize = 1 << 28;
+
+/// Decodes a CoreML `Model`.
+pub fn model(bytes: &[u8]) -> Result<proto::Model, CoremlError> {
+    if bytes.len() > MAX_FILE_BYTES {
+        return Err(CoremlError::Malformed(format!(
+            "{} bytes: larger than the {MAX_FILE_BYTES}-byte limit",
+            bytes.len()
+        )));
+    }
+    let model = proto::Model::decode(bytes)
+        .map_err(|e| CoremlError::Malformed(format!("not a CoreML Model message: {e}")))?;
+    if model.description.is_none() {
+        return Err(CoremlError::Malformed(
+            "the Model has no description (is this a .mlmodel file?)".into(),
+        ));
+    }
+    Ok(model)
+}
+
+/// The element count of `dims`, refused beyond [`MAX_ELEMENTS`].
+pub fn element_count(dims: &[usize]) -> Result<usize, String> {
+    dims.iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= MAX_ELEMENTS)
+        .ok_or_else(|| format!("dimensions {dims:?} claim more than {MAX_ELEMENTS} elements"))
+}
+
+/// The `count` float values of a weight; `rows` is the number of output channels a per-channel
+/// linear quantization scale/bias may have (1 for a per-tensor one).
+pub fn weights(
+    w: Option<&proto::WeightParams>,
+    count: usize,
+    rows: usize,
+) -> Result<Vec<f32>, String> {
+    let w = w.ok_or("weights missing")?;
+    if count > MAX_ELEMENTS {
+        return Err(format!("{count} weights: more than {MAX_ELEMENTS}"));
+    }
+    let sources = [
+        !w.float_value.is_empty(),
+        !w.float16_value.is_empty(),
+        !w.raw_value.is_empty(),
+        !w.int8_raw_value.is_empty(),
+    ];
+    if sources.iter().filter(|&&s| s).count() > 1 {
+        return Err("weights stored in more than one form".into());
+    }
+    if !w.float_value.is_empty() {
+        if w.float_value.len() != count {
+            return Err(format!(
+                "{} float weights, the layer needs {count}",
+                w.float_value.len()
+            ));
+        }
+        return Ok(w.float_value.clone());
+    }
+    if !w.float16_value.is_empty() {
+        if w.float16_value.len() != 2 * count {
+            return Err(format!(
+                "{} bytes of float16 weights, the layer needs {count} values",
+                w.float16_value.len()
+            ));
+        }
+        return Ok(w
+            .float16_value
+            .chunks_exact(2)
+            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+            .collect());
+    }
+    if !w.int8_raw_value.is_empty() {
+        return Err(
+            "int8 weights (int8RawValue, for dynamic quantization) are not supported".into(),
+        );
+    }
+    if w.raw_value.is_empty() {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        return Err(format!("no weight values, the layer needs {count}"));
+    }
+    let q = w
+        .quantization
+        .as_ref()
+        .ok_or("rawValue weights without quantization parameters")?;
+    if q.number_of_bits != 8 {
+        return Err(format!(
+            "{}-bit quantized weights (only 8-bit ones are supported)",
+            q.number_of_bits
+        ));
+    }
+    if w.raw_value.len() != count {
+        return Err(format!(
+            "{} bytes of 8-bit weights, the layer needs {count}",
+            w.raw_value.len()
+        ));
+    }
+    use proto::quantization_params::QuantizationType;
+    match &q.quantization_type {
+        Some(QuantizationType::LinearQuantization(l)) => {
+            let per = |v: &[f32], what: &str| -> Result<(), String> {
+                if v.len() == 1 || (v.len() == rows && rows > 0) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{} linear quantization {what} values for {rows} output channels",
+                        v.len()
+                    ))
+                }
+            };
+            per(&l.scale, "scale")?;
+            per(&l.bias, "bias")?;
+            let stride = count / rows.max(1);
+            Ok(w.raw_value
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| {
+                    let r = i.checked_div(stride).unwrap_or(0);
+                    let s = l.scale[if l.scale.len() == 1 { 0 } else { r }];
+                    let o = l.bias[if l.bias.len() == 1 { 0 } else { r }];
+                    s * f32::from(b) + o
+                })
+                .collect())
+        }
+        Some(QuantizationType::LookupTableQuantization(t)) => {
+            if t.float_value.len() != 256 {
+                return Err(format!(
+                    "an 8-bit lookup table of {} values (256 needed)",
+                    t.float_value.len()
+                ));
+            }
+            Ok(w.raw_value
+                .iter()
+                .map(|&b| t.float_value[b as usize])
+                .collect())
+        }
+        None => Err("quantized weights without a quantization type".into()),
+    }
+}

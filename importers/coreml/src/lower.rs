@@ -1,0 +1,1330 @@
+//! Lowering of a decoded CoreML neural network to NNAPI 1.0 operations (float32, NHWC inside).
+//!
+//! Every blob is held as a `[1, H, W, C]` operand. A channel-first flatten of an image with
+//! H·W > 1 keeps its elements in NHWC order and remembers the source `[C, H, W]`, so an inner
+//! product after it uses re-laid-out weight columns and a model output after it is reordered on
+//! the host: the CHW element order is kept exactly, never approximated.
+
+use crate::decode::{element_count, weights};
+use crate::proto;
+use crate::proto::neural_network_layer::Layer;
+use crate::CoremlError;
+use nnhal_hal::builder::{Edge, EdgeLayout, ImportedModel, ModelBuilder, SourceType};
+use nnhal_hal::{OperandType, OperationType};
+use std::collections::HashMap;
+
+type R<T> = Result<T, String>;
+
+#[derive(Clone, Copy, Debug)]
+struct Blob {
+    operand: u32,
+    c: usize,
+    h: usize,
+    w: usize,
+    /// The source `[C, H, W]` of a channel-first flatten held in NHWC order (then `c` is C·H·W).
+    flat: Option<(usize, usize, usize)>,
+}
+
+/// The body shared by the three neural-network model types.
+struct Net<'a> {
+    layers: &'a [proto::NeuralNetworkLayer],
+    preprocessing: &'a [proto::NeuralNetworkPreprocessing],
+    updatable: bool,
+    labels: Option<Vec<String>>,
+    /// A classifier's probability blob (`labelProbabilityLayerName`, else the last layer's).
+    probabilities: Option<String>,
+}
+
+fn model_type_name(t: &proto::model::Type) -> String {
+    let debug = format!("{t:?}");
+    let name = debug.split('(').next().unwrap_or("?");
+    let mut chars = name.chars();
+    chars
+        .next()
+        .map(|c| c.to_lowercase().collect::<String>() + chars.as_str())
+        .unwrap_or_default()
+}
+
+fn layer_kind(l: &proto::NeuralNetworkLayer) -> String {
+    match &l.layer {
+        None => "unknown layer type".into(),
+        Some(layer) => {
+            let debug = format!("{layer:?}");
+            let name = debug.split('(').next().unwrap_or("?").to_string();
+            let mut chars = name.chars();
+            chars
+                .next()
+                .map(|c| c.to_lowercase().collect::<String>() + chars.as_str())
+                .unwrap_or_default()
+        }
+    }
+}
+
+pub fn lower(model: &proto::Model) -> Result<ImportedModel, CoremlError> {
+    use proto::model::Type;
+    let unsupported = CoremlError::Unsupported;
+    if model.is_updatable {
+        return Err(unsupported(
+            "an updatable model (isUpdatable): only inference models are imported".into(),
+        ));
+    }
+    let net = match &model.r#type {
+        Some(Type::NeuralNetwork(n)) => Net {
+            layers: &n.layers,
+            preprocessing: &n.preprocessing,
+            updatable: n.update_params.is_some(),
+            labels: None,
+            probabilities: None,
+        },
+        Some(Type::NeuralNetworkRegressor(n)) => Net {
+            layers: &n.layers,
+            preprocessing: &n.preprocessing,
+            updatable: n.update_params.is_some(),
+            labels: None,
+            probabilities: None,
+        },
+        Some(Type::NeuralNetworkClassifier(n)) => {
+            use proto::neural_network_classifier::ClassLabels;
+            Net {
+                layers: &n.layers,
+                preprocessing: &n.preprocessing,
+                updatable: n.update_params.is_some(),
+                labels: match &n.class_labels {
+                    Some(ClassLabels::StringClassLabels(v)) => Some(v.vector.clone()),
+                    Some(ClassLabels::Int64ClassLabels(v)) => {
+                        Some(v.vector.iter().map(|x| x.to_string()).collect())
+                    }
+                    None => None,
+                },
+                probabilities: Some(if n.label_probability_layer_name.is_empty() {
+                    n.layers
+                        .last()
+                        .and_then(|l| l.output.first())
+                        .cloned()
+                        .unwrap_or_default()
+                } else {
+                    n.label_probability_layer_name.clone()
+                }),
+            }
+        }
+        Some(Type::MlProgram(_)) => return Err(unsupported(
+            "an ML Program model (mlProgram, CoreML 5+): only NeuralNetwork models are imported"
+                .into(),
+        )),
+        Some(t) => {
+            return Err(unsupported(format!(
+                "a '{}' model: only neuralNetwork, neuralNetworkClassifier and \
+                 neuralNetworkRegressor models are imported",
+                model_type_name(t)
+            )))
+        }
+        None => {
+            return Err(CoremlError::Malformed(
+                "the Model has no body (no known model type)".into(),
+            ))
+        }
+    };
+    if net.updatable {
+        return Err(unsupported(
+            "an updatable model (updateParams): only inference models are imported".into(),
+        ));
+    }
+    let description = model.description.as_ref().expect("decode checked it");
+    let mut l = Lowering {
+        b: ModelBuilder::new(),
+        blobs: HashMap::new(),
+        summary: Vec::new(),
+    };
+    let mut inputs = Vec::new();
+    for feature in &description.input {
+        inputs.push(l.input(feature, net.preprocessing)?);
+    }
+    for (index, layer) in net.layers.iter().enumerate() {
+        let err = |why: String| CoremlError::Layer {
+            index,
+            name: layer.name.clone(),
+            kind: layer_kind(layer),
+            why,
+        };
+        if layer.is_updatable {
+            return Err(err("updatable layers are not supported".into()));
+        }
+        let done = l.layer(layer).map_err(err)?;
+        l.summary.push(format!(
+            "layer {index} '{}' ({}): {done}",
+            layer.name,
+            layer_kind(layer)
+        ));
+    }
+    let mut outputs = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for feature in &description.output {
+        if !seen.insert(feature.name.as_str()) {
+            return Err(CoremlError::Malformed(format!(
+                "output '{}' declared twice",
+                feature.name
+            )));
+        }
+        // A classifier's predicted-label output is a string or integer: the runner prints the
+        // labels beside the probabilities instead.
+        if net.labels.is_some()
+            && !matches!(
+                feature.r#type.as_ref().and_then(|t| t.r#type.as_ref()),
+                Some(proto::feature_type::Type::MultiArrayType(_))
+                    | Some(proto::feature_type::Type::DictionaryType(_))
+            )
+        {
+            continue;
+        }
+        let (blob, labels) = match (
+            &net.probabilities,
+            feature.r#type.as_ref().and_then(|t| t.r#type.as_ref()),
+        ) {
+            (Some(p), Some(proto::feature_type::Type::DictionaryType(_))) => {
+                (p.as_str(), net.labels.as_deref())
+            }
+            _ => (feature.name.as_str(), None),
+        };
+        outputs.push(l.output(feature, blob, labels)?);
+    }
+    if outputs.is_empty() {
+        return Err(CoremlError::Unsupported(
+            "the model declares no output the importer can produce".into(),
+        ));
+    }
+    let model = l.b.finish();
+    nnhal_hal::validate::validate_model(&model).map_err(|e| CoremlError::Invalid(e.to_string()))?;
+    if let Some(labels) = &net.labels {
+        l.summary
+            .push(format!("class labels: {}", labels.join(", ")));
+    }
+    Ok(ImportedModel {
+        model,
+        inputs,
+        outputs,
+        summary: l.summary,
+        class_labels: net.labels,
+    })
+}
+
+struct Lowering {
+    b: ModelBuilder,
+    blobs: HashMap<String, Blob>,
+    summary: Vec<String>,
+}
+
+fn u(v: u64) -> R<usize> {
+    usize::try_from(v)
+        .ok()
+        .filter(|&v| v <= 1 << 20)
+        .ok_or_else(|| format!("value {v} out of range"))
+}
+
+impl Lowering {
+    fn input(
+        &mut self,
+        feature: &proto::FeatureDescription,
+        preprocessing: &[proto::NeuralNetworkPreprocessing],
+    ) -> Result<Edge, CoremlError> {
+        use proto::feature_type::Type;
+        let bad = |why: String| {
+            CoremlError::Unsupported(format!("model input '{}': {why}", feature.name))
+        };
+        let ty = feature
+            .r#type
+            .as_ref()
+            .and_then(|t| t.r#type.as_ref())
+            .ok_or_else(|| {
+                CoremlError::Malformed(format!("input '{}' has no type", feature.name))
+            })?;
+        let (shape, c, h, w, image) = match ty {
+            Type::MultiArrayType(a) => {
+                if a.data_type != proto::array_feature_type::ArrayDataType::Float32 as i32
+                    && a.data_type != proto::array_feature_type::ArrayDataType::Double as i32
+                {
+                    return Err(bad(format!(
+                        "array element type {} (float32 arrays only)",
+                        a.data_type
+                    )));
+                }
+                let dims: Vec<usize> = a
+                    .shape
+                    .iter()
+                    .map(|&d| {
+                        usize::try_from(d)
+                            .ok()
+                            .filter(|d| (1..=1 << 20).contains(d))
+                    })
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| bad(format!("shape {:?}", a.shape)))?;
+                element_count(&dims).map_err(bad)?;
+                let (c, h, w) = match dims.as_slice() {
+                    [c] => (*c, 1, 1),
+                    [c, h, w] => (*c, *h, *w),
+                    [1, 1, c, h, w] => (*c, *h, *w),
+                    _ => {
+                        return Err(bad(format!(
+                            "shape {dims:?} (rank 1 [C], rank 3 [C,H,W] or rank 5 [1,1,C,H,W] only)"
+                        )))
+                    }
+                };
+                (dims, c, h, w, None)
+            }
+            Type::ImageType(i) => {
+                use proto::image_feature_type::ColorSpace;
+                let c = match ColorSpace::try_from(i.color_space) {
+                    Ok(ColorSpace::Rgb) | Ok(ColorSpace::Bgr) => 3,
+                    Ok(ColorSpace::Grayscale) => 1,
+                    _ => return Err(bad(format!("image color space {}", i.color_space))),
+                };
+                let h = usize::try_from(i.height)
+                    .ok()
+                    .filter(|v| (1..=1 << 14).contains(v));
+                let w = usize::try_from(i.width)
+                    .ok()
+                    .filter(|v| (1..=1 << 14).contains(v));
+                let (Some(h), Some(w)) = (h, w) else {
+                    return Err(bad(format!("image size {}×{}", i.width, i.height)));
+                };
+                (vec![c, h, w], c, h, w, Some(i.color_space))
+            }
+            _ => return Err(bad("not a float32 multi-array or an image".into())),
+        };
+        let operand = self.b.input(
+            OperandType::TensorFloat32,
+            &[1, h as u32, w as u32, c as u32],
+        );
+        let mut blob = Blob {
+            operand,
+            c,
+            h,
+            w,
+            flat: None,
+        };
+        let mine: Vec<_> = preprocessing
+            .iter()
+            .filter(|p| p.feature_name == feature.name || (p.feature_name.is_empty()))
+            .collect();
+        if !mine.is_empty() {
+            use proto::neural_network_preprocessing::Preprocessor;
+            let Some(space) = image else {
+                return Err(bad("preprocessing on a non-image input".into()));
+            };
+            if mine.len() > 1 {
+                return Err(bad("more than one preprocessing step".into()));
+            }
+            match &mine[0].preprocessor {
+                Some(Preprocessor::Scaler(s)) => {
+                    use proto::image_feature_type::ColorSpace;
+                    let bias = match ColorSpace::try_from(space) {
+                        Ok(ColorSpace::Rgb) => vec![s.red_bias, s.green_bias, s.blue_bias],
+                        Ok(ColorSpace::Bgr) => vec![s.blue_bias, s.green_bias, s.red_bias],
+                        _ => vec![s.gray_bias],
+                    };
+                    // An unset channelScale means 1 in the specification's proto3 reading
+                    // (coremltools writes it explicitly); 0 would blank the image.
+                    let scale = if s.channel_scale == 0.0 {
+                        1.0
+                    } else {
+                        s.channel_scale
+                    };
+                    let k = self.b.f32_tensor(&[1], &[scale]);
+                    let x = self
+                        .binary(OperationType::Mul, blob.operand, k)
+                        .map_err(bad)?;
+                    let bvec = self.b.f32_tensor(&[c as u32], &bias);
+                    blob.operand = self.binary(OperationType::Add, x, bvec).map_err(bad)?;
+                    self.summary.push(format!(
+                        "input '{}': image preprocessing scale {scale}, bias {bias:?} → MUL, ADD",
+                        feature.name
+                    ));
+                }
+                Some(Preprocessor::MeanImage(_)) => {
+                    return Err(bad("mean-image preprocessing is not supported".into()))
+                }
+                None => {}
+            }
+        }
+        self.blobs.insert(feature.name.clone(), blob);
+        Ok(Edge {
+            name: feature.name.clone(),
+            layout: if h == 1 && w == 1 {
+                EdgeLayout::Same
+            } else {
+                EdgeLayout::Chw
+            },
+            shape,
+            source_type: SourceType::Float32,
+            quantized: None,
+        })
+    }
+
+    fn output(
+        &mut self,
+        feature: &proto::FeatureDescription,
+        blob_name: &str,
+        labels: Option<&[String]>,
+    ) -> Result<Edge, CoremlError> {
+        let bad = |why: String| {
+            CoremlError::Unsupported(format!("model output '{}': {why}", feature.name))
+        };
+        let blob = *self
+            .blobs
+            .get(blob_name)
+            .ok_or_else(|| bad(format!("no layer produces '{blob_name}'")))?;
+        let declared: Vec<usize> = match feature.r#type.as_ref().and_then(|t| t.r#type.as_ref()) {
+            Some(proto::feature_type::Type::MultiArrayType(a)) => a
+                .shape
+                .iter()
+                .map(|&d| usize::try_from(d).unwrap_or(0))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let count = blob.c * blob.h * blob.w;
+        if let Some(labels) = labels {
+            if labels.len() != count {
+                return Err(bad(format!(
+                    "{} class labels for {count} probabilities",
+                    labels.len()
+                )));
+            }
+        }
+        let (src_c, src_h, src_w) = blob.flat.unwrap_or((blob.c, blob.h, blob.w));
+        let shape = if labels.is_some() {
+            // The probabilities of a classifier, one per class.
+            vec![count]
+        } else if declared.is_empty() {
+            vec![blob.c, blob.h, blob.w]
+        } else if declared.iter().product::<usize>() == count {
+            declared
+        } else {
+            return Err(bad(format!(
+                "declared shape {declared:?}, the network computes [{}, {}, {}]",
+                blob.c, blob.h, blob.w
+            )));
+        };
+        let layout = if blob.flat.is_some() {
+            EdgeLayout::FlatNhwc {
+                c: src_c,
+                h: src_h,
+                w: src_w,
+            }
+        } else if blob.h == 1 && blob.w == 1 {
+            EdgeLayout::Same
+        } else if shape.len() >= 3 && shape[shape.len() - 3..] == [blob.c, blob.h, blob.w] {
+            EdgeLayout::Chw
+        } else {
+            return Err(bad(format!(
+                "declared shape {shape:?} does not end in the computed [{}, {}, {}]",
+                blob.c, blob.h, blob.w
+            )));
+        };
+        let operand = self.b.operand_at(blob.operand);
+        let lifetime = operand.lifetime;
+        let already = self.b.model().output_indexes.contains(&blob.operand);
+        if lifetime != nnhal_hal::OperandLifeTime::TemporaryVariable.raw() || already {
+            return Err(bad(
+                "a model input, constant or repeated output as a model output is not supported"
+                    .into(),
+            ));
+        }
+        self.b.mark_output(blob.operand);
+        Ok(Edge {
+            name: feature.name.clone(),
+            shape,
+            layout,
+            source_type: SourceType::Float32,
+            quantized: None,
+        })
+    }
+
+    fn get(&self, name: &str) -> R<Blob> {
+        self.blobs.get(name).copied().ok_or_else(|| {
+            format!("input '{name}' is not produced by an earlier layer or a model input")
+        })
+    }
+
+    /// Emits `ty` on `inputs`, its output a new temporary, and returns it.
+    fn emit(&mut self, ty: OperationType, inputs: &[u32]) -> R<u32> {
+        let dims = self.b.infer(ty, inputs)?;
+        let out = self
+            .b
+            .temporary(OperandType::TensorFloat32, &dims[0], 0.0, 0);
+        self.b.operation(ty, inputs, &[out]);
+        Ok(out)
+    }
+
+    fn binary(&mut self, ty: OperationType, a: u32, c: u32) -> R<u32> {
+        let act = self.b.int(0);
+        self.emit(ty, &[a, c, act])
+    }
+
+    fn dims(&self, operand: u32) -> Vec<usize> {
+        self.b
+            .operand_at(operand)
+            .dimensions
+            .iter()
+            .map(|&d| d as usize)
+            .collect()
+    }
+
+    fn image(&mut self, operand: u32) -> Blob {
+        let d = self.dims(operand);
+        Blob {
+            operand,
+            c: d[3],
+            h: d[1],
+            w: d[2],
+            flat: None,
+        }
+    }
+
+    fn one_input(&self, layer: &proto::NeuralNetworkLayer) -> R<Blob> {
+        if layer.input.len() != 1 || layer.output.len() != 1 {
+            return Err(format!(
+                "{} inputs and {} outputs (one of each expected)",
+                layer.input.len(),
+                layer.output.len()
+            ));
+        }
+        let x = self.get(&layer.input[0])?;
+        Ok(x)
+    }
+
+    fn not_flat(x: &Blob) -> R<()> {
+        match x.flat {
+            Some((c, h, w)) => Err(format!(
+                "its input is a channel-first flatten of a [{c}, {h}, {w}] image, whose element \
+                 order this layer would not keep"
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// A `[C, H, W]` (or `[1, H, W]`, `[C]`, `[1]`) per-channel or full constant as an NHWC
+    /// operand for broadcasting against `x`.
+    fn broadcast_constant(&mut self, shape: &[u64], values: &[f32], x: &Blob) -> R<u32> {
+        let s: Vec<usize> = shape.iter().map(|&d| u(d)).collect::<R<_>>()?;
+        match s.as_slice() {
+            [] | [1] | [1, 1, 1] => Ok(self.b.f32_tensor(&[1], values)),
+            [c] | [c, 1, 1] if *c == x.c => Ok(self.b.f32_tensor(&[*c as u32], values)),
+            [c, h, w] if (*c == x.c || *c == 1) && *h == x.h && *w == x.w && x.flat.is_none() => {
+                let (c, h, w) = (*c, *h, *w);
+                let mut v = Vec::with_capacity(c * h * w);
+                for y in 0..h {
+                    for xx in 0..w {
+                        for ci in 0..c {
+                            v.push(values[(ci * h + y) * w + xx]);
+                        }
+                    }
+                }
+                Ok(self.b.f32_tensor(&[1, h as u32, w as u32, c as u32], &v))
+            }
+            _ => Err(format!(
+                "parameter shape {s:?} does not broadcast against the input [{}, {}, {}]",
+                x.c, x.h, x.w
+            )),
+        }
+    }
+
+    fn layer(&mut self, layer: &proto::NeuralNetworkLayer) -> R<String> {
+        let Some(kind) = &layer.layer else {
+            return Err("a layer type this importer does not know".into());
+        };
+        let set = |me: &mut Self, blob: Blob| {
+            me.blobs.insert(layer.output[0].clone(), blob);
+        };
+        match kind {
+            Layer::Convolution(p) => {
+                let x = self.one_input(layer)?;
+                Self::not_flat(&x)?;
+                let y = self.convolution(p, &x)?;
+                let b = self.image(y.0);
+                set(self, b);
+                Ok(y.1)
+            }
+            Layer::InnerProduct(p) => {
+                let x = self.one_input(layer)?;
+                let y = self.inner_product(p, &x)?;
+                set(self, y);
+                Ok("FULLY_CONNECTED, RESHAPE".into())
+            }
+            Layer::Activation(p) => {
+                let x = self.one_input(layer)?;
+                use proto::activation_params::NonlinearityType as N;
+                let (operand, what) = match &p.nonlinearity_type {
+                    Some(N::ReLu(_)) => (self.emit(OperationType::Relu, &[x.operand])?, "RELU"),
+                    Some(N::Sigmoid(_)) => (
+                        self.emit(OperationType::Logistic, &[x.operand])?,
+                        "LOGISTIC",
+                    ),
+                    Some(N::Tanh(_)) => (self.emit(OperationType::Tanh, &[x.operand])?, "TANH"),
+                    Some(N::Linear(l)) => {
+                        let a = self.b.f32_tensor(&[1], &[l.alpha]);
+                        let m = self.binary(OperationType::Mul, x.operand, a)?;
+                        let c = self.b.f32_tensor(&[1], &[l.beta]);
+                        (self.binary(OperationType::Add, m, c)?, "MUL, ADD")
+                    }
+                    Some(other) => {
+                        let d = format!("{other:?}");
+                        return Err(format!(
+                            "activation '{}' is not supported (ReLU, sigmoid, tanh, linear)",
+                            d.split('(').next().unwrap_or("?")
+                        ));
+                    }
+                    None => return Err("activation without a type".into()),
+                };
+                set(self, Blob { operand, ..x });
+                Ok(what.into())
+            }
+            Layer::Clip(p) => {
+                let x = self.one_input(layer)?;
+                // Only the clamps NNAPI 1.0 has as operations are exact.
+                let ty = match (p.min_val, p.max_val) {
+                    (0.0, 6.0) => OperationType::Relu6,
+                    (-1.0, 1.0) => OperationType::Relu1,
+                    (lo, hi) => {
+                        return Err(format!(
+                            "clip to [{lo}, {hi}]: only [0, 6] (RELU6) and [-1, 1] (RELU1) \
+                             are NNAPI 1.0 operations"
+                        ))
+                    }
+                };
+                let y = self.emit(ty, &[x.operand])?;
+                set(self, Blob { operand: y, ..x });
+                Ok(ty.name().to_string())
+            }
+            Layer::Pooling(p) => {
+                let x = self.one_input(layer)?;
+                Self::not_flat(&x)?;
+                let (y, what) = self.pooling(p, &x)?;
+                let b = self.image(y);
+                set(self, b);
+                Ok(what)
+            }
+            Layer::Add(_) | Layer::Multiply(_) => {
+                let (ty, alpha, name) = match kind {
+                    Layer::Add(p) => (OperationType::Add, p.alpha, "ADD"),
+                    Layer::Multiply(p) => (OperationType::Mul, p.alpha, "MUL"),
+                    _ => unreachable!(),
+                };
+                if layer.output.len() != 1 || layer.input.is_empty() {
+                    return Err("one output and at least one input expected".into());
+                }
+                let xs: Vec<Blob> = layer.input.iter().map(|n| self.get(n)).collect::<R<_>>()?;
+                let flat = xs[0].flat;
+                if xs.iter().any(|b| b.flat != flat) {
+                    return Err("inputs mix a channel-first flatten with other blobs".into());
+                }
+                let mut acc = xs[0].operand;
+                let mut n = 0;
+                if xs.len() == 1 {
+                    let k = self.b.f32_tensor(&[1], &[alpha]);
+                    acc = self.binary(ty, acc, k)?;
+                    n += 1;
+                }
+                for b in &xs[1..] {
+                    acc = self.binary(ty, acc, b.operand)?;
+                    n += 1;
+                }
+                let mut out = self.image(acc);
+                out.flat = flat;
+                set(self, out);
+                Ok(format!("{n} {name}"))
+            }
+            Layer::Concat(p) => {
+                if p.sequence_concat {
+                    return Err(
+                        "sequence concatenation is not supported (channel axis only)".into(),
+                    );
+                }
+                if layer.output.len() != 1 || layer.input.is_empty() {
+                    return Err("one output and at least one input expected".into());
+                }
+                let xs: Vec<Blob> = layer.input.iter().map(|n| self.get(n)).collect::<R<_>>()?;
+                for b in &xs {
+                    Self::not_flat(b)?;
+                }
+                let mut ins: Vec<u32> = xs.iter().map(|b| b.operand).collect();
+                ins.push(self.b.int(3));
+                let y = self.emit(OperationType::Concatenation, &ins)?;
+                let b = self.image(y);
+                set(self, b);
+                Ok("CONCATENATION (channel axis)".into())
+            }
+            Layer::Softmax(_) => {
+                let x = self.one_input(layer)?;
+                Self::not_flat(&x)?;
+                let beta = self.b.float(1.0);
+                let y = self.emit(OperationType::Softmax, &[x.operand, beta])?;
+                set(self, Blob { operand: y, ..x });
+                Ok("SOFTMAX (channel axis)".into())
+            }
+            Layer::Flatten(p) => {
+                let x = self.one_input(layer)?;
+                let n = x.c * x.h * x.w;
+                let shape = self.b.i32_tensor(&[4], &[1, 1, 1, n as i32], 0.0);
+                let y = self.emit(OperationType::Reshape, &[x.operand, shape])?;
+                let channel_last =
+                    p.mode == proto::flatten_layer_params::FlattenOrder::ChannelLast as i32;
+                let flat = if channel_last || (x.h == 1 && x.w == 1) {
+                    x.flat
+                } else {
+                    Some((x.c, x.h, x.w))
+                };
+                set(
+                    self,
+                    Blob {
+                        operand: y,
+                        c: n,
+                        h: 1,
+                        w: 1,
+                        flat,
+                    },
+                );
+                Ok(if flat.is_some() && !channel_last {
+                    "RESHAPE (channel-first order kept for the consumers)".into()
+                } else {
+                    "RESHAPE".into()
+                })
+            }
+            Layer::Reshape(p) => {
+                let x = self.one_input(layer)?;
+                let t: Vec<i64> = p.target_shape.clone();
+                let (c, h, w) = match t.as_slice() {
+                    [c, h, w] | [1, c, h, w] => (*c, *h, *w),
+                    _ => return Err(format!("target shape {t:?} (rank 3 or [1,C,H,W] only)")),
+                };
+                let (c, h, w) = (
+                    u(c as u64).map_err(|_| format!("target shape {t:?}"))?,
+                    u(h as u64).map_err(|_| format!("target shape {t:?}"))?,
+                    u(w as u64).map_err(|_| format!("target shape {t:?}"))?,
+                );
+                if c * h * w != x.c * x.h * x.w || c == 0 {
+                    return Err(format!(
+                        "target shape {t:?} holds {} elements, the input {}",
+                        c * h * w,
+                        x.c * x.h * x.w
+                    ));
+                }
+                let channel_last =
+                    p.mode == proto::reshape_layer_params::ReshapeOrder::ChannelLast as i32;
+                let flat = if h == 1 && w == 1 {
+                    if channel_last || (x.h == 1 && x.w == 1) {
+                        x.flat
+                    } else {
+                        Some((x.c, x.h, x.w))
+                    }
+                } else if x.flat.is_none()
+                    && ((x.h == 1 && x.w == 1 && channel_last) || (x.c == 1 && c == 1))
+                {
+                    None
+                } else {
+                    return Err(format!(
+                        "reshaping [{}, {}, {}] to {t:?} reorders elements in a way NNAPI 1.0 \
+                         (no TRANSPOSE) cannot express here",
+                        x.c, x.h, x.w
+                    ));
+                };
+                let shape = self
+                    .b
+                    .i32_tensor(&[4], &[1, h as i32, w as i32, c as i32], 0.0);
+                let y = self.emit(OperationType::Reshape, &[x.operand, shape])?;
+                set(
+                    self,
+                    Blob {
+                        operand: y,
+                        c,
+                        h,
+                        w,
+                        flat,
+                    },
+                );
+                Ok("RESHAPE".into())
+            }
+            Layer::Batchnorm(p) => {
+                let x = self.one_input(layer)?;
+                Self::not_flat(&x)?;
+                if p.compute_mean_var || p.instance_normalization {
+                    return Err("computeMeanVar / instanceNormalization are not supported".into());
+                }
+                let c = u(p.channels)?;
+                if c != x.c {
+                    return Err(format!("{c} channels, the input has {}", x.c));
+                }
+                let g = weights(p.gamma.as_ref(), c, c)?;
+                let be = weights(p.beta.as_ref(), c, c)?;
+                let m = weights(p.mean.as_ref(), c, c)?;
+                let v = weights(p.variance.as_ref(), c, c)?;
+                let scale: Vec<f32> = (0..c).map(|i| g[i] / (v[i] + p.epsilon).sqrt()).collect();
+                let shift: Vec<f32> = (0..c).map(|i| be[i] - m[i] * scale[i]).collect();
+                let s = self.b.f32_tensor(&[c as u32], &scale);
+                let y = self.binary(OperationType::Mul, x.operand, s)?;
+                let t = self.b.f32_tensor(&[c as u32], &shift);
+                let y = self.binary(OperationType::Add, y, t)?;
+                set(self, Blob { operand: y, ..x });
+                Ok("MUL, ADD (per channel)".into())
+            }
+            Layer::Scale(p) => {
+                let x = self.one_input(layer)?;
+                let n: usize =
+                    element_count(&p.shape_scale.iter().map(|&d| u(d)).collect::<R<Vec<_>>>()?)?;
+                let rows = p.shape_scale.first().map_or(1, |&d| d as usize);
+                let v = weights(p.scale.as_ref(), n, rows)?;
+                let k = self.broadcast_constant(&p.shape_scale, &v, &x)?;
+                let mut y = self.binary(OperationType::Mul, x.operand, k)?;
+                let mut what = "MUL".to_string();
+                if p.has_bias {
+                    let n: usize =
+                        element_count(&p.shape_bias.iter().map(|&d| u(d)).collect::<R<Vec<_>>>()?)?;
+                    let rows = p.shape_bias.first().map_or(1, |&d| d as usize);
+                    let v = weights(p.bias.as_ref(), n, rows)?;
+                    let k = self.broadcast_constant(&p.shape_bias, &v, &x)?;
+                    y = self.binary(OperationType::Add, y, k)?;
+                    what.push_str(", ADD");
+                }
+                set(self, Blob { operand: y, ..x });
+                Ok(what)
+            }
+            Layer::Bias(p) => {
+                let x = self.one_input(layer)?;
+                let n: usize =
+                    element_count(&p.shape.iter().map(|&d| u(d)).collect::<R<Vec<_>>>()?)?;
+                let rows = p.shape.first().map_or(1, |&d| d as usize);
+                let v = weights(p.bias.as_ref(), n, rows)?;
+                let k = self.broadcast_constant(&p.shape, &v, &x)?;
+                let y = self.binary(OperationType::Add, x.operand, k)?;
+                set(self, Blob { operand: y, ..x });
+                Ok("ADD".into())
+            }
+            Layer::LoadConstant(p) => {
+                if !layer.input.is_empty() || layer.output.len() != 1 {
+                    return Err("no input and one output expected".into());
+                }
+                let (c, h, w) = match p.shape.as_slice() {
+                    [c, h, w] => (u(*c)?, u(*h)?, u(*w)?),
+                    s => return Err(format!("shape {s:?} (rank 3 [C,H,W] only)")),
+                };
+                let n = element_count(&[c, h, w])?;
+                if n == 0 {
+                    return Err("an empty constant".into());
+                }
+                let v = weights(p.data.as_ref(), n, c)?;
+                let x = Blob {
+                    operand: 0,
+                    c,
+                    h,
+                    w,
+                    flat: None,
+                };
+                let k = self.broadcast_constant(&p.shape, &v, &x)?;
+                // A per-channel constant has rank 1; give every blob the rank-4 NHWC form.
+                let k = if self.dims(k).len() == 4 {
+                    k
+                } else {
+                    let full: Vec<f32> = (0..h * w).flat_map(|_| v.iter().copied()).collect();
+                    self.b.f32_tensor(&[1, h as u32, w as u32, c as u32], &full)
+                };
+                set(self, Blob { operand: k, ..x });
+                Ok("constant".into())
+            }
+            Layer::Lrn(p) => {
+                let x = self.one_input(layer)?;
+                Self::not_flat(&x)?;
+                let size = u(p.local_size)?;
+                if size % 2 == 0 || size == 0 {
+                    return Err(format!(
+                        "localSize {size}: NNAPI's window is 2·radius+1, odd sizes only"
+                    ));
+                }
+                let radius = self.b.int(((size - 1) / 2) as i32);
+                let bias = self.b.float(p.k);
+                let alpha = self.b.float(p.alpha / size as f32);
+                let beta = self.b.float(p.beta);
+                let y = self.emit(
+                    OperationType::LocalResponseNormalization,
+                    &[x.operand, radius, bias, alpha, beta],
+                )?;
+                set(self, Blob { operand: y, ..x });
+                Ok("LOCAL_RESPONSE_NORMALIZATION (alpha / localSize)".into())
+            }
+            Layer::L2normalize(_) => {
+                let x = self.one_input(layer)?;
+                if x.h != 1 || x.w != 1 {
+                    return Err(format!(
+                        "an input of [{}, {}, {}]: CoreML normalizes over C·H·W, NNAPI along \
+                         channels; H = W = 1 only",
+                        x.c, x.h, x.w
+                    ));
+                }
+                let y = self.emit(OperationType::L2Normalization, &[x.operand])?;
+                set(self, Blob { operand: y, ..x });
+                Ok("L2_NORMALIZATION".into())
+            }
+            Layer::ReorganizeData(p) => {
+                let x = self.one_input(layer)?;
+                Self::not_flat(&x)?;
+                use proto::reorganize_data_layer_params::ReorganizationType as T;
+                let ty = match T::try_from(p.mode) {
+                    Ok(T::SpaceToDepth) => OperationType::SpaceToDepth,
+                    Ok(T::DepthToSpace) => OperationType::DepthToSpace,
+                    _ => {
+                        return Err(format!(
+                            "mode {} (SPACE_TO_DEPTH and DEPTH_TO_SPACE only)",
+                            p.mode
+                        ))
+                    }
+                };
+                let block = u(p.block_size)?;
+                if block < 1 {
+                    return Err("block size 0".into());
+                }
+                let bs = self.b.int(block as i32);
+                let y = self.emit(ty, &[x.operand, bs])?;
+                let b = self.image(y);
+                set(self, b);
+                Ok(ty.name().to_string())
+            }
+            Layer::Upsample(p) => {
+                let x = self.one_input(layer)?;
+                Self::not_flat(&x)?;
+                use proto::upsample_layer_params::{InterpolationMode, LinearUpsampleMode};
+                let bilinear = p.mode == InterpolationMode::Bilinear as i32;
+                if !bilinear && p.mode != InterpolationMode::Nn as i32 {
+                    return Err(format!("interpolation mode {}", p.mode));
+                }
+                // DEFAULT's grid spacing (Xin − Xin/Xout)/(Xout − 1) is Xin/Xout: the
+                // asymmetric sampling RESIZE_BILINEAR does. The align-corners modes are not it.
+                if bilinear && p.linear_upsample_mode != LinearUpsampleMode::Default as i32 {
+                    return Err(format!(
+                        "bilinear upsampling in linearUpsampleMode {} (only DEFAULT is what \
+                         NNAPI 1.0's RESIZE_BILINEAR computes)",
+                        p.linear_upsample_mode
+                    ));
+                }
+                if !p.fractional_scaling_factor.is_empty() {
+                    return Err("fractional scaling factors are not supported".into());
+                }
+                let (sh, sw) = match p.scaling_factor.as_slice() {
+                    [] => (1, 1),
+                    [a, b] => (u(*a)?, u(*b)?),
+                    s => return Err(format!("scaling factors {s:?}")),
+                };
+                if bilinear && sh > 0 && sw > 0 {
+                    let ow = self.b.int((x.w * sw) as i32);
+                    let oh = self.b.int((x.h * sh) as i32);
+                    let y = self.emit(OperationType::ResizeBilinear, &[x.operand, ow, oh])?;
+                    let b = self.image(y);
+                    set(self, b);
+                    return Ok("RESIZE_BILINEAR".into());
+                }
+                if sh != sw || sh == 0 {
+                    return Err(format!(
+                        "scaling factors [{sh}, {sw}]: equal height and width factors only"
+                    ));
+                }
+                if sh == 1 {
+                    set(self, x);
+                    return Ok("removed (factor 1)".into());
+                }
+                // Nearest-neighbour by an integer factor s: s² copies of every channel side by
+                // side, then DEPTH_TO_SPACE puts copy (dy·s+dx) at offset (dy, dx).
+                let mut ins = vec![x.operand; sh * sh];
+                ins.push(self.b.int(3));
+                let cat = self.emit(OperationType::Concatenation, &ins)?;
+                let bs = self.b.int(sh as i32);
+                let y = self.emit(OperationType::DepthToSpace, &[cat, bs])?;
+                let b = self.image(y);
+                set(self, b);
+                Ok("CONCATENATION, DEPTH_TO_SPACE (nearest)".into())
+            }
+            Layer::Padding(p) => {
+                let x = self.one_input(layer)?;
+                Self::not_flat(&x)?;
+                use proto::padding_layer_params::PaddingType;
+                let value = match &p.padding_type {
+                    Some(PaddingType::Constant(c)) => c.value,
+                    _ => return Err("reflection / replication padding is not supported".into()),
+                };
+                let amounts = p
+                    .padding_amounts
+                    .as_ref()
+                    .map(|a| a.border_amounts.clone())
+                    .unwrap_or_default();
+                let [(t, bo), (l, r)] = match amounts.as_slice() {
+                    [] => [(0, 0), (0, 0)],
+                    [hh, ww] => [
+                        (u(hh.start_edge_size)?, u(hh.end_edge_size)?),
+                        (u(ww.start_edge_size)?, u(ww.end_edge_size)?),
+                    ],
+                    _ => return Err("padding amounts for height and width expected".into()),
+                };
+                let y = self.pad(x, [t, bo, l, r], value)?;
+                let b = self.image(y);
+                set(self, b);
+                Ok("CONCATENATION of constant borders".into())
+            }
+            other => {
+                let _ = other;
+                Err("this layer type is not supported (see the README's CoreML table)".into())
+            }
+        }
+    }
+
+    /// Constant padding built by concatenating constant-filled borders (NNAPI 1.0 has no PAD).
+    fn pad(&mut self, x: Blob, [t, bo, l, r]: [usize; 4], value: f32) -> R<u32> {
+        let mut y = x.operand;
+        let (c, h, w) = (x.c, x.h, x.w);
+        let wide = w + l + r;
+        element_count(&[c, h + t + bo, wide])?;
+        let block = |me: &mut Self, hh: usize, ww: usize| {
+            me.b.f32_tensor(
+                &[1, hh as u32, ww as u32, c as u32],
+                &vec![value; hh * ww * c],
+            )
+        };
+        if l + r > 0 {
+            let mut ins = Vec::new();
+            if l > 0 {
+                ins.push(block(self, h, l));
+            }
+            ins.push(y);
+            if r > 0 {
+                ins.push(block(self, h, r));
+            }
+            ins.push(self.b.int(2));
+            y = self.emit(OperationType::Concatenation, &ins)?;
+        }
+        if t + bo > 0 {
+            let mut ins = Vec::new();
+            if t > 0 {
+                ins.push(block(self, t, wide));
+            }
+            ins.push(y);
+            if bo > 0 {
+                ins.push(block(self, bo, wide));
+            }
+            ins.push(self.b.int(1));
+            y = self.emit(OperationType::Concatenation, &ins)?;
+        }
+        if l + r + t + bo == 0 {
+            // Keep the output a distinct operand of its own.
+            let zero = self.b.f32_tensor(&[1], &[0.0]);
+            y = self.binary(OperationType::Add, y, zero)?;
+        }
+        Ok(y)
+    }
+
+    /// Explicit paddings `[top, bottom, left, right]` of a window op.
+    fn window_padding(
+        valid: Option<&proto::ValidPadding>,
+        same: Option<&proto::SamePadding>,
+        (h, w): (usize, usize),
+        (kh, kw): (usize, usize),
+        (sh, sw): (usize, usize),
+    ) -> R<[usize; 4]> {
+        if let Some(s) = same {
+            let one = |n: usize, k: usize, st: usize, top_heavy: bool| {
+                let out = n.div_ceil(st);
+                let total = ((out - 1) * st + k).saturating_sub(n);
+                let small = total / 2;
+                if top_heavy {
+                    (total - small, small)
+                } else {
+                    (small, total - small)
+                }
+            };
+            let top_heavy =
+                s.asymmetry_mode == proto::same_padding::SamePaddingMode::TopLeftHeavy as i32;
+            let (t, b) = one(h, kh, sh, top_heavy);
+            let (l, r) = one(w, kw, sw, top_heavy);
+            return Ok([t, b, l, r]);
+        }
+        let amounts = valid
+            .and_then(|v| v.padding_amounts.as_ref())
+            .map(|a| a.border_amounts.clone())
+            .unwrap_or_default();
+        match amounts.as_slice() {
+            [] => Ok([0; 4]),
+            [hh, ww] => Ok([
+                u(hh.start_edge_size)?,
+                u(hh.end_edge_size)?,
+                u(ww.start_edge_size)?,
+                u(ww.end_edge_size)?,
+            ]),
+            _ => Err("padding amounts for height and width expected".into()),
+        }
+    }
+
+    fn padding_ints(&mut self, [t, b, l, r]: [usize; 4], (sh, sw): (usize, usize)) -> Vec<u32> {
+        [l, r, t, b, sw, sh]
+            .iter()
+            .map(|&v| self.b.int(v as i32))
+            .collect()
+    }
+
+    fn convolution(&mut self, p: &proto::ConvolutionLayerParams, x: &Blob) -> R<(u32, String)> {
+        use proto::convolution_layer_params::ConvolutionPaddingType as P;
+        if p.is_deconvolution {
+            return Err(
+                "deconvolution is not supported (NNAPI 1.0 has no transposed convolution)".into(),
+            );
+        }
+        if p.dilation_factor.iter().any(|&d| d != 1) {
+            return Err(format!(
+                "dilation {:?} not expressible in NNAPI 1.0",
+                p.dilation_factor
+            ));
+        }
+        let out_c = u(p.output_channels)?;
+        let k_c = u(p.kernel_channels)?;
+        let groups = u(p.n_groups.max(1))?;
+        let (kh, kw) = match p.kernel_size.as_slice() {
+            [] => (3, 3),
+            [a, b] => (u(*a)?, u(*b)?),
+            s => return Err(format!("kernel size {s:?}")),
+        };
+        let (sh, sw) = match p.stride.as_slice() {
+            [] => (1, 1),
+            [a, b] => (u(*a)?, u(*b)?),
+            s => return Err(format!("stride {s:?}")),
+        };
+        if kh == 0 || kw == 0 || sh == 0 || sw == 0 || out_c == 0 {
+            return Err("a zero kernel size, stride or channel count".into());
+        }
+        if k_c * groups != x.c {
+            return Err(format!(
+                "kernelChannels {k_c} × nGroups {groups} ≠ the input's {} channels",
+                x.c
+            ));
+        }
+        let depthwise = groups > 1 && k_c == 1 && out_c % groups == 0;
+        if groups > 1 && !depthwise {
+            return Err(format!(
+                "nGroups {groups}: only 1 and depthwise (kernelChannels 1) are expressible in NNAPI 1.0"
+            ));
+        }
+        let n = element_count(&[out_c, k_c, kh, kw])?;
+        let wv = weights(p.weights.as_ref(), n, out_c)?;
+        let bias = if p.has_bias {
+            weights(p.bias.as_ref(), out_c, out_c)?
+        } else {
+            vec![0.0; out_c]
+        };
+        let (valid, same) = match &p.convolution_padding_type {
+            Some(P::Valid(v)) => (Some(v), None),
+            Some(P::Same(s)) => (None, Some(s)),
+            None => (None, None),
+        };
+        let pads = Self::window_padding(valid, same, (x.h, x.w), (kh, kw), (sh, sw))?;
+        let bias_op = self.b.f32_tensor(&[out_c as u32], &bias);
+        let (filter, ty) = if depthwise {
+            // CoreML [outC, 1, kh, kw] → NNAPI [1, kh, kw, outC].
+            let mut f = vec![0f32; n];
+            for o in 0..out_c {
+                for y in 0..kh {
+                    for xx in 0..kw {
+                        f[(y * kw + xx) * out_c + o] = wv[(o * kh + y) * kw + xx];
+                    }
+                }
+            }
+            (
+                self.b
+                    .f32_tensor(&[1, kh as u32, kw as u32, out_c as u32], &f),
+                OperationType::DepthwiseConv2d,
+            )
+        } else {
+            // CoreML [outC, inC, kh, kw] → NNAPI [outC, kh, kw, inC].
+            let mut f = vec![0f32; n];
+            for o in 0..out_c {
+                for ci in 0..k_c {
+                    for y in 0..kh {
+                        for xx in 0..kw {
+                            f[((o * kh + y) * kw + xx) * k_c + ci] =
+                                wv[((o * k_c + ci) * kh + y) * kw + xx];
+                        }
+                    }
+                }
+            }
+            (
+                self.b
+                    .f32_tensor(&[out_c as u32, kh as u32, kw as u32, k_c as u32], &f),
+                OperationType::Conv2d,
+            )
+        };
+        let mut ins = vec![x.operand, filter, bias_op];
+        ins.extend(self.padding_ints(pads, (sh, sw)));
+        if depthwise {
+            ins.push(self.b.int((out_c / x.c) as i32));
+        }
+        ins.push(self.b.int(0));
+        let y = self.emit(ty, &ins)?;
+        let d = self.dims(y);
+        if let [oh, ow] = p.output_shape.as_slice() {
+            if (*oh as usize, *ow as usize) != (d[1], d[2]) {
+                return Err(format!(
+                    "outputShape {:?} disagrees with the computed {}×{}",
+                    p.output_shape, d[1], d[2]
+                ));
+            }
+        }
+        Ok((y, ty.name().to_string()))
+    }
+
+    fn inner_product(&mut self, p: &proto::InnerProductLayerParams, x: &Blob) -> R<Blob> {
+        if p.int8_dynamic_quantize {
+            return Err("int8 dynamic quantization is not supported".into());
+        }
+        let in_c = u(p.input_channels)?;
+        let out_c = u(p.output_channels)?;
+        if x.h != 1 || x.w != 1 {
+            return Err(format!(
+                "an input of [{}, {}, {}] (H = W = 1 expected; flatten first)",
+                x.c, x.h, x.w
+            ));
+        }
+        if in_c != x.c || out_c == 0 {
+            return Err(format!("inputChannels {in_c}, the input has {}", x.c));
+        }
+        let n = element_count(&[out_c, in_c])?;
+        let mut wv = weights(p.weights.as_ref(), n, out_c)?;
+        if let Some((c, h, w)) = x.flat {
+            // The operand holds the flattened image in (y, x, c) order; CoreML's column index
+            // is c·H·W + y·W + x.
+            let mut re = vec![0f32; n];
+            for o in 0..out_c {
+                for y in 0..h {
+                    for xx in 0..w {
+                        for ci in 0..c {
+                            re[o * in_c + (y * w + xx) * c + ci] =
+                                wv[o * in_c + (ci * h + y) * w + xx];
+                        }
+                    }
+                }
+            }
+            wv = re;
+        }
+        let bias = if p.has_bias {
+            weights(p.bias.as_ref(), out_c, out_c)?
+        } else {
+            vec![0.0; out_c]
+        };
+        let wop = self.b.f32_tensor(&[out_c as u32, in_c as u32], &wv);
+        let bop = self.b.f32_tensor(&[out_c as u32], &bias);
+        let act = self.b.int(0);
+        let y = self.emit(OperationType::FullyConnected, &[x.operand, wop, bop, act])?;
+        let shape = self.b.i32_tensor(&[4], &[1, 1, 1, out_c as i32], 0.0);
+        let y = self.emit(OperationType::Reshape, &[y, shape])?;
+        Ok(Blob {
+            operand: y,
+            c: out_c,
+            h: 1,
+            w: 1,
+            flat: None,
+        })
+    }
+
+    fn pooling(&mut self, p: &proto::PoolingLayerParams, x: &Blob) -> R<(u32, String)> {
+        use proto::pooling_layer_params::{PoolingPaddingType as P, PoolingType};
+        let kind =
+            PoolingType::try_from(p.r#type).map_err(|_| format!("pooling type {}", p.r#type))?;
+        let (kh, kw, sh, sw, pads) = if p.global_pooling {
+            (x.h, x.w, 1, 1, [0; 4])
+        } else {
+            let (kh, kw) = match p.kernel_size.as_slice() {
+                [] => (3, 3),
+                [a, b] => (u(*a)?, u(*b)?),
+                s => return Err(format!("kernel size {s:?}")),
+            };
+            let (sh, sw) = match p.stride.as_slice() {
+                [] => (1, 1),
+                [a, b] => (u(*a)?, u(*b)?),
+                s => return Err(format!("stride {s:?}")),
+            };
+            if kh == 0 || kw == 0 || sh == 0 || sw == 0 {
+                return Err("a zero kernel size or stride".into());
+            }
+            let pads = match &p.pooling_padding_type {
+                Some(P::Valid(v)) => {
+                    Self::window_padding(Some(v), None, (x.h, x.w), (kh, kw), (sh, sw))?
+                }
+                Some(P::Same(s)) => {
+                    Self::window_padding(None, Some(s), (x.h, x.w), (kh, kw), (sh, sw))?
+                }
+                None => [0; 4],
+                Some(P::IncludeLastPixel(v)) => {
+                    let (ph, pw) = match v.padding_amounts.as_slice() {
+                        [] => (0, 0),
+                        [a, b] => (u(*a)?, u(*b)?),
+                        s => return Err(format!("includeLastPixel padding {s:?}")),
+                    };
+                    // Output ceil((n + 2p − k) / s) + 1, less one when the last window would
+                    // start inside the end padding; the extra end padding makes NNAPI's
+                    // explicit-padding arithmetic give the same size.
+                    let one = |n: usize, k: usize, s: usize, pad: usize| -> R<(usize, usize)> {
+                        if n + 2 * pad < k {
+                            return Err("a window larger than the padded input".into());
+                        }
+                        let mut out = (n + 2 * pad - k).div_ceil(s) + 1;
+                        if pad > 0 && (out - 1) * s >= n + pad {
+                            out -= 1;
+                        }
+                        let end = ((out - 1) * s + k).saturating_sub(n + pad);
+                        Ok((pad, end))
+                    };
+                    let (t, b) = one(x.h, kh, sh, ph)?;
+                    let (l, r) = one(x.w, kw, sw, pw)?;
+                    if kind == PoolingType::Average && (t + b + l + r) > 0 {
+                        return Err(
+                            "average pooling with includeLastPixel padding counts padded \
+                             elements in a way NNAPI 1.0 cannot express"
+                                .into(),
+                        );
+                    }
+                    [t, b, l, r]
+                }
+            };
+            (kh, kw, sh, sw, pads)
+        };
+        let padded = pads.iter().any(|&v| v > 0);
+        if kind == PoolingType::Average && padded && !p.avg_pool_exclude_padding {
+            return Err(
+                "average pooling that counts padding (avgPoolExcludePadding false) with \
+                 nonzero padding is not expressible in NNAPI 1.0"
+                    .into(),
+            );
+        }
+        let ty = match kind {
+            PoolingType::Max => OperationType::MaxPool2d,
+            PoolingType::Average => OperationType::AveragePool2d,
+            PoolingType::L2 => OperationType::L2Pool2d,
+        };
+        let mut ins = vec![x.operand];
+        ins.extend(self.padding_ints(pads, (sh, sw)));
+        ins.push(self.b.int(kw as i32));
+        ins.push(self.b.int(kh as i32));
+        ins.push(self.b.int(0));
+        let y = self.emit(ty, &ins)?;
+        if kind != PoolingType::L2 {
+            return Ok((y, ty.name().to_string()));
+        }
+        // CoreML's L2 pooling is √Σx², NNAPI's the root mean square over the window's valid
+        // elements: multiply every output position by √(its valid count).
+        let d = self.dims(y);
+        let (oh, ow) = (d[1], d[2]);
+        let [t, _, l, _] = pads;
+        let mut k = Vec::with_capacity(oh * ow);
+        for oy in 0..oh {
+            let y0 = (oy * sh) as isize - t as isize;
+            let rows = (y0.max(0)..(y0 + kh as isize).min(x.h as isize)).len();
+            for ox in 0..ow {
+                let x0 = (ox * sw) as isize - l as isize;
+                let cols = (x0.max(0)..(x0 + kw as isize).min(x.w as isize)).len();
+                k.push(((rows * cols) as f32).sqrt());
+            }
+        }
+        let kop = self.b.f32_tensor(&[1, oh as u32, ow as u32, 1], &k);
+        let y = self.binary(OperationType::Mul, y, kop)?;
+        Ok((y, "L2_POOL_2D, MUL (√count: CoreML's √Σx²)".into()))
+    }
+}

@@ -417,9 +417,14 @@ pub fn run_request(data: &[u8]) {
 /// Target (e): the ONNX importer (decoder and lowering); a model it accepts must validate and
 /// is prepared and run once in-process on a seeded random input when it is small.
 pub fn run_onnx(data: &[u8]) {
-    let Ok(imported) = nnhal_onnx::import(data) else {
-        return;
-    };
+    if let Ok(imported) = nnhal_onnx::import(data) {
+        run_imported(imported);
+    }
+}
+
+/// What targets (e) and (f) do with a model an importer accepted: it must validate, and when
+/// small it is prepared and run once in-process on a seeded random input.
+fn run_imported(imported: nnhal_hal::builder::ImportedModel) {
     assert!(nnhal_hal::validate::validate_model(&imported.model).is_ok());
     let elements: usize = imported
         .model
@@ -551,28 +556,7 @@ impl ParcelTarget {
 /// Target (f): the CoreML importer (decoder and lowering), as (e) for ONNX: a model it accepts
 /// must validate and is run once in-process on a seeded random input when it is small.
 pub fn run_coreml(data: &[u8]) {
-    let Ok(imported) = nnhal_coreml::import(data) else {
-        return;
-    };
-    assert!(nnhal_hal::validate::validate_model(&imported.model).is_ok());
-    let elements: usize = imported
-        .model
-        .operands
-        .iter()
-        .map(|o| o.dimensions.iter().map(|&d| d as usize).product::<usize>())
-        .sum();
-    if elements > 1 << 16 {
-        return;
-    }
-    let inputs: Vec<_> = imported
-        .inputs
-        .iter()
-        .map(|e| crate::modelfile::random_input(e, 1))
-        .collect();
-    let Ok(request) = crate::modelfile::ModelRequest::new(&imported, &inputs) else {
-        return;
-    };
-    if let Ok(prepared) = crate::Driver::new(1).and_then(|d| d.prepare_model(imported.model)) {
-        let _ = prepared.execute(&request.request);
+    if let Ok(imported) = nnhal_coreml::import(data) {
+        run_imported(imported);
     }
 }

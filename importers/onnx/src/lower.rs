@@ -964,7 +964,7 @@ impl Lowering<'_> {
         } else {
             bail!("group {group} with {c} input channels: only 1 or depthwise (group = channels) is expressible in NNAPI 1.0");
         };
-        self.set_output(k, node, d, note.is_some());
+        self.set_output(k, node, d, note.is_some())?;
         Ok(note)
     }
 
@@ -1046,15 +1046,24 @@ impl Lowering<'_> {
     }
 
     /// Binds node `k`'s result; when a BatchNormalization was folded in, to its output instead.
-    fn set_output(&mut self, k: usize, node: &NodeProto, d: Dyn, folded: bool) {
+    /// Binds the result of node `k` (or, when an activation after it was folded in, of that
+    /// activation's node) to its output name. A node without an output is malformed.
+    fn set_output(&mut self, k: usize, node: &NodeProto, d: Dyn, folded: bool) -> R<()> {
+        let first = |n: &NodeProto| n.output.first().filter(|o| !o.is_empty()).cloned();
+        let Some(own) = first(node) else {
+            bail!("the node has no output");
+        };
         let name = if folded {
-            let next = self.consumer[&node.output[0]];
-            debug_assert!(next > k);
-            self.nodes[next].output[0].clone()
+            let next = self.consumer.get(&own).copied();
+            match next.filter(|&n| n > k).and_then(|n| first(&self.nodes[n])) {
+                Some(name) => name,
+                None => bail!("the activation folded into this node has no output"),
+            }
         } else {
-            node.output[0].clone()
+            own
         };
         self.values.insert(name, Value::Dyn(d));
+        Ok(())
     }
 
     fn batchnorm(&mut self, node: &NodeProto, _a: &Attrs) -> R<Option<String>> {
@@ -1183,7 +1192,7 @@ impl Lowering<'_> {
             quant: None,
             act: Some(act),
         };
-        self.set_output(k, node, d, note.is_some());
+        self.set_output(k, node, d, note.is_some())?;
         Ok(note)
     }
 

@@ -219,6 +219,17 @@ pub fn lower(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
         .enumerate()
         .flat_map(|(k, n)| n.output.iter().map(move |o| (o.as_str(), k)))
         .collect();
+    // Results are bound to their node's first output name (also across fused and absorbed
+    // nodes), so a node without one is malformed, whatever its operator.
+    let unnamed = |n: &NodeProto| n.output.first().is_none_or(|o| o.is_empty());
+    if let Some((k, node)) = graph.node.iter().enumerate().find(|(_, n)| unnamed(n)) {
+        return Err(OnnxError::Node {
+            index: k,
+            name: node.name.clone().unwrap_or_default(),
+            op_type: node.op_type.clone().unwrap_or_default(),
+            why: "the node has no output".into(),
+        });
+    }
     for (k, node) in graph.node.iter().enumerate() {
         let op_type = node.op_type.clone().unwrap_or_default();
         let err = |why: String| OnnxError::Node {

@@ -89,6 +89,17 @@ impl Data {
     }
 
     /// The values picked by `index` (a gather of elements).
+    /// `n` copies of the first value (which must exist).
+    pub fn repeat_first(&self, n: usize) -> Data {
+        match self {
+            Data::F32(v) => Data::F32(vec![v[0]; n]),
+            Data::U8(v) => Data::U8(vec![v[0]; n]),
+            Data::I8(v) => Data::I8(vec![v[0]; n]),
+            Data::I32(v) => Data::I32(vec![v[0]; n]),
+            Data::I64(v) => Data::I64(vec![v[0]; n]),
+        }
+    }
+
     pub fn pick(&self, index: &[usize]) -> Data {
         match self {
             Data::F32(v) => Data::F32(index.iter().map(|&i| v[i]).collect()),

@@ -2560,10 +2560,10 @@ impl Lowering<'_> {
                     Some(t) => decode::tensor(t, "value").map_err(|e| e.to_string())?.data,
                     None => Data::F32(vec![0.0]),
                 };
-                let data = value.pick(&vec![0; n]);
                 if value.is_empty() {
                     bail!("empty value");
                 }
+                let data = value.repeat_first(n);
                 Tensor { dims, data }
             }
             "Gather" => {

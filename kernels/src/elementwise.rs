@@ -623,11 +623,40 @@ pub fn logistic_u8(
     input_q: QuantParams,
     output: &mut [u8],
 ) -> Result<(), KernelError> {
-    const INPUT_INTEGER_BITS: i32 = 4;
+    fixed_point_u8("LOGISTIC", input, input_q, output, |x| {
+        rounding_divide_by_pot(fixed_point::logistic(x, INPUT_INTEGER_BITS), 23).clamp(0, 255)
+    })
+}
+
+/// TANH, quant8 (NNAPI 1.2): output scale 1/128 and zero point 128. As in
+/// [`logistic_u8`], the centred input is rescaled to a fixed-point value with 4 integer bits
+/// (inputs beyond the saturation radius go straight to 0 or 255); the gemmlowp fixed-point
+/// tanh yields Q0.31 and dividing by 2^24 gives units of 1/128 around 128; exactly +1.0 (256)
+/// is clipped to 255.
+pub fn tanh_u8(input: &[u8], input_q: QuantParams, output: &mut [u8]) -> Result<(), KernelError> {
+    fixed_point_u8("TANH", input, input_q, output, |x| {
+        (rounding_divide_by_pot(fixed_point::tanh(x, INPUT_INTEGER_BITS), 24) + 128).clamp(0, 255)
+    })
+}
+
+/// Integer bits of the fixed-point input of the quant8 LOGISTIC and TANH.
+const INPUT_INTEGER_BITS: i32 = 4;
+
+/// The quant8 LOGISTIC/TANH skeleton: the centred input is rescaled to a fixed-point value
+/// with [`INPUT_INTEGER_BITS`], inputs beyond the saturation radius go straight to 0 or 255,
+/// the others through `f`. The output depends on the byte alone, so long inputs evaluate each
+/// of the 256 values once. Fails only for a non-positive or non-finite input scale.
+fn fixed_point_u8(
+    op: &str,
+    input: &[u8],
+    input_q: QuantParams,
+    output: &mut [u8],
+    f: impl Fn(i32) -> i32 + Sync,
+) -> Result<(), KernelError> {
     debug_assert_eq!(input.len(), output.len());
     let real = f64::from(input_q.scale) * f64::from(1u32 << (31 - INPUT_INTEGER_BITS));
     let rescale = fixed_point::InputRescale::new(real).ok_or_else(|| {
-        KernelError::InvalidData(format!("LOGISTIC: invalid input scale {}", input_q.scale))
+        KernelError::InvalidData(format!("{op}: invalid input scale {}", input_q.scale))
     })?;
     let radius = rescale.input_radius(INPUT_INTEGER_BITS);
     let zero_point = input_q.zero_point;
@@ -641,12 +670,10 @@ pub fn logistic_u8(
         } else if x > radius {
             255
         } else {
-            let q0_31 = fixed_point::logistic(rescale.apply(x), INPUT_INTEGER_BITS);
-            rounding_divide_by_pot(q0_31, 23).clamp(0, 255) as u8
+            f(rescale.apply(x)) as u8
         }
     };
     if input.len() > 256 {
-        // The output depends on the byte alone: evaluate each of the 256 values once.
         let mut table = [0u8; 256];
         for (q, t) in table.iter_mut().enumerate() {
             *t = eval(q as u8);
@@ -655,39 +682,6 @@ pub fn logistic_u8(
     } else {
         map_unary(input, output, eval);
     }
-    Ok(())
-}
-
-/// TANH, quant8 (NNAPI 1.2): output scale 1/128 and zero point 128. As in
-/// [`logistic_u8`], the centred input is rescaled to a fixed-point value with 4 integer bits
-/// (inputs beyond the saturation radius go straight to 0 or 255); the gemmlowp fixed-point
-/// tanh yields Q0.31 and dividing by 2^24 gives units of 1/128 around 128; exactly +1.0 (256)
-/// is clipped to 255.
-pub fn tanh_u8(input: &[u8], input_q: QuantParams, output: &mut [u8]) -> Result<(), KernelError> {
-    const INPUT_INTEGER_BITS: i32 = 4;
-    debug_assert_eq!(input.len(), output.len());
-    let real = f64::from(input_q.scale) * f64::from(1u32 << (31 - INPUT_INTEGER_BITS));
-    let rescale = fixed_point::InputRescale::new(real).ok_or_else(|| {
-        KernelError::InvalidData(format!("TANH: invalid input scale {}", input_q.scale))
-    })?;
-    let radius = rescale.input_radius(INPUT_INTEGER_BITS);
-    let zero_point = input_q.zero_point;
-    let eval = |q: u8| -> u8 {
-        let x = i32::from(q).wrapping_sub(zero_point);
-        if x < -radius {
-            0
-        } else if x > radius {
-            255
-        } else {
-            let q0_31 = fixed_point::tanh(rescale.apply(x), INPUT_INTEGER_BITS);
-            (rounding_divide_by_pot(q0_31, 24) + 128).clamp(0, 255) as u8
-        }
-    };
-    let mut table = [0u8; 256];
-    for (q, t) in table.iter_mut().enumerate() {
-        *t = eval(q as u8);
-    }
-    map_unary(input, output, |q| table[usize::from(q)]);
     Ok(())
 }
 

@@ -149,6 +149,28 @@ struct Lowering<'a> {
     transposed_inputs: HashSet<String>,
     opset: i64,
     summary: Vec<String>,
+    /// Elements made by constant folding so far, charged against [`MAX_FOLDED_TOTAL`].
+    folded_elements: usize,
+}
+
+/// Largest tensor constant folding may make. Folding turns a few bytes of file into data
+/// (ConstantOfShape, Gather), so unlike a stored initializer its size is not bounded by the
+/// file: the shape and index computations of the models NNAPI 1.0 can run fold to a few
+/// thousand elements, and 4 Mi (16 MiB as float32) leaves ample room.
+const MAX_FOLDED_ELEMENTS: usize = 1 << 22;
+/// Largest number of elements all folds of one import may make together, so a chain of
+/// folds within the per-tensor bound cannot add up to gigabytes either.
+const MAX_FOLDED_TOTAL: usize = 1 << 24;
+
+/// The element count of a tensor about to be folded, refused beyond [`MAX_FOLDED_ELEMENTS`]
+/// before anything is allocated.
+fn folded_count(dims: &[usize]) -> R<usize> {
+    dims.iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= MAX_FOLDED_ELEMENTS)
+        .ok_or_else(|| {
+            format!("folding would make a tensor of dimensions {dims:?}, more than {MAX_FOLDED_ELEMENTS} elements")
+        })
 }
 
 pub fn lower(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
@@ -196,6 +218,7 @@ pub fn lower(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
         transposed_inputs: HashSet::new(),
         opset,
         summary: Vec::new(),
+        folded_elements: 0,
     };
     for (k, node) in graph.node.iter().enumerate() {
         for i in node.input.iter().filter(|i| !i.is_empty()) {
@@ -669,6 +692,10 @@ impl Lowering<'_> {
             .all(|i| matches!(self.values.get(i), Some(Value::Const(_))));
         if all_const && !node.input.is_empty() {
             if let Some(t) = self.fold(op, node, &a)? {
+                self.folded_elements += t.data.len();
+                if self.folded_elements > MAX_FOLDED_TOTAL {
+                    bail!("constant folding has made more than {MAX_FOLDED_TOTAL} elements in all");
+                }
                 self.set(node, Value::Const(t));
                 return Ok(Some("folded".into()));
             }
@@ -2555,7 +2582,7 @@ impl Lowering<'_> {
                     .iter()
                     .map(|&d| d.max(0) as usize)
                     .collect();
-                let n = element_count(&dims)?;
+                let n = folded_count(&dims)?;
                 let value = match a.get("value").and_then(|v| v.t.as_ref()) {
                     Some(t) => decode::tensor(t, "value").map_err(|e| e.to_string())?.data,
                     None => Data::F32(vec![0.0]),
@@ -2573,7 +2600,12 @@ impl Lowering<'_> {
                 let outer: usize = t.dims[..axis].iter().product();
                 let inner: usize = t.dims[axis + 1..].iter().product();
                 let n = t.dims[axis] as i64;
-                let mut pick = Vec::new();
+                let picked = outer
+                    .checked_mul(ix.len())
+                    .and_then(|p| p.checked_mul(inner))
+                    .ok_or("the gathered size overflows")?;
+                folded_count(&[picked])?;
+                let mut pick = Vec::with_capacity(picked);
                 for o in 0..outer {
                     for &i in &ix {
                         let i = if i < 0 { i + n } else { i };
@@ -2601,6 +2633,7 @@ impl Lowering<'_> {
             "Concat" => {
                 let ts: Vec<Tensor> = (0..node.input.len()).map(c).collect::<R<_>>()?;
                 if ts.iter().all(|t| t.dims.len() == 1) {
+                    folded_count(&[ts.iter().map(|t| t.data.len()).sum()])?;
                     let mut all = Vec::new();
                     for t in &ts {
                         all.extend(t.data.to_f64());

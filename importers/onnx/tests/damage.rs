@@ -130,6 +130,75 @@ fn bi_onnx_a_2gb_tensor_claim_is_refused_before_allocating() {
     );
 }
 
+fn int64s(name: &str, values: &[i64]) -> TensorProto {
+    TensorProto {
+        dims: vec![values.len() as i64],
+        data_type: Some(7),
+        name: Some(name.into()),
+        int64_data: values.to_vec(),
+        ..TensorProto::default()
+    }
+}
+
+/// A 619-byte file once folded a ConstantOfShape into an 805 MB constant (4.7 GB peak while
+/// importing); folding has its own, much smaller bound, checked before the fill.
+#[test]
+fn bi_onnx_a_folded_constant_of_huge_shape_is_refused_before_allocating() {
+    let e = error(&graph(
+        vec![
+            node("ConstantOfShape", "fill", &["shape"], &["w"]),
+            node("Add", "a", &["x", "w"], &["y"]),
+        ],
+        vec![int64s("shape", &[67108865, 3])],
+        &["x"],
+        &["y"],
+    ));
+    assert!(
+        e.contains("'fill' (ConstantOfShape)") && e.contains("folding would make"),
+        "{e}"
+    );
+}
+
+/// Gather's output size is indices × the gathered rows: small inputs can claim a lot.
+#[test]
+fn bi_onnx_a_folded_gather_blowup_is_refused_before_allocating() {
+    let e = error(&graph(
+        vec![
+            node("ConstantOfShape", "fill", &["shape"], &["t"]),
+            node("Gather", "g", &["t", "idx"], &["w"]),
+            node("Add", "a", &["x", "w"], &["y"]),
+        ],
+        vec![int64s("shape", &[2, 1 << 21]), int64s("idx", &[0; 64])],
+        &["x"],
+        &["y"],
+    ));
+    assert!(
+        e.contains("'g' (Gather)") && e.contains("folding would make"),
+        "{e}"
+    );
+}
+
+/// Many folds each within the per-tensor bound still cannot add up to gigabytes.
+#[test]
+fn bi_onnx_folds_adding_up_past_the_total_bound_are_refused() {
+    let mut nodes = Vec::new();
+    let names: Vec<String> = (0..8).map(|k| format!("f{k}")).collect();
+    for name in &names {
+        nodes.push(node("ConstantOfShape", name, &["shape"], &[name.as_str()]));
+    }
+    nodes.push(node("Add", "a", &["x", "f0"], &["y"]));
+    let e = error(&graph(
+        nodes,
+        vec![int64s("shape", &[1 << 22])],
+        &["x"],
+        &["y"],
+    ));
+    assert!(
+        e.contains("'f4' (ConstantOfShape)") && e.contains("more than 16777216 elements in all"),
+        "{e}"
+    );
+}
+
 #[test]
 fn bi_onnx_declared_size_disagreeing_with_data_is_refused() {
     let short = TensorProto {

@@ -1558,8 +1558,8 @@ impl Lowering<'_> {
                     norm_axis(axis, rank)?
                 };
                 Ok(vec![
-                    shape[..axis].iter().product(),
-                    shape[axis..].iter().product(),
+                    element_count(&shape[..axis])?,
+                    element_count(&shape[axis..])?,
                 ])
             }
             "Squeeze" => {
@@ -2597,8 +2597,8 @@ impl Lowering<'_> {
                 let (t, idx) = (c(0)?, c(1)?);
                 let axis = norm_axis(a.i("axis", 0), t.dims.len())?;
                 let ix = idx.data.to_i64().ok_or("indices not integer")?;
-                let outer: usize = t.dims[..axis].iter().product();
-                let inner: usize = t.dims[axis + 1..].iter().product();
+                let outer = element_count(&t.dims[..axis])?;
+                let inner = element_count(&t.dims[axis + 1..])?;
                 let n = t.dims[axis] as i64;
                 let picked = outer
                     .checked_mul(ix.len())
@@ -2767,7 +2767,7 @@ fn pads(a: &Attrs, input: &[usize], kernel: &[usize], strides: &[i64]) -> R<[i32
 
 /// Reshape's output shape from its `shape` input (0 copies, -1 infers).
 fn reshape_spec(input: &[usize], spec: &[i64], allowzero: bool) -> R<Vec<usize>> {
-    let total: usize = input.iter().product();
+    let total = element_count(input)?;
     let mut out = Vec::with_capacity(spec.len());
     let mut infer = None;
     for (i, &s) in spec.iter().enumerate() {
@@ -2783,14 +2783,15 @@ fn reshape_spec(input: &[usize], spec: &[i64], allowzero: bool) -> R<Vec<usize>>
             s => bail!("shape value {s} is not valid"),
         }
     }
-    let known: usize = out.iter().product();
+    // Bounded like every other shape, so a spec of huge sizes is refused, not wrapped around.
+    let known = element_count(&out)?;
     if let Some(i) = infer {
         if known == 0 || !total.is_multiple_of(known) {
             bail!("cannot infer -1 in {spec:?} for {input:?}");
         }
         out[i] = total / known;
     }
-    if out.iter().product::<usize>() != total {
+    if element_count(&out)? != total {
         bail!("shape {spec:?} does not hold the {total} elements of {input:?}");
     }
     Ok(out)

@@ -366,14 +366,13 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
             add(op, vec![ty], vec![ty]);
         }
     }
+    // The weight has the hash's type (the canonical validator expects exactly that pair).
     for hash in [F, H] {
         for lookup in [F, H, I, Q] {
-            for weight in [F, H] {
-                if hash == F && weight == F && lookup != H {
-                    continue; // NNAPI 1.0
-                }
-                add(LshProjection, vec![hash, lookup, weight, SI], vec![I]);
+            if hash == F && lookup != H {
+                continue; // NNAPI 1.0
             }
+            add(LshProjection, vec![hash, lookup, hash, SI], vec![I]);
         }
     }
     // LSTM: float16 (clips in FLOAT16), and the layer-normalised form with 4 more weights.

@@ -117,8 +117,19 @@ fn every_later_vector_passes_or_is_reported_unsupported() {
 #[test]
 fn a_sample_of_later_vectors_over_binder() {
     let files = vector_files(&later_dir()).unwrap();
-    // Every 40th file: all three versions, control flow, dynamic shapes, every operand type.
-    let sample: Vec<PathBuf> = files.iter().step_by(40).cloned().collect();
+    // Every 40th file: all three versions, control flow, dynamic shapes, every operand type;
+    // and every layer-normalised LSTM and LSH_PROJECTION type 3 file, the last NNAPI 1.2
+    // forms of 1.0 operations to run.
+    let newest = |f: &Path| {
+        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        name.starts_with("layer_norm_lstm_") || name.starts_with("lsh_projection_3_")
+    };
+    let sample: Vec<PathBuf> = files
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| i % 40 == 0 || newest(f))
+        .map(|(_, f)| f.clone())
+        .collect();
     let device = RpcDevice::open(&TransportOptions {
         threads: 2,
         service: Some(PathBuf::from(env!("CARGO_BIN_EXE_nnhal-service"))),
@@ -128,14 +139,21 @@ fn a_sample_of_later_vectors_over_binder() {
     assert!(device.child_pid().is_some());
     let c = run(&device, &sample);
     eprintln!(
-        "binder sample of {}: {} passed, {} failed, {} skipped",
+        "binder sample of {}: {} passed, {} failed, {} skipped ({} target files)",
         sample.len(),
         c.passed,
         c.failed.len(),
-        c.skipped
+        c.skipped,
+        c.targets
     );
     assert!(c.failed.is_empty(), "{}", c.failed.join("\n"));
     assert!(c.odd_skips.is_empty(), "{}", c.odd_skips.join("\n"));
+    assert!(
+        c.targets_not_passed.is_empty(),
+        "{}",
+        c.targets_not_passed.join("\n")
+    );
+    assert!(c.targets >= 28, "{} target files in the sample", c.targets);
     assert!(c.passed > 0 && c.skipped > 0);
 }
 

@@ -188,3 +188,75 @@ fn control_flow_bodies_may_leave_ranks_unknown() {
         nnhal::hal::ErrorStatus::InvalidArgument
     );
 }
+
+#[test]
+fn bi40_layer_norm_lstm_weights_all_or_none() {
+    // NNAPI 1.2's LSTM inputs 23–26 (input, forget, cell, output layer-norm weights): all
+    // omitted is a plain LSTM, all given normalises; any other mix is malformed, and so is an
+    // input-gate weight with CIFG or its absence without. The optional inputs are made
+    // constants first: a model input among them leaves the check to execution, where the
+    // request decides what is omitted.
+    use nnhal::hal::{DataLocation, ErrorStatus, Model, OperandLifeTime};
+    let device = InProcessDevice::new(1).unwrap();
+    let load = |name: &str| {
+        let v = Vector::from_file(&later_dir().join("V1_2").join(name)).unwrap();
+        let mut m = nnhal_vts::to_model(&v, nnhal_vts::ConstantMode::Copy).unwrap();
+        let optional = [1, 5, 9, 10, 11, 12, 16, 17, 23, 24, 25, 26];
+        for i in optional.map(|pos| m.operations[0].inputs[pos]) {
+            let o = &mut m.operands[i as usize];
+            if o.lifetime == OperandLifeTime::ModelInput.raw() {
+                let bytes = 4 * o.dimensions.iter().product::<u32>();
+                o.lifetime = OperandLifeTime::ConstantCopy.raw();
+                o.location = DataLocation {
+                    pool_index: 0,
+                    offset: m.operand_values.len() as u32,
+                    length: bytes,
+                };
+                m.operand_values
+                    .extend(1.0f32.to_le_bytes().repeat(bytes as usize / 4));
+                m.input_indexes.retain(|&x| x != i);
+            }
+        }
+        m
+    };
+    let omit = |model: &Model, inputs: &[u32]| {
+        let mut m = model.clone();
+        for &i in inputs {
+            let o = &mut m.operands[i as usize];
+            o.lifetime = OperandLifeTime::NoValue.raw();
+            o.location = DataLocation::default();
+        }
+        m
+    };
+    let status = |m: &Model| device.supported_operations(m).map_err(|e| e.status());
+    let no_cifg = load("layer_norm_lstm_NoCifgPeepholeProjectionNoClippingLayerNormLstm.json");
+    let cifg = load("layer_norm_lstm_CifgPeepholeProjectionNoClippingLayerNormLstm.json");
+    for m in [
+        no_cifg.clone(),
+        cifg.clone(),
+        omit(&no_cifg, &[23, 24, 25, 26]),
+        omit(&cifg, &[24, 25, 26]),
+    ] {
+        assert_eq!(status(&m), Ok(vec![true]));
+        assert!(device.prepare_model(m).is_ok());
+    }
+    for (m, what) in [
+        (omit(&no_cifg, &[23]), "input weights omitted without CIFG"),
+        (omit(&no_cifg, &[25]), "cell weights omitted"),
+        (
+            omit(&no_cifg, &[24, 25, 26]),
+            "only the input weights given",
+        ),
+        (omit(&cifg, &[26]), "output weights omitted with CIFG"),
+    ] {
+        assert_eq!(
+            status(&m),
+            Err(ErrorStatus::InvalidArgument),
+            "{what} must be malformed"
+        );
+    }
+    // CIFG with input-gate layer-norm weights: the forget gate's vector used there too.
+    let mut m = cifg.clone();
+    m.operands[23] = m.operands[24].clone();
+    assert_eq!(status(&m), Err(ErrorStatus::InvalidArgument));
+}

@@ -6,7 +6,8 @@
 //! the output are the values' own, so no arithmetic is involved).
 //!
 //! LSH_PROJECTION hashes raw tensor bytes with FarmHash `Fingerprint64`, as the reference does,
-//! so the projected bits match the reference exactly for every input type.
+//! so the projected bits match the reference exactly for every input type. Its types are 1.0's
+//! sparse (1) and dense (2), and NNAPI 1.2's corrected sparse (3).
 
 use crate::KernelError;
 

@@ -1098,6 +1098,7 @@ fn lsh_projection(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let kind = match kind {
         LshKind::Sparse => lk::LshProjectionType::Sparse,
         LshKind::Dense => lk::LshProjectionType::Dense,
+        LshKind::SparseBucketed => lk::LshProjectionType::SparseBucketed,
     };
     let input = c.t(1)?.data.to_le_bytes();
     lk::lsh_projection(
@@ -1295,6 +1296,16 @@ fn lstm(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
         projection_bias: c.opt_f(17)?,
         output_state_in: c.f(18)?,
         cell_state_in: c.f(19)?,
+        layer_norm: if p.layer_norm {
+            Some(recurrent::LstmLayerNorm {
+                input: c.opt_f(23)?,
+                forget: c.f(24)?,
+                cell: c.f(25)?,
+                output: c.f(26)?,
+            })
+        } else {
+            None
+        },
     };
     let dims = recurrent::LstmDims {
         batch: p.batch as usize,

@@ -25,6 +25,29 @@ struct Counts {
     /// Skips for a reason other than "the driver reports an operation unsupported" or
     /// "expectFailure": each would hide a defect of the suite.
     odd_skips: Vec<String>,
+    /// Files of the target set (see [`is_target`]) seen, and those of them that did not pass.
+    targets: usize,
+    targets_not_passed: Vec<String>,
+}
+
+/// The set the driver must run in full: every operation an NNAPI 1.0 one (OEM aside) and
+/// every operand type a 1.0 type, BOOL or TENSOR_QUANT8_ASYMM_SIGNED, in any variant
+/// (relaxed, NCHW, dynamic output shape, inputs as internal operands).
+fn is_target(v: &Vector) -> bool {
+    use nnhal::hal::{OperandType, OperationType};
+    let op_ok = |name: &str| {
+        OperationType::from_name(name)
+            .is_some_and(|op| op.in_nnapi_1_0() && op != OperationType::OemOperation)
+    };
+    let type_ok = |name: &str| {
+        OperandType::from_name(name).is_some_and(|ty| {
+            (ty.in_nnapi_1_0() && !ty.is_opaque())
+                || matches!(ty, OperandType::Bool | OperandType::TensorQuant8AsymmSigned)
+        })
+    };
+    v.model.referenced.is_empty()
+        && v.model.operations.iter().all(|o| op_ok(&o.operation_type))
+        && v.model.operands.iter().all(|o| type_ok(&o.operand_type))
 }
 
 fn run(device: &dyn Device, files: &[PathBuf]) -> Counts {
@@ -40,6 +63,12 @@ fn run(device: &dyn Device, files: &[PathBuf]) -> Counts {
         let report = run_vector(device, &v);
         let version = v.version.clone().unwrap_or_default();
         let slot = c.per_version.entry(version).or_default();
+        if is_target(&v) {
+            c.targets += 1;
+            if let Some(why) = report.failure.as_ref().or(report.skipped.as_ref()) {
+                c.targets_not_passed.push(format!("{}: {why}", v.name));
+            }
+        }
         if let Some(why) = &report.failure {
             c.failed.push(format!("FAIL {}: {why}", v.name));
         } else if let Some(why) = &report.skipped {
@@ -72,16 +101,35 @@ fn every_later_vector_passes_or_is_reported_unsupported() {
     );
     assert!(c.failed.is_empty(), "{}", c.failed.join("\n"));
     assert!(c.odd_skips.is_empty(), "{}", c.odd_skips.join("\n"));
+    // The archive's index.tsv counts 4,636 files of 1.0 operations on 1.0 types, BOOL and
+    // signed quant8; every one must run (the layer-norm LSTM and LSH_PROJECTION type 3 last).
+    assert_eq!(c.targets, 4636, "target files classified");
+    assert!(
+        c.targets_not_passed.is_empty(),
+        "{}",
+        c.targets_not_passed.join("\n")
+    );
     // What runs today (1.0 operations on 1.0 types, with their dynamic-shape copies); a
     // drop means an operation stopped running.
-    assert!(c.passed >= 4639, "only {} passed", c.passed);
+    assert!(c.passed >= 4667, "only {} passed", c.passed);
 }
 
 #[test]
 fn a_sample_of_later_vectors_over_binder() {
     let files = vector_files(&later_dir()).unwrap();
-    // Every 40th file: all three versions, control flow, dynamic shapes, every operand type.
-    let sample: Vec<PathBuf> = files.iter().step_by(40).cloned().collect();
+    // Every 40th file: all three versions, control flow, dynamic shapes, every operand type;
+    // and every layer-normalised LSTM and LSH_PROJECTION type 3 file, the last NNAPI 1.2
+    // forms of 1.0 operations to run.
+    let newest = |f: &Path| {
+        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        name.starts_with("layer_norm_lstm_") || name.starts_with("lsh_projection_3_")
+    };
+    let sample: Vec<PathBuf> = files
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| i % 40 == 0 || newest(f))
+        .map(|(_, f)| f.clone())
+        .collect();
     let device = RpcDevice::open(&TransportOptions {
         threads: 2,
         service: Some(PathBuf::from(env!("CARGO_BIN_EXE_nnhal-service"))),
@@ -91,14 +139,21 @@ fn a_sample_of_later_vectors_over_binder() {
     assert!(device.child_pid().is_some());
     let c = run(&device, &sample);
     eprintln!(
-        "binder sample of {}: {} passed, {} failed, {} skipped",
+        "binder sample of {}: {} passed, {} failed, {} skipped ({} target files)",
         sample.len(),
         c.passed,
         c.failed.len(),
-        c.skipped
+        c.skipped,
+        c.targets
     );
     assert!(c.failed.is_empty(), "{}", c.failed.join("\n"));
     assert!(c.odd_skips.is_empty(), "{}", c.odd_skips.join("\n"));
+    assert!(
+        c.targets_not_passed.is_empty(),
+        "{}",
+        c.targets_not_passed.join("\n")
+    );
+    assert!(c.targets >= 28, "{} target files in the sample", c.targets);
     assert!(c.passed > 0 && c.skipped > 0);
 }
 
@@ -132,4 +187,76 @@ fn control_flow_bodies_may_leave_ranks_unknown() {
         device.supported_operations(&bad).unwrap_err().status(),
         nnhal::hal::ErrorStatus::InvalidArgument
     );
+}
+
+#[test]
+fn bi40_layer_norm_lstm_weights_all_or_none() {
+    // NNAPI 1.2's LSTM inputs 23–26 (input, forget, cell, output layer-norm weights): all
+    // omitted is a plain LSTM, all given normalises; any other mix is malformed, and so is an
+    // input-gate weight with CIFG or its absence without. The optional inputs are made
+    // constants first: a model input among them leaves the check to execution, where the
+    // request decides what is omitted.
+    use nnhal::hal::{DataLocation, ErrorStatus, Model, OperandLifeTime};
+    let device = InProcessDevice::new(1).unwrap();
+    let load = |name: &str| {
+        let v = Vector::from_file(&later_dir().join("V1_2").join(name)).unwrap();
+        let mut m = nnhal_vts::to_model(&v, nnhal_vts::ConstantMode::Copy).unwrap();
+        let optional = [1, 5, 9, 10, 11, 12, 16, 17, 23, 24, 25, 26];
+        for i in optional.map(|pos| m.operations[0].inputs[pos]) {
+            let o = &mut m.operands[i as usize];
+            if o.lifetime == OperandLifeTime::ModelInput.raw() {
+                let bytes = 4 * o.dimensions.iter().product::<u32>();
+                o.lifetime = OperandLifeTime::ConstantCopy.raw();
+                o.location = DataLocation {
+                    pool_index: 0,
+                    offset: m.operand_values.len() as u32,
+                    length: bytes,
+                };
+                m.operand_values
+                    .extend(1.0f32.to_le_bytes().repeat(bytes as usize / 4));
+                m.input_indexes.retain(|&x| x != i);
+            }
+        }
+        m
+    };
+    let omit = |model: &Model, inputs: &[u32]| {
+        let mut m = model.clone();
+        for &i in inputs {
+            let o = &mut m.operands[i as usize];
+            o.lifetime = OperandLifeTime::NoValue.raw();
+            o.location = DataLocation::default();
+        }
+        m
+    };
+    let status = |m: &Model| device.supported_operations(m).map_err(|e| e.status());
+    let no_cifg = load("layer_norm_lstm_NoCifgPeepholeProjectionNoClippingLayerNormLstm.json");
+    let cifg = load("layer_norm_lstm_CifgPeepholeProjectionNoClippingLayerNormLstm.json");
+    for m in [
+        no_cifg.clone(),
+        cifg.clone(),
+        omit(&no_cifg, &[23, 24, 25, 26]),
+        omit(&cifg, &[24, 25, 26]),
+    ] {
+        assert_eq!(status(&m), Ok(vec![true]));
+        assert!(device.prepare_model(m).is_ok());
+    }
+    for (m, what) in [
+        (omit(&no_cifg, &[23]), "input weights omitted without CIFG"),
+        (omit(&no_cifg, &[25]), "cell weights omitted"),
+        (
+            omit(&no_cifg, &[24, 25, 26]),
+            "only the input weights given",
+        ),
+        (omit(&cifg, &[26]), "output weights omitted with CIFG"),
+    ] {
+        assert_eq!(
+            status(&m),
+            Err(ErrorStatus::InvalidArgument),
+            "{what} must be malformed"
+        );
+    }
+    // CIFG with input-gate layer-norm weights: the forget gate's vector used there too.
+    let mut m = cifg.clone();
+    m.operands[23] = m.operands[24].clone();
+    assert_eq!(status(&m), Err(ErrorStatus::InvalidArgument));
 }

@@ -67,6 +67,10 @@ const BLOCK: &[Signature] = &[
 const LSTM_INPUTS: &[OperandType] = &[
     F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, SI, SF, SF,
 ];
+// NNAPI 1.2: the four layer-norm weight vectors follow the clips.
+const LSTM_LAYER_NORM_INPUTS: &[OperandType] = &[
+    F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, SI, SF, SF, F, F, F, F,
+];
 
 /// The signature rule of `op`.
 pub fn arity(op: OperationType) -> Arity {
@@ -163,7 +167,10 @@ pub fn arity(op: OperationType) -> Arity {
             S
         }
         Lstm => {
-            const S: &[Signature] = &[sig(LSTM_INPUTS, &[F, F, F, F])];
+            const S: &[Signature] = &[
+                sig(LSTM_INPUTS, &[F, F, F, F]),
+                sig(LSTM_LAYER_NORM_INPUTS, &[F, F, F, F]),
+            ];
             S
         }
         Reshape => {
@@ -216,8 +223,8 @@ pub fn arity(op: OperationType) -> Arity {
 /// request marks `hasNoValue`).
 pub fn is_optional_input(op: OperationType, position: usize) -> bool {
     match op {
-        // CIFG group (1, 5, 12), peephole (9, 10, 11), projection (16, 17).
-        OperationType::Lstm => matches!(position, 1 | 5 | 9 | 10 | 11 | 12 | 16 | 17),
+        // CIFG group (1, 5, 12), peephole (9, 10, 11), projection (16, 17), layer norm (23–26).
+        OperationType::Lstm => matches!(position, 1 | 5 | 9 | 10 | 11 | 12 | 16 | 17 | 23..=26),
         OperationType::Svdf => position == 3,
         OperationType::LshProjection => position == 2,
         _ => false,
@@ -359,14 +366,13 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
             add(op, vec![ty], vec![ty]);
         }
     }
+    // The weight has the hash's type (the canonical validator expects exactly that pair).
     for hash in [F, H] {
         for lookup in [F, H, I, Q] {
-            for weight in [F, H] {
-                if hash == F && weight == F && lookup != H {
-                    continue; // NNAPI 1.0
-                }
-                add(LshProjection, vec![hash, lookup, weight, SI], vec![I]);
+            if hash == F && lookup != H {
+                continue; // NNAPI 1.0
             }
+            add(LshProjection, vec![hash, lookup, hash, SI], vec![I]);
         }
     }
     // LSTM: float16 (clips in FLOAT16), and the layer-normalised form with 4 more weights.

@@ -66,8 +66,13 @@ pub struct WindowParams {
 /// LSH_PROJECTION type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LshKind {
+    /// Type 1 (NNAPI 1.2 renamed it `SPARSE_DEPRECATED`).
     Sparse,
+    /// Type 2.
     Dense,
+    /// Type 3 (NNAPI 1.2's `SPARSE`): type 1 with each hash function offset into its own
+    /// range of `2^num_bits` values.
+    SparseBucketed,
 }
 
 /// LSTM configuration resolved from which optional inputs are present.
@@ -85,6 +90,9 @@ pub struct LstmParams {
     pub peephole: bool,
     pub projection: bool,
     pub projection_bias: bool,
+    /// NNAPI 1.2 layer normalisation: the 27-input form with its forget, cell and output
+    /// layer-norm weights (inputs 24–26, and 23 unless CIFG) present.
+    pub layer_norm: bool,
 }
 
 /// Parameters resolved from scalar inputs and shapes.
@@ -742,7 +750,10 @@ fn infer_nhwc_dilated(
             let kind = match ins.i32(3)? {
                 1 => LshKind::Sparse,
                 2 => LshKind::Dense,
-                t => bad!("LSH projection type must be 1 (SPARSE) or 2 (DENSE), is {t}"),
+                3 => LshKind::SparseBucketed,
+                t => bad!(
+                    "LSH projection type must be 1 (SPARSE_DEPRECATED), 2 (DENSE) or 3 (SPARSE), is {t}"
+                ),
             };
             if ins.present(2) {
                 let w = ins.dims_rank(2, 1, "weight")?;
@@ -754,12 +765,12 @@ fn infer_nhwc_dilated(
                 );
             } else {
                 check!(
-                    kind == LshKind::Sparse,
+                    kind != LshKind::Dense,
                     "DENSE projection needs the weight input"
                 );
             }
             let out = match kind {
-                LshKind::Sparse => num_hash,
+                LshKind::Sparse | LshKind::SparseBucketed => num_hash,
                 LshKind::Dense => mul(num_hash, num_bits)?,
             };
             one(
@@ -1040,6 +1051,22 @@ fn infer_lstm(ins: &Ins) -> Res<Inferred> {
         cell_clip >= 0.0 && proj_clip >= 0.0,
         "clips must not be negative"
     );
+    // The NNAPI 1.2 form appends four layer-norm weight vectors (23 input, 24 forget, 25
+    // cell, 26 output): all omitted, or all given but the input gate's, which CIFG omits.
+    let layer_norm = ins.present(26);
+    check!(
+        ins.present(24) == layer_norm && ins.present(25) == layer_norm,
+        "forget, cell and output layer-norm weights must be all present or all omitted"
+    );
+    check!(
+        ins.present(23) == (layer_norm && !cifg),
+        "input layer-norm weights must be given exactly when layer normalisation is used without CIFG"
+    );
+    for i in 23..=26 {
+        if ins.present(i) {
+            expect(i, &[units], "layer-norm weights")?;
+        }
+    }
     let gates = if cifg { 3 } else { 4 };
     Ok(Inferred {
         outputs: vec![
@@ -1060,6 +1087,7 @@ fn infer_lstm(ins: &Ins) -> Res<Inferred> {
             peephole,
             projection,
             projection_bias,
+            layer_norm,
         }),
     })
 }

@@ -834,16 +834,6 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
             values.insert(i, valid.constant_bytes(model, i)?);
         }
     }
-    // LSH_PROJECTION type 3 (SPARSE_DEPRECATED) came with NNAPI 1.2: valid, not run here.
-    for (k, op) in valid.operations.iter_mut().enumerate() {
-        if op.ty == OperationType::LshProjection
-            && op.inputs.len() == 4
-            && values.get(&op.inputs[3]).map(Vec::as_slice) == Some(&3i32.to_le_bytes()[..])
-        {
-            op.opaque = true;
-            valid.supported[k] = false;
-        }
-    }
     let mut params = Vec::with_capacity(valid.operations.len());
     for (k, op) in valid.operations.iter().enumerate() {
         if op.opaque {

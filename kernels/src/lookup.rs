@@ -6,7 +6,8 @@
 //! the output are the values' own, so no arithmetic is involved).
 //!
 //! LSH_PROJECTION hashes raw tensor bytes with FarmHash `Fingerprint64`, as the reference does,
-//! so the projected bits match the reference exactly for every input type.
+//! so the projected bits match the reference exactly for every input type. Its types are 1.0's
+//! sparse (1) and dense (2), and NNAPI 1.2's corrected sparse (3).
 
 use crate::KernelError;
 
@@ -92,14 +93,19 @@ pub enum LshProjectionType {
     Sparse,
     /// Type 2: one int32 (0 or 1) per bit, `num_hash · num_bits` in all.
     Dense,
+    /// Type 3 (NNAPI 1.2's `SPARSE`, the fix of type 1): as [`Self::Sparse`], plus
+    /// `i · 2^num_bits` for hash function `i`, so that each function's signatures occupy their
+    /// own range of buckets and two functions never collide on the same value.
+    SparseBucketed,
 }
 
 impl LshProjectionType {
-    /// Maps the operation's `type` scalar; `None` for codes NNAPI 1.0 does not define.
+    /// Maps the operation's `type` scalar; `None` for codes NNAPI does not define.
     pub fn from_code(code: i32) -> Option<Self> {
         match code {
             1 => Some(Self::Sparse),
             2 => Some(Self::Dense),
+            3 => Some(Self::SparseBucketed),
             _ => None,
         }
     }
@@ -113,7 +119,7 @@ impl LshProjectionType {
 /// * `weight`: one weight per input row. Dense uses it (absent means 1.0 each, which is what
 ///   the reference computes for an omitted weight); Sparse ignores it, since NNAPI requires it
 ///   omitted there.
-/// * `output`: `[num_hash]` for Sparse, `[num_hash · num_bits]` for Dense.
+/// * `output`: `[num_hash]` for the sparse types, `[num_hash · num_bits]` for Dense.
 ///
 /// Each bit is the sign of `Σ_k weight_k · fingerprint(seed ‖ row_k)`, where the seed's four
 /// float bytes are prefixed to the row's bytes and the 64-bit fingerprint is read as a signed
@@ -135,7 +141,7 @@ pub fn lsh_projection(
     let row_bytes = input.len().checked_div(input_rows).unwrap_or(0);
     let weight = match kind {
         LshProjectionType::Dense => weight,
-        LshProjectionType::Sparse => None,
+        LshProjectionType::Sparse | LshProjectionType::SparseBucketed => None,
     };
     if let Some(w) = weight {
         debug_assert_eq!(w.len(), input_rows);
@@ -156,15 +162,24 @@ pub fn lsh_projection(
         i32::from(score > 0.0)
     };
     match kind {
-        LshProjectionType::Sparse => {
+        LshProjectionType::Sparse | LshProjectionType::SparseBucketed => {
             debug_assert_eq!(output.len(), num_hash);
+            let bucketed = kind == LshProjectionType::SparseBucketed;
             for (i, out) in output.iter_mut().enumerate().take(num_hash) {
                 let seeds = &hash[i * num_bits..(i + 1) * num_bits];
                 // Shifting in u32 keeps a full 32-bit signature well defined; its first bit
                 // then lands in the sign position, exactly as the reference's int32 shifts.
-                *out = seeds.iter().fold(0u32, |signature, &seed| {
+                let signature = seeds.iter().fold(0u32, |signature, &seed| {
                     (signature << 1) | sign_bit(seed) as u32
-                }) as i32;
+                });
+                // The bucket offset wraps in 32 bits like the reference's int32 arithmetic;
+                // with 32 bits per function it is a multiple of 2^32, i.e. nothing.
+                let offset = if bucketed {
+                    ((i as u64) << num_bits.min(32)) as u32
+                } else {
+                    0
+                };
+                *out = signature.wrapping_add(offset) as i32;
             }
         }
         LshProjectionType::Dense => {
@@ -559,6 +574,55 @@ mod tests {
         let mut unweighted = [0i32; 6];
         lsh_projection(&hash, 3, 2, &input, 2, None, kind, &mut unweighted);
         assert_eq!(unweighted, plus);
+    }
+
+    #[test]
+    fn lsh_sparse_type3_offsets_each_function_into_its_own_buckets() {
+        let hash = [
+            0.123f32, 0.456, -0.321, -0.654, 1.234, 5.678, -4.321, -8.765,
+        ];
+        let input: Vec<u8> = [12345i32, 54321, 67890, 9876, -12345678, -87654321]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let run = |kind, num_hash, num_bits, hash: &[f32]| {
+            let mut out = vec![-7i32; num_hash];
+            lsh_projection(hash, num_hash, num_bits, &input, 3, None, kind, &mut out);
+            out
+        };
+        let old = run(LshProjectionType::Sparse, 4, 2, &hash);
+        let new = run(LshProjectionType::SparseBucketed, 4, 2, &hash);
+        assert!(old.iter().all(|&v| (0..4).contains(&v)), "{old:?}");
+        for (i, (&o, &n)) in old.iter().zip(&new).enumerate() {
+            assert_eq!(n, o + 4 * i as i32, "function {i}: type 1 {o}, type 3 {n}");
+        }
+        assert_ne!(
+            old, new,
+            "the types differ whenever there are two functions"
+        );
+        // Buckets are disjoint: no two functions share a value.
+        let mut seen = new.clone();
+        seen.dedup();
+        assert_eq!(seen.len(), new.len());
+
+        // 32 bits per function: the offset is a multiple of 2^32, which int32 wraps away.
+        let wide: Vec<f32> = (0..64).map(|k| hash[k % 8] + k as f32).collect();
+        assert_eq!(
+            run(LshProjectionType::SparseBucketed, 2, 32, &wide),
+            run(LshProjectionType::Sparse, 2, 32, &wide)
+        );
+        // 31 bits: function 1 adds 2^31, flipping the sign bit.
+        let narrow = &wide[..62];
+        let (o, n) = (
+            run(LshProjectionType::Sparse, 2, 31, narrow),
+            run(LshProjectionType::SparseBucketed, 2, 31, narrow),
+        );
+        assert_eq!(n[0], o[0]);
+        assert_eq!(n[1], o[1].wrapping_add(i32::MIN));
+        assert_eq!(
+            LshProjectionType::from_code(3),
+            Some(LshProjectionType::SparseBucketed)
+        );
     }
 
     #[test]

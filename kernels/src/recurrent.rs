@@ -1,5 +1,6 @@
 //! Single-time-step recurrent layers: RNN, SVDF and LSTM (types.hal 1.0, `OperationType` 24,
-//! 27 and 16), TENSOR_FLOAT32 only as in NNAPI 1.0.
+//! 27 and 16), TENSOR_FLOAT32 only as in NNAPI 1.0, plus the layer-normalised LSTM NNAPI 1.2
+//! added (inputs 23–26; docs/hal-contract.md lists what runs beyond 1.0).
 //!
 //! The arithmetic follows the reference CPU path (the TFLite-derived kernels of the Android
 //! NNAPI CpuExecutor) step for step: accumulators start from the bias, matrix-vector products
@@ -403,6 +404,46 @@ pub struct LstmInputs<'a> {
     pub output_state_in: &'a [f32],
     /// 19: `[batch, num_units]`
     pub cell_state_in: &'a [f32],
+    /// 23–26 (NNAPI 1.2): layer normalisation of the gate pre-activations, when given.
+    pub layer_norm: Option<LstmLayerNorm<'a>>,
+}
+
+/// The layer-norm weights of NNAPI 1.2's LSTM (inputs 23–26), each `[num_units]`.
+///
+/// With them, each gate's pre-activation (weights times input and output state, plus the
+/// peephole term) is normalised per batch row to zero mean and unit variance (the variance
+/// takes an epsilon of 1e-8), multiplied by the gate's layer-norm weights, and only then
+/// offset by the gate's bias, before the gate's activation.
+#[derive(Clone, Copy, Debug)]
+pub struct LstmLayerNorm<'a> {
+    /// 23: absent with CIFG (there is no input gate to normalise).
+    pub input: Option<&'a [f32]>,
+    /// 24
+    pub forget: &'a [f32],
+    /// 25
+    pub cell: &'a [f32],
+    /// 26
+    pub output: &'a [f32],
+}
+
+/// Normalises each `weights.len()`-wide row of `gate` as [`LstmLayerNorm`] describes:
+/// `((x − mean) / sqrt(variance + 1e-8)) · weight + bias`, in f32 and in that order, the
+/// mean and (population) variance taken in two passes over the row.
+fn layer_norm_rows(gate: &mut [f32], weights: &[f32], bias: Option<&[f32]>) {
+    const EPSILON: f32 = 1e-8;
+    let n = weights.len();
+    if n == 0 {
+        return;
+    }
+    for row in gate.chunks_exact_mut(n) {
+        let mean = row.iter().sum::<f32>() / n as f32;
+        let variance = row.iter().map(|&v| (v - mean) * (v - mean)).sum::<f32>() / n as f32;
+        let inv_stddev = 1.0 / (variance + EPSILON).sqrt();
+        for (k, v) in row.iter_mut().enumerate() {
+            let b = bias.map_or(0.0, |b| b[k]);
+            *v = (*v - mean) * inv_stddev * weights[k] + b;
+        }
+    }
 }
 
 /// The scalar parameters of LSTM (inputs 20–22).
@@ -442,7 +483,9 @@ pub struct LstmOutputs<'a> {
 /// h' = clip(W_proj·(o ⊙ g(c')) + b_proj, proj_clip)   (no projection: o ⊙ g(c'))
 /// ```
 ///
-/// `cell_state_out = c'`, `output_state_out = output = h'`.
+/// `cell_state_out = c'`, `output_state_out = output = h'`. With layer normalisation each
+/// gate's sum is instead `LN(W_x·x + W_h·h [+ w_c ⊙ c]) ⊙ w_ln + b`, `LN` normalising over
+/// the units of one batch row (see [`LstmLayerNorm`]).
 pub fn lstm_f32(
     dims: LstmDims,
     inputs: &LstmInputs<'_>,
@@ -471,6 +514,12 @@ pub fn lstm_f32(
     debug_assert_eq!(output_state_out.len(), batch * output_size);
     debug_assert_eq!(cell_state_out.len(), block);
     debug_assert_eq!(output.len(), batch * output_size);
+    if let Some(ln) = inputs.layer_norm {
+        debug_assert_eq!(ln.input.is_none(), use_cifg);
+        for w in [ln.forget, ln.cell, ln.output].into_iter().chain(ln.input) {
+            debug_assert_eq!(w.len(), num_units);
+        }
+    }
     if inputs.projection_weights.is_none() {
         debug_assert_eq!(output_size, num_units);
     }
@@ -480,11 +529,13 @@ pub fn lstm_f32(
     let (forget_gate, output_gate) = rest.split_at_mut(block);
     let output_gate = &mut output_gate[..block];
 
-    // Gate pre-activations: bias, then the input contribution, then the recurrent one.
+    // Gate pre-activations: bias, then the input contribution, then the recurrent one. With
+    // layer normalisation the bias comes after normalising, so the sums start from zero.
     let x = inputs.input;
     let h = inputs.output_state_in;
+    let ln = inputs.layer_norm;
     let gate = |acc: &mut [f32], bias: Option<&[f32]>, w_x: &[f32], w_h: &[f32]| {
-        assign_per_batch(bias, num_units, acc);
+        assign_per_batch(bias.filter(|_| ln.is_none()), num_units, acc);
         matrix_batch_vector_multiply_accumulate(w_x, num_units, input_size, x, batch, acc, 1);
         matrix_batch_vector_multiply_accumulate(w_h, num_units, output_size, h, batch, acc, 1);
     };
@@ -521,14 +572,24 @@ pub fn lstm_f32(
         if let (true, Some(w_ci)) = (use_peephole, inputs.cell_to_input_weights) {
             vector_batch_vector_product_accumulate(w_ci, c_prev, input_gate);
         }
+        if let Some(ln) = ln {
+            let w = ln.input.unwrap_or(&[]);
+            layer_norm_rows(input_gate, w, inputs.input_gate_bias);
+        }
         input_gate.iter_mut().for_each(|v| *v = sigmoid(*v));
     }
     if let (true, Some(w_cf)) = (use_peephole, inputs.cell_to_forget_weights) {
         vector_batch_vector_product_accumulate(w_cf, c_prev, forget_gate);
     }
+    if let Some(ln) = ln {
+        layer_norm_rows(forget_gate, ln.forget, Some(inputs.forget_gate_bias));
+    }
     forget_gate.iter_mut().for_each(|v| *v = sigmoid(*v));
 
     // New cell state.
+    if let Some(ln) = ln {
+        layer_norm_rows(cell_gate, ln.cell, Some(inputs.cell_bias));
+    }
     let g = params.activation;
     for ((c, &f), &cp) in cell_state_out.iter_mut().zip(&*forget_gate).zip(c_prev) {
         *c = f * cp;
@@ -557,6 +618,9 @@ pub fn lstm_f32(
     // Output gate, with a peephole from the new cell state, times g(new cell state).
     if let Some(w_co) = inputs.cell_to_output_weights {
         vector_batch_vector_product_accumulate(w_co, cell_state_out, output_gate);
+    }
+    if let Some(ln) = ln {
+        layer_norm_rows(output_gate, ln.output, Some(inputs.output_gate_bias));
     }
     output_gate.iter_mut().for_each(|v| *v = sigmoid(*v));
     for (a, &c) in cell_gate.iter_mut().zip(&*cell_state_out) {
@@ -752,6 +816,7 @@ mod tests {
             projection_bias: projection.then_some(&b_proj[..]),
             output_state_in: &h,
             cell_state_in: &c,
+            layer_norm: None,
         };
         let dims = LstmDims {
             batch,
@@ -861,6 +926,251 @@ mod tests {
                 ..plain
             };
             lstm_case(true, true, false, params);
+        }
+    }
+
+    /// Deterministic small values in about [−0.9, 0.9].
+    fn values(n: usize, seed: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| (((i + seed) * 29 % 13) as f32 - 6.0) * 0.15)
+            .collect()
+    }
+
+    /// Weights of a layer-norm LSTM case: 2 batches, 3 inputs, 5 units, 2 outputs with
+    /// projection. `scale` multiplies every weight feeding a gate's sum (input, recurrent and
+    /// peephole), which layer normalisation must cancel.
+    struct LnCase {
+        cifg: bool,
+        peephole: bool,
+        projection: bool,
+        wx: Vec<Vec<f32>>,
+        wh: Vec<Vec<f32>>,
+        wc: Vec<Vec<f32>>,
+        bias: Vec<Vec<f32>>,
+        ln: Vec<Vec<f32>>,
+        w_proj: Vec<f32>,
+        x: Vec<f32>,
+        h: Vec<f32>,
+        c: Vec<f32>,
+    }
+
+    const LN_DIMS: (usize, usize, usize) = (2, 3, 5);
+
+    impl LnCase {
+        fn new(cifg: bool, peephole: bool, projection: bool, scale: f32) -> Self {
+            let (batch, input_size, units) = LN_DIMS;
+            let out = if projection { 2 } else { units };
+            let scaled =
+                |n, seed| -> Vec<f32> { values(n, seed).into_iter().map(|v| v * scale).collect() };
+            LnCase {
+                cifg,
+                peephole,
+                projection,
+                wx: (0..4).map(|g| scaled(units * input_size, g)).collect(),
+                wh: (0..4).map(|g| scaled(units * out, g + 4)).collect(),
+                wc: (0..3).map(|g| scaled(units, g + 8)).collect(),
+                bias: (0..4).map(|g| values(units, g + 11)).collect(),
+                // Layer-norm weights around 1, so that no gate is flattened to its bias.
+                ln: (0..4)
+                    .map(|g| values(units, g + 20).iter().map(|v| 1.0 + v).collect())
+                    .collect(),
+                w_proj: values(out * units, 15),
+                x: values(batch * input_size, 17),
+                h: values(batch * out, 18),
+                c: values(batch * units, 19),
+            }
+        }
+
+        fn output_size(&self) -> usize {
+            if self.projection {
+                2
+            } else {
+                LN_DIMS.2
+            }
+        }
+
+        /// Runs the kernel; returns (output, cell state).
+        fn run(&self, layer_norm: bool) -> (Vec<f32>, Vec<f32>) {
+            let (batch, input_size, num_units) = LN_DIMS;
+            let output_size = self.output_size();
+            let (cifg, peephole) = (self.cifg, self.peephole);
+            let inputs = LstmInputs {
+                input: &self.x,
+                input_to_input_weights: (!cifg).then_some(&self.wx[0][..]),
+                input_to_forget_weights: &self.wx[1],
+                input_to_cell_weights: &self.wx[2],
+                input_to_output_weights: &self.wx[3],
+                recurrent_to_input_weights: (!cifg).then_some(&self.wh[0][..]),
+                recurrent_to_forget_weights: &self.wh[1],
+                recurrent_to_cell_weights: &self.wh[2],
+                recurrent_to_output_weights: &self.wh[3],
+                cell_to_input_weights: (peephole && !cifg).then_some(&self.wc[0][..]),
+                cell_to_forget_weights: peephole.then_some(&self.wc[1][..]),
+                cell_to_output_weights: peephole.then_some(&self.wc[2][..]),
+                input_gate_bias: (!cifg).then_some(&self.bias[0][..]),
+                forget_gate_bias: &self.bias[1],
+                cell_bias: &self.bias[2],
+                output_gate_bias: &self.bias[3],
+                projection_weights: self.projection.then_some(&self.w_proj[..]),
+                projection_bias: None,
+                output_state_in: &self.h,
+                cell_state_in: &self.c,
+                layer_norm: layer_norm.then(|| LstmLayerNorm {
+                    input: (!cifg).then_some(&self.ln[0][..]),
+                    forget: &self.ln[1],
+                    cell: &self.ln[2],
+                    output: &self.ln[3],
+                }),
+            };
+            let dims = LstmDims {
+                batch,
+                input_size,
+                num_units,
+                output_size,
+            };
+            let mut scratch = vec![f32::NAN; batch * num_units * if cifg { 3 } else { 4 }];
+            let mut h_out = vec![f32::NAN; batch * output_size];
+            let mut c_out = vec![f32::NAN; batch * num_units];
+            let mut out = vec![f32::NAN; batch * output_size];
+            let params = LstmParams {
+                activation: LstmActivation::Tanh,
+                cell_clip: 0.0,
+                proj_clip: 0.0,
+            };
+            lstm_f32(
+                dims,
+                &inputs,
+                params,
+                LstmOutputs {
+                    scratch: &mut scratch,
+                    output_state_out: &mut h_out,
+                    cell_state_out: &mut c_out,
+                    output: &mut out,
+                },
+            );
+            assert_eq!(h_out, out);
+            (out, c_out)
+        }
+
+        /// The layer-norm LSTM equations evaluated directly in f64.
+        fn reference_f64(&self) -> (Vec<f64>, Vec<f64>) {
+            let (batch, input_size, units) = LN_DIMS;
+            let out = self.output_size();
+            let f = |v: f32| f64::from(v);
+            let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
+            let dot = |m: &[f32], cols: usize, r: usize, v: &[f32]| -> f64 {
+                (0..cols).map(|k| f(m[r * cols + k]) * f(v[k])).sum()
+            };
+            let norm = |pre: &[f64], gate: usize| -> Vec<f64> {
+                let n = pre.len() as f64;
+                let mean = pre.iter().sum::<f64>() / n;
+                let var = pre.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+                pre.iter()
+                    .enumerate()
+                    .map(|(u, v)| {
+                        (v - mean) / (var + 1e-8).sqrt() * f(self.ln[gate][u])
+                            + f(self.bias[gate][u])
+                    })
+                    .collect()
+            };
+            let (mut outputs, mut cells) = (Vec::new(), Vec::new());
+            for b in 0..batch {
+                let xb = &self.x[b * input_size..(b + 1) * input_size];
+                let hb = &self.h[b * out..(b + 1) * out];
+                let cb = &self.c[b * units..(b + 1) * units];
+                let sum = |gate: usize, peep: Option<(&[f32], &[f64])>| -> Vec<f64> {
+                    (0..units)
+                        .map(|u| {
+                            dot(&self.wx[gate], input_size, u, xb)
+                                + dot(&self.wh[gate], out, u, hb)
+                                + peep.map_or(0.0, |(w, c)| f(w[u]) * c[u])
+                        })
+                        .collect()
+                };
+                let c_prev: Vec<f64> = cb.iter().map(|&v| f(v)).collect();
+                let peep = |k: usize, c: &[f64]| -> Option<(Vec<f32>, Vec<f64>)> {
+                    self.peephole.then(|| (self.wc[k].clone(), c.to_vec()))
+                };
+                let with = |gate: usize, p: &Option<(Vec<f32>, Vec<f64>)>| {
+                    norm(&sum(gate, p.as_ref().map(|(w, c)| (&w[..], &c[..]))), gate)
+                };
+                let fg: Vec<f64> = with(1, &peep(1, &c_prev)).into_iter().map(sig).collect();
+                let ig: Vec<f64> = if self.cifg {
+                    fg.iter().map(|v| 1.0 - v).collect()
+                } else {
+                    with(0, &peep(0, &c_prev)).into_iter().map(sig).collect()
+                };
+                let g = with(2, &None);
+                let c_new: Vec<f64> = (0..units)
+                    .map(|u| fg[u] * c_prev[u] + ig[u] * g[u].tanh())
+                    .collect();
+                let og: Vec<f64> = with(3, &peep(2, &c_new)).into_iter().map(sig).collect();
+                let m: Vec<f64> = (0..units).map(|u| og[u] * c_new[u].tanh()).collect();
+                if self.projection {
+                    for r in 0..out {
+                        outputs.push(
+                            (0..units)
+                                .map(|u| f(self.w_proj[r * units + u]) * m[u])
+                                .sum(),
+                        );
+                    }
+                } else {
+                    outputs.extend(m);
+                }
+                cells.extend(c_new);
+            }
+            (outputs, cells)
+        }
+    }
+
+    #[test]
+    fn lstm_layer_norm_matches_an_f64_evaluation() {
+        for cifg in [false, true] {
+            for peephole in [false, true] {
+                for projection in [false, true] {
+                    let case = LnCase::new(cifg, peephole, projection, 1.0);
+                    let (out, cell) = case.run(true);
+                    let (want_out, want_cell) = case.reference_f64();
+                    for (got, want) in [(&out, &want_out), (&cell, &want_cell)] {
+                        assert_eq!(got.len(), want.len());
+                        for (a, e) in got.iter().zip(want) {
+                            assert!(
+                                (f64::from(*a) - e).abs() < 1e-5,
+                                "cifg {cifg} peephole {peephole} projection {projection}: \
+                                 {got:?} vs {want:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lstm_layer_norm_cancels_the_scale_of_the_gate_weights() {
+        // Normalising makes each gate independent of a common positive scale of the weights
+        // feeding its sum; the plain LSTM is not.
+        for cifg in [false, true] {
+            let one = LnCase::new(cifg, true, true, 1.0);
+            let three = LnCase::new(cifg, true, true, 3.0);
+            let (a, ca) = one.run(true);
+            let (b, cb) = three.run(true);
+            for (x, y) in a.iter().zip(&b).chain(ca.iter().zip(&cb)) {
+                assert!((x - y).abs() < 1e-5, "{a:?} {ca:?} vs {b:?} {cb:?}");
+            }
+            let (plain_one, _) = one.run(false);
+            let (plain_three, _) = three.run(false);
+            assert!(
+                plain_one
+                    .iter()
+                    .zip(&plain_three)
+                    .any(|(x, y)| (x - y).abs() > 1e-3),
+                "without layer norm the scale matters"
+            );
+            assert!(
+                a.iter().zip(&plain_one).any(|(x, y)| (x - y).abs() > 1e-3),
+                "layer normalisation changes the result"
+            );
         }
     }
 

@@ -125,7 +125,7 @@ fn run_lsh_projection(name: &str) {
         let weight = v.value(ex, ins[2]).map(|_| v.f32s(ex, ins[2]));
         let kind = LshProjectionType::from_code(v.scalar_i32(ex, ins[3])).unwrap();
         let len = match kind {
-            LshProjectionType::Sparse => num_hash,
+            LshProjectionType::Sparse | LshProjectionType::SparseBucketed => num_hash,
             LshProjectionType::Dense => num_hash * num_bits,
         };
         let mut out = vec![0i32; len];
@@ -245,6 +245,7 @@ fn run_lstm(name: &str) {
             projection_bias: opt(17),
             output_state_in: req(18),
             cell_state_in: req(19),
+            layer_norm: None,
         };
         let params = LstmParams {
             activation: LstmActivation::from_code(v.scalar_i32(ex, ins[20])).unwrap(),

@@ -936,74 +936,111 @@ pub fn operation_operand_type(model: &Model) -> Vec<ModelVariant> {
     out
 }
 
-/// BI-12 with the AIDL VTS's skips (`mutateOperationOperandTypeSkip`): besides LSH_PROJECTION's
-/// input 1, retypings that give another valid signature — CAST / ARGMAX / ARGMIN to any of
-/// the float, int32 and 8-bit asymmetric tensors, QUANTIZE's input to a float and output to an
-/// asymmetric 8-bit tensor, DEQUANTIZE's input to an 8-bit quantized and output to a float
-/// tensor, a convolution filter to TENSOR_QUANT8_ASYMM or per-channel, AXIS_ALIGNED_BBOX_TRANSFORM
-/// boxes to an asymmetric 8-bit tensor, RANK's input to any tensor. The retyped-to types are
-/// still NNAPI 1.0's.
+/// The AIDL VTS's `mutateOperand`: like [`retype`], over every AIDL operand type. Scalars
+/// (BOOL and FLOAT16 too) lose dimensions, scale and zero point; TENSOR_BOOL8 and
+/// TENSOR_FLOAT16 are retyped as TENSOR_FLOAT32 is; the symmetric and 16-bit quantized tensors
+/// as TENSOR_QUANT8_ASYMM (nonzero scale, zero point kept); TENSOR_QUANT8_SYMM_PER_CHANNEL gets
+/// scale 0, zero point 0 and channel 0 quantized with scale 1 per element of dimension 0;
+/// TENSOR_QUANT8_ASYMM_SIGNED and SUBGRAPH change the type alone. Channel quantization the
+/// operand had is kept (VTS copies the operand and never clears it).
+fn retype_aidl(operand: &mut Operand, ty: OperandType) {
+    use OperandType::*;
+    let old = operand.clone();
+    let tensor_dims = if old.dimensions.is_empty() {
+        vec![1]
+    } else {
+        old.dimensions.clone()
+    };
+    operand.operand_type = ty.raw();
+    match ty {
+        Float16 | Float32 | Int32 | UInt32 | Bool => {
+            operand.dimensions = Vec::new();
+            operand.scale = 0.0;
+            operand.zero_point = 0;
+        }
+        TensorBool8 | TensorFloat16 | TensorFloat32 => {
+            operand.dimensions = tensor_dims;
+            operand.scale = 0.0;
+            operand.zero_point = 0;
+        }
+        TensorInt32 => {
+            operand.dimensions = tensor_dims;
+            operand.zero_point = 0;
+        }
+        TensorQuant8Asymm | TensorQuant8Symm | TensorQuant16Asymm | TensorQuant16Symm => {
+            operand.dimensions = tensor_dims;
+            operand.scale = if old.scale != 0.0 { old.scale } else { 1.0 };
+        }
+        TensorQuant8SymmPerChannel => {
+            operand.dimensions = tensor_dims;
+            operand.scale = 0.0;
+            operand.zero_point = 0;
+            let channels = old.dimensions.first().copied().unwrap_or(0) as usize;
+            operand.channel_quant = Some(nnhal::hal::ChannelQuant {
+                scales: vec![1.0; channels],
+                channel_dim: 0,
+            });
+        }
+        _ => {}
+    }
+}
+
+/// BI-12 as the AIDL VTS has it (`mutateOperationOperandTypeTest`): each operand retyped to
+/// every other AIDL operand type (every type but the OEM ones, which the AIDL interface does
+/// not have) with `mutateOperand`'s adjustments ([`retype_aidl`]), minus
+/// `mutateOperationOperandTypeSkip`: LSH_PROJECTION's input 1; with a CAST, ARGMAX or ARGMIN
+/// anywhere in the model, any operand to a float, int32 or 8-bit asymmetric tensor; QUANTIZE's
+/// input to a float and output to an 8-bit asymmetric tensor; RANDOM_MULTINOMIAL's input to
+/// a float tensor; DEQUANTIZE's input to an 8-bit quantized and output to a float tensor; a
+/// convolution filter to TENSOR_QUANT8_ASYMM or per-channel; AXIS_ALIGNED_BBOX_TRANSFORM's
+/// input 1 to an 8-bit asymmetric tensor; RANK's input to any tensor.
 pub fn operation_operand_type_aidl(model: &Model) -> Vec<ModelVariant> {
     use OperandType::*;
     use OperationType::*;
     let skip = |operand: usize, ty: OperandType| -> bool {
         let o = operand as u32;
+        if ty.raw() == model.operands[operand].operand_type {
+            return true;
+        }
         model.operations.iter().any(|op| {
             let input = |k: usize| op.inputs.get(k) == Some(&o);
             let output0 = op.outputs.first() == Some(&o);
+            let float = matches!(ty, TensorFloat16 | TensorFloat32);
+            let asymm8 = matches!(ty, TensorQuant8Asymm | TensorQuant8AsymmSigned);
             match OperationType::from_raw(op.operation_type) {
-                Some(Cast | Argmax | Argmin) => matches!(
-                    ty,
-                    TensorFloat16
-                        | TensorFloat32
-                        | TensorInt32
-                        | TensorQuant8Asymm
-                        | TensorQuant8AsymmSigned
-                ),
-                Some(Quantize) => {
-                    (input(0) && matches!(ty, TensorFloat16 | TensorFloat32))
-                        || (output0 && matches!(ty, TensorQuant8Asymm | TensorQuant8AsymmSigned))
-                }
+                Some(LshProjection) => input(1),
+                Some(Cast | Argmax | Argmin) => float || asymm8 || ty == TensorInt32,
+                Some(Quantize) => (input(0) && float) || (output0 && asymm8),
+                Some(RandomMultinomial) => input(0) && float,
                 Some(Dequantize) => {
                     (input(0)
-                        && matches!(
-                            ty,
-                            TensorQuant8Asymm
-                                | TensorQuant8AsymmSigned
-                                | TensorQuant8Symm
-                                | TensorQuant8SymmPerChannel
-                        ))
-                        || (output0 && matches!(ty, TensorFloat16 | TensorFloat32))
+                        && (asymm8 || matches!(ty, TensorQuant8Symm | TensorQuant8SymmPerChannel)))
+                        || (output0 && float)
                 }
                 Some(TransposeConv2d | GroupedConv2d | DepthwiseConv2d | Conv2d) => {
                     input(1) && matches!(ty, TensorQuant8Asymm | TensorQuant8SymmPerChannel)
                 }
-                Some(AxisAlignedBboxTransform) => {
-                    input(1) && matches!(ty, TensorQuant8Asymm | TensorQuant8AsymmSigned)
-                }
+                Some(AxisAlignedBboxTransform) => input(1) && asymm8,
                 Some(Rank) => input(0) && ty.is_tensor(),
                 _ => false,
             }
         })
     };
-    operation_operand_type(model)
-        .into_iter()
-        .filter(|v| {
-            // The variant changed exactly one operand; find it and its new type.
-            let changed = model
-                .operands
-                .iter()
-                .zip(&v.model.operands)
-                .position(|(a, b)| a.operand_type != b.operand_type);
-            match changed {
-                Some(k) => match OperandType::from_raw(v.model.operands[k].operand_type) {
-                    Some(ty) => !skip(k, ty),
-                    None => true,
-                },
-                None => true,
+    let mut out = Vec::new();
+    for operand in 0..model.operands.len() {
+        for &ty in OperandType::ALL {
+            if ty.is_oem() || skip(operand, ty) {
+                continue;
             }
-        })
-        .collect()
+            out.push(variant(
+                12,
+                format!("mutateOperationOperandTypeTest: operand {operand} set to type {ty}"),
+                model,
+                |m| retype_aidl(&mut m.operands[operand], ty),
+            ));
+        }
+    }
+    out
 }
 
 /// BI-13: each operation's type set to values outside the enum (VTS's four bounds and the

@@ -384,7 +384,8 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
     }
     for (ty, scale) in [(F, SF), (H, SH), (Q, SF), (QS, SF)] {
         for size in [SI, scale] {
-            for tail in [&[][..], &[B], &[B, B, B]] {
+            // After the layout, align_corners and then half_pixel_centers may each be given.
+            for tail in [&[][..], &[B], &[B, B], &[B, B, B]] {
                 let inputs = cat(&[&[ty, size, size], tail]);
                 if ty == F && size == SI && tail.is_empty() {
                     continue; // NNAPI 1.0
@@ -431,6 +432,7 @@ fn later_operations(add: &mut impl FnMut(OperationType, Vec<OperandType>, Vec<Op
     for (ty, scale) in [(F, SF), (H, SH), (Q, SF), (QS, SF)] {
         for size in [SI, scale] {
             add(ResizeNearestNeighbor, vec![ty, size, size, B], vec![ty]);
+            add(ResizeNearestNeighbor, vec![ty, size, size, B, B], vec![ty]);
             add(
                 ResizeNearestNeighbor,
                 vec![ty, size, size, B, B, B],

@@ -776,6 +776,25 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
                 opaque = true;
             }
         }
+        // A per-channel filter is quantized along its output channels: dimension 0 of the
+        // [out, h, w, in] convolution filters, dimension 3 of DEPTHWISE_CONV_2D's [1, h, w, out].
+        let filter_channel_dim = match ty {
+            OperationType::Conv2d
+            | OperationType::GroupedConv2d
+            | OperationType::TransposeConv2d => Some(0),
+            OperationType::DepthwiseConv2d => Some(3),
+            _ => None,
+        };
+        if let (Some(want), Some(&filter)) = (filter_channel_dim, operation.inputs.get(1)) {
+            let filter = &model.operands[filter as usize];
+            if let Some(cq) = &filter.channel_quant {
+                ensure!(
+                    cq.channel_dim == want,
+                    "operation {k} ({ty}): a per-channel filter must be quantized along dimension {want}, not {}",
+                    cq.channel_dim
+                );
+            }
+        }
         for &o in &operation.outputs {
             let lt = operands[o as usize].lifetime;
             ensure!(

@@ -90,7 +90,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operand_type,
         standalone: no_standalone,
         hidl_only: false,
-        aidl: None,
+        aidl: Some(operand_type_aidl),
     },
     ModelMutator {
         bi: Bi(2),
@@ -126,7 +126,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operand_lifetime,
         standalone: no_standalone,
         hidl_only: false,
-        aidl: None,
+        aidl: Some(operand_lifetime_aidl),
     },
     ModelMutator {
         bi: Bi(6),
@@ -135,7 +135,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operand_input_output,
         standalone: no_standalone,
         hidl_only: false,
-        aidl: None,
+        aidl: Some(operand_input_output_aidl),
     },
     ModelMutator {
         bi: Bi(7),
@@ -198,7 +198,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operation_type,
         standalone: no_standalone,
         hidl_only: false,
-        aidl: None,
+        aidl: Some(operation_type_aidl),
     },
     ModelMutator {
         bi: Bi(14),
@@ -459,6 +459,19 @@ pub fn operand_type(model: &Model) -> Vec<ModelVariant> {
     out
 }
 
+/// BI-01 as the AIDL VTS has it: the values just outside the AIDL `OperandType` range (-1 and
+/// SUBGRAPH + 1; the AIDL enumeration has no OEM range).
+pub fn operand_type_aidl(model: &Model) -> Vec<ModelVariant> {
+    let aidl = [-1, OperandType::Subgraph.raw() + 1];
+    operand_type(model)
+        .into_iter()
+        .filter(|v| {
+            aidl.iter()
+                .any(|raw| v.name.ends_with(&format!(" set to value {raw}")))
+        })
+        .collect()
+}
+
 /// BI-02: scalars given one (unspecified) dimension, tensors given rank 0.
 pub fn operand_rank(model: &Model) -> Vec<ModelVariant> {
     use OperandType::*;
@@ -572,12 +585,75 @@ pub fn size_for_binder(model: &Model) -> usize {
 
 const HALF_MAX_IPC_SIZE: usize = 64 * 1024 / 2;
 
+/// The AIDL VTS's `sizeForBinder` of a model: the AIDL parcelables' fields (an operand's
+/// `DataLocation` carries three 64-bit fields and padding, its channel quantization its
+/// scales), the referenced subgraphs and a guessed 64 bytes per memory pool.
+pub fn size_for_binder_aidl(model: &Model) -> usize {
+    let operand = |o: &Operand| {
+        let extra = o
+            .channel_quant
+            .as_ref()
+            .map_or(0, |cq| 4 * cq.scales.len() + 4);
+        4 + 4 * o.dimensions.len() + 4 + 4 + 4 + 32 + extra
+    };
+    let operation = |o: &Operation| 4 + 4 * o.inputs.len() + 4 * o.outputs.len();
+    let subgraph = |operands: &[Operand], operations: &[Operation], ins: usize, outs: usize| {
+        operands.iter().map(operand).sum::<usize>()
+            + operations.iter().map(operation).sum::<usize>()
+            + 4 * (ins + outs)
+    };
+    subgraph(
+        &model.operands,
+        &model.operations,
+        model.input_indexes.len(),
+        model.output_indexes.len(),
+    ) + model
+        .referenced
+        .iter()
+        .map(|g| {
+            subgraph(
+                &g.operands,
+                &g.operations,
+                g.input_indexes.len(),
+                g.output_indexes.len(),
+            )
+        })
+        .sum::<usize>()
+        + model.operand_values.len()
+        + 64 * model.pools.len()
+        + 1
+}
+
+/// The AIDL VTS's budget: half of binder's 1 MiB transaction buffer.
+const AIDL_HALF_BUFFER_SIZE: usize = 1024 * 1024 / 2;
+
+/// Which VTS decides the CONSTANT_COPY flips of BI-05 and BI-06: its size estimate and budget.
+#[derive(Clone, Copy)]
+struct BinderBudget {
+    size: fn(&Model) -> usize,
+    limit: usize,
+}
+
+const HIDL_BUDGET: BinderBudget = BinderBudget {
+    size: size_for_binder,
+    limit: HALF_MAX_IPC_SIZE,
+};
+const AIDL_BUDGET: BinderBudget = BinderBudget {
+    size: size_for_binder_aidl,
+    limit: AIDL_HALF_BUFFER_SIZE,
+};
+
 /// Whether VTS would turn this operand into a CONSTANT_COPY: its size must be known and the
 /// grown model must stay under the binder budget.
-fn can_become_constant_copy(model: &Model, model_size: usize, operand: &Operand) -> bool {
+fn can_become_constant_copy(
+    model: &Model,
+    model_size: usize,
+    operand: &Operand,
+    limit: usize,
+) -> bool {
     let size = byte_size(operand.operand_type, &operand.dimensions).unwrap_or(0);
     let extra = size.saturating_sub(model.operand_values.len());
-    size != 0 && model_size + extra <= HALF_MAX_IPC_SIZE
+    size != 0 && model_size + extra <= limit
 }
 
 /// VTS `becomeConstantCopy`: a correctly sized region at offset 0 of a zero-padded
@@ -598,8 +674,18 @@ fn become_constant_copy(model: &mut Model, operand: usize) {
 /// BI-05: an operand's lifetime changed between "has a writer" and "has none", with the model
 /// input/output lists kept consistent so only writer analysis can tell.
 pub fn operand_lifetime(model: &Model) -> Vec<ModelVariant> {
+    operand_lifetime_within(model, HIDL_BUDGET)
+}
+
+/// BI-05 as the AIDL VTS has it: the CONSTANT_COPY flip is skipped only past its budget (half
+/// of 1 MiB by its `sizeForBinder` of the AIDL model, [`size_for_binder_aidl`]).
+pub fn operand_lifetime_aidl(model: &Model) -> Vec<ModelVariant> {
+    operand_lifetime_within(model, AIDL_BUDGET)
+}
+
+fn operand_lifetime_within(model: &Model, budget: BinderBudget) -> Vec<ModelVariant> {
     use OperandLifeTime::*;
-    let model_size = size_for_binder(model);
+    let model_size = (budget.size)(model);
     let mut out = Vec::new();
     for operand in 0..model.operands.len() {
         let o = &model.operands[operand];
@@ -610,7 +696,7 @@ pub fn operand_lifetime(model: &Model) -> Vec<ModelVariant> {
             }
             Some(NoValue | Subgraph) | None => vec![],
         };
-        if !can_become_constant_copy(model, model_size, o) {
+        if !can_become_constant_copy(model, model_size, o, budget.limit) {
             targets.retain(|&t| t != ConstantCopy);
         }
         for target in targets {
@@ -643,14 +729,23 @@ pub fn operand_lifetime(model: &Model) -> Vec<ModelVariant> {
 /// BI-06: an operand's lifetime changed between input, output and neither while keeping
 /// whether it has a writer, and without touching the input/output lists.
 pub fn operand_input_output(model: &Model) -> Vec<ModelVariant> {
+    operand_input_output_within(model, HIDL_BUDGET)
+}
+
+/// BI-06 as the AIDL VTS has it (its binder budget, as for [`operand_lifetime_aidl`]).
+pub fn operand_input_output_aidl(model: &Model) -> Vec<ModelVariant> {
+    operand_input_output_within(model, AIDL_BUDGET)
+}
+
+fn operand_input_output_within(model: &Model, budget: BinderBudget) -> Vec<ModelVariant> {
     use OperandLifeTime::*;
-    let model_size = size_for_binder(model);
+    let model_size = (budget.size)(model);
     let mut out = Vec::new();
     for operand in 0..model.operands.len() {
         let o = &model.operands[operand];
         let target = match lifetime_of(o) {
             Some(ConstantCopy | ConstantReference) => Some(ModelInput),
-            Some(ModelInput) if can_become_constant_copy(model, model_size, o) => {
+            Some(ModelInput) if can_become_constant_copy(model, model_size, o, budget.limit) => {
                 Some(ConstantCopy)
             }
             Some(ModelOutput) => Some(TemporaryVariable),
@@ -1061,6 +1156,19 @@ pub fn operation_type(model: &Model) -> Vec<ModelVariant> {
         }
     }
     out
+}
+
+/// BI-13 as the AIDL VTS has it: the values just outside the AIDL `OperationType` range (-1
+/// and RANK + 1).
+pub fn operation_type_aidl(model: &Model) -> Vec<ModelVariant> {
+    let aidl = [-1, OperationType::Rank.raw() + 1];
+    operation_type(model)
+        .into_iter()
+        .filter(|v| {
+            aidl.iter()
+                .any(|raw| v.name.ends_with(&format!(" set to value {raw}")))
+        })
+        .collect()
 }
 
 /// BI-14: each operation input index set to `operands.len()`.

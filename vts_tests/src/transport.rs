@@ -39,6 +39,11 @@ pub trait Device: Send + Sync {
 pub trait Prepared: Send + Sync {
     /// `execute` and its callback folded into one result; outputs land in the request's pools.
     fn execute(&self, request: &Request) -> HalResult<ExecutionResult>;
+    /// `executeFenced` without fences, where the transport has it (binder only: fenced
+    /// execution is an interface call, the driver library has no separate path for it).
+    fn execute_fenced(&self, _request: &Request) -> Option<HalResult<()>> {
+        None
+    }
 }
 
 /// The transports the command line can select.
@@ -217,6 +222,10 @@ struct RpcPrepared(RemotePreparedModel);
 impl Prepared for RpcPrepared {
     fn execute(&self, request: &Request) -> HalResult<ExecutionResult> {
         self.0.execute(request)
+    }
+
+    fn execute_fenced(&self, request: &Request) -> Option<HalResult<()>> {
+        Some(self.0.execute_fenced(request))
     }
 }
 

@@ -529,10 +529,8 @@ fn check_control_flow(
 }
 
 /// Quantization relationships between an operation's operands (types.hal text for each op).
-/// `Ok(false)`: a relationship NNAPI 1.0 required and later versions dropped (a MUL output
-/// scale not above the input scales' product), or an output quantization the kernels do not
-/// write — valid, but not run. An output multiplier of 1 or more in the convolutions and
-/// mixed-scale CONCATENATION inputs run.
+/// `Ok(false)`: an output quantization the kernels do not write — valid, but not run. An
+/// output multiplier of 1 or more in the convolutions and mixed-scale CONCATENATION inputs run.
 fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) -> HalResult<bool> {
     use OperationType::*;
     let input = &operands[op.inputs[0]];
@@ -568,12 +566,6 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
             );
             // An output multiplier of 1 or more (allowed since NNAPI 1.2) runs on the
             // reference kernels.
-        }
-        Mul => {
-            let product = input.scale * operands[op.inputs[1]].scale;
-            if product >= out.scale {
-                return Ok(false);
-            }
         }
         // Inputs of other quantizations than the output's (NNAPI 1.2) are requantized.
         Concatenation => {}
@@ -810,6 +802,23 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
                 ensure!(
                     ops::is_optional_input(ty, pos),
                     "operation {k} ({ty}): input {pos} is required but operand {i} has no value"
+                );
+            }
+        }
+        if ty == OperationType::Mul && operation.inputs.len() == 3 && operation.outputs.len() == 1 {
+            // Every version keeps this rule for both 8-bit asymmetric types, whichever
+            // signature table the operation matched.
+            let [a, b] = [0, 1].map(|i| &operands[operation.inputs[i] as usize]);
+            let out = &operands[operation.outputs[0] as usize];
+            if matches!(
+                a.ty,
+                OperandType::TensorQuant8Asymm | OperandType::TensorQuant8AsymmSigned
+            ) {
+                ensure!(
+                    out.scale > a.scale * b.scale,
+                    "operation {k} ({ty}): output scale {} must exceed the input scales' product {}",
+                    out.scale,
+                    a.scale * b.scale
                 );
             }
         }

@@ -206,8 +206,8 @@ pub fn arity(op: OperationType) -> Arity {
             const S: &[Signature] = &[sig(&[F, F, F, F, F, SI, SI], &[F, F])];
             S
         }
-        // OEM_OPERATION and the operations of later NNAPI versions: this table holds only
-        // NNAPI 1.0 signatures, so they are checked for structure alone (and never run).
+        // OEM_OPERATION (anything goes, never run) and the operations of later NNAPI
+        // versions, whose signatures are in `later_signatures` (never run).
         _ => return Arity::Any,
     })
 }
@@ -407,8 +407,8 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
 }
 
 /// Operations NNAPI 1.1–1.2 introduced, with every signature up to NNAPI 1.3 (the
-/// NeuralNetworks.h operation docs): such an operation matching none of them is malformed.
-/// Operations not listed here are still checked for structure only.
+/// NeuralNetworks.h operation docs, checked against the platform's validator): such an
+/// operation matching none of them is malformed. The rest follow in [`later_operations_2`].
 fn later_operations(add: &mut impl FnMut(OperationType, Vec<OperandType>, Vec<OperandType>)) {
     use OperandType::{
         Float16 as SH, TensorBool8, TensorFloat16 as H, TensorQuant16Asymm as Q16,

@@ -34,9 +34,9 @@ pub struct OperationInfo {
     pub ty: OperationType,
     pub inputs: Vec<usize>,
     pub outputs: Vec<usize>,
-    /// Checked for structure only and never run: OEM_OPERATION, an operation of a later NNAPI
-    /// version, or an NNAPI 1.0 operation on operand types a later version added (a signature
-    /// this driver's 1.0 tables cannot judge).
+    /// Validated but never run: OEM_OPERATION, an operation of a later NNAPI version, or an
+    /// NNAPI 1.0 operation in a signature a later version added that the 1.0 kernels do not
+    /// run.
     pub opaque: bool,
 }
 

@@ -9,8 +9,8 @@
 //!   without a process boundary.
 
 use nnhal::binder::child::{service_program, ChildOptions, ServiceChild};
-use nnhal::binder::{self, ConnectOptions, RemoteDevice, RemotePreparedModel};
-use nnhal::hal::{Capabilities, HalResult, Model, Request};
+use nnhal::binder::{self, ConnectOptions, PrepareOptions, RemoteDevice, RemotePreparedModel};
+use nnhal::hal::{Capabilities, ErrorStatus, HalError, HalResult, Model, Request};
 use nnhal::{Driver, ExecutionResult, PreparedModel};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -205,7 +205,22 @@ impl Device for RpcDevice {
     }
 
     fn prepare_model(&self, model: Model) -> HalResult<Box<dyn Prepared>> {
-        Ok(Box::new(RpcPrepared(self.device.prepare_model(model)?)))
+        let pending = self
+            .device
+            .launch_prepare(&model, &PrepareOptions::default())?;
+        let launched = pending.launched().is_ok();
+        match pending.wait() {
+            Ok(prepared) => Ok(Box::new(RpcPrepared(prepared))),
+            // VTS's validatePrepareModel wants an invalid model refused by the call itself as
+            // well as through the callback: a launch that succeeded does not count.
+            Err(e) if launched && e.status() == ErrorStatus::InvalidArgument => {
+                Err(HalError::GeneralFailure(format!(
+                    "prepareModel returned OK but its callback reported INVALID_ARGUMENT: {}",
+                    e.message()
+                )))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     fn remote(&self) -> Option<&RemoteDevice> {

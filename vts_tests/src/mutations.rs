@@ -1082,7 +1082,7 @@ fn retype_aidl(operand: &mut Operand, ty: OperandType) {
 
 /// BI-12 as the AIDL VTS has it (`mutateOperationOperandTypeTest`): each operand retyped to
 /// every other AIDL operand type (every type but the OEM ones, which the AIDL interface does
-/// not have) with `mutateOperand`'s adjustments ([`retype_aidl`]), minus
+/// not have) with `mutateOperand`'s adjustments (`retype_aidl`), minus
 /// `mutateOperationOperandTypeSkip`: LSH_PROJECTION's input 1; with a CAST, ARGMAX or ARGMIN
 /// anywhere in the model, any operand to a float, int32 or 8-bit asymmetric tensor; QUANTIZE's
 /// input to a float and output to an 8-bit asymmetric tensor; RANDOM_MULTINOMIAL's input to

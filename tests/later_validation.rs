@@ -1,7 +1,7 @@
 //! Validation rules of the operations NNAPI 1.1–1.3 added, as the platform's validator has
 //! them (docs/hal-contract.md, "Later NNAPI versions"): IF and WHILE against the subgraphs
 //! they name, SPLIT's outputs, per-channel convolution filters, the quantized MUL output
-//! scale, the optional RESIZE flags. Each valid model is answered `false` (never
+//! scale, the optional RESIZE flags, the rank limits. Each valid model is answered `false` (never
 //! INVALID_ARGUMENT); each malformed one is INVALID_ARGUMENT from both
 //! `supported_operations` and `prepare_model`.
 
@@ -324,4 +324,32 @@ fn resize_with_align_corners_but_no_half_pixel_centers_is_valid() {
             .supported_operations(&b.model)
             .unwrap_or_else(|e| panic!("{op}: {e}"));
     }
+}
+
+fn transpose(dims: &[u32]) -> Model {
+    let mut b = Builder::default();
+    let x = b.operand(TensorFloat16, dims, ModelInput);
+    let perm = b.operand(TensorInt32, &[dims.len() as u32], ModelInput);
+    let y = b.operand(TensorFloat16, &vec![0; dims.len()], ModelOutput);
+    b.op(OperationType::Transpose, &[x, perm], &[y]);
+    b.model
+}
+
+fn sub(a: &[u32], c: &[u32]) -> Model {
+    let mut b = Builder::default();
+    let x = b.operand(TensorFloat16, a, ModelInput);
+    let y = b.operand(TensorFloat16, c, ModelInput);
+    let act = b.int32(0);
+    let out = b.operand(TensorFloat16, &[0; 5], ModelOutput);
+    b.op(OperationType::Sub, &[x, y, act], &[out]);
+    b.model
+}
+
+#[test]
+fn bi37_later_operations_refuse_a_known_rank_above_4() {
+    assert_valid_unsupported(&transpose(&[1, 2, 2, 1]), "TRANSPOSE of rank 4");
+    assert_invalid(transpose(&[1, 1, 2, 2, 1]), "TRANSPOSE of rank 5");
+    assert_invalid(sub(&[1, 1, 1, 1, 2], &[2]), "SUB of rank 5 and 1");
+    // The broadcasting arithmetic checks ranks only once both are known.
+    assert_valid_unsupported(&sub(&[1, 1, 1, 1, 2], &[]), "SUB of rank 5 and unknown");
 }

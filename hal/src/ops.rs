@@ -212,6 +212,65 @@ pub fn arity(op: OperationType) -> Arity {
     })
 }
 
+/// The rank rules of the platform's validator that do not depend on values: which inputs of
+/// `op` may have at most 4 dimensions (when their rank is known), whether the rule holds only
+/// once every listed input's rank is known (the broadcasting arithmetic), and which inputs
+/// must have exactly 4 (CONV_2D's input and filter). CONCATENATION's tensors are all but the
+/// last input.
+pub struct RankRule {
+    pub at_most_4: &'static [usize],
+    pub all_known_first: bool,
+    pub exactly_4: &'static [usize],
+}
+
+/// The [`RankRule`] of `op`, if it has one.
+pub fn rank_rule(op: OperationType) -> Option<RankRule> {
+    use OperationType::*;
+    const FIRST: &[usize] = &[0];
+    let rule = |at_most_4: &'static [usize]| RankRule {
+        at_most_4,
+        all_known_first: false,
+        exactly_4: &[],
+    };
+    Some(match op {
+        Add | Mul | Sub | Div => RankRule {
+            at_most_4: &[0, 1],
+            all_known_first: true,
+            exactly_4: &[],
+        },
+        Conv2d => RankRule {
+            at_most_4: &[],
+            all_known_first: false,
+            exactly_4: &[0, 1],
+        },
+        Mean
+        | Pad
+        | PadV2
+        | Squeeze
+        | Transpose
+        | StridedSlice
+        | ReduceAll
+        | ReduceAny
+        | ReduceMax
+        | ReduceMin
+        | ReduceProd
+        | ReduceSum
+        | ChannelShuffle
+        | Dequantize
+        | Floor
+        | Relu
+        | Relu1
+        | Relu6
+        | Logistic
+        | Tanh
+        | Softmax
+        | L2Normalization
+        | LocalResponseNormalization
+        | Reshape => rule(FIRST),
+        _ => return None,
+    })
+}
+
 /// Whether input `position` of `op` may be omitted (a NO_VALUE operand, or a model input the
 /// request marks `hasNoValue`).
 pub fn is_optional_input(op: OperationType, position: usize) -> bool {

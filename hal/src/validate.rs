@@ -389,6 +389,54 @@ fn matches_later(op: OperationType, operation: &Operation, operands: &[OperandIn
     })
 }
 
+/// The platform validator's rank limits ([`ops::rank_rule`]): a known rank above 4 (or
+/// other than 4 where exactly 4 is required) is malformed. Rank 0 on a tensor is an unknown
+/// rank.
+fn check_ranks(
+    k: usize,
+    op: OperationType,
+    operation: &Operation,
+    operands: &[OperandInfo],
+) -> HalResult<()> {
+    let rank = |pos: usize| {
+        operation
+            .inputs
+            .get(pos)
+            .map_or(0, |&i| operands[i as usize].dims.len())
+    };
+    if op == OperationType::Concatenation {
+        for pos in 0..operation.inputs.len().saturating_sub(1) {
+            ensure!(
+                rank(pos) <= 4,
+                "operation {k} ({op}): input {pos} has rank {}, at most 4 is allowed",
+                rank(pos)
+            );
+        }
+        return Ok(());
+    }
+    let Some(rule) = ops::rank_rule(op) else {
+        return Ok(());
+    };
+    let known = rule.at_most_4.iter().all(|&pos| rank(pos) > 0);
+    if known || !rule.all_known_first {
+        for &pos in rule.at_most_4 {
+            ensure!(
+                rank(pos) <= 4,
+                "operation {k} ({op}): input {pos} has rank {}, at most 4 is allowed",
+                rank(pos)
+            );
+        }
+    }
+    for &pos in rule.exactly_4 {
+        ensure!(
+            rank(pos) == 0 || rank(pos) == 4,
+            "operation {k} ({op}): input {pos} has rank {}, 4 is required",
+            rank(pos)
+        );
+    }
+    Ok(())
+}
+
 /// IF and WHILE (NNAPI 1.3): their subgraph operands must name referenced subgraphs whose
 /// inputs and outputs line up with the operation's, operand for operand (type, scale, zero
 /// point, channel quantization, and dimensions where both sides specify them), and the
@@ -768,6 +816,7 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
                 opaque = true;
             }
         }
+        check_ranks(k, ty, operation, &operands)?;
         // A per-channel filter is quantized along its output channels: dimension 0 of the
         // [out, h, w, in] convolution filters, dimension 3 of DEPTHWISE_CONV_2D's [1, h, w, out].
         let filter_channel_dim = match ty {

@@ -213,9 +213,68 @@ pub fn arity(op: OperationType) -> Arity {
             const S: &[Signature] = &[sig(&[F, F, F, F, F, SI, SI], &[F, F])];
             S
         }
-        // OEM_OPERATION and the operations of later NNAPI versions: this table holds only
-        // NNAPI 1.0 signatures, so they are checked for structure alone (and never run).
+        // OEM_OPERATION (anything goes, never run) and the operations of later NNAPI
+        // versions, whose signatures are in `later_signatures` (never run).
         _ => return Arity::Any,
+    })
+}
+
+/// The rank rules of the platform's validator that do not depend on values: which inputs of
+/// `op` may have at most 4 dimensions (when their rank is known), whether the rule holds only
+/// once every listed input's rank is known (the broadcasting arithmetic), and which inputs
+/// must have exactly 4 (CONV_2D's input and filter). CONCATENATION's tensors are all but the
+/// last input.
+pub struct RankRule {
+    pub at_most_4: &'static [usize],
+    pub all_known_first: bool,
+    pub exactly_4: &'static [usize],
+}
+
+/// The [`RankRule`] of `op`, if it has one.
+pub fn rank_rule(op: OperationType) -> Option<RankRule> {
+    use OperationType::*;
+    const FIRST: &[usize] = &[0];
+    let rule = |at_most_4: &'static [usize]| RankRule {
+        at_most_4,
+        all_known_first: false,
+        exactly_4: &[],
+    };
+    Some(match op {
+        Add | Mul | Sub | Div => RankRule {
+            at_most_4: &[0, 1],
+            all_known_first: true,
+            exactly_4: &[],
+        },
+        Conv2d => RankRule {
+            at_most_4: &[],
+            all_known_first: false,
+            exactly_4: &[0, 1],
+        },
+        Mean
+        | Pad
+        | PadV2
+        | Squeeze
+        | Transpose
+        | StridedSlice
+        | ReduceAll
+        | ReduceAny
+        | ReduceMax
+        | ReduceMin
+        | ReduceProd
+        | ReduceSum
+        | ChannelShuffle
+        | Dequantize
+        | Floor
+        | Relu
+        | Relu1
+        | Relu6
+        | Logistic
+        | Tanh
+        | Softmax
+        | L2Normalization
+        | LocalResponseNormalization
+        | Reshape => rule(FIRST),
+        _ => return None,
     })
 }
 
@@ -241,6 +300,8 @@ pub fn is_supported(op: OperationType) -> bool {
 pub struct LaterSignature {
     pub inputs: Vec<OperandType>,
     pub outputs: Vec<OperandType>,
+    /// SPLIT: any number (≥ 1) of outputs, each of the one type in `outputs`.
+    pub repeat_outputs: bool,
 }
 
 /// The signatures NNAPI 1.1–1.3 (the AIDL V1 operation set, feature level 5) added to the
@@ -270,9 +331,13 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
     use OperationType::*;
     let mut t: std::collections::HashMap<OperationType, Vec<LaterSignature>> = Default::default();
     let mut add = |op: OperationType, inputs: Vec<OperandType>, outputs: Vec<OperandType>| {
-        t.entry(op)
-            .or_default()
-            .push(LaterSignature { inputs, outputs });
+        // SPLIT's table entry names one output type, which every output repeats.
+        let repeat_outputs = op == Split;
+        t.entry(op).or_default().push(LaterSignature {
+            inputs,
+            outputs,
+            repeat_outputs,
+        });
     };
     let rep = |ty: OperandType, n: usize| vec![ty; n];
     let cat = |parts: &[&[OperandType]]| parts.concat();
@@ -366,7 +431,7 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
             add(op, vec![ty], vec![ty]);
         }
     }
-    // The weight has the hash's type (the canonical validator expects exactly that pair).
+    // LSH_PROJECTION: the weights take the hash's type; the input any of four.
     for hash in [F, H] {
         for lookup in [F, H, I, Q] {
             if hash == F && lookup != H {
@@ -385,7 +450,8 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
     }
     for (ty, scale) in [(F, SF), (H, SH), (Q, SF), (QS, SF)] {
         for size in [SI, scale] {
-            for tail in [&[][..], &[B], &[B, B, B]] {
+            // After the layout, align_corners and then half_pixel_centers may each be given.
+            for tail in [&[][..], &[B], &[B, B], &[B, B, B]] {
                 let inputs = cat(&[&[ty, size, size], tail]);
                 if ty == F && size == SI && tail.is_empty() {
                     continue; // NNAPI 1.0
@@ -407,8 +473,8 @@ fn build_later_table() -> std::collections::HashMap<OperationType, Vec<LaterSign
 }
 
 /// Operations NNAPI 1.1–1.2 introduced, with every signature up to NNAPI 1.3 (the
-/// NeuralNetworks.h operation docs): such an operation matching none of them is malformed.
-/// Operations not listed here are still checked for structure only.
+/// NeuralNetworks.h operation docs, checked against the platform's validator): such an
+/// operation matching none of them is malformed. The rest follow in [`later_operations_2`].
 fn later_operations(add: &mut impl FnMut(OperationType, Vec<OperandType>, Vec<OperandType>)) {
     use OperandType::{
         Float16 as SH, TensorBool8, TensorFloat16 as H, TensorQuant16Asymm as Q16,
@@ -432,6 +498,7 @@ fn later_operations(add: &mut impl FnMut(OperationType, Vec<OperandType>, Vec<Op
     for (ty, scale) in [(F, SF), (H, SH), (Q, SF), (QS, SF)] {
         for size in [SI, scale] {
             add(ResizeNearestNeighbor, vec![ty, size, size, B], vec![ty]);
+            add(ResizeNearestNeighbor, vec![ty, size, size, B, B], vec![ty]);
             add(
                 ResizeNearestNeighbor,
                 vec![ty, size, size, B, B, B],
@@ -585,4 +652,135 @@ fn later_operations(add: &mut impl FnMut(OperationType, Vec<OperandType>, Vec<Op
     for ty in [F, H, I, Q, QS] {
         add(Tile, vec![ty, I], vec![ty]);
     }
+    later_operations_2(add);
+}
+
+/// The rest of the NNAPI 1.1–1.3 operations, from the platform's validator of each (the
+/// recurrent sequence operations, the detection operations, SPLIT, CAST, RANK, ...). IF and
+/// WHILE are checked against their referenced subgraphs instead (`validate`).
+fn later_operations_2(add: &mut impl FnMut(OperationType, Vec<OperandType>, Vec<OperandType>)) {
+    use OperandType::{
+        Float16 as SH, TensorBool8, TensorFloat16 as H, TensorQuant16Asymm as Q16,
+        TensorQuant16Symm as Q16S, TensorQuant8AsymmSigned as QS, TensorQuant8Symm as Q8S,
+        TensorQuant8SymmPerChannel as QC,
+    };
+    use OperationType::*;
+    let rep = |ty: OperandType, n: usize| vec![ty; n];
+    // SQUEEZE and TRANSPOSE (1.1; float16 1.2, signed 1.3): the tensor and its (optional)
+    // squeeze dimensions / permutation.
+    for ty in [F, H, Q, QS] {
+        add(Squeeze, vec![ty, I], vec![ty]);
+        add(Transpose, vec![ty, I], vec![ty]);
+    }
+    // SPLIT (1.2; signed 1.3): tensor, axis, number of splits; every output of the input type.
+    for ty in [F, H, I, Q, QS] {
+        add(Split, vec![ty, SI, SI], vec![ty]);
+    }
+    // CAST (1.2): between float16, float32, int32 and uint8 in any direction; (1.3) the
+    // identity on the other tensor types.
+    for from in [F, H, I, Q] {
+        for to in [F, H, I, Q] {
+            add(Cast, vec![from], vec![to]);
+        }
+    }
+    for ty in [TensorBool8, Q16, Q16S, QS, Q8S] {
+        add(Cast, vec![ty], vec![ty]);
+    }
+    // RANK (1.3): any tensor to an INT32 scalar.
+    for ty in [H, F, I, Q, Q16S, TensorBool8, QC, Q16, Q8S, QS] {
+        add(Rank, vec![ty], vec![SI]);
+    }
+    // RSQRT (1.2) and RANDOM_MULTINOMIAL (1.2): float only.
+    for ty in [F, H] {
+        add(Rsqrt, vec![ty], vec![ty]);
+        add(RandomMultinomial, vec![ty, SI, I], vec![I]);
+    }
+    for (ty, scalar) in [(F, SF), (H, SH)] {
+        // UNIDIRECTIONAL_SEQUENCE_RNN (1.2): input, weights, recurrent weights, bias, hidden
+        // state, activation, time_major; (1.3) the final hidden state as a second output.
+        let rnn = [rep(ty, 5), vec![SI, SI]].concat();
+        add(UnidirectionalSequenceRnn, rnn.clone(), vec![ty]);
+        add(UnidirectionalSequenceRnn, rnn, vec![ty, ty]);
+        // BIDIRECTIONAL_SEQUENCE_RNN (1.2): both directions' weights and states, auxiliary
+        // input and weights, activation, time_major, merge_outputs; 1 or 2 outputs, (1.3) with
+        // the final states 3 or 4.
+        let birnn = [rep(ty, 12), vec![SI, B, B]].concat();
+        for n in 1..=4 {
+            add(BidirectionalSequenceRnn, birnn.clone(), rep(ty, n));
+        }
+        // UNIDIRECTIONAL_SEQUENCE_LSTM (1.2): the LSTM tensors, activation, the two clips,
+        // time_major, the layer-normalisation weights; (1.3) the final states as outputs.
+        let lstm = [rep(ty, 20), vec![SI, scalar, scalar, B], rep(ty, 4)].concat();
+        add(UnidirectionalSequenceLstm, lstm.clone(), vec![ty]);
+        add(UnidirectionalSequenceLstm, lstm, rep(ty, 3));
+        // BIDIRECTIONAL_SEQUENCE_LSTM (1.2): 48 tensors of both directions, activation, clips,
+        // merge_outputs, time_major, 8 layer-normalisation weights; 1, 2, (1.3) 5 or 6 outputs.
+        let bilstm = [rep(ty, 48), vec![SI, scalar, scalar, B, B], rep(ty, 8)].concat();
+        for n in [1, 2, 5, 6] {
+            add(BidirectionalSequenceLstm, bilstm.clone(), rep(ty, n));
+        }
+        // DETECTION_POSTPROCESSING (1.2): scores, deltas, anchors, the box scales, the
+        // regular-NMS flag, the limits, the thresholds and whether to include the background.
+        add(
+            DetectionPostprocessing,
+            [
+                rep(ty, 3),
+                rep(scalar, 4),
+                vec![B, SI, SI, SI, scalar, scalar, B],
+            ]
+            .concat(),
+            vec![ty, ty, I, I],
+        );
+    }
+    // GENERATE_PROPOSALS (1.2; signed 1.3): scores, deltas, anchors, image info, the
+    // height/width ratios, the pre/post-NMS limits, IoU and minimum size, layout.
+    for (ty, deltas_anchors, info, scalar) in [
+        (F, [F, F], F, SF),
+        (H, [H, H], H, SH),
+        (Q, [Q, Q16S], Q16, SF),
+        (QS, [QS, Q16S], Q16, SF),
+    ] {
+        add(
+            GenerateProposals,
+            vec![
+                ty,
+                deltas_anchors[0],
+                deltas_anchors[1],
+                info,
+                scalar,
+                scalar,
+                SI,
+                SI,
+                scalar,
+                scalar,
+                B,
+            ],
+            vec![ty, info, I],
+        );
+    }
+    // QUANTIZED_16BIT_LSTM (1.2): uint8 input, 8 weights and previous output, int32 biases,
+    // the 16-bit cell state; outputs the new cell state and output.
+    add(
+        Quantized16bitLstm,
+        [rep(Q, 9), rep(I, 4), vec![Q16S, Q]].concat(),
+        vec![Q16S, Q],
+    );
+    // QUANTIZED_LSTM (1.3): signed input, 8 symmetric weights, 3 peephole weights, 4 gate
+    // biases, projection weights and bias, previous output and cell state, 4 layer-norm
+    // weights, the clips and gate scales, the hidden state's zero point and scale.
+    add(
+        QuantizedLstm,
+        [
+            vec![QS],
+            rep(Q8S, 8),
+            rep(Q16S, 3),
+            rep(I, 4),
+            vec![Q8S, I, QS, Q16S],
+            rep(Q16S, 4),
+            rep(SF, 6),
+            vec![SI, SF],
+        ]
+        .concat(),
+        vec![QS, Q16S, QS],
+    );
 }

@@ -34,9 +34,9 @@ pub struct OperationInfo {
     pub ty: OperationType,
     pub inputs: Vec<usize>,
     pub outputs: Vec<usize>,
-    /// Checked for structure only and never run: OEM_OPERATION, an operation of a later NNAPI
-    /// version, or an NNAPI 1.0 operation on operand types a later version added (a signature
-    /// this driver's 1.0 tables cannot judge).
+    /// Validated but never run: OEM_OPERATION, an operation of a later NNAPI version, or an
+    /// NNAPI 1.0 operation in a signature a later version added that the 1.0 kernels do not
+    /// run.
     pub opaque: bool,
 }
 
@@ -376,18 +376,209 @@ fn matches_later(op: OperationType, operation: &Operation, operands: &[OperandIn
                 .any(|&t| (0..n - 1).all(|i| ty_in(i) == t) && ty_out(0) == t);
     }
     ops::later_signatures(op).iter().any(|s| {
+        let outputs_match = if s.repeat_outputs {
+            !operation.outputs.is_empty()
+                && (0..operation.outputs.len()).all(|i| ty_out(i) == s.outputs[0])
+        } else {
+            s.outputs.len() == operation.outputs.len()
+                && s.outputs.iter().enumerate().all(|(i, &t)| ty_out(i) == t)
+        };
         s.inputs.len() == operation.inputs.len()
-            && s.outputs.len() == operation.outputs.len()
             && s.inputs.iter().enumerate().all(|(i, &t)| ty_in(i) == t)
-            && s.outputs.iter().enumerate().all(|(i, &t)| ty_out(i) == t)
+            && outputs_match
     })
 }
 
+/// The platform validator's rank limits ([`ops::rank_rule`]): a known rank above 4 (or
+/// other than 4 where exactly 4 is required) is malformed. Rank 0 on a tensor is an unknown
+/// rank.
+fn check_ranks(
+    k: usize,
+    op: OperationType,
+    operation: &Operation,
+    operands: &[OperandInfo],
+) -> HalResult<()> {
+    let rank = |pos: usize| {
+        operation
+            .inputs
+            .get(pos)
+            .map_or(0, |&i| operands[i as usize].dims.len())
+    };
+    if op == OperationType::Concatenation {
+        for pos in 0..operation.inputs.len().saturating_sub(1) {
+            ensure!(
+                rank(pos) <= 4,
+                "operation {k} ({op}): input {pos} has rank {}, at most 4 is allowed",
+                rank(pos)
+            );
+        }
+        return Ok(());
+    }
+    let Some(rule) = ops::rank_rule(op) else {
+        return Ok(());
+    };
+    let known = rule.at_most_4.iter().all(|&pos| rank(pos) > 0);
+    if known || !rule.all_known_first {
+        for &pos in rule.at_most_4 {
+            ensure!(
+                rank(pos) <= 4,
+                "operation {k} ({op}): input {pos} has rank {}, at most 4 is allowed",
+                rank(pos)
+            );
+        }
+    }
+    for &pos in rule.exactly_4 {
+        ensure!(
+            rank(pos) == 0 || rank(pos) == 4,
+            "operation {k} ({op}): input {pos} has rank {}, 4 is required",
+            rank(pos)
+        );
+    }
+    Ok(())
+}
+
+/// IF and WHILE (NNAPI 1.3): their subgraph operands must name referenced subgraphs whose
+/// inputs and outputs line up with the operation's, operand for operand (type, scale, zero
+/// point, channel quantization, and dimensions where both sides specify them), and the
+/// condition must be a TENSOR_BOOL8 of shape [1]. IF takes (condition, then, else, inputs...);
+/// WHILE takes (condition model, body model, inputs...), the body's outputs feeding its inputs.
+fn check_control_flow(
+    k: usize,
+    op: OperationType,
+    operation: &Operation,
+    model: &Model,
+) -> HalResult<()> {
+    let operands = &model.operands;
+    let fail = |why: String| HalError::InvalidArgument(format!("operation {k} ({op}): {why}"));
+    ensure!(
+        operation.inputs.len() >= 3 && !operation.outputs.is_empty(),
+        "operation {k} ({op}): needs at least 3 inputs and 1 output, has {} and {}",
+        operation.inputs.len(),
+        operation.outputs.len()
+    );
+    let outer = |i: u32| &operands[i as usize];
+    let subgraph = |input: usize| -> HalResult<&Subgraph> {
+        let o = outer(operation.inputs[input]);
+        ensure!(
+            o.operand_type == OperandType::Subgraph.raw(),
+            "operation {k} ({op}): input {input} is not a SUBGRAPH operand"
+        );
+        model
+            .referenced
+            .get(o.location.offset as usize)
+            .ok_or_else(|| fail(format!("input {input} names no referenced subgraph")))
+    };
+    let inner_in = |g: &Subgraph, i: usize| -> HalResult<Operand> {
+        g.input_indexes
+            .get(i)
+            .and_then(|&x| g.operands.get(x as usize))
+            .cloned()
+            .ok_or_else(|| fail(format!("subgraph input {i} is not an operand")))
+    };
+    let inner_out = |g: &Subgraph, i: usize| -> HalResult<Operand> {
+        g.output_indexes
+            .get(i)
+            .and_then(|&x| g.operands.get(x as usize))
+            .cloned()
+            .ok_or_else(|| fail(format!("subgraph output {i} is not an operand")))
+    };
+    let compatible = |a: &Operand, b: &Operand, what: String| -> HalResult<()> {
+        let dims_agree = a.dimensions.is_empty()
+            || b.dimensions.is_empty()
+            || a.dimensions.len() == b.dimensions.len()
+                && a.dimensions
+                    .iter()
+                    .zip(&b.dimensions)
+                    .all(|(&x, &y)| x == 0 || y == 0 || x == y);
+        let same = a.operand_type == b.operand_type
+            && dims_agree
+            && a.scale == b.scale
+            && a.zero_point == b.zero_point
+            && a.channel_quant == b.channel_quant;
+        ensure!(same, "operation {k} ({op}): {what} do not match");
+        Ok(())
+    };
+    let condition = |o: &Operand, what: &str| -> HalResult<()> {
+        ensure!(
+            o.operand_type == OperandType::TensorBool8.raw() && o.dimensions == [1],
+            "operation {k} ({op}): {what} must be a TENSOR_BOOL8 of shape [1]"
+        );
+        Ok(())
+    };
+    let first = if op == OperationType::If { 3 } else { 2 };
+    let n_in = operation.inputs.len() - first;
+    if op == OperationType::If {
+        condition(outer(operation.inputs[0]), "the condition")?;
+        for branch in [1, 2] {
+            let g = subgraph(branch)?;
+            ensure!(
+                g.input_indexes.len() == n_in && g.output_indexes.len() == operation.outputs.len(),
+                "operation {k} ({op}): branch {branch} has {} inputs and {} outputs, the operation {n_in} and {}",
+                g.input_indexes.len(),
+                g.output_indexes.len(),
+                operation.outputs.len()
+            );
+            for i in 0..n_in {
+                let outer_in = outer(operation.inputs[first + i]);
+                compatible(
+                    &inner_in(g, i)?,
+                    outer_in,
+                    format!("branch {branch} input {i}"),
+                )?;
+            }
+            for (i, &o) in operation.outputs.iter().enumerate() {
+                compatible(
+                    &inner_out(g, i)?,
+                    outer(o),
+                    format!("branch {branch} output {i}"),
+                )?;
+            }
+        }
+        return Ok(());
+    }
+    let cond = subgraph(0)?;
+    ensure!(
+        cond.input_indexes.len() == n_in && cond.output_indexes.len() == 1,
+        "operation {k} ({op}): the condition has {} inputs and {} outputs, needs {n_in} and 1",
+        cond.input_indexes.len(),
+        cond.output_indexes.len()
+    );
+    for i in 0..n_in {
+        let outer_in = outer(operation.inputs[first + i]);
+        compatible(
+            &inner_in(cond, i)?,
+            outer_in,
+            format!("condition input {i}"),
+        )?;
+    }
+    condition(&inner_out(cond, 0)?, "the condition's output")?;
+    let body = subgraph(1)?;
+    let (body_in, body_out) = (body.input_indexes.len(), body.output_indexes.len());
+    ensure!(
+        body_in == n_in && body_out >= operation.outputs.len() && body_in >= body_out,
+        "operation {k} ({op}): the body has {body_in} inputs and {body_out} outputs for {n_in} inputs and {} outputs",
+        operation.outputs.len()
+    );
+    for i in 0..n_in {
+        let outer_in = outer(operation.inputs[first + i]);
+        compatible(&inner_in(body, i)?, outer_in, format!("body input {i}"))?;
+    }
+    for (i, &o) in operation.outputs.iter().enumerate() {
+        compatible(&inner_out(body, i)?, outer(o), format!("body output {i}"))?;
+    }
+    for i in 0..body_out {
+        compatible(
+            &inner_in(body, i)?,
+            &inner_out(body, i)?,
+            format!("body input and output {i}"),
+        )?;
+    }
+    Ok(())
+}
+
 /// Quantization relationships between an operation's operands (types.hal text for each op).
-/// `Ok(false)`: a relationship NNAPI 1.0 required and later versions dropped (a MUL output
-/// scale not above the input scales' product), or an output quantization the kernels do not
-/// write — valid, but not run. An output multiplier of 1 or more in the convolutions and
-/// mixed-scale CONCATENATION inputs run.
+/// `Ok(false)`: an output quantization the kernels do not write — valid, but not run. An
+/// output multiplier of 1 or more in the convolutions and mixed-scale CONCATENATION inputs run.
 fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) -> HalResult<bool> {
     use OperationType::*;
     let input = &operands[op.inputs[0]];
@@ -423,12 +614,6 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
             );
             // An output multiplier of 1 or more (allowed since NNAPI 1.2) runs on the
             // reference kernels.
-        }
-        Mul => {
-            let product = input.scale * operands[op.inputs[1]].scale;
-            if product >= out.scale {
-                return Ok(false);
-            }
         }
         // Inputs of other quantizations than the output's (NNAPI 1.2) are requantized.
         Concatenation => {}
@@ -603,6 +788,9 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
             .filter(|&t| !t.in_nnapi_1_0() && t != OperandType::Bool)
             .collect();
         let mut opaque = matches!(ops::arity(ty), Arity::Any);
+        if matches!(ty, OperationType::If | OperationType::While) {
+            check_control_flow(k, ty, operation, model)?;
+        }
         // A later operation with a signature table must match it.
         if opaque
             && !ops::later_signatures(ty).is_empty()
@@ -628,6 +816,26 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
                 opaque = true;
             }
         }
+        check_ranks(k, ty, operation, &operands)?;
+        // A per-channel filter is quantized along its output channels: dimension 0 of the
+        // [out, h, w, in] convolution filters, dimension 3 of DEPTHWISE_CONV_2D's [1, h, w, out].
+        let filter_channel_dim = match ty {
+            OperationType::Conv2d
+            | OperationType::GroupedConv2d
+            | OperationType::TransposeConv2d => Some(0),
+            OperationType::DepthwiseConv2d => Some(3),
+            _ => None,
+        };
+        if let (Some(want), Some(&filter)) = (filter_channel_dim, operation.inputs.get(1)) {
+            let filter = &model.operands[filter as usize];
+            if let Some(cq) = &filter.channel_quant {
+                ensure!(
+                    cq.channel_dim == want,
+                    "operation {k} ({ty}): a per-channel filter must be quantized along dimension {want}, not {}",
+                    cq.channel_dim
+                );
+            }
+        }
         for &o in &operation.outputs {
             let lt = operands[o as usize].lifetime;
             ensure!(
@@ -643,6 +851,23 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
                 ensure!(
                     ops::is_optional_input(ty, pos),
                     "operation {k} ({ty}): input {pos} is required but operand {i} has no value"
+                );
+            }
+        }
+        if ty == OperationType::Mul && operation.inputs.len() == 3 && operation.outputs.len() == 1 {
+            // Every version keeps this rule for both 8-bit asymmetric types, whichever
+            // signature table the operation matched.
+            let [a, b] = [0, 1].map(|i| &operands[operation.inputs[i] as usize]);
+            let out = &operands[operation.outputs[0] as usize];
+            if matches!(
+                a.ty,
+                OperandType::TensorQuant8Asymm | OperandType::TensorQuant8AsymmSigned
+            ) {
+                ensure!(
+                    out.scale > a.scale * b.scale,
+                    "operation {k} ({ty}): output scale {} must exceed the input scales' product {}",
+                    out.scale,
+                    a.scale * b.scale
                 );
             }
         }

@@ -90,7 +90,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operand_type,
         standalone: no_standalone,
         hidl_only: false,
-        aidl: None,
+        aidl: Some(operand_type_aidl),
     },
     ModelMutator {
         bi: Bi(2),
@@ -126,7 +126,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operand_lifetime,
         standalone: no_standalone,
         hidl_only: false,
-        aidl: None,
+        aidl: Some(operand_lifetime_aidl),
     },
     ModelMutator {
         bi: Bi(6),
@@ -135,7 +135,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operand_input_output,
         standalone: no_standalone,
         hidl_only: false,
-        aidl: None,
+        aidl: Some(operand_input_output_aidl),
     },
     ModelMutator {
         bi: Bi(7),
@@ -198,7 +198,7 @@ pub const MODEL_MUTATORS: &[ModelMutator] = &[
         mutate: operation_type,
         standalone: no_standalone,
         hidl_only: false,
-        aidl: None,
+        aidl: Some(operation_type_aidl),
     },
     ModelMutator {
         bi: Bi(14),
@@ -459,6 +459,19 @@ pub fn operand_type(model: &Model) -> Vec<ModelVariant> {
     out
 }
 
+/// BI-01 as the AIDL VTS has it: the values just outside the AIDL `OperandType` range (-1 and
+/// SUBGRAPH + 1; the AIDL enumeration has no OEM range).
+pub fn operand_type_aidl(model: &Model) -> Vec<ModelVariant> {
+    let aidl = [-1, OperandType::Subgraph.raw() + 1];
+    operand_type(model)
+        .into_iter()
+        .filter(|v| {
+            aidl.iter()
+                .any(|raw| v.name.ends_with(&format!(" set to value {raw}")))
+        })
+        .collect()
+}
+
 /// BI-02: scalars given one (unspecified) dimension, tensors given rank 0.
 pub fn operand_rank(model: &Model) -> Vec<ModelVariant> {
     use OperandType::*;
@@ -572,12 +585,75 @@ pub fn size_for_binder(model: &Model) -> usize {
 
 const HALF_MAX_IPC_SIZE: usize = 64 * 1024 / 2;
 
+/// The AIDL VTS's `sizeForBinder` of a model: the AIDL parcelables' fields (an operand's
+/// `DataLocation` carries three 64-bit fields and padding, its channel quantization its
+/// scales), the referenced subgraphs and a guessed 64 bytes per memory pool.
+pub fn size_for_binder_aidl(model: &Model) -> usize {
+    let operand = |o: &Operand| {
+        let extra = o
+            .channel_quant
+            .as_ref()
+            .map_or(0, |cq| 4 * cq.scales.len() + 4);
+        4 + 4 * o.dimensions.len() + 4 + 4 + 4 + 32 + extra
+    };
+    let operation = |o: &Operation| 4 + 4 * o.inputs.len() + 4 * o.outputs.len();
+    let subgraph = |operands: &[Operand], operations: &[Operation], ins: usize, outs: usize| {
+        operands.iter().map(operand).sum::<usize>()
+            + operations.iter().map(operation).sum::<usize>()
+            + 4 * (ins + outs)
+    };
+    subgraph(
+        &model.operands,
+        &model.operations,
+        model.input_indexes.len(),
+        model.output_indexes.len(),
+    ) + model
+        .referenced
+        .iter()
+        .map(|g| {
+            subgraph(
+                &g.operands,
+                &g.operations,
+                g.input_indexes.len(),
+                g.output_indexes.len(),
+            )
+        })
+        .sum::<usize>()
+        + model.operand_values.len()
+        + 64 * model.pools.len()
+        + 1
+}
+
+/// The AIDL VTS's budget: half of binder's 1 MiB transaction buffer.
+const AIDL_HALF_BUFFER_SIZE: usize = 1024 * 1024 / 2;
+
+/// Which VTS decides the CONSTANT_COPY flips of BI-05 and BI-06: its size estimate and budget.
+#[derive(Clone, Copy)]
+struct BinderBudget {
+    size: fn(&Model) -> usize,
+    limit: usize,
+}
+
+const HIDL_BUDGET: BinderBudget = BinderBudget {
+    size: size_for_binder,
+    limit: HALF_MAX_IPC_SIZE,
+};
+const AIDL_BUDGET: BinderBudget = BinderBudget {
+    size: size_for_binder_aidl,
+    limit: AIDL_HALF_BUFFER_SIZE,
+};
+
 /// Whether VTS would turn this operand into a CONSTANT_COPY: its size must be known and the
 /// grown model must stay under the binder budget.
-fn can_become_constant_copy(model: &Model, model_size: usize, operand: &Operand) -> bool {
+fn can_become_constant_copy(
+    model: &Model,
+    model_size: usize,
+    operand: &Operand,
+    limit: usize,
+) -> bool {
     let size = byte_size(operand.operand_type, &operand.dimensions).unwrap_or(0);
     let extra = size.saturating_sub(model.operand_values.len());
-    size != 0 && model_size + extra <= HALF_MAX_IPC_SIZE
+    size != 0 && model_size + extra <= limit
 }
 
 /// VTS `becomeConstantCopy`: a correctly sized region at offset 0 of a zero-padded
@@ -598,8 +674,18 @@ fn become_constant_copy(model: &mut Model, operand: usize) {
 /// BI-05: an operand's lifetime changed between "has a writer" and "has none", with the model
 /// input/output lists kept consistent so only writer analysis can tell.
 pub fn operand_lifetime(model: &Model) -> Vec<ModelVariant> {
+    operand_lifetime_within(model, HIDL_BUDGET)
+}
+
+/// BI-05 as the AIDL VTS has it: the CONSTANT_COPY flip is skipped only past its budget (half
+/// of 1 MiB by its `sizeForBinder` of the AIDL model, [`size_for_binder_aidl`]).
+pub fn operand_lifetime_aidl(model: &Model) -> Vec<ModelVariant> {
+    operand_lifetime_within(model, AIDL_BUDGET)
+}
+
+fn operand_lifetime_within(model: &Model, budget: BinderBudget) -> Vec<ModelVariant> {
     use OperandLifeTime::*;
-    let model_size = size_for_binder(model);
+    let model_size = (budget.size)(model);
     let mut out = Vec::new();
     for operand in 0..model.operands.len() {
         let o = &model.operands[operand];
@@ -610,7 +696,7 @@ pub fn operand_lifetime(model: &Model) -> Vec<ModelVariant> {
             }
             Some(NoValue | Subgraph) | None => vec![],
         };
-        if !can_become_constant_copy(model, model_size, o) {
+        if !can_become_constant_copy(model, model_size, o, budget.limit) {
             targets.retain(|&t| t != ConstantCopy);
         }
         for target in targets {
@@ -643,14 +729,23 @@ pub fn operand_lifetime(model: &Model) -> Vec<ModelVariant> {
 /// BI-06: an operand's lifetime changed between input, output and neither while keeping
 /// whether it has a writer, and without touching the input/output lists.
 pub fn operand_input_output(model: &Model) -> Vec<ModelVariant> {
+    operand_input_output_within(model, HIDL_BUDGET)
+}
+
+/// BI-06 as the AIDL VTS has it (its binder budget, as for [`operand_lifetime_aidl`]).
+pub fn operand_input_output_aidl(model: &Model) -> Vec<ModelVariant> {
+    operand_input_output_within(model, AIDL_BUDGET)
+}
+
+fn operand_input_output_within(model: &Model, budget: BinderBudget) -> Vec<ModelVariant> {
     use OperandLifeTime::*;
-    let model_size = size_for_binder(model);
+    let model_size = (budget.size)(model);
     let mut out = Vec::new();
     for operand in 0..model.operands.len() {
         let o = &model.operands[operand];
         let target = match lifetime_of(o) {
             Some(ConstantCopy | ConstantReference) => Some(ModelInput),
-            Some(ModelInput) if can_become_constant_copy(model, model_size, o) => {
+            Some(ModelInput) if can_become_constant_copy(model, model_size, o, budget.limit) => {
                 Some(ConstantCopy)
             }
             Some(ModelOutput) => Some(TemporaryVariable),
@@ -936,74 +1031,111 @@ pub fn operation_operand_type(model: &Model) -> Vec<ModelVariant> {
     out
 }
 
-/// BI-12 with the AIDL VTS's skips (`mutateOperationOperandTypeSkip`): besides LSH_PROJECTION's
-/// input 1, retypings that give another valid signature — CAST / ARGMAX / ARGMIN to any of
-/// the float, int32 and 8-bit asymmetric tensors, QUANTIZE's input to a float and output to an
-/// asymmetric 8-bit tensor, DEQUANTIZE's input to an 8-bit quantized and output to a float
-/// tensor, a convolution filter to TENSOR_QUANT8_ASYMM or per-channel, AXIS_ALIGNED_BBOX_TRANSFORM
-/// boxes to an asymmetric 8-bit tensor, RANK's input to any tensor. The retyped-to types are
-/// still NNAPI 1.0's.
+/// The AIDL VTS's `mutateOperand`: like [`retype`], over every AIDL operand type. Scalars
+/// (BOOL and FLOAT16 too) lose dimensions, scale and zero point; TENSOR_BOOL8 and
+/// TENSOR_FLOAT16 are retyped as TENSOR_FLOAT32 is; the symmetric and 16-bit quantized tensors
+/// as TENSOR_QUANT8_ASYMM (nonzero scale, zero point kept); TENSOR_QUANT8_SYMM_PER_CHANNEL gets
+/// scale 0, zero point 0 and channel 0 quantized with scale 1 per element of dimension 0;
+/// TENSOR_QUANT8_ASYMM_SIGNED and SUBGRAPH change the type alone. Channel quantization the
+/// operand had is kept (VTS copies the operand and never clears it).
+fn retype_aidl(operand: &mut Operand, ty: OperandType) {
+    use OperandType::*;
+    let old = operand.clone();
+    let tensor_dims = if old.dimensions.is_empty() {
+        vec![1]
+    } else {
+        old.dimensions.clone()
+    };
+    operand.operand_type = ty.raw();
+    match ty {
+        Float16 | Float32 | Int32 | UInt32 | Bool => {
+            operand.dimensions = Vec::new();
+            operand.scale = 0.0;
+            operand.zero_point = 0;
+        }
+        TensorBool8 | TensorFloat16 | TensorFloat32 => {
+            operand.dimensions = tensor_dims;
+            operand.scale = 0.0;
+            operand.zero_point = 0;
+        }
+        TensorInt32 => {
+            operand.dimensions = tensor_dims;
+            operand.zero_point = 0;
+        }
+        TensorQuant8Asymm | TensorQuant8Symm | TensorQuant16Asymm | TensorQuant16Symm => {
+            operand.dimensions = tensor_dims;
+            operand.scale = if old.scale != 0.0 { old.scale } else { 1.0 };
+        }
+        TensorQuant8SymmPerChannel => {
+            operand.dimensions = tensor_dims;
+            operand.scale = 0.0;
+            operand.zero_point = 0;
+            let channels = old.dimensions.first().copied().unwrap_or(0) as usize;
+            operand.channel_quant = Some(nnhal::hal::ChannelQuant {
+                scales: vec![1.0; channels],
+                channel_dim: 0,
+            });
+        }
+        _ => {}
+    }
+}
+
+/// BI-12 as the AIDL VTS has it (`mutateOperationOperandTypeTest`): each operand retyped to
+/// every other AIDL operand type (every type but the OEM ones, which the AIDL interface does
+/// not have) with `mutateOperand`'s adjustments (`retype_aidl`), minus
+/// `mutateOperationOperandTypeSkip`: LSH_PROJECTION's input 1; with a CAST, ARGMAX or ARGMIN
+/// anywhere in the model, any operand to a float, int32 or 8-bit asymmetric tensor; QUANTIZE's
+/// input to a float and output to an 8-bit asymmetric tensor; RANDOM_MULTINOMIAL's input to
+/// a float tensor; DEQUANTIZE's input to an 8-bit quantized and output to a float tensor; a
+/// convolution filter to TENSOR_QUANT8_ASYMM or per-channel; AXIS_ALIGNED_BBOX_TRANSFORM's
+/// input 1 to an 8-bit asymmetric tensor; RANK's input to any tensor.
 pub fn operation_operand_type_aidl(model: &Model) -> Vec<ModelVariant> {
     use OperandType::*;
     use OperationType::*;
     let skip = |operand: usize, ty: OperandType| -> bool {
         let o = operand as u32;
+        if ty.raw() == model.operands[operand].operand_type {
+            return true;
+        }
         model.operations.iter().any(|op| {
             let input = |k: usize| op.inputs.get(k) == Some(&o);
             let output0 = op.outputs.first() == Some(&o);
+            let float = matches!(ty, TensorFloat16 | TensorFloat32);
+            let asymm8 = matches!(ty, TensorQuant8Asymm | TensorQuant8AsymmSigned);
             match OperationType::from_raw(op.operation_type) {
-                Some(Cast | Argmax | Argmin) => matches!(
-                    ty,
-                    TensorFloat16
-                        | TensorFloat32
-                        | TensorInt32
-                        | TensorQuant8Asymm
-                        | TensorQuant8AsymmSigned
-                ),
-                Some(Quantize) => {
-                    (input(0) && matches!(ty, TensorFloat16 | TensorFloat32))
-                        || (output0 && matches!(ty, TensorQuant8Asymm | TensorQuant8AsymmSigned))
-                }
+                Some(LshProjection) => input(1),
+                Some(Cast | Argmax | Argmin) => float || asymm8 || ty == TensorInt32,
+                Some(Quantize) => (input(0) && float) || (output0 && asymm8),
+                Some(RandomMultinomial) => input(0) && float,
                 Some(Dequantize) => {
                     (input(0)
-                        && matches!(
-                            ty,
-                            TensorQuant8Asymm
-                                | TensorQuant8AsymmSigned
-                                | TensorQuant8Symm
-                                | TensorQuant8SymmPerChannel
-                        ))
-                        || (output0 && matches!(ty, TensorFloat16 | TensorFloat32))
+                        && (asymm8 || matches!(ty, TensorQuant8Symm | TensorQuant8SymmPerChannel)))
+                        || (output0 && float)
                 }
                 Some(TransposeConv2d | GroupedConv2d | DepthwiseConv2d | Conv2d) => {
                     input(1) && matches!(ty, TensorQuant8Asymm | TensorQuant8SymmPerChannel)
                 }
-                Some(AxisAlignedBboxTransform) => {
-                    input(1) && matches!(ty, TensorQuant8Asymm | TensorQuant8AsymmSigned)
-                }
+                Some(AxisAlignedBboxTransform) => input(1) && asymm8,
                 Some(Rank) => input(0) && ty.is_tensor(),
                 _ => false,
             }
         })
     };
-    operation_operand_type(model)
-        .into_iter()
-        .filter(|v| {
-            // The variant changed exactly one operand; find it and its new type.
-            let changed = model
-                .operands
-                .iter()
-                .zip(&v.model.operands)
-                .position(|(a, b)| a.operand_type != b.operand_type);
-            match changed {
-                Some(k) => match OperandType::from_raw(v.model.operands[k].operand_type) {
-                    Some(ty) => !skip(k, ty),
-                    None => true,
-                },
-                None => true,
+    let mut out = Vec::new();
+    for operand in 0..model.operands.len() {
+        for &ty in OperandType::ALL {
+            if ty.is_oem() || skip(operand, ty) {
+                continue;
             }
-        })
-        .collect()
+            out.push(variant(
+                12,
+                format!("mutateOperationOperandTypeTest: operand {operand} set to type {ty}"),
+                model,
+                |m| retype_aidl(&mut m.operands[operand], ty),
+            ));
+        }
+    }
+    out
 }
 
 /// BI-13: each operation's type set to values outside the enum (VTS's four bounds and the
@@ -1024,6 +1156,19 @@ pub fn operation_type(model: &Model) -> Vec<ModelVariant> {
         }
     }
     out
+}
+
+/// BI-13 as the AIDL VTS has it: the values just outside the AIDL `OperationType` range (-1
+/// and RANK + 1).
+pub fn operation_type_aidl(model: &Model) -> Vec<ModelVariant> {
+    let aidl = [-1, OperationType::Rank.raw() + 1];
+    operation_type(model)
+        .into_iter()
+        .filter(|v| {
+            aidl.iter()
+                .any(|raw| v.name.ends_with(&format!(" set to value {raw}")))
+        })
+        .collect()
 }
 
 /// BI-14: each operation input index set to `operands.len()`.

@@ -426,9 +426,17 @@ pub fn check_invalid_model(device: &dyn Device, model: &Model) -> Result<(), Str
     }
 }
 
-/// Checks that `execute` rejects `request` with INVALID_ARGUMENT, without panicking.
+/// Checks that `execute` (and `executeFenced`, over binder) rejects `request` with
+/// INVALID_ARGUMENT, without panicking.
 pub fn check_invalid_request(prepared: &dyn Prepared, request: &Request) -> Result<(), String> {
-    expect_invalid("execute", guarded("execute", || prepared.execute(request)))
+    expect_invalid("execute", guarded("execute", || prepared.execute(request)))?;
+    // The AIDL VTS's ValidateRequest also sends every malformed request through
+    // executeFenced, which must refuse it at the call.
+    match guarded("execute_fenced", || prepared.execute_fenced(request)) {
+        Ok(Some(fenced)) => expect_invalid("execute_fenced", Ok(fenced)),
+        Ok(None) => Ok(()),
+        Err(panic) => Err(panic),
+    }
 }
 
 /// The outcome of one mutation class over a set of base models.

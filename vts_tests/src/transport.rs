@@ -9,8 +9,8 @@
 //!   without a process boundary.
 
 use nnhal::binder::child::{service_program, ChildOptions, ServiceChild};
-use nnhal::binder::{self, ConnectOptions, RemoteDevice, RemotePreparedModel};
-use nnhal::hal::{Capabilities, HalResult, Model, Request};
+use nnhal::binder::{self, ConnectOptions, PrepareOptions, RemoteDevice, RemotePreparedModel};
+use nnhal::hal::{Capabilities, ErrorStatus, HalError, HalResult, Model, Request};
 use nnhal::{Driver, ExecutionResult, PreparedModel};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -39,6 +39,11 @@ pub trait Device: Send + Sync {
 pub trait Prepared: Send + Sync {
     /// `execute` and its callback folded into one result; outputs land in the request's pools.
     fn execute(&self, request: &Request) -> HalResult<ExecutionResult>;
+    /// `executeFenced` without fences, where the transport has it (binder only: fenced
+    /// execution is an interface call, the driver library has no separate path for it).
+    fn execute_fenced(&self, _request: &Request) -> Option<HalResult<()>> {
+        None
+    }
 }
 
 /// The transports the command line can select.
@@ -200,7 +205,22 @@ impl Device for RpcDevice {
     }
 
     fn prepare_model(&self, model: Model) -> HalResult<Box<dyn Prepared>> {
-        Ok(Box::new(RpcPrepared(self.device.prepare_model(model)?)))
+        let pending = self
+            .device
+            .launch_prepare(&model, &PrepareOptions::default())?;
+        let launched = pending.launched().is_ok();
+        match pending.wait() {
+            Ok(prepared) => Ok(Box::new(RpcPrepared(prepared))),
+            // VTS's validatePrepareModel wants an invalid model refused by the call itself as
+            // well as through the callback: a launch that succeeded does not count.
+            Err(e) if launched && e.status() == ErrorStatus::InvalidArgument => {
+                Err(HalError::GeneralFailure(format!(
+                    "prepareModel returned OK but its callback reported INVALID_ARGUMENT: {}",
+                    e.message()
+                )))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     fn remote(&self) -> Option<&RemoteDevice> {
@@ -217,6 +237,10 @@ struct RpcPrepared(RemotePreparedModel);
 impl Prepared for RpcPrepared {
     fn execute(&self, request: &Request) -> HalResult<ExecutionResult> {
         self.0.execute(request)
+    }
+
+    fn execute_fenced(&self, request: &Request) -> Option<HalResult<()>> {
+        Some(self.0.execute_fenced(request))
     }
 }
 

@@ -180,7 +180,7 @@ impl Driver {
         }
         // Constants now live in `constants`; the model's mappings are no longer needed.
         valid.pools.clear();
-        let plan = Plan::compile(valid, constants, self.kernels)?;
+        let plan = Plan::compile(valid, constants, self.kernels, self.pool.threads())?;
         Ok(Arc::new(PreparedModel {
             plan,
             pool_cache: PoolCache::default(),

@@ -831,6 +831,9 @@ fn read_input(
     signed: bool,
 ) -> HalResult<()> {
     let one = |offset: u64, bytes: &mut [u8]| match elem {
+        // Values are stored little-endian in pools and in the arena alike: on such targets
+        // the bytes go over as they are, at memcpy speed.
+        Elem::F32 | Elem::I32 if cfg!(target_endian = "little") => pool.read(offset, bytes),
         Elem::F32 => pool.read_values(offset, cast_mut::<f32>(bytes)?, f32::from_le_bytes),
         Elem::I32 => pool.read_values(offset, cast_mut::<i32>(bytes)?, i32::from_le_bytes),
         Elem::U8 => {

@@ -507,6 +507,14 @@ fn check_control_flow(
     };
     let first = if op == OperationType::If { 3 } else { 2 };
     let n_in = operation.inputs.len() - first;
+    // Inputs 0..n_in of `g` against the operation's data inputs.
+    let inputs_match = |g: &Subgraph, label: &str| -> HalResult<()> {
+        for i in 0..n_in {
+            let outer_in = outer(operation.inputs[first + i]);
+            compatible(&inner_in(g, i)?, outer_in, format!("{label} input {i}"))?;
+        }
+        Ok(())
+    };
     if op == OperationType::If {
         condition(outer(operation.inputs[0]), "the condition")?;
         for branch in [1, 2] {
@@ -518,14 +526,7 @@ fn check_control_flow(
                 g.output_indexes.len(),
                 operation.outputs.len()
             );
-            for i in 0..n_in {
-                let outer_in = outer(operation.inputs[first + i]);
-                compatible(
-                    &inner_in(g, i)?,
-                    outer_in,
-                    format!("branch {branch} input {i}"),
-                )?;
-            }
+            inputs_match(g, &format!("branch {branch}"))?;
             for (i, &o) in operation.outputs.iter().enumerate() {
                 compatible(
                     &inner_out(g, i)?,
@@ -543,14 +544,7 @@ fn check_control_flow(
         cond.input_indexes.len(),
         cond.output_indexes.len()
     );
-    for i in 0..n_in {
-        let outer_in = outer(operation.inputs[first + i]);
-        compatible(
-            &inner_in(cond, i)?,
-            outer_in,
-            format!("condition input {i}"),
-        )?;
-    }
+    inputs_match(cond, "condition")?;
     condition(&inner_out(cond, 0)?, "the condition's output")?;
     let body = subgraph(1)?;
     let (body_in, body_out) = (body.input_indexes.len(), body.output_indexes.len());
@@ -559,10 +553,7 @@ fn check_control_flow(
         "operation {k} ({op}): the body has {body_in} inputs and {body_out} outputs for {n_in} inputs and {} outputs",
         operation.outputs.len()
     );
-    for i in 0..n_in {
-        let outer_in = outer(operation.inputs[first + i]);
-        compatible(&inner_in(body, i)?, outer_in, format!("body input {i}"))?;
-    }
+    inputs_match(body, "body")?;
     for (i, &o) in operation.outputs.iter().enumerate() {
         compatible(&inner_out(body, i)?, outer(o), format!("body output {i}"))?;
     }

@@ -136,10 +136,15 @@ impl Tensor {
 
 /// The element count of `dims`, refused beyond [`MAX_ELEMENTS`].
 pub fn element_count(dims: &[usize]) -> Result<usize, String> {
+    bounded_count(dims, MAX_ELEMENTS)
+        .ok_or_else(|| format!("dimensions {dims:?} claim more than {MAX_ELEMENTS} elements"))
+}
+
+/// The product of `dims` when it neither overflows nor exceeds `limit`.
+pub fn bounded_count(dims: &[usize], limit: usize) -> Option<usize> {
     dims.iter()
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .filter(|&n| n <= MAX_ELEMENTS)
-        .ok_or_else(|| format!("dimensions {dims:?} claim more than {MAX_ELEMENTS} elements"))
+        .filter(|&n| n <= limit)
 }
 
 fn fixed<const N: usize, T>(raw: &[u8], count: usize, from: fn([u8; N]) -> T) -> Vec<T> {

@@ -165,12 +165,12 @@ const MAX_FOLDED_TOTAL: usize = 1 << 24;
 /// The element count of a tensor about to be folded, refused beyond [`MAX_FOLDED_ELEMENTS`]
 /// before anything is allocated.
 fn folded_count(dims: &[usize]) -> R<usize> {
-    dims.iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .filter(|&n| n <= MAX_FOLDED_ELEMENTS)
-        .ok_or_else(|| {
-            format!("folding would make a tensor of dimensions {dims:?}, more than {MAX_FOLDED_ELEMENTS} elements")
-        })
+    crate::decode::bounded_count(dims, MAX_FOLDED_ELEMENTS).ok_or_else(|| {
+        format!(
+            "folding would make a tensor of dimensions {dims:?}, more than \
+             {MAX_FOLDED_ELEMENTS} elements"
+        )
+    })
 }
 
 pub fn lower(model: &ModelProto) -> Result<ImportedModel, OnnxError> {

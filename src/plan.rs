@@ -15,7 +15,9 @@
 //! which then fails at execution as before.
 
 use crate::executor::{self, Call, OpImpl, PackArgs, Packed, WorkArgs};
-use crate::tensor::{Data, DataMut, DataRef, Tensor, TensorMut, TensorRef};
+use crate::tensor::{
+    read_words, write_words, Data, DataMut, DataRef, Tensor, TensorMut, TensorRef,
+};
 use crossbeam_queue::ArrayQueue;
 use nnhal_hal::memory::MappedPool;
 use nnhal_hal::shape::{self, Arg, InferError, Inferred, Params};
@@ -775,8 +777,8 @@ fn write_output(
     }
     let pool = &bound.pools[arg.pool];
     match value {
-        DataRef::F32(v) => pool.write_values(arg.offset, v, |x| x.to_le_bytes()),
-        DataRef::I32(v) => pool.write_values(arg.offset, v, |x| x.to_le_bytes()),
+        DataRef::F32(v) => write_words(pool, arg.offset, v),
+        DataRef::I32(v) => write_words(pool, arg.offset, v),
         DataRef::U8(v) if signed => {
             let mut shifted = v.to_vec();
             flip_sign(&mut shifted);
@@ -831,11 +833,8 @@ fn read_input(
     signed: bool,
 ) -> HalResult<()> {
     let one = |offset: u64, bytes: &mut [u8]| match elem {
-        // Values are stored little-endian in pools and in the arena alike: on such targets
-        // the bytes go over as they are, at memcpy speed.
-        Elem::F32 | Elem::I32 if cfg!(target_endian = "little") => pool.read(offset, bytes),
-        Elem::F32 => pool.read_values(offset, cast_mut::<f32>(bytes)?, f32::from_le_bytes),
-        Elem::I32 => pool.read_values(offset, cast_mut::<i32>(bytes)?, i32::from_le_bytes),
+        Elem::F32 => read_words(pool, offset, cast_mut::<f32>(bytes)?),
+        Elem::I32 => read_words(pool, offset, cast_mut::<i32>(bytes)?),
         Elem::U8 => {
             pool.read(offset, bytes)?;
             if signed {

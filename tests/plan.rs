@@ -224,3 +224,21 @@ fn more_concurrent_executions_than_pooled_arenas() {
         t.join().unwrap();
     }
 }
+
+#[test]
+fn on_several_threads_a_freed_region_rests_one_step() {
+    // At one thread `relu` (step 2) may take the bytes `b` freed after step 1, the warmest
+    // place to write; with a kernel team it must not, so the arena grows by one tensor.
+    let one = Driver::new(1)
+        .unwrap()
+        .prepare_model(chain_model(1))
+        .unwrap();
+    let two = Driver::new(2)
+        .unwrap()
+        .prepare_model(chain_model(1))
+        .unwrap();
+    assert_eq!(one.plan().arena_bytes(), 3 * 1024);
+    assert_eq!(two.plan().arena_bytes(), 4 * 1024);
+    let (a, b) = inputs(9);
+    assert_eq!(execute(&one, &a, &b), execute(&two, &a, &b));
+}

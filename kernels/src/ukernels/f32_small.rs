@@ -244,34 +244,34 @@ const fn win(r0: usize, r: usize, c0: usize, c: usize) -> usize {
 
 /// [`F32Dw::conv3x3`]: picks the instantiation for the run's stride and clip. Full-width
 /// runs (all three columns) at stride 1 or 2 with all three rows or two adjacent rows go
-/// through `P`-pixel tiles; single border pixels with two columns through one-pixel tiles;
+/// through `P`-pixel tiles at stride 1 and `P2`-pixel tiles at stride 2; single border pixels with two columns through one-pixel tiles;
 /// anything else through [`dw_window`].
 ///
 /// # Safety
 /// The processor runs `V`'s level; the memory contract of [`F32Dw::conv3x3`].
 #[inline(always)]
-pub(crate) unsafe fn dw3x3<V: F32Simd, const P: usize>(a: &DwRun, c: &DwClip) {
+pub(crate) unsafe fn dw3x3<V: F32Simd, const P: usize, const P2: usize>(a: &DwRun, c: &DwClip) {
     debug_assert_eq!(c.kw, 3);
     if a.out_rows == 2 {
         // SAFETY: the caller's contract covers both rows.
         unsafe {
             match (a.stride, c.ky0, c.rows, c.kx0, c.cols) {
                 (1, 0, 3, 0, 3) => dw_conv3x3_rows2::<V, 1, P>(a),
-                (2, 0, 3, 0, 3) => dw_conv3x3_rows2::<V, 2, P>(a),
+                (2, 0, 3, 0, 3) => dw_conv3x3_rows2::<V, 2, P2>(a),
                 _ => {
-                    dw3x3_row::<V, P>(a, c);
+                    dw3x3_row::<V, P, P2>(a, c);
                     let next = DwRun {
                         input: a.input.add(a.stride * a.in_row),
                         output: a.output.add(a.out_row),
                         ..*a
                     };
-                    dw3x3_row::<V, P>(&next, c);
+                    dw3x3_row::<V, P, P2>(&next, c);
                 }
             }
         }
     } else {
         // SAFETY: the caller's contract.
-        unsafe { dw3x3_row::<V, P>(a, c) }
+        unsafe { dw3x3_row::<V, P, P2>(a, c) }
     }
 }
 
@@ -280,7 +280,7 @@ pub(crate) unsafe fn dw3x3<V: F32Simd, const P: usize>(a: &DwRun, c: &DwClip) {
 /// # Safety
 /// As for [`dw3x3`], for the run's first output row.
 #[inline(always)]
-unsafe fn dw3x3_row<V: F32Simd, const P: usize>(a: &DwRun, c: &DwClip) {
+unsafe fn dw3x3_row<V: F32Simd, const P: usize, const P2: usize>(a: &DwRun, c: &DwClip) {
     let single = a.pixels == 1;
     // SAFETY: each instantiation reads exactly the taps the clip puts in bounds, which the
     // caller makes readable.
@@ -289,9 +289,9 @@ unsafe fn dw3x3_row<V: F32Simd, const P: usize>(a: &DwRun, c: &DwClip) {
             (1, 0, 3, 0, 3) => dw_conv3x3::<V, 1, P, { win(0, 3, 0, 3) }>(a),
             (1, 1, 2, 0, 3) => dw_conv3x3::<V, 1, P, { win(1, 2, 0, 3) }>(a),
             (1, 0, 2, 0, 3) => dw_conv3x3::<V, 1, P, { win(0, 2, 0, 3) }>(a),
-            (2, 0, 3, 0, 3) => dw_conv3x3::<V, 2, P, { win(0, 3, 0, 3) }>(a),
-            (2, 1, 2, 0, 3) => dw_conv3x3::<V, 2, P, { win(1, 2, 0, 3) }>(a),
-            (2, 0, 2, 0, 3) => dw_conv3x3::<V, 2, P, { win(0, 2, 0, 3) }>(a),
+            (2, 0, 3, 0, 3) => dw_conv3x3::<V, 2, P2, { win(0, 3, 0, 3) }>(a),
+            (2, 1, 2, 0, 3) => dw_conv3x3::<V, 2, P2, { win(1, 2, 0, 3) }>(a),
+            (2, 0, 2, 0, 3) => dw_conv3x3::<V, 2, P2, { win(0, 2, 0, 3) }>(a),
             (_, 0, 3, 1, 2) if single => dw_conv3x3::<V, 1, 1, { win(0, 3, 1, 2) }>(a),
             (_, 1, 2, 1, 2) if single => dw_conv3x3::<V, 1, 1, { win(1, 2, 1, 2) }>(a),
             (_, 0, 2, 1, 2) if single => dw_conv3x3::<V, 1, 1, { win(0, 2, 1, 2) }>(a),
@@ -831,7 +831,7 @@ pub(crate) unsafe fn vdiv<V: F32Simd>(out: &mut [f32], d: f32) {
 macro_rules! f32_small_entries {
     (
         $(#[$feat:meta])*
-        vector = $v:ty, tile = $p:literal,
+        vector = $v:ty, tile = $p:literal, tile_s2 = $p2:literal,
         dw = $dw:ident, dw3x3 = $dw3:ident, avgpool = $avg:ident, maxpool = $maxp:ident,
         add = $add:ident, mul = $mul:ident, clamp = $clamp:ident, logistic = $logistic:ident,
         tanh = $tanh:ident, rmax = $rmax:ident, expsum = $expsum:ident, div = $div:ident $(,)?
@@ -855,7 +855,7 @@ macro_rules! f32_small_entries {
         $(#[$feat])*
         pub unsafe fn $dw3(a: &fs::DwRun, c: &fs::DwClip) {
             // SAFETY: this level is supported (table) and the caller keeps the memory contract.
-            unsafe { fs::dw3x3::<$v, $p>(a, c) }
+            unsafe { fs::dw3x3::<$v, $p, $p2>(a, c) }
         }
 
         /// AVERAGE_POOL_2D pixel.

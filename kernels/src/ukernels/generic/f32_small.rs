@@ -147,7 +147,7 @@ unsafe impl F32Simd for Lanes4 {
 }
 
 f32_small_entries! {
-    vector = Lanes4, tile = 2,
+    vector = Lanes4, tile = 2, tile_s2 = 2,
     dw = f32_dwconv_generic_4c, dw3x3 = f32_dwconv3x3_generic_4cx2,
     avgpool = f32_avgpool_generic_4c, maxpool = f32_maxpool_generic_4c,
     add = f32_add_generic_4, mul = f32_mul_generic_4, clamp = f32_clamp_generic_4,

@@ -146,7 +146,7 @@ unsafe impl F32Simd for Q {
 
 f32_small_entries! {
     #[target_feature(enable = "neon")]
-    vector = Q, tile = 8,
+    vector = Q, tile = 8, tile_s2 = 4,
     dw = f32_dwconv_neon_4c, dw3x3 = f32_dwconv3x3_neon_4cx8,
     avgpool = f32_avgpool_neon_4c, maxpool = f32_maxpool_neon_4c,
     add = f32_add_neon_4, mul = f32_mul_neon_4, clamp = f32_clamp_neon_4,

@@ -157,7 +157,7 @@ unsafe impl F32Simd for Ymm {
 
 f32_small_entries! {
     #[target_feature(enable = "avx2,fma")]
-    vector = Ymm, tile = 4,
+    vector = Ymm, tile = 4, tile_s2 = 2,
     dw = f32_dwconv_avx2_8c, dw3x3 = f32_dwconv3x3_avx2_8cx4,
     avgpool = f32_avgpool_avx2_8c, maxpool = f32_maxpool_avx2_8c,
     add = f32_add_avx2_8, mul = f32_mul_avx2_8, clamp = f32_clamp_avx2_8,

@@ -148,7 +148,7 @@ unsafe impl F32Simd for Zmm {
 
 f32_small_entries! {
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
-    vector = Zmm, tile = 8,
+    vector = Zmm, tile = 8, tile_s2 = 3,
     dw = f32_dwconv_avx512_16c, dw3x3 = f32_dwconv3x3_avx512_16cx8,
     avgpool = f32_avgpool_avx512_16c, maxpool = f32_maxpool_avx512_16c,
     add = f32_add_avx512_16, mul = f32_mul_avx512_16, clamp = f32_clamp_avx512_16,

@@ -341,7 +341,8 @@ impl Plan {
             touch(o, end);
         }
         // Greedy by size: biggest first, each at the lowest offset that no value live at the
-        // same time occupies.
+        // same time occupies, nor one whose life ends within `cool_down` steps before this one
+        // starts or starts within `cool_down` steps after it ends (either may be placed first).
         let mut order: Vec<usize> = (0..n).filter(|&r| live[r].is_some()).collect();
         let mut bytes_of = vec![0usize; n];
         for &r in &order {
@@ -360,7 +361,7 @@ impl Plan {
                 .iter()
                 .filter(|&&(_, _, q)| {
                     let (f, l) = live[q].expect("placed values are live");
-                    f <= last && first <= l + cool_down
+                    f <= last + cool_down && first <= l + cool_down
                 })
                 .map(|&(s, e, _)| (s, e))
                 .collect();

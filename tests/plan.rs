@@ -74,6 +74,11 @@ fn chain_model(batch: u32) -> Model {
     set_constant(&mut m, 3, &i32_bytes(&[1]));
     set_constant(&mut m, 6, &i32_bytes(&[-1, 256]));
     set_constant(&mut m, 9, &i32_bytes(&[-1, 8, 8, 4]));
+    count_consumers(&mut m);
+    m
+}
+
+fn count_consumers(m: &mut Model) {
     for o in &mut m.operands {
         o.number_of_consumers = 0;
     }
@@ -82,6 +87,32 @@ fn chain_model(batch: u32) -> Model {
             m.operands[i as usize].number_of_consumers += 1;
         }
     }
+}
+
+/// `out = relu(concat(b, b))` with `b = relu(relu(x))`, `x` of `[1,256]`: the 2 KiB `concat`
+/// starts the step after `relu(x)` was last read, and being bigger it is placed first.
+fn widening_model() -> Model {
+    let mut m = Model {
+        operands: vec![
+            operand(TensorFloat32, &[1, 256], ModelInput), // 0 x
+            operand(TensorFloat32, &[1, 256], TemporaryVariable), // 1 relu(x)
+            operand(TensorFloat32, &[1, 256], TemporaryVariable), // 2 b
+            operand(Int32, &[], ConstantCopy),             // 3 axis 0
+            operand(TensorFloat32, &[2, 256], TemporaryVariable), // 4 concat
+            operand(TensorFloat32, &[2, 256], ModelOutput), // 5 out
+        ],
+        operations: vec![
+            op(OperationType::Relu, &[0], &[1]),
+            op(OperationType::Relu, &[1], &[2]),
+            op(OperationType::Concatenation, &[2, 2, 3], &[4]),
+            op(OperationType::Relu, &[4], &[5]),
+        ],
+        input_indexes: vec![0],
+        output_indexes: vec![5],
+        ..Default::default()
+    };
+    set_constant(&mut m, 3, &i32_bytes(&[0]));
+    count_consumers(&mut m);
     m
 }
 
@@ -151,6 +182,14 @@ fn execute(prepared: &nnhal::PreparedModel, a: &[f32], b: &[f32]) -> Vec<f32> {
         .collect()
 }
 
+/// The static chain model prepared on a driver of `threads` kernel threads.
+fn static_chain(threads: usize) -> Arc<nnhal::PreparedModel> {
+    Driver::new(threads)
+        .unwrap()
+        .prepare_model(chain_model(1))
+        .unwrap()
+}
+
 fn assert_close(got: &[f32], want: &[f32]) {
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         assert!(
@@ -162,10 +201,7 @@ fn assert_close(got: &[f32], want: &[f32]) {
 
 #[test]
 fn static_model_runs_in_a_shared_arena_with_aliased_reshapes() {
-    let prepared = Driver::new(1)
-        .unwrap()
-        .prepare_model(chain_model(1))
-        .unwrap();
+    let prepared = static_chain(1);
     let plan = prepared.plan();
     assert!(plan.is_static());
     // Eight tensors of 1 KiB (two inputs, five temporaries, one output): the two RESHAPE
@@ -204,10 +240,7 @@ fn dynamic_model_matches_the_static_plan() {
 
 #[test]
 fn more_concurrent_executions_than_pooled_arenas() {
-    let prepared = Driver::new(2)
-        .unwrap()
-        .prepare_model(chain_model(1))
-        .unwrap();
+    let prepared = static_chain(2);
     let prepared = Arc::new(prepared);
     let threads: Vec<_> = (0..12u32)
         .map(|t| {
@@ -229,16 +262,27 @@ fn more_concurrent_executions_than_pooled_arenas() {
 fn on_several_threads_a_freed_region_rests_one_step() {
     // At one thread `relu` (step 2) may take the bytes `b` freed after step 1, the warmest
     // place to write; with a kernel team it must not, so the arena grows by one tensor.
-    let one = Driver::new(1)
-        .unwrap()
-        .prepare_model(chain_model(1))
-        .unwrap();
-    let two = Driver::new(2)
-        .unwrap()
-        .prepare_model(chain_model(1))
-        .unwrap();
+    let one = static_chain(1);
+    let two = static_chain(2);
     assert_eq!(one.plan().arena_bytes(), 3 * 1024);
     assert_eq!(two.plan().arena_bytes(), 4 * 1024);
     let (a, b) = inputs(9);
     assert_eq!(execute(&one, &a, &b), execute(&two, &a, &b));
+}
+
+#[test]
+fn the_rest_holds_for_a_bigger_value_placed_before_a_smaller_one() {
+    // At one thread `concat` may take the bytes of `relu(x)`, whose last read was the step
+    // before, and the arena is 4 KiB. With a kernel team `relu(x)` must stay off the bytes
+    // `concat` takes one step after it is freed, though `concat` was placed first: 5 KiB.
+    let arena = |threads| {
+        Driver::new(threads)
+            .unwrap()
+            .prepare_model(widening_model())
+            .unwrap()
+            .plan()
+            .arena_bytes()
+    };
+    assert_eq!(arena(1), 4 * 1024);
+    assert_eq!(arena(2), 5 * 1024);
 }

@@ -241,7 +241,6 @@ fn dynamic_model_matches_the_static_plan() {
 #[test]
 fn more_concurrent_executions_than_pooled_arenas() {
     let prepared = static_chain(2);
-    let prepared = Arc::new(prepared);
     let threads: Vec<_> = (0..12u32)
         .map(|t| {
             let prepared = prepared.clone();

@@ -244,8 +244,8 @@ const fn win(r0: usize, r: usize, c0: usize, c: usize) -> usize {
 
 /// [`F32Dw::conv3x3`]: picks the instantiation for the run's stride and clip. Full-width
 /// runs (all three columns) at stride 1 or 2 with all three rows or two adjacent rows go
-/// through `P`-pixel tiles at stride 1 and `P2`-pixel tiles at stride 2; single border pixels with two columns through one-pixel tiles;
-/// anything else through [`dw_window`].
+/// through `P`-pixel tiles at stride 1 and `P2`-pixel tiles at stride 2; single border
+/// pixels with two columns through one-pixel tiles; anything else through [`dw_window`].
 ///
 /// # Safety
 /// The processor runs `V`'s level; the memory contract of [`F32Dw::conv3x3`].

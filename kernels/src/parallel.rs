@@ -42,7 +42,7 @@ pub const MIN_U8_MACS: usize = 1 << 21;
 const SPIN: Duration = Duration::from_micros(200);
 
 /// Team members that get a home range of parts; members past this only steal.
-const MAX_HOMES: usize = 8;
+pub(crate) const MAX_HOMES: usize = 8;
 
 /// One fork: a body run once for each part index.
 ///
@@ -55,37 +55,50 @@ const MAX_HOMES: usize = 8;
 /// the other core's. Stealing keeps the balance when a member is late or descheduled.
 struct Job<'a> {
     body: &'a (dyn Fn(usize) + Sync),
-    /// Per home range, `(next << 32) | end`: claimed from the front by its owner and from
-    /// the back by thieves, both with one compare-and-swap.
-    homes: [AtomicU64; MAX_HOMES],
+    homes: [Home; MAX_HOMES],
     members: usize,
-    finished: AtomicUsize,
     panicked: AtomicBool,
+}
+
+/// One member's home range and count of finished parts, alone in a cache line: a member
+/// claims and counts its own parts without taking the line from the others' cores (on a
+/// virtual machine whose processors sit on different dies, a round trip of a line between
+/// two cores measured 0.34 µs, against 0.06 µs on one die, and a fork runs a dozen parts).
+#[repr(align(64))]
+struct Home {
+    /// `(next << 32) | end`: claimed from the front by its owner and from the back by
+    /// thieves, both with one compare-and-swap.
+    range: AtomicU64,
+    /// Parts run by the members counted here (member `i` counts in home `i % MAX_HOMES`).
+    finished: AtomicUsize,
 }
 
 impl<'a> Job<'a> {
     fn new(body: &'a (dyn Fn(usize) + Sync), parts: usize, team: usize) -> Self {
         let members = team.clamp(1, MAX_HOMES).min(parts.max(1));
         let homes = std::array::from_fn(|r| {
-            if r < members {
+            let range = if r < members {
                 let (start, end) = (r * parts / members, (r + 1) * parts / members);
-                AtomicU64::new(((start as u64) << 32) | end as u64)
+                ((start as u64) << 32) | end as u64
             } else {
-                AtomicU64::new(0)
+                0
+            };
+            Home {
+                range: AtomicU64::new(range),
+                finished: AtomicUsize::new(0),
             }
         });
         Job {
             body,
             homes,
             members,
-            finished: AtomicUsize::new(0),
             panicked: AtomicBool::new(false),
         }
     }
 
     /// Takes the front part of home range `r` (`from_back`: its back part), if any is left.
     fn take(&self, r: usize, from_back: bool) -> Option<usize> {
-        let home = &self.homes[r];
+        let home = &self.homes[r].range;
         let mut cur = home.load(SeqCst);
         loop {
             let (next, end) = (cur >> 32, cur & 0xffff_ffff);
@@ -124,8 +137,13 @@ impl<'a> Job<'a> {
             if !ok {
                 self.panicked.store(true, SeqCst);
             }
-            self.finished.fetch_add(1, SeqCst);
+            self.homes[me % MAX_HOMES].finished.fetch_add(1, SeqCst);
         }
+    }
+
+    /// Parts finished so far, by every member.
+    fn finished(&self) -> usize {
+        self.homes.iter().map(|h| h.finished.load(SeqCst)).sum()
     }
 }
 
@@ -388,7 +406,7 @@ pub fn for_parts(parts: usize, body: impl Fn(usize) + Sync + Send) {
         .store((&job as *const Job).cast_mut().cast(), SeqCst);
     shared.epoch.fetch_add(1, SeqCst);
     job.work(0);
-    wait_until(|| job.finished.load(SeqCst) >= parts);
+    wait_until(|| job.finished() >= parts);
     shared.job.store(ptr::null_mut(), SeqCst);
     wait_until(|| shared.users.load(SeqCst) == 0);
     if job.panicked.load(SeqCst) {

@@ -259,9 +259,9 @@ fn fully_connected_matches_reference() {
     }
 }
 
-/// Inside a 2-thread pool the work is split (over row tiles for many rows, over column
-/// blocks for few); every element must still be written, with the same bits. Every case is
-/// above the fast path's parallel threshold (2^19 multiply-adds).
+/// Inside a 2-thread pool the work is split (over row tiles when each thread gets at least
+/// four, over column blocks otherwise); every element must still be written, with the same
+/// bits. Every case is above the fast path's parallel threshold (2^19 multiply-adds).
 #[test]
 fn parallel_matches_sequential() {
     let mut rng = Rng(5);
@@ -279,6 +279,14 @@ fn parallel_matches_sequential() {
             Padding::default(),
         ),
         window(Nhwc::new(1, 60, 60, 3), 32, (3, 3), (2, 2), pad(0, 1, 0, 1)),
+        // 196 rows, 28 tiles of 7: over row tiles, 14 per thread.
+        window(
+            Nhwc::new(1, 14, 14, 96),
+            200,
+            (1, 1),
+            (1, 1),
+            Padding::default(),
+        ),
         // Few rows: split over column blocks (ragged last block).
         window(
             Nhwc::new(1, 7, 7, 256),
@@ -294,6 +302,7 @@ fn parallel_matches_sequential() {
             (1, 1),
             Padding::default(),
         ),
+        // 81 rows, 12 tiles: over row tiles, with a ragged last one.
         window(Nhwc::new(1, 9, 9, 40), 300, (3, 3), (1, 1), pad(1, 1, 1, 1)),
     ];
     for w in cases {

@@ -206,9 +206,15 @@ fn nan_and_infinity_follow_the_reference() {
 }
 
 #[test]
-fn two_threads_match_one() {
+fn two_and_three_threads_match_one() {
+    for threads in [2, 3] {
+        several_threads_match_one(threads);
+    }
+}
+
+fn several_threads_match_one(threads: usize) {
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(2)
+        .num_threads(threads)
         .build()
         .unwrap();
     let mut rng = Rng(99);
@@ -218,16 +224,21 @@ fn two_threads_match_one() {
         left: 1,
         right: 1,
     };
-    // Many rows (row split), 7 rows (row and channel split), one row (channel split).
-    for &(h, w, c, m) in &[
-        (24, 20, 40, 1),
-        (7, 7, 1024, 1),
-        (1, 5, 300, 1),
-        (9, 6, 10, 2),
+    // Rows shared evenly (24, 14; two images of 13, whose rows run across the image
+    // boundary), odd shares (13 rows on two or three threads), 7 rows (row and channel split
+    // on two threads), one row (channel split).
+    for &(n, h, w, c, m) in &[
+        (1, 24, 20, 40, 1),
+        (1, 14, 14, 96, 1),
+        (2, 13, 9, 24, 1),
+        (1, 13, 9, 24, 1),
+        (1, 7, 7, 1024, 1),
+        (1, 1, 5, 300, 1),
+        (1, 9, 6, 10, 2),
     ] {
         let k = case(
             &mut rng,
-            1,
+            n,
             (h, w, c),
             (3, 3),
             (1, 1),

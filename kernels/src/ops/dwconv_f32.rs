@@ -9,7 +9,8 @@
 //! packed weights (correct, not tuned).
 //!
 //! Work is split once per call into about four tasks per pool thread: ranges of output rows
-//! (batch × height), and, when there are too few rows for that, also ranges of channel blocks.
+//! (batch × height), each thread's tasks one contiguous share of them, and, when there are too
+//! few rows to share evenly, ranges of rows and of channel blocks.
 
 use crate::conv::{for_each_row, taps, Taps};
 use crate::ops::AlignedBuf;
@@ -152,10 +153,22 @@ pub fn depthwise_conv2d_f32(
         task(0, rows, 0, blocks);
         return;
     }
-    // Rows first, top to bottom (the order of the row-split GEMMs that produce large
-    // images). Splitting small images by channel blocks instead, like the column-split GEMMs
-    // that produce them, measured slower: a call over fewer blocks does as much setup for
-    // less work.
+    // Rows first, top to bottom, each thread's home parts covering exactly its share of the
+    // rows: the row-split operators before and after deal their rows the same way, so a thread
+    // reads what it wrote itself (only the window's edge rows come from the other's share).
+    // Parts hold whole pairs of rows for the two-row passes.
+    if rows.is_multiple_of(threads) || rows >= 4 * threads {
+        if let Some(part) = RowHomes::new(rows, threads) {
+            crate::parallel::for_parts(part.count(), |i| {
+                let (r0, r1) = part.rows(i);
+                task(r0, r1, 0, blocks);
+            });
+            return;
+        }
+    }
+    // Too few rows to share evenly: rows and channel blocks, about four parts per thread.
+    // Splitting small images by channel blocks alone, like the column-split GEMMs that produce
+    // them, measured slower: a call over fewer blocks does as much setup for less work.
     let target = 4 * threads;
     let row_step = rows.div_ceil(target.min(rows));
     let row_tasks = rows.div_ceil(row_step);
@@ -170,6 +183,47 @@ pub fn depthwise_conv2d_f32(
             ((bt + 1) * block_step).min(blocks),
         );
     });
+}
+
+/// Output rows split into `threads` equal shares (to a row), each cut into the same number of
+/// parts of an even number of rows (the last part of a share may be shorter or empty), so
+/// that [`crate::parallel::for_parts`] deals share `t` to thread `t` as its home range.
+struct RowHomes {
+    rows: usize,
+    threads: usize,
+    per_thread: usize,
+}
+
+impl RowHomes {
+    /// Parts per thread at most: enough that a late thread's share can be stolen piecewise.
+    const PARTS: usize = 4;
+
+    fn new(rows: usize, threads: usize) -> Option<RowHomes> {
+        if threads > crate::parallel::MAX_HOMES {
+            return None;
+        }
+        let share = rows.div_ceil(threads);
+        Some(RowHomes {
+            rows,
+            threads,
+            per_thread: share.div_ceil(2).clamp(1, Self::PARTS),
+        })
+    }
+
+    fn count(&self) -> usize {
+        self.threads * self.per_thread
+    }
+
+    /// Rows `r0..r1` of part `i`.
+    fn rows(&self, i: usize) -> (usize, usize) {
+        let (t, j) = (i / self.per_thread, i % self.per_thread);
+        let (s0, s1) = (
+            t * self.rows / self.threads,
+            (t + 1) * self.rows / self.threads,
+        );
+        let step = (s1 - s0).div_ceil(self.per_thread).next_multiple_of(2);
+        ((s0 + j * step).min(s1), (s0 + (j + 1) * step).min(s1))
+    }
 }
 
 /// Whether output rows `r` and `r + 1` may run as one pass of the 3×3 kernel: same image, both
@@ -302,4 +356,41 @@ fn multiplier_loop(
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RowHomes;
+
+    #[test]
+    fn row_homes_give_each_thread_its_share_in_pairs() {
+        for threads in 2..=8 {
+            for rows in (1..=120).filter(|&r| r % threads == 0 || r >= 4 * threads) {
+                let homes = RowHomes::new(rows, threads).unwrap();
+                let mut next = 0;
+                for t in 0..threads {
+                    let share = (t * rows / threads, (t + 1) * rows / threads);
+                    let parts = t * homes.per_thread..(t + 1) * homes.per_thread;
+                    for i in parts.clone() {
+                        let (r0, r1) = homes.rows(i);
+                        assert!(
+                            share.0 <= r0 && r0 <= r1 && r1 <= share.1,
+                            "{rows}/{threads}"
+                        );
+                        if r0 < r1 {
+                            assert_eq!(r0, next, "{rows} rows on {threads}: part {i} skips rows");
+                            // Only a share's last part may hold an odd number of rows.
+                            assert!((r1 - r0) % 2 == 0 || r1 == share.1, "{rows}/{threads}");
+                            next = r1;
+                        }
+                    }
+                    assert_eq!(
+                        next, share.1,
+                        "{rows} rows on {threads}: share {t} not covered"
+                    );
+                }
+                assert!(homes.count() <= threads * RowHomes::PARTS);
+            }
+        }
+    }
 }

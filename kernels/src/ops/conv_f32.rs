@@ -37,8 +37,9 @@ const PANEL_BYTES: usize = 256 << 10;
 
 /// Row tiles each thread must get for a split over row tiles; with fewer the work is split
 /// over column blocks instead. (The 14×14 layers of MobileNet have 28 tiles of 7 rows: split
-/// by rows on two threads, they ran 1–3 % faster than by columns, and 8 % faster when the two
-/// processors were on different dies, where every row of a column split comes from both.)
+/// by rows on two threads, the model ran 1–2 % faster than with them split by columns, and
+/// 2–5 % faster when the two processors sat on different dies, where the depthwise after a
+/// column split reads half of every pixel from the other core.)
 const MIN_ROW_TILES_PER_THREAD: usize = 4;
 
 /// Parts per pool thread when splitting over row tiles and over column blocks.

@@ -273,7 +273,8 @@ fn on_several_threads_a_freed_region_rests_one_step() {
 fn the_rest_holds_for_a_bigger_value_placed_before_a_smaller_one() {
     // At one thread `concat` may take the bytes of `relu(x)`, whose last read was the step
     // before, and the arena is 4 KiB. With a kernel team `relu(x)` must stay off the bytes
-    // `concat` takes one step after it is freed, though `concat` was placed first: 5 KiB.
+    // `concat` takes one step after it is freed, whichever of the two is placed first (the
+    // tight packing places `concat` first, being bigger; the slots go by time): 5 KiB.
     let arena = |threads| {
         Driver::new(threads)
             .unwrap()

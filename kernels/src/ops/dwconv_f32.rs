@@ -157,14 +157,12 @@ pub fn depthwise_conv2d_f32(
     // rows: the row-split operators before and after deal their rows the same way, so a thread
     // reads what it wrote itself (only the window's edge rows come from the other's share).
     // Parts hold whole pairs of rows for the two-row passes.
-    if rows.is_multiple_of(threads) || rows >= 4 * threads {
-        if let Some(part) = RowHomes::new(rows, threads) {
-            crate::parallel::for_parts(part.count(), |i| {
-                let (r0, r1) = part.rows(i);
-                task(r0, r1, 0, blocks);
-            });
-            return;
-        }
+    if let Some(part) = RowHomes::new(rows, threads) {
+        crate::parallel::for_parts(part.count(), |i| {
+            let (r0, r1) = part.rows(i);
+            task(r0, r1, 0, blocks);
+        });
+        return;
     }
     // Too few rows to share evenly: rows and channel blocks, about four parts per thread.
     // Splitting small images by channel blocks alone, like the column-split GEMMs that produce
@@ -198,8 +196,11 @@ impl RowHomes {
     /// Parts per thread at most: enough that a late thread's share can be stolen piecewise.
     const PARTS: usize = 4;
 
+    /// `None` when the rows cannot be shared evenly (fewer than four per thread and not a
+    /// multiple of the threads) or there are more threads than home ranges.
     fn new(rows: usize, threads: usize) -> Option<RowHomes> {
-        if threads > crate::parallel::MAX_HOMES {
+        let even = rows.is_multiple_of(threads) || rows >= 4 * threads;
+        if !even || threads > crate::parallel::MAX_HOMES {
             return None;
         }
         let share = rows.div_ceil(threads);
@@ -365,8 +366,14 @@ mod tests {
     #[test]
     fn row_homes_give_each_thread_its_share_in_pairs() {
         for threads in 2..=8 {
-            for rows in (1..=120).filter(|&r| r % threads == 0 || r >= 4 * threads) {
-                let homes = RowHomes::new(rows, threads).unwrap();
+            for rows in 1..=120 {
+                let Some(homes) = RowHomes::new(rows, threads) else {
+                    assert!(
+                        rows % threads != 0 && rows < 4 * threads,
+                        "{rows}/{threads}"
+                    );
+                    continue;
+                };
                 let mut next = 0;
                 for t in 0..threads {
                     let share = (t * rows / threads, (t + 1) * rows / threads);

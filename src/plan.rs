@@ -23,7 +23,7 @@ use nnhal_hal::memory::MappedPool;
 use nnhal_hal::shape::{self, Arg, InferError, Inferred, Params};
 use nnhal_hal::validate::{self, BoundRequest, ValidModel};
 use nnhal_hal::{HalError, HalResult, OperandLifeTime, OperandType};
-use nnhal_kernels::ops::AlignedBuf;
+use nnhal_kernels::aligned::AlignedBuf;
 use nnhal_kernels::ukernels::Ukernels;
 use smallvec::SmallVec;
 use std::sync::{Arc, Mutex};

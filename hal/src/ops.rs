@@ -1,6 +1,14 @@
-//! The per-operation signature table of NNAPI 1.0 (types.hal 1.0, `OperationType`): for every
-//! operation, the operand types it accepts at each input and output position, and which inputs
-//! may be omitted. Validation, "is this supported" and the executor all read this one table.
+//! The per-operation signature rules (types.hal 1.0, `OperationType`, and the AIDL V1 operation
+//! set of NNAPI 1.1–1.3): for every operation, the operand types it accepts at each input and
+//! output position, its rank rules and which inputs may be omitted. Validation, "is this
+//! supported" and the executor all read these rules.
+//!
+//! What the driver runs ([`arity`]) is listed per operation family, beside the family's shape
+//! rules (`shape/<family>.rs`), so an operation that starts to run changes its family's file
+//! alone. What the specification allows ([`later_signatures`], [`rank_rule`],
+//! [`is_optional_input`]) stays here as one table over every operation of the interface, run
+//! or not: validation needs all of it whatever runs, and it follows the specification's
+//! operation list rather than the families.
 
 use crate::types::{OperandType, OperationType};
 
@@ -27,196 +35,19 @@ pub enum Arity {
     Any,
 }
 
-const fn sig(inputs: &'static [OperandType], outputs: &'static [OperandType]) -> Signature {
+pub(crate) const fn sig(
+    inputs: &'static [OperandType],
+    outputs: &'static [OperandType],
+) -> Signature {
     Signature { inputs, outputs }
 }
 
-// Each operation that works on images also takes NNAPI 1.2's trailing BOOL `layout` (NCHW
-// when true): those forms run here too, transposed around the NHWC kernels.
-const POOL_F: &[Signature] = &[
-    sig(&[F, SI, SI, SI, SI, SI, SI, SI, SI, SI], &[F]),
-    sig(&[F, SI, SI, SI, SI, SI, SI], &[F]),
-    sig(&[F, SI, SI, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
-    sig(&[F, SI, SI, SI, SI, SI, SI, B], &[F]),
-];
-const POOL_FQ: &[Signature] = &[
-    sig(&[F, SI, SI, SI, SI, SI, SI, SI, SI, SI], &[F]),
-    sig(&[F, SI, SI, SI, SI, SI, SI], &[F]),
-    sig(&[Q, SI, SI, SI, SI, SI, SI, SI, SI, SI], &[Q]),
-    sig(&[Q, SI, SI, SI, SI, SI, SI], &[Q]),
-    sig(&[F, SI, SI, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
-    sig(&[F, SI, SI, SI, SI, SI, SI, B], &[F]),
-    sig(&[Q, SI, SI, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
-    sig(&[Q, SI, SI, SI, SI, SI, SI, B], &[Q]),
-];
-const UNARY_F: &[Signature] = &[sig(&[F], &[F])];
-const UNARY_FQ: &[Signature] = &[sig(&[F], &[F]), sig(&[Q], &[Q])];
-// TENSOR_INT32 came with NNAPI 1.3.
-const BINARY_ACT: &[Signature] = &[
-    sig(&[F, F, SI], &[F]),
-    sig(&[Q, Q, SI], &[Q]),
-    sig(&[I, I, SI], &[I]),
-];
-const BLOCK: &[Signature] = &[
-    sig(&[F, SI], &[F]),
-    sig(&[Q, SI], &[Q]),
-    sig(&[F, SI, B], &[F]),
-    sig(&[Q, SI, B], &[Q]),
-];
-
-const LSTM_INPUTS: &[OperandType] = &[
-    F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, SI, SF, SF,
-];
-// NNAPI 1.2: the four layer-norm weight vectors follow the clips.
-const LSTM_LAYER_NORM_INPUTS: &[OperandType] = &[
-    F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, SI, SF, SF, F, F, F, F,
-];
-
-/// The signature rule of `op`.
+/// The signature rule of `op`: the signatures this driver runs, from the operation's family
+/// in [`crate::shape`] (its shape rules sit beside them), or [`Arity::Any`] for the rest.
 pub fn arity(op: OperationType) -> Arity {
-    use OperationType::*;
-    Arity::Fixed(match op {
-        Add | Mul => BINARY_ACT,
-        AveragePool2d | MaxPool2d => POOL_FQ,
-        L2Pool2d => POOL_F,
-        Concatenation => return Arity::Concatenation(&[F, Q]),
-        Conv2d => {
-            const S: &[Signature] = &[
-                sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI], &[F]),
-                sig(&[F, F, F, SI, SI, SI, SI], &[F]),
-                sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI], &[Q]),
-                sig(&[Q, Q, I, SI, SI, SI, SI], &[Q]),
-                sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
-                sig(&[F, F, F, SI, SI, SI, SI, B], &[F]),
-                sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
-                sig(&[Q, Q, I, SI, SI, SI, SI, B], &[Q]),
-                // Then dilation factors: run when constant 1s (see validate).
-                sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[F]),
-                sig(&[F, F, F, SI, SI, SI, SI, B, SI, SI], &[F]),
-                sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
-                sig(&[Q, Q, I, SI, SI, SI, SI, B, SI, SI], &[Q]),
-            ];
-            S
-        }
-        DepthwiseConv2d => {
-            const S: &[Signature] = &[
-                sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, SI], &[F]),
-                sig(&[F, F, F, SI, SI, SI, SI, SI], &[F]),
-                sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI], &[Q]),
-                sig(&[Q, Q, I, SI, SI, SI, SI, SI], &[Q]),
-                sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
-                sig(&[F, F, F, SI, SI, SI, SI, SI, B], &[F]),
-                sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
-                sig(&[Q, Q, I, SI, SI, SI, SI, SI, B], &[Q]),
-                sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[F]),
-                sig(&[F, F, F, SI, SI, SI, SI, SI, B, SI, SI], &[F]),
-                sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
-                sig(&[Q, Q, I, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
-            ];
-            S
-        }
-        DepthToSpace | SpaceToDepth => BLOCK,
-        Dequantize => {
-            const S: &[Signature] = &[sig(&[Q], &[F])];
-            S
-        }
-        EmbeddingLookup => {
-            const S: &[Signature] = &[sig(&[I, F], &[F]), sig(&[I, I], &[I]), sig(&[I, Q], &[Q])];
-            S
-        }
-        Floor => UNARY_F,
-        // quant8 came with NNAPI 1.2 (output scale 1/128, zero point 128).
-        Tanh => UNARY_FQ,
-        // The optional trailing `axis` came with NNAPI 1.2; these kernels take it.
-        L2Normalization => {
-            // quant8 came with NNAPI 1.2 too (output scale 1/128, zero point 128).
-            const S: &[Signature] = &[
-                sig(&[F], &[F]),
-                sig(&[F, SI], &[F]),
-                sig(&[Q], &[Q]),
-                sig(&[Q, SI], &[Q]),
-            ];
-            S
-        }
-        FullyConnected => {
-            const S: &[Signature] = &[sig(&[F, F, F, SI], &[F]), sig(&[Q, Q, I, SI], &[Q])];
-            S
-        }
-        HashtableLookup => {
-            const S: &[Signature] = &[
-                sig(&[I, I, F], &[F, Q]),
-                sig(&[I, I, I], &[I, Q]),
-                sig(&[I, I, Q], &[Q, Q]),
-            ];
-            S
-        }
-        LocalResponseNormalization => {
-            const S: &[Signature] = &[
-                sig(&[F, SI, SF, SF, SF], &[F]),
-                sig(&[F, SI, SF, SF, SF, SI], &[F]),
-            ];
-            S
-        }
-        Logistic | Relu | Relu1 | Relu6 => UNARY_FQ,
-        LshProjection => {
-            const S: &[Signature] = &[
-                sig(&[F, F, F, SI], &[I]),
-                sig(&[F, I, F, SI], &[I]),
-                sig(&[F, Q, F, SI], &[I]),
-            ];
-            S
-        }
-        Lstm => {
-            const S: &[Signature] = &[
-                sig(LSTM_INPUTS, &[F, F, F, F]),
-                sig(LSTM_LAYER_NORM_INPUTS, &[F, F, F, F]),
-            ];
-            S
-        }
-        Reshape => {
-            const S: &[Signature] = &[sig(&[F, I], &[F]), sig(&[Q, I], &[Q])];
-            S
-        }
-        ResizeBilinear => {
-            // Later forms: uint8, FLOAT32 scales instead of sizes, and after the layout the
-            // NNAPI 1.3 `align_corners` / `half_pixel_centers` flags.
-            const S: &[Signature] = &[
-                sig(&[F, SI, SI], &[F]),
-                sig(&[F, SI, SI, B], &[F]),
-                sig(&[F, SI, SI, B, B, B], &[F]),
-                sig(&[F, SF, SF], &[F]),
-                sig(&[F, SF, SF, B], &[F]),
-                sig(&[F, SF, SF, B, B, B], &[F]),
-                sig(&[Q, SI, SI], &[Q]),
-                sig(&[Q, SI, SI, B], &[Q]),
-                sig(&[Q, SI, SI, B, B, B], &[Q]),
-                sig(&[Q, SF, SF], &[Q]),
-                sig(&[Q, SF, SF, B], &[Q]),
-                sig(&[Q, SF, SF, B, B, B], &[Q]),
-            ];
-            S
-        }
-        Rnn => {
-            const S: &[Signature] = &[sig(&[F, F, F, F, F, SI], &[F, F])];
-            S
-        }
-        Softmax => {
-            const S: &[Signature] = &[
-                sig(&[F, SF], &[F]),
-                sig(&[Q, SF], &[Q]),
-                sig(&[F, SF, SI], &[F]),
-                sig(&[Q, SF, SI], &[Q]),
-            ];
-            S
-        }
-        Svdf => {
-            const S: &[Signature] = &[sig(&[F, F, F, F, F, SI, SI], &[F, F])];
-            S
-        }
-        // OEM_OPERATION (anything goes, never run) and the operations of later NNAPI
-        // versions, whose signatures are in `later_signatures` (never run).
-        _ => return Arity::Any,
-    })
+    // OEM_OPERATION (anything goes, never run) and the operations no family runs yet, whose
+    // signatures are in `later_signatures` (valid, reported unsupported).
+    crate::shape::signatures(op).unwrap_or(Arity::Any)
 }
 
 /// The rank rules of the platform's validator that do not depend on values: which inputs of

@@ -10,10 +10,11 @@
 
 use std::time::Instant;
 
-use nnhal_kernels::ops::dwconv_f32::{depthwise_conv2d_f32, PackedDwF32};
-use nnhal_kernels::ops::AlignedBuf;
+use nnhal_kernels::aligned::AlignedBuf;
+use nnhal_kernels::conv::dw_f32::{depthwise_conv2d_f32, PackedDwF32};
+use nnhal_kernels::conv::reference as conv;
 use nnhal_kernels::ukernels::{self, Isa};
-use nnhal_kernels::{conv, Activation, Nhwc, Padding, Window};
+use nnhal_kernels::{Activation, Nhwc, Padding, Window};
 
 /// (input height = width, channels, stride) of dw1 … dw13.
 const LAYERS: [(usize, usize, usize); 13] = [

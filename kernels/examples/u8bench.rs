@@ -8,10 +8,10 @@
 
 use std::time::Instant;
 
-use nnhal_kernels::ops::conv_u8::{conv2d_u8, ConvQuant, PackedConvU8};
-use nnhal_kernels::ops::dwconv_u8::{depthwise_conv2d_u8, PackedDwU8};
-use nnhal_kernels::ops::pool_u8::average_pool_u8;
-use nnhal_kernels::ops::FilterShape;
+use nnhal_kernels::conv::dw_u8::{depthwise_conv2d_u8, PackedDwU8};
+use nnhal_kernels::conv::u8::{conv2d_u8, ConvQuant, PackedConvU8};
+use nnhal_kernels::conv::FilterShape;
+use nnhal_kernels::pool::u8::average_pool_u8;
 use nnhal_kernels::ukernels::{self, Isa, Ukernels};
 use nnhal_kernels::{Activation, Nhwc, Padding, QuantParams, Window};
 

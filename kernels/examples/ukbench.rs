@@ -6,7 +6,8 @@
 
 use std::time::Instant;
 
-use nnhal_kernels::ops::{conv_f32, FilterShape, PackedConvF32};
+use nnhal_kernels::conv::f32::{self as conv_f32, PackedConvF32};
+use nnhal_kernels::conv::FilterShape;
 use nnhal_kernels::ukernels::{self, Isa};
 use nnhal_kernels::{Activation, Nhwc, Padding, Window};
 

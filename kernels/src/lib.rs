@@ -23,16 +23,22 @@
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
+// One module per operation family, named as in the driver's executor (`src/executor/`) and
+// in shape inference (`hal/src/shape/`); each holds the family's reference loops
+// (`reference`) beside its fast operator loops.
 pub mod conv;
 pub mod elementwise;
-pub mod layout;
 pub mod lookup;
 pub mod normalization;
-pub mod ops;
-pub mod parallel;
 pub mod pool;
-pub mod quant;
 pub mod recurrent;
+pub mod transform;
+
+// Shared by the families.
+pub mod aligned;
+pub mod layout;
+pub mod parallel;
+pub mod quant;
 pub mod ukernels;
 
 pub use parallel::in_worker;

@@ -5,7 +5,7 @@
 
 mod support;
 
-use nnhal_kernels::conv::{self, Dilation};
+use nnhal_kernels::conv::reference::{self as conv, Dilation};
 use nnhal_kernels::{Activation, Nhwc, Padding, QuantParams, Window};
 use support::Rng;
 

@@ -10,9 +10,11 @@
 
 mod support;
 
-use nnhal_kernels::ops::{conv_f32, FilterShape, PackedConvF32};
+use nnhal_kernels::conv::f32::{self as conv_f32, PackedConvF32};
+use nnhal_kernels::conv::reference as conv;
+use nnhal_kernels::conv::FilterShape;
 use nnhal_kernels::ukernels::Isa;
-use nnhal_kernels::{conv, Activation, Nhwc, Padding, Window};
+use nnhal_kernels::{Activation, Nhwc, Padding, Window};
 use support::{tables, Rng, ACTIVATIONS};
 
 impl Rng {

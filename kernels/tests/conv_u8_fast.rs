@@ -6,12 +6,14 @@
 
 mod support;
 
-use nnhal_kernels::ops::conv_u8::{self, ConvQuant, PackedConvU8};
-use nnhal_kernels::ops::dwconv_u8::{self, PackedDwU8};
-use nnhal_kernels::ops::pool_u8;
-use nnhal_kernels::ops::FilterShape;
+use nnhal_kernels::conv::dw_u8::{self as dwconv_u8, PackedDwU8};
+use nnhal_kernels::conv::reference as conv;
+use nnhal_kernels::conv::u8::{self as conv_u8, ConvQuant, PackedConvU8};
+use nnhal_kernels::conv::FilterShape;
+use nnhal_kernels::pool::reference as pool;
+use nnhal_kernels::pool::u8 as pool_u8;
 use nnhal_kernels::ukernels::{self, Isa, Ukernels};
-use nnhal_kernels::{conv, pool, Activation, Nhwc, Padding, QuantParams, Window};
+use nnhal_kernels::{Activation, Nhwc, Padding, QuantParams, Window};
 use support::Rng;
 
 impl Rng {

@@ -6,8 +6,8 @@
 
 mod support;
 
-use nnhal_kernels::conv::depthwise_conv2d_f32 as reference;
-use nnhal_kernels::ops::dwconv_f32::{depthwise_conv2d_f32, PackedDwF32};
+use nnhal_kernels::conv::dw_f32::{depthwise_conv2d_f32, PackedDwF32};
+use nnhal_kernels::conv::reference::depthwise_conv2d_f32 as reference;
 use nnhal_kernels::ukernels::{table, Isa, Ukernels};
 use nnhal_kernels::{Activation, Nhwc, Padding, Window};
 use support::{tables, Rng};

@@ -5,9 +5,11 @@
 
 mod support;
 
-use nnhal_kernels::ops::elementwise_f32 as fast;
+use nnhal_kernels::elementwise::f32 as fast;
+use nnhal_kernels::elementwise::reference as elementwise;
+use nnhal_kernels::normalization::reference as normalization;
 use nnhal_kernels::ukernels::Ukernels;
-use nnhal_kernels::{elementwise, normalization, Activation};
+use nnhal_kernels::Activation;
 use support::{tables, Rng};
 
 const ACTS: [Activation; 4] = [

@@ -8,7 +8,9 @@
 mod common;
 
 use common::{assert_f32_close, assert_u8_close, Example, Vector};
-use nnhal_kernels::{conv, pool, Activation, Nhwc, Padding, QuantParams, Window};
+use nnhal_kernels::conv::reference as conv;
+use nnhal_kernels::pool::reference as pool;
+use nnhal_kernels::{Activation, Nhwc, Padding, QuantParams, Window};
 
 fn activation(code: i32) -> Activation {
     match code {

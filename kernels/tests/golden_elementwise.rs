@@ -1,4 +1,4 @@
-//! Runs the elementwise, normalization and layout kernels directly on every golden
+//! Runs the elementwise, normalization and transform kernels directly on every golden
 //! conformance vector of their operations (ADD, MUL, FLOOR, RELU*, LOGISTIC, TANH, DEQUANTIZE,
 //! SOFTMAX, L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION, CONCATENATION, DEPTH_TO_SPACE,
 //! SPACE_TO_DEPTH, RESIZE_BILINEAR). Vectors are found by their operation type, so any vector
@@ -7,7 +7,10 @@
 mod common;
 
 use common::{assert_f32_close, assert_u8_close, Vector};
-use nnhal_kernels::{elementwise, layout, normalization, Activation, Nhwc, QuantParams};
+use nnhal_kernels::elementwise::reference as elementwise;
+use nnhal_kernels::normalization::reference as normalization;
+use nnhal_kernels::transform::reference as transform;
+use nnhal_kernels::{Activation, Nhwc, QuantParams};
 use std::path::PathBuf;
 
 fn vectors_dir() -> PathBuf {
@@ -210,7 +213,7 @@ fn run(name: &str) -> (usize, usize) {
                         .map(|(d, s)| (d.as_slice(), s.as_slice()))
                         .collect();
                     let mut out = vec![0u8; len];
-                    layout::concatenation(&parts, axis, &mut out);
+                    transform::concatenation(&parts, axis, &mut out);
                     Produced::U8(out)
                 } else {
                     let data: Vec<Vec<f32>> = tensors.iter().map(|&i| v.f32s(ex, i)).collect();
@@ -220,7 +223,7 @@ fn run(name: &str) -> (usize, usize) {
                         .map(|(d, s)| (d.as_slice(), s.as_slice()))
                         .collect();
                     let mut out = vec![0f32; len];
-                    layout::concatenation(&parts, axis, &mut out);
+                    transform::concatenation(&parts, axis, &mut out);
                     Produced::F32(out)
                 }
             }
@@ -233,18 +236,18 @@ fn run(name: &str) -> (usize, usize) {
                     let input = v.u8s(ex, inputs[0]);
                     let mut out = vec![0u8; len];
                     if to_space {
-                        layout::depth_to_space(&input, shape, block, &mut out);
+                        transform::depth_to_space(&input, shape, block, &mut out);
                     } else {
-                        layout::space_to_depth(&input, shape, block, &mut out);
+                        transform::space_to_depth(&input, shape, block, &mut out);
                     }
                     Produced::U8(out)
                 } else {
                     let input = v.f32s(ex, inputs[0]);
                     let mut out = vec![0f32; len];
                     if to_space {
-                        layout::depth_to_space(&input, shape, block, &mut out);
+                        transform::depth_to_space(&input, shape, block, &mut out);
                     } else {
-                        layout::space_to_depth(&input, shape, block, &mut out);
+                        transform::space_to_depth(&input, shape, block, &mut out);
                     }
                     Produced::F32(out)
                 }
@@ -256,7 +259,13 @@ fn run(name: &str) -> (usize, usize) {
                 let out_h = usize::try_from(v.scalar_i32(ex, inputs[2])).unwrap();
                 assert_eq!(out_operand.dims, [shape.n, out_h, out_w, shape.c], "{name}");
                 let mut out = vec![0f32; len];
-                layout::resize_bilinear_f32(&v.f32s(ex, inputs[0]), shape, out_h, out_w, &mut out);
+                transform::resize_bilinear_f32(
+                    &v.f32s(ex, inputs[0]),
+                    shape,
+                    out_h,
+                    out_w,
+                    &mut out,
+                );
                 Produced::F32(out)
             }
             other => panic!("{name}: operation {other} is not covered here"),

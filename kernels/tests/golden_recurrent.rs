@@ -5,10 +5,10 @@
 mod common;
 
 use common::{assert_f32_close, assert_i32_exact, assert_u8_close, Example, Vector};
-use nnhal_kernels::lookup::{
+use nnhal_kernels::lookup::reference::{
     embedding_lookup, hashtable_lookup, lsh_projection, LshProjectionType,
 };
-use nnhal_kernels::recurrent::{
+use nnhal_kernels::recurrent::reference::{
     lstm_f32, rnn_f32, svdf_f32, LstmActivation, LstmDims, LstmInputs, LstmOutputs, LstmParams,
     RnnDims, RnnInputs, SvdfDims, SvdfInputs,
 };

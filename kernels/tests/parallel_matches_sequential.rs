@@ -20,13 +20,16 @@ use std::fmt::Debug;
 use std::sync::OnceLock;
 use support::{Rng, ACTIVATIONS};
 
-use nnhal_kernels::{
-    conv, elementwise as ew, in_worker, layout, normalization as norm, pool, Activation, Nhwc,
-    Padding, QuantParams, Window,
-};
+use nnhal_kernels::conv::reference as conv;
+use nnhal_kernels::elementwise::reference as ew;
+use nnhal_kernels::normalization::reference as norm;
+use nnhal_kernels::pool::reference as pool;
+use nnhal_kernels::transform::reference as transform;
+use nnhal_kernels::{in_worker, Activation, Nhwc, Padding, QuantParams, Window};
 
-/// Mirrors of the private thresholds in kernels/src (`PARALLEL_MIN_LEN` of elementwise.rs,
-/// layout.rs and normalization.rs, `PARALLEL_CHUNK` of elementwise.rs and normalization.rs).
+/// Mirrors of the private thresholds in kernels/src (`PARALLEL_MIN_LEN` of the element-wise,
+/// transform and normalization reference loops, `PARALLEL_CHUNK` of the element-wise and
+/// normalization ones).
 /// Only used to assert that the shapes below really are past them.
 const PARALLEL_MIN_LEN: usize = 1 << 16;
 const PARALLEL_CHUNK: usize = 1 << 14;
@@ -526,7 +529,7 @@ fn resize_bilinear() {
         check(
             &format!("resize_bilinear_f32 {shape:?} → {out_h}×{out_w}"),
             len,
-            |out| layout::resize_bilinear_f32(&x, shape, out_h, out_w, out),
+            |out| transform::resize_bilinear_f32(&x, shape, out_h, out_w, out),
         );
     }
 }
@@ -537,12 +540,12 @@ fn depth_and_space() {
     let shape = Nhwc::new(2, 37, 29, 18);
     let x = rng.f32s(shape.len(), -4.0, 4.0);
     check("depth_to_space f32", shape.len(), |out| {
-        layout::depth_to_space(&x, shape, 3, out)
+        transform::depth_to_space(&x, shape, 3, out)
     });
     let shape = Nhwc::new(2, 39, 87, 5);
     let x = rng.u8s(shape.len());
     check("space_to_depth u8", shape.len(), |out| {
-        layout::space_to_depth(&x, shape, 3, out)
+        transform::space_to_depth(&x, shape, 3, out)
     });
 }
 
@@ -570,7 +573,7 @@ fn concatenation() {
             .collect();
         let len = data.iter().map(Vec::len).sum();
         check(&format!("concatenation axis {axis}"), len, |out| {
-            layout::concatenation(&inputs, axis, out)
+            transform::concatenation(&inputs, axis, out)
         });
     }
 }

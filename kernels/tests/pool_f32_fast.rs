@@ -6,8 +6,8 @@
 
 mod support;
 
-use nnhal_kernels::ops::pool_f32;
-use nnhal_kernels::pool;
+use nnhal_kernels::pool::f32 as pool_f32;
+use nnhal_kernels::pool::reference as pool;
 use nnhal_kernels::ukernels::Ukernels;
 use nnhal_kernels::{Activation, Nhwc, Padding, Window};
 use support::{tables, Rng};

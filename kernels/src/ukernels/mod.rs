@@ -1,8 +1,9 @@
 //! Micro-kernels and the one dispatch table that picks them (docs/design.md §8).
 //!
 //! A micro-kernel computes one register tile of an operation (for example a 7×32 block of a
-//! float32 GEMM) on raw pointers; the operator loops in [`crate::ops`] tile the whole operation
-//! over it and split the tiles over the thread pool. Kernels are named
+//! float32 GEMM) on raw pointers; the operator loops of each family (for example
+//! [`crate::conv::f32`]) tile the whole operation over it and split the tiles over the thread
+//! pool. Kernels are named
 //! `<dtype>_<op>_<isa>_<tile>` (`f32_gemm_avx512_7x32`) and live in one file per instruction
 //! set: [`generic`] (portable Rust, every platform) and `x86_64/{avx2,avx512,avx512vnni}.rs`,
 //! `aarch64/{neon,dotprod}.rs`. All intrinsics and inline assembly stay under those folders.

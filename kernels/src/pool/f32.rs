@@ -1,16 +1,16 @@
 //! AVERAGE_POOL_2D and MAX_POOL_2D, float32 NHWC, over the [`crate::ukernels::f32_small::F32Pool`]
 //! kernels: one kernel call per output pixel, vectorised over channels, so a global pool (one
-//! window over the whole input) is a single call. Semantics as [`crate::pool`]: padding is not
+//! window over the whole input) is a single call. Semantics as [`crate::pool::reference`]: padding is not
 //! part of the window (averages divide by the in-bounds count), a window entirely in the
 //! padding gives the activation of 0. Output rows are spread over the pool as the reference
 //! spreads them.
 
-use crate::conv::{for_each_row, taps};
+use crate::conv::reference::{for_each_row, taps};
 use crate::ukernels::f32_small::{ClampF32, PoolPixel};
 use crate::ukernels::Ukernels;
 use crate::{Activation, Window};
 
-/// AVERAGE_POOL_2D, float32; same results as [`crate::pool::average_pool_f32`].
+/// AVERAGE_POOL_2D, float32; same results as [`crate::pool::reference::average_pool_f32`].
 pub fn average_pool_f32(
     uk: &Ukernels,
     w: &Window,
@@ -21,7 +21,7 @@ pub fn average_pool_f32(
     pool(uk.f32_pool.avg, w, input, act, output);
 }
 
-/// MAX_POOL_2D, float32; same results as [`crate::pool::max_pool_f32`].
+/// MAX_POOL_2D, float32; same results as [`crate::pool::reference::max_pool_f32`].
 pub fn max_pool_f32(uk: &Ukernels, w: &Window, input: &[f32], act: Activation, output: &mut [f32]) {
     pool(uk.f32_pool.max, w, input, act, output);
 }

@@ -15,7 +15,7 @@
 //!
 //! Work is split over (batch, output row) through [`crate::parallel`].
 
-use crate::conv::{self, column_taps, row_taps, Taps};
+use crate::conv::reference::{self as conv, column_taps, row_taps, Taps};
 use crate::{Activation, QuantParams, Window};
 
 fn debug_check(w: &Window, input: usize, output: usize) {

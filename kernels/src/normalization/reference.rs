@@ -6,7 +6,7 @@
 //! so one code path serves the 2-D and 4-D shapes 1.0 allows. Quant8 SOFTMAX follows the
 //! reference's gemmlowp fixed-point algorithm exactly (see [`softmax_u8`]).
 
-use crate::elementwise::fixed_point::{
+use crate::elementwise::reference::fixed_point::{
     exp_on_negative_values, one_over_one_plus_x_for_x_in_0_1, rescale, rounding_divide_by_pot_wide,
     InputRescale,
 };

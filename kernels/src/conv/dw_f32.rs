@@ -12,8 +12,8 @@
 //! (batch × height), each thread's tasks one contiguous share of them, and, when there are too
 //! few rows to share evenly, ranges of rows and of channel blocks.
 
-use crate::conv::{for_each_row, taps, Taps};
-use crate::ops::AlignedBuf;
+use crate::aligned::AlignedBuf;
+use crate::conv::reference::{for_each_row, taps, Taps};
 use crate::ukernels::f32_small::{ClampF32, DwClip, DwRun, F32Dw};
 use crate::ukernels::Ukernels;
 use crate::{Activation, Window};
@@ -99,7 +99,7 @@ impl SharedOut {
     }
 }
 
-/// DEPTHWISE_CONV_2D float32 NHWC (explicit padding). Equals [`crate::conv::depthwise_conv2d_f32`]
+/// DEPTHWISE_CONV_2D float32 NHWC (explicit padding). Equals [`crate::conv::reference::depthwise_conv2d_f32`]
 /// up to FMA rounding. Fast path: 3×3, stride 1 or 2, multiplier 1; anything else is correct.
 pub fn depthwise_conv2d_f32(
     w: &Window,

@@ -1,6 +1,6 @@
 //! uint8 CONV_2D and FULLY_CONNECTED on the GEMM micro-kernel of the table
-//! ([`crate::ukernels::quant8::U8Gemm`]), bit-exact with [`crate::conv::conv2d_u8`] and
-//! [`crate::conv::fully_connected_u8`].
+//! ([`crate::ukernels::quant8::U8Gemm`]), bit-exact with [`crate::conv::reference::conv2d_u8`] and
+//! [`crate::conv::reference::fully_connected_u8`].
 //!
 //! Zero-point algebra. With `s` the slot's weight shift, stored weights `w' = w − s` and
 //! `zw' = zw − s`, over the K taps of one output:
@@ -23,8 +23,9 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use super::{AlignedBuf, FilterShape};
-use crate::conv::taps;
+use super::FilterShape;
+use crate::aligned::AlignedBuf;
+use crate::conv::reference::taps;
 use crate::parallel::MIN_U8_MACS;
 use crate::quant::Requantize;
 use crate::ukernels::quant8::{Requant8, U8Gemm, U8GemmArgs, U8RowSum};
@@ -249,7 +250,7 @@ thread_local! {
     static IM2COL: RefCell<Im2col> = RefCell::new(Im2col::default());
 }
 
-/// CONV_2D, uint8, bit-exact with [`crate::conv::conv2d_u8`]. `input` and `output` are NHWC
+/// CONV_2D, uint8, bit-exact with [`crate::conv::reference::conv2d_u8`]. `input` and `output` are NHWC
 /// with the extents of `w`; the filter extents must be the packed ones.
 pub fn conv2d_u8(w: &Window, packed: &PackedConvU8, input: &[u8], output: &mut [u8]) {
     let s = packed.shape;
@@ -262,7 +263,7 @@ pub fn conv2d_u8(w: &Window, packed: &PackedConvU8, input: &[u8], output: &mut [
     assert_eq!(output.len(), w.output.len(), "output length");
     assert_eq!(w.input.n, w.output.n, "batch");
     match &packed.imp {
-        ConvImpl::Reference { filter, bias, q } => crate::conv::conv2d_u8(
+        ConvImpl::Reference { filter, bias, q } => crate::conv::reference::conv2d_u8(
             w, input, q.input, filter, q.filter, bias, q.output, q.act, output,
         )
         .expect("parameters validated at packing"),
@@ -288,7 +289,7 @@ pub fn conv2d_u8(w: &Window, packed: &PackedConvU8, input: &[u8], output: &mut [
     }
 }
 
-/// FULLY_CONNECTED, uint8, bit-exact with [`crate::conv::fully_connected_u8`]: `input` is
+/// FULLY_CONNECTED, uint8, bit-exact with [`crate::conv::reference::fully_connected_u8`]: `input` is
 /// `[rows, in_c]`, `output` is `[rows, out_c]` (packed with `kh = kw = 1`).
 pub fn fully_connected_u8(packed: &PackedConvU8, rows: usize, input: &[u8], output: &mut [u8]) {
     let s = packed.shape;
@@ -296,7 +297,7 @@ pub fn fully_connected_u8(packed: &PackedConvU8, rows: usize, input: &[u8], outp
     assert_eq!(input.len(), rows * k, "input length");
     assert_eq!(output.len(), rows * s.out_c, "output length");
     match &packed.imp {
-        ConvImpl::Reference { filter, bias, q } => crate::conv::fully_connected_u8(
+        ConvImpl::Reference { filter, bias, q } => crate::conv::reference::fully_connected_u8(
             rows, k, s.out_c, input, q.input, filter, q.filter, bias, q.output, q.act, output,
         )
         .expect("parameters validated at packing"),
@@ -457,7 +458,7 @@ fn im2col_panel(w: &Window, input: &[u8], za: u8, p0: usize, panel: &mut [u8], k
 fn im2col_border_row(
     input: &[u8],
     za: u8,
-    ty: &crate::conv::Taps,
+    ty: &crate::conv::reference::Taps,
     head: usize,
     body: usize,
     span: usize,

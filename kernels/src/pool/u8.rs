@@ -1,5 +1,5 @@
-//! uint8 AVERAGE_POOL_2D and MAX_POOL_2D, bit-exact with [`crate::pool::average_pool_u8`] and
-//! [`crate::pool::max_pool_u8`].
+//! uint8 AVERAGE_POOL_2D and MAX_POOL_2D, bit-exact with [`crate::pool::reference::average_pool_u8`] and
+//! [`crate::pool::reference::max_pool_u8`].
 //!
 //! Per output pixel the in-bounds window is folded channel-wise into a per-thread accumulator
 //! row (u32 sums: a window of up to 2^24 pixels cannot overflow; larger ones go to the
@@ -8,8 +8,8 @@
 
 use std::cell::RefCell;
 
-use super::conv_u8::{split_units, OutPtr};
-use crate::conv::taps;
+use crate::conv::reference::taps;
+use crate::conv::u8::{split_units, OutPtr};
 use crate::ukernels::Ukernels;
 use crate::{Activation, QuantParams, Window};
 
@@ -68,7 +68,7 @@ pub fn average_pool_u8(
     let _ = uk;
     check(w, input, output);
     if w.filter_h.saturating_mul(w.filter_w) > MAX_WINDOW || w.stride_h == 0 || w.stride_w == 0 {
-        crate::pool::average_pool_u8(w, input, q, act, output);
+        crate::pool::reference::average_pool_u8(w, input, q, act, output);
         return;
     }
     let (lo, hi) = act.range_u8(q);
@@ -118,7 +118,7 @@ pub fn max_pool_u8(
     let _ = uk;
     check(w, input, output);
     if w.stride_h == 0 || w.stride_w == 0 {
-        crate::pool::max_pool_u8(w, input, q, act, output);
+        crate::pool::reference::max_pool_u8(w, input, q, act, output);
         return;
     }
     let (lo, hi) = act.range_u8(q);

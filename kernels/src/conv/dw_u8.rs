@@ -1,5 +1,5 @@
 //! uint8 DEPTHWISE_CONV_2D on the depthwise row micro-kernel of the table
-//! ([`crate::ukernels::quant8::U8Dw`]), bit-exact with [`crate::conv::depthwise_conv2d_u8`].
+//! ([`crate::ukernels::quant8::U8Dw`]), bit-exact with [`crate::conv::reference::depthwise_conv2d_u8`].
 //!
 //! Zero-point algebra: with `w' = w − zw` (packed as int32) and every padding tap read as
 //! `a = za` from a buffer of zero points, `Σ_taps (a − za)·w' = Σ_taps a·w' − za·Σ_taps w'`,
@@ -15,8 +15,8 @@
 
 use std::cell::RefCell;
 
-use super::conv_u8::{requant8, split_units, ConvQuant};
-use super::AlignedBuf;
+use super::u8::{requant8, split_units, ConvQuant};
+use crate::aligned::AlignedBuf;
 use crate::ukernels::quant8::{Requant8, U8Dw, U8DwArgs, DW_BLOCK};
 use crate::ukernels::Ukernels;
 use crate::{KernelError, Window};
@@ -123,7 +123,7 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-/// DEPTHWISE_CONV_2D, uint8, bit-exact with [`crate::conv::depthwise_conv2d_u8`]: output
+/// DEPTHWISE_CONV_2D, uint8, bit-exact with [`crate::conv::reference::depthwise_conv2d_u8`]: output
 /// channel `ic·multiplier + j` reads input channel `ic`.
 pub fn depthwise_conv2d_u8(
     w: &Window,
@@ -143,7 +143,7 @@ pub fn depthwise_conv2d_u8(
     assert_eq!(w.input.n, w.output.n, "batch");
     let f = match &packed.imp {
         DwImpl::Reference { filter, bias, q } => {
-            crate::conv::depthwise_conv2d_u8(
+            crate::conv::reference::depthwise_conv2d_u8(
                 w, multiplier, input, q.input, filter, q.filter, bias, q.output, q.act, output,
             )
             .expect("parameters validated at packing");
@@ -157,7 +157,7 @@ pub fn depthwise_conv2d_u8(
         return;
     }
     assert!(w.stride_h > 0 && w.stride_w > 0, "stride");
-    let out = super::conv_u8::OutPtr(output.as_mut_ptr());
+    let out = super::u8::OutPtr(output.as_mut_ptr());
     // A depthwise multiply-add costs about ten GEMM ones (no dot product, a requantization
     // per nine of them).
     let work = w.output.len() * w.filter_h * w.filter_w * 10;

@@ -2,11 +2,11 @@
 //!
 //! Both inputs are bytes, so the operation is a function of two 8-bit values once the
 //! quantization parameters and the activation are fixed: [`BinaryTableU8`] evaluates the
-//! reference arithmetic ([`crate::elementwise::add_u8`] / [`crate::elementwise::mul_u8`]) once
+//! reference arithmetic ([`crate::elementwise::reference::add_u8`] / [`crate::elementwise::reference::mul_u8`]) once
 //! for all 65,536 input pairs at prepare, and execution is one table lookup per element. The
 //! results are the reference's by construction, whatever its rescaling and rounding steps.
 
-use crate::elementwise::{add_u8, mul_u8};
+use super::reference::{add_u8, mul_u8};
 use crate::parallel::{for_chunks, threads, MIN_ELEMENTS};
 use crate::{Activation, KernelError, QuantParams};
 

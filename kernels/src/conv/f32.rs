@@ -25,8 +25,9 @@
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
-use super::{AlignedBuf, FilterShape};
-use crate::conv::taps;
+use super::FilterShape;
+use crate::aligned::AlignedBuf;
+use crate::conv::reference::taps;
 use crate::parallel::MIN_F32_MACS;
 use crate::ukernels::{F32Gemm, F32GemmArgs, Ukernels, F32_GEMM_MAX_MR};
 use crate::{Activation, Window};
@@ -163,7 +164,7 @@ impl PackedConvF32 {
 }
 
 /// CONV_2D float32, NHWC, explicit padding (padded taps contribute 0), fused activation, any
-/// batch. Equal to [`crate::conv::conv2d_f32`] up to the order of the float sums (and a NaN
+/// batch. Equal to [`crate::conv::reference::conv2d_f32`] up to the order of the float sums (and a NaN
 /// sum stays NaN under RELU, where the reference's `max(x, 0)` gives 0).
 pub fn conv2d_f32(
     w: &Window,
@@ -203,7 +204,7 @@ pub fn conv2d_f32(
 }
 
 /// FULLY_CONNECTED float32: `rows × in_c` input to `rows × out_c` output (reference:
-/// [`crate::conv::fully_connected_f32`]).
+/// [`crate::conv::reference::fully_connected_f32`]).
 pub fn fully_connected_f32(
     packed: &PackedConvF32,
     rows: usize,

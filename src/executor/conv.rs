@@ -1,0 +1,368 @@
+//! Registrations of the convolution family (types.hal 1.0 `OperationType`): CONV_2D (3),
+//! DEPTHWISE_CONV_2D (4) and FULLY_CONNECTED (9) on float32 and uint8. Constant filters and
+//! biases are packed at prepare for the GEMM and depthwise micro-kernels
+//! (`nnhal_kernels::conv::{f32, u8, dw_f32, dw_u8}`); filters given at execution, and NNAPI
+//! 1.2's dilation factors other than 1, run the reference loops. NCHW forms (NNAPI 1.2
+//! `layout`) run transposed ([`super::run_nchw`]).
+
+use super::{
+    act, call_window, elementwise_work, fused, kernel_error, mismatch, out0, quant, window_work,
+    Call, OpImpl, PackArgs, Packed, WorkArgs,
+};
+use crate::tensor::{TensorMut, TensorRef};
+use nnhal_hal::shape::Params;
+use nnhal_hal::{HalResult, OperandType, OperationType};
+use nnhal_kernels::conv::dw_f32::{self, PackedDwF32};
+use nnhal_kernels::conv::dw_u8::{self, PackedDwU8};
+use nnhal_kernels::conv::f32::{self as fast_f32, PackedConvF32};
+use nnhal_kernels::conv::u8::{self as fast_u8, ConvQuant, PackedConvU8};
+use nnhal_kernels::conv::{reference, FilterShape};
+
+/// The registration of `op` on inputs of type `ty`, for the operations of this family.
+pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
+    use OperandType::{TensorFloat32 as F, TensorQuant8Asymm as Q};
+    use OperationType::*;
+    Some(match (op, ty) {
+        (Conv2d, F) => &CONV_F32,
+        (Conv2d, Q) => &CONV_U8,
+        (DepthwiseConv2d, F) => &DEPTHWISE_F32,
+        (DepthwiseConv2d, Q) => &DEPTHWISE_U8,
+        (FullyConnected, F) => &FULLY_CONNECTED_F32,
+        (FullyConnected, Q) => &FULLY_CONNECTED_U8,
+        _ => return None,
+    })
+}
+
+registration!(CONV_F32, pack_conv_f32, conv_f32, conv_work, true, WEIGHTS);
+registration!(CONV_U8, pack_conv_u8, conv_u8, conv_work, true, WEIGHTS);
+registration!(
+    DEPTHWISE_F32,
+    pack_depthwise_f32,
+    depthwise_f32,
+    window_work,
+    true,
+    WEIGHTS
+);
+registration!(
+    DEPTHWISE_U8,
+    pack_depthwise_u8,
+    depthwise_u8,
+    window_work,
+    true,
+    WEIGHTS
+);
+registration!(
+    FULLY_CONNECTED_F32,
+    pack_fc_f32,
+    fully_connected_f32,
+    fc_work,
+    true,
+    WEIGHTS
+);
+registration!(
+    FULLY_CONNECTED_U8,
+    pack_conv_u8,
+    fully_connected_u8,
+    fc_work,
+    true,
+    WEIGHTS
+);
+
+/// Filter and bias: what the convolution-like registrations pack.
+const WEIGHTS: &[usize] = &[1, 2];
+
+/// Filter `[out_c, h, w, in_c]`: each output element sums h·w·in_c products.
+fn conv_work(w: &WorkArgs) -> u64 {
+    let taps = w
+        .filter_dims
+        .and_then(|d| d.get(1..))
+        .map_or(1, |d| d.iter().map(|&x| u64::from(x)).product::<u64>());
+    elementwise_work(w).saturating_add(w.written.saturating_mul(taps))
+}
+
+fn fc_work(w: &WorkArgs) -> u64 {
+    let n = match w.params {
+        Params::FullyConnected { input_size, .. } => u64::from(*input_size),
+        _ => 1,
+    };
+    elementwise_work(w).saturating_add(w.written.saturating_mul(n))
+}
+
+/// The filter `[out_c, kh, kw, in_c]` (FULLY_CONNECTED `[units, input_size]`) and bias, when
+/// both are constants of the expected types.
+fn constant_filter<'a>(a: &PackArgs<'a>) -> Option<(FilterShape, TensorRef<'a>, TensorRef<'a>)> {
+    let (filter, bias) = (a.constant(1)?, a.constant(2)?);
+    let d: Vec<usize> = filter.dims.iter().map(|&x| x as usize).collect();
+    let shape = match *d.as_slice() {
+        [out_c, kh, kw, in_c] => FilterShape {
+            out_c,
+            kh,
+            kw,
+            in_c,
+        },
+        [out_c, in_c] => FilterShape {
+            out_c,
+            kh: 1,
+            kw: 1,
+            in_c,
+        },
+        _ => return None,
+    };
+    Some((shape, filter, bias))
+}
+
+fn pack_conv_f32(a: &PackArgs) -> HalResult<Option<Packed>> {
+    let Some((shape, filter, bias)) = constant_filter(a).filter(|_| dilation(a.params).is_none())
+    else {
+        return Ok(None);
+    };
+    Ok(Some(Packed::ConvF32(PackedConvF32::pack(
+        a.kernels,
+        shape,
+        filter.f32()?,
+        bias.f32()?,
+    ))))
+}
+
+/// The dilation factors of a convolution call when any is not 1: such calls run the dilated
+/// reference kernels (and nothing is packed for them); the fast kernels take factors of 1.
+fn dilation(params: &Params) -> Option<reference::Dilation> {
+    match params.nhwc() {
+        Params::Conv { window, .. } | Params::Depthwise { window, .. }
+            if (window.dilation_h, window.dilation_w) != (1, 1) =>
+        {
+            Some(reference::Dilation {
+                h: window.dilation_h as usize,
+                w: window.dilation_w as usize,
+            })
+        }
+        _ => None,
+    }
+}
+
+fn conv_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let (a, o) = (fused(c)?, out0(outs)?);
+    let win = call_window(c, o)?;
+    if let Some(d) = dilation(c.params) {
+        let (x, f, b) = (c.f(0)?, c.f(1)?, c.f(2)?);
+        reference::conv2d_dilated_f32(&win, d, x, f, b, a, o.f32_mut()?);
+        return Ok(());
+    }
+    match c.packed {
+        Some(Packed::ConvF32(p)) => fast_f32::conv2d_f32(&win, p, c.f(0)?, a, o.f32_mut()?),
+        _ => reference::conv2d_f32(&win, c.f(0)?, c.f(1)?, c.f(2)?, a, o.f32_mut()?),
+    }
+    Ok(())
+}
+
+/// The quantization of a convolution-like operation from its operands and parameters.
+fn conv_quant(a: &PackArgs) -> Option<ConvQuant> {
+    let act = match a.params {
+        Params::Conv { act, .. }
+        | Params::Depthwise { act, .. }
+        | Params::FullyConnected { act, .. } => self::act(*act),
+        _ => return None,
+    };
+    Some(ConvQuant {
+        input: quant(a.info(0)),
+        filter: quant(a.info(1)),
+        output: quant(a.out_info(0)),
+        act,
+    })
+}
+
+/// Parameters the packer refuses are left to the reference kernel, which reports them at
+/// execution exactly as an unpacked model would.
+fn pack_conv_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
+    let (Some((shape, filter, bias)), Some(q)) = (constant_filter(a), conv_quant(a)) else {
+        return Ok(None);
+    };
+    if dilation(a.params).is_some() {
+        return Ok(None);
+    }
+    Ok(
+        PackedConvU8::pack(a.kernels, shape, filter.u8()?, bias.i32()?, q)
+            .ok()
+            .map(Packed::ConvU8),
+    )
+}
+
+fn conv_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let (a, oq, o) = (fused(c)?, c.out_q(0), out0(outs)?);
+    let win = call_window(c, o)?;
+    if let Some(d) = dilation(c.params) {
+        let (x, f, b) = (c.u(0)?, c.u(1)?, c.i(2)?);
+        return reference::conv2d_dilated_u8(&win, d, x, c.q(0), f, c.q(1), b, oq, a, o.u8_mut()?)
+            .map_err(kernel_error);
+    }
+    if let Some(Packed::ConvU8(p)) = c.packed {
+        fast_u8::conv2d_u8(&win, p, c.u(0)?, o.u8_mut()?);
+        return Ok(());
+    }
+    reference::conv2d_u8(
+        &win,
+        c.u(0)?,
+        c.q(0),
+        c.u(1)?,
+        c.q(1),
+        c.i(2)?,
+        oq,
+        a,
+        o.u8_mut()?,
+    )
+    .map_err(kernel_error)
+}
+
+fn multiplier(c: &Call) -> HalResult<usize> {
+    match c.params {
+        Params::Depthwise { multiplier, .. } => Ok(*multiplier as usize),
+        _ => Err(mismatch(c)),
+    }
+}
+
+fn pack_depthwise_f32(a: &PackArgs) -> HalResult<Option<Packed>> {
+    let (Some(filter), Some(bias)) = (a.constant(1), a.constant(2)) else {
+        return Ok(None);
+    };
+    if dilation(a.params).is_some() {
+        return Ok(None);
+    }
+    let &[1, kh, kw, out_c] = filter.dims else {
+        return Ok(None);
+    };
+    Ok(Some(Packed::DwF32(PackedDwF32::pack(
+        a.kernels,
+        kh as usize,
+        kw as usize,
+        out_c as usize,
+        filter.f32()?,
+        bias.f32()?,
+    ))))
+}
+
+fn depthwise_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let (a, m, o) = (fused(c)?, multiplier(c)?, out0(outs)?);
+    let win = call_window(c, o)?;
+    let (input, out) = (c.f(0)?, o.f32_mut()?);
+    if let Some(d) = dilation(c.params) {
+        let (f, b) = (c.f(1)?, c.f(2)?);
+        reference::depthwise_conv2d_dilated_f32(&win, d, m, input, f, b, a, out);
+        return Ok(());
+    }
+    match c.packed {
+        Some(Packed::DwF32(p)) => dw_f32::depthwise_conv2d_f32(&win, m, p, input, a, out),
+        _ => reference::depthwise_conv2d_f32(&win, m, input, c.f(1)?, c.f(2)?, a, out),
+    }
+    Ok(())
+}
+
+fn pack_depthwise_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
+    let (Some(filter), Some(bias), Some(q)) = (a.constant(1), a.constant(2), conv_quant(a)) else {
+        return Ok(None);
+    };
+    if dilation(a.params).is_some() {
+        return Ok(None);
+    }
+    let &[1, kh, kw, out_c] = filter.dims else {
+        return Ok(None);
+    };
+    let (kh, kw, out_c) = (kh as usize, kw as usize, out_c as usize);
+    Ok(
+        PackedDwU8::pack(a.kernels, kh, kw, out_c, filter.u8()?, bias.i32()?, q)
+            .ok()
+            .map(Packed::DwU8),
+    )
+}
+
+fn depthwise_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let (a, m, oq, o) = (fused(c)?, multiplier(c)?, c.out_q(0), out0(outs)?);
+    let win = call_window(c, o)?;
+    if let Some(d) = dilation(c.params) {
+        let (x, f, b) = (c.u(0)?, c.u(1)?, c.i(2)?);
+        return reference::depthwise_conv2d_dilated_u8(
+            &win,
+            d,
+            m,
+            x,
+            c.q(0),
+            f,
+            c.q(1),
+            b,
+            oq,
+            a,
+            o.u8_mut()?,
+        )
+        .map_err(kernel_error);
+    }
+    if let Some(Packed::DwU8(p)) = c.packed {
+        dw_u8::depthwise_conv2d_u8(&win, m, p, c.u(0)?, o.u8_mut()?);
+        return Ok(());
+    }
+    reference::depthwise_conv2d_u8(
+        &win,
+        m,
+        c.u(0)?,
+        c.q(0),
+        c.u(1)?,
+        c.q(1),
+        c.i(2)?,
+        oq,
+        a,
+        o.u8_mut()?,
+    )
+    .map_err(kernel_error)
+}
+
+/// (batch, input_size, units) of a FULLY_CONNECTED call.
+fn fc_dims(c: &Call) -> HalResult<(usize, usize, usize)> {
+    match c.params {
+        Params::FullyConnected {
+            batch,
+            input_size,
+            units,
+            ..
+        } => Ok((*batch as usize, *input_size as usize, *units as usize)),
+        _ => Err(mismatch(c)),
+    }
+}
+
+fn pack_fc_f32(a: &PackArgs) -> HalResult<Option<Packed>> {
+    pack_conv_f32(a)
+}
+
+fn fully_connected_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let ((b, n, u), a) = (fc_dims(c)?, fused(c)?);
+    let o = out0(outs)?;
+    match c.packed {
+        Some(Packed::ConvF32(p)) if p.shape().in_c == n && p.shape().out_c == u => {
+            fast_f32::fully_connected_f32(p, b, c.f(0)?, a, o.f32_mut()?)
+        }
+        _ => reference::fully_connected_f32(b, n, u, c.f(0)?, c.f(1)?, c.f(2)?, a, o.f32_mut()?),
+    }
+    Ok(())
+}
+
+fn fully_connected_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let ((b, n, u), a, oq) = (fc_dims(c)?, fused(c)?, c.out_q(0));
+    let o = out0(outs)?;
+    if let Some(Packed::ConvU8(p)) = c.packed {
+        if p.shape().in_c == n && p.shape().out_c == u {
+            fast_u8::fully_connected_u8(p, b, c.u(0)?, o.u8_mut()?);
+            return Ok(());
+        }
+    }
+    reference::fully_connected_u8(
+        b,
+        n,
+        u,
+        c.u(0)?,
+        c.q(0),
+        c.u(1)?,
+        c.q(1),
+        c.i(2)?,
+        oq,
+        a,
+        o.u8_mut()?,
+    )
+    .map_err(kernel_error)
+}

@@ -1,0 +1,128 @@
+//! Registrations of the data-movement family (types.hal 1.0 `OperationType`):
+//! CONCATENATION (2), DEPTH_TO_SPACE (5), RESHAPE (22), RESIZE_BILINEAR (23) and
+//! SPACE_TO_DEPTH (26) on float32 and uint8 (RESHAPE on any type). NCHW forms (NNAPI 1.2
+//! `layout`) run transposed ([`super::run_nchw`]).
+
+use super::{elementwise_work, mismatch, nhwc, out0, Call, OpImpl};
+use crate::tensor::{DataMut, DataRef, TensorMut};
+use nnhal_hal::shape::Params;
+use nnhal_hal::{HalResult, OperandType, OperationType};
+use nnhal_kernels::elementwise::reference as ew;
+use nnhal_kernels::transform::reference as transform;
+use smallvec::SmallVec;
+
+/// The registration of `op` on inputs of type `ty`, for the operations of this family.
+pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
+    use OperandType::{TensorFloat32 as F, TensorQuant8Asymm as Q};
+    use OperationType::*;
+    Some(match (op, ty) {
+        (Concatenation, F | Q) => &CONCATENATION,
+        (DepthToSpace | SpaceToDepth, F | Q) => &BLOCK_REARRANGE,
+        (Reshape, _) => &RESHAPE,
+        (ResizeBilinear, F | Q) => &RESIZE_BILINEAR,
+        _ => return None,
+    })
+}
+
+registration!(CONCATENATION, concatenation, elementwise_work);
+registration!(BLOCK_REARRANGE, block_rearrange, elementwise_work, partial);
+registration!(RESHAPE, reshape, elementwise_work);
+registration!(RESIZE_BILINEAR, resize_bilinear, elementwise_work, partial);
+
+/// RESHAPE keeps the bytes; the plan aliases its output to its input where it can, so this
+/// copy only runs when it cannot (a constant input, or the dynamic path).
+fn reshape(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    out0(outs)?.copy_from(c.t(0)?.data)
+}
+
+/// Shape lists inline: a CONCATENATION of up to 8 rank-4 inputs allocates nothing per run.
+type Dims = SmallVec<[usize; 4]>;
+
+fn concatenation(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::Concat { axis } = c.params else {
+        return Err(mismatch(c));
+    };
+    let n = c.op.inputs.len() - 1;
+    let dims: SmallVec<[Dims; 8]> = (0..n)
+        .map(|i| Ok(c.dims(i)?.iter().map(|&d| d as usize).collect()))
+        .collect::<HalResult<_>>()?;
+    let oq = c.out_q(0);
+    let o = out0(outs)?;
+    match &mut o.data {
+        DataMut::U8(out) => {
+            // Inputs in another quantization than the output's (NNAPI 1.2) are requantized
+            // first.
+            let requantized: SmallVec<[Option<Vec<u8>>; 8]> = (0..n)
+                .map(|i| {
+                    let q = c.q(i);
+                    if (q.scale, q.zero_point) == (oq.scale, oq.zero_point) {
+                        return Ok(None);
+                    }
+                    let x = c.u(i)?;
+                    let mut y = vec![0; x.len()];
+                    ew::requantize_u8(x, q, oq, &mut y);
+                    Ok(Some(y))
+                })
+                .collect::<HalResult<_>>()?;
+            let parts: SmallVec<[(&[u8], &[usize]); 8]> = (0..n)
+                .map(|i| {
+                    let data = match &requantized[i] {
+                        Some(y) => y.as_slice(),
+                        None => c.u(i)?,
+                    };
+                    Ok((data, dims[i].as_slice()))
+                })
+                .collect::<HalResult<_>>()?;
+            transform::concatenation(&parts, *axis, out);
+        }
+        DataMut::F32(out) => {
+            let parts: SmallVec<[(&[f32], &[usize]); 8]> = (0..n)
+                .map(|i| Ok((c.f(i)?, dims[i].as_slice())))
+                .collect::<HalResult<_>>()?;
+            transform::concatenation(&parts, *axis, out);
+        }
+        DataMut::I32(_) => return Err(mismatch(c)),
+    }
+    Ok(())
+}
+
+fn block_rearrange(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::Block { block } = c.params else {
+        return Err(mismatch(c));
+    };
+    let s = nhwc(c.dims(0)?);
+    let b = *block as usize;
+    let d2s = c.op.ty == OperationType::DepthToSpace;
+    match (c.t(0)?.data, &mut out0(outs)?.data) {
+        (DataRef::F32(i), DataMut::F32(o)) if d2s => transform::depth_to_space(i, s, b, o),
+        (DataRef::F32(i), DataMut::F32(o)) => transform::space_to_depth(i, s, b, o),
+        (DataRef::U8(i), DataMut::U8(o)) if d2s => transform::depth_to_space(i, s, b, o),
+        (DataRef::U8(i), DataMut::U8(o)) => transform::space_to_depth(i, s, b, o),
+        _ => return Err(mismatch(c)),
+    }
+    Ok(())
+}
+
+fn resize_bilinear(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::Resize {
+        height,
+        width,
+        align_corners,
+        half_pixel_centers,
+    } = *c.params
+    else {
+        return Err(mismatch(c));
+    };
+    let s = nhwc(c.dims(0)?);
+    let mode = transform::ResizeMode {
+        align_corners,
+        half_pixel_centers,
+    };
+    let (h, w) = (height as usize, width as usize);
+    match (c.t(0)?.data, &mut out0(outs)?.data) {
+        (DataRef::F32(x), DataMut::F32(y)) => transform::resize_bilinear(x, s, h, w, mode, y),
+        (DataRef::U8(x), DataMut::U8(y)) => transform::resize_bilinear(x, s, h, w, mode, y),
+        _ => return Err(mismatch(c)),
+    }
+    Ok(())
+}

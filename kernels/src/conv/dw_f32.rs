@@ -99,8 +99,9 @@ impl SharedOut {
     }
 }
 
-/// DEPTHWISE_CONV_2D float32 NHWC (explicit padding). Equals [`crate::conv::reference::depthwise_conv2d_f32`]
-/// up to FMA rounding. Fast path: 3×3, stride 1 or 2, multiplier 1; anything else is correct.
+/// DEPTHWISE_CONV_2D float32 NHWC (explicit padding). Equals
+/// [`crate::conv::reference::depthwise_conv2d_f32`] up to FMA rounding. Fast path: 3×3, stride 1 or
+/// 2, multiplier 1; anything else is correct.
 pub fn depthwise_conv2d_f32(
     w: &Window,
     multiplier: usize,

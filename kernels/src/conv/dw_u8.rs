@@ -1,5 +1,6 @@
 //! uint8 DEPTHWISE_CONV_2D on the depthwise row micro-kernel of the table
-//! ([`crate::ukernels::quant8::U8Dw`]), bit-exact with [`crate::conv::reference::depthwise_conv2d_u8`].
+//! ([`crate::ukernels::quant8::U8Dw`]), bit-exact with
+//! [`crate::conv::reference::depthwise_conv2d_u8`].
 //!
 //! Zero-point algebra: with `w' = w − zw` (packed as int32) and every padding tap read as
 //! `a = za` from a buffer of zero points, `Σ_taps (a − za)·w' = Σ_taps a·w' − za·Σ_taps w'`,

@@ -163,9 +163,9 @@ impl PackedConvF32 {
     }
 }
 
-/// CONV_2D float32, NHWC, explicit padding (padded taps contribute 0), fused activation, any
-/// batch. Equal to [`crate::conv::reference::conv2d_f32`] up to the order of the float sums (and a NaN
-/// sum stays NaN under RELU, where the reference's `max(x, 0)` gives 0).
+/// CONV_2D float32, NHWC, explicit padding (padded taps contribute 0), fused activation, any batch.
+/// Equal to [`crate::conv::reference::conv2d_f32`] up to the order of the float sums (and a NaN sum
+/// stays NaN under RELU, where the reference's `max(x, 0)` gives 0).
 pub fn conv2d_f32(
     w: &Window,
     packed: &PackedConvF32,

@@ -2,9 +2,9 @@
 //! types.hal 1.0 `OperationType`, with NNAPI 1.2's dilation factors; the family NNAPI 1.2
 //! extends with GROUPED_CONV_2D and TRANSPOSE_CONV_2D.
 //!
-//! [`reference`] holds the plain loops (the test oracles, and what runs when the weights are
+//! [`mod@reference`] holds the plain loops (the test oracles, and what runs when the weights are
 //! not constant or a parameter has no fast form); the operator loops over the micro-kernels
-//! are [`f32`] (CONV_2D and FULLY_CONNECTED float32), [`u8`] (the same on uint8),
+//! are [`mod@f32`] (CONV_2D and FULLY_CONNECTED float32), [`mod@u8`] (the same on uint8),
 //! [`dw_f32`] and [`dw_u8`] (DEPTHWISE_CONV_2D). Each packs its constant filter once, at
 //! prepare, into the layout its micro-kernel reads.
 

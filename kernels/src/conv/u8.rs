@@ -250,8 +250,8 @@ thread_local! {
     static IM2COL: RefCell<Im2col> = RefCell::new(Im2col::default());
 }
 
-/// CONV_2D, uint8, bit-exact with [`crate::conv::reference::conv2d_u8`]. `input` and `output` are NHWC
-/// with the extents of `w`; the filter extents must be the packed ones.
+/// CONV_2D, uint8, bit-exact with [`crate::conv::reference::conv2d_u8`]. `input` and `output` are
+/// NHWC with the extents of `w`; the filter extents must be the packed ones.
 pub fn conv2d_u8(w: &Window, packed: &PackedConvU8, input: &[u8], output: &mut [u8]) {
     let s = packed.shape;
     assert_eq!(
@@ -289,8 +289,8 @@ pub fn conv2d_u8(w: &Window, packed: &PackedConvU8, input: &[u8], output: &mut [
     }
 }
 
-/// FULLY_CONNECTED, uint8, bit-exact with [`crate::conv::reference::fully_connected_u8`]: `input` is
-/// `[rows, in_c]`, `output` is `[rows, out_c]` (packed with `kh = kw = 1`).
+/// FULLY_CONNECTED, uint8, bit-exact with [`crate::conv::reference::fully_connected_u8`]: `input`
+/// is `[rows, in_c]`, `output` is `[rows, out_c]` (packed with `kh = kw = 1`).
 pub fn fully_connected_u8(packed: &PackedConvU8, rows: usize, input: &[u8], output: &mut [u8]) {
     let s = packed.shape;
     let k = s.taps();

@@ -1,10 +1,10 @@
 //! ADD and MUL of two TENSOR_QUANT8_ASYMM tensors of the same shape (types.hal 1.0 ADD, MUL).
 //!
-//! Both inputs are bytes, so the operation is a function of two 8-bit values once the
-//! quantization parameters and the activation are fixed: [`BinaryTableU8`] evaluates the
-//! reference arithmetic ([`crate::elementwise::reference::add_u8`] / [`crate::elementwise::reference::mul_u8`]) once
-//! for all 65,536 input pairs at prepare, and execution is one table lookup per element. The
-//! results are the reference's by construction, whatever its rescaling and rounding steps.
+//! Both inputs are bytes, so the operation is a function of two 8-bit values once the quantization
+//! parameters and the activation are fixed: [`BinaryTableU8`] evaluates the reference arithmetic
+//! ([`crate::elementwise::reference::add_u8`] / [`crate::elementwise::reference::mul_u8`]) once for
+//! all 65,536 input pairs at prepare, and execution is one table lookup per element. The results
+//! are the reference's by construction, whatever its rescaling and rounding steps.
 
 use super::reference::{add_u8, mul_u8};
 use crate::parallel::{for_chunks, threads, MIN_ELEMENTS};

@@ -1,7 +1,7 @@
-//! Element-wise float32 operations (ADD and MUL of same-shape tensors, RELU/RELU1/RELU6,
-//! LOGISTIC, TANH) and SOFTMAX over the [`crate::ukernels::f32_small::F32Vec`] loops, with the
-//! semantics of [`crate::elementwise::reference`] and [`crate::normalization::reference`]. Long tensors are split
-//! once over the pool in contiguous chunks (SOFTMAX: whole rows).
+//! Element-wise float32 operations (ADD and MUL of same-shape tensors, RELU/RELU1/RELU6, LOGISTIC,
+//! TANH) and SOFTMAX over the [`crate::ukernels::f32_small::F32Vec`] loops, with the semantics of
+//! [`crate::elementwise::reference`] and [`crate::normalization::reference`]. Long tensors are
+//! split once over the pool in contiguous chunks (SOFTMAX: whole rows).
 
 use crate::parallel::{for_chunks, MIN_ELEMENTS};
 use crate::ukernels::f32_small::ClampF32;

@@ -3,8 +3,8 @@
 //! (19–21), LOGISTIC (14), TANH (28) and DEQUANTIZE (6); the family NNAPI 1.1–1.3 extend with
 //! SUB, DIV and the other per-element operations.
 //!
-//! [`reference`] holds the plain loops (the test oracles, and the broadcasting and uint8
-//! paths that run as they are); [`f32`] the float32 operator loops over the vector
+//! [`mod@reference`] holds the plain loops (the test oracles, and the broadcasting and uint8
+//! paths that run as they are); [`mod@f32`] the float32 operator loops over the vector
 //! micro-kernels (same-shape ADD and MUL, the clamps, LOGISTIC, TANH, and SOFTMAX, which shares
 //! their chunking); [`binary_u8`] the uint8 ADD and MUL tables built at prepare.
 

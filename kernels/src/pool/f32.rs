@@ -1,9 +1,9 @@
 //! AVERAGE_POOL_2D and MAX_POOL_2D, float32 NHWC, over the [`crate::ukernels::f32_small::F32Pool`]
 //! kernels: one kernel call per output pixel, vectorised over channels, so a global pool (one
-//! window over the whole input) is a single call. Semantics as [`crate::pool::reference`]: padding is not
-//! part of the window (averages divide by the in-bounds count), a window entirely in the
-//! padding gives the activation of 0. Output rows are spread over the pool as the reference
-//! spreads them.
+//! window over the whole input) is a single call. Semantics as [`crate::pool::reference`]: padding
+//! is not part of the window (averages divide by the in-bounds count), a window entirely in the
+//! padding gives the activation of 0. Output rows are spread over the pool as the reference spreads
+//! them.
 
 use crate::conv::reference::{for_each_row, taps};
 use crate::ukernels::f32_small::{ClampF32, PoolPixel};

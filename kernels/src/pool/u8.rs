@@ -1,5 +1,5 @@
-//! uint8 AVERAGE_POOL_2D and MAX_POOL_2D, bit-exact with [`crate::pool::reference::average_pool_u8`] and
-//! [`crate::pool::reference::max_pool_u8`].
+//! uint8 AVERAGE_POOL_2D and MAX_POOL_2D, bit-exact with
+//! [`crate::pool::reference::average_pool_u8`] and [`crate::pool::reference::max_pool_u8`].
 //!
 //! Per output pixel the in-bounds window is folded channel-wise into a per-thread accumulator
 //! row (u32 sums: a window of up to 2^24 pixels cannot overflow; larger ones go to the

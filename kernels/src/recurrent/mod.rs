@@ -2,6 +2,6 @@
 //! one time step each, with NNAPI 1.2's layer-normalised LSTM; the family NNAPI 1.2 extends
 //! with the sequence forms.
 //!
-//! [`reference`] holds the loops, which are also what runs.
+//! [`mod@reference`] holds the loops, which are also what runs.
 
 pub mod reference;

@@ -3,7 +3,7 @@
 //! NNAPI 1.1–1.2 extend with PAD, TRANSPOSE, SQUEEZE, STRIDED_SLICE, SPACE_TO_BATCH_ND and
 //! BATCH_TO_SPACE_ND.
 //!
-//! [`reference`] holds the loops (RESHAPE needs none: it keeps the bytes). The NCHW ⇄ NHWC
+//! [`mod@reference`] holds the loops (RESHAPE needs none: it keeps the bytes). The NCHW ⇄ NHWC
 //! transposes every image operation shares are in [`crate::layout`].
 
 pub mod reference;

@@ -2,9 +2,9 @@
 //! the GEMM tile behind CONV_2D and FULLY_CONNECTED, and the depthwise convolution row.
 //!
 //! Both families compute the reference's `Σ (a − za)·(w − zw) + bias` modulo 2^32 through an
-//! algebraically equal form that needs no zero-point subtraction in the inner loop (the
-//! operator loops in [`crate::conv::u8`] and [`crate::conv::dw_u8`] fold the zero-point terms into packed biases and per-row
-//! corrections), then requantize with [`Requant8`], which reproduces
+//! algebraically equal form that needs no zero-point subtraction in the inner loop (the operator
+//! loops in [`crate::conv::u8`] and [`crate::conv::dw_u8`] fold the zero-point terms into packed
+//! biases and per-row corrections), then requantize with [`Requant8`], which reproduces
 //! [`crate::quant::Requantize::apply`] bit for bit.
 
 use crate::quant::{rounding_divide_by_pot, saturating_rounding_doubling_high_mul};

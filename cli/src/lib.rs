@@ -3,7 +3,7 @@
 //!
 //! - the `nnhal` binary (`src/bin/nnhal.rs`): device queries, golden vectors and model files
 //!   through the service or in-process, the benchmarks;
-//! - [`bench`]: the benchmark behind `nnhal bench`;
+//! - [`bench`](mod@bench): the benchmark behind `nnhal bench`;
 //! - [`mobilenet`]: the built-in float32 MobileNet v1 workload;
 //! - [`modelfile`]: model files (ONNX through nnhal-onnx, CoreML through nnhal-coreml) and
 //!   their `.npy` inputs and outputs;

@@ -1,6 +1,8 @@
 //! What the three command-line programs (`nnhal`, `nnhal-service`, `nnhal-vts`) share, so that
 //! they read alike: the exit-status convention and its help text, the `--log-level` check and
-//! logger set-up, and the help line that shows where the default socket is.
+//! logger set-up, and the help line that shows where the default socket is. It sits in the
+//! driver crate because `nnhal-service` is one of the three; `nnhal` (crate `nnhal-cli`) and
+//! `nnhal-vts` reach it as `nnhal::cli`.
 
 /// Exit status of a run that went through and whose checks passed.
 pub const EXIT_OK: u8 = 0;

@@ -2,14 +2,16 @@
 //!
 //! The in-process surface mirrors `IDevice`/`IPreparedModel` without binder:
 //! [`Driver::capabilities`], [`Driver::supported_operations`], [`Driver::prepare_model`] and
-//! [`PreparedModel::execute`]. The binder adapter, the CLI, the conformance suite and the
-//! benchmarks all go through it.
-
+//! [`PreparedModel::execute`]. The binder adapter, the `nnhal` CLI (crate `nnhal-cli`), the
+//! conformance suite (`nnhal-vts`) and the benchmarks all go through it.
 //!
 //! Cargo features pick the build: `host` (default) for Linux hosts, with the rsbinder RPC
-//! transport and the host-only modules below; `aosp` alone (`--no-default-features --features
-//! aosp`, as Android.bp builds it) for the device library, which carries the driver and the
-//! binder service and nothing else.
+//! transport and stderr logging; `aosp` alone (`--no-default-features --features aosp`, as
+//! Android.bp builds it) for the device library, with libbinder_rs and logcat. Either way the
+//! library is the driver, the binder service (on a host also its RPC client) and what the
+//! three programs share in [`cli`]; the host tools (the `nnhal` CLI, the benchmark, the
+//! built-in workloads, the model importers) live in the `nnhal-cli` crate (`cli/`), the
+//! golden-vector loader in `nnhal-vts` (`vts_tests/`).
 
 #[cfg(all(feature = "host", feature = "aosp"))]
 compile_error!("`aosp` is the device build: combine it with --no-default-features, not `host`");
@@ -24,21 +26,6 @@ pub mod limits;
 pub mod plan;
 pub mod tensor;
 pub mod workers;
-
-// Host only: what the CLIs, the conformance suite and the benchmarks need, never the device.
-#[cfg(feature = "host")]
-pub mod bench;
-#[cfg(feature = "host")]
-pub mod fuzzing;
-#[cfg(feature = "host")]
-pub mod mobilenet;
-// Model files (ONNX, through nnhal-onnx) and their .npy inputs and outputs.
-#[cfg(feature = "host")]
-pub mod modelfile;
-#[cfg(feature = "host")]
-pub mod probe;
-#[cfg(feature = "host")]
-pub mod vector;
 
 pub use driver::{Driver, ExecutionResult, PreparedModel, ValidatedModel, ValidatedRequest};
 pub use nnhal_hal as hal;

@@ -29,7 +29,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// Every `fn name` and every `name =>` (the table-generated class tests) in the crates' sources.
 fn defined_tests() -> BTreeSet<String> {
     let mut files = Vec::new();
-    for dir in ["tests", "src", "hal", "kernels", "vts_tests", "fuzz"] {
+    for dir in ["tests", "src", "hal", "kernels", "cli", "vts_tests", "fuzz"] {
         rust_files(&root().join(dir), &mut files);
     }
     let mut names = BTreeSet::new();

@@ -6,8 +6,8 @@
 
 use nnhal::hal::memory::{create_memfd, Memory, PoolCache, PROT_READ};
 use nnhal::hal::*;
-use nnhal::probe::{self, AddRun};
 use nnhal::Driver;
+use nnhal_vts::probe::{self, AddRun};
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::FileExt;

@@ -1,7 +1,7 @@
 //! Fuzz target: raw transactions into the live service's stubs,
-//! `nnhal::fuzzing::ParcelTarget::run` (docs/fuzzing.md).
+//! `nnhal_cli::fuzzing::ParcelTarget::run` (docs/fuzzing.md).
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    nnhal::fuzzing::ParcelTarget::get().run(data);
+    nnhal_cli::fuzzing::ParcelTarget::get().run(data);
 });

@@ -1,6 +1,6 @@
-//! Fuzz target: `nnhal::fuzzing::run_request` (docs/fuzzing.md).
+//! Fuzz target: `nnhal_cli::fuzzing::run_request` (docs/fuzzing.md).
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    nnhal::fuzzing::run_request(data);
+    nnhal_cli::fuzzing::run_request(data);
 });

@@ -692,6 +692,10 @@ impl RemoteBurst {
     }
 }
 
+/// The transaction code of an interface's first method; the others follow in declaration
+/// order (for the codes of [`RemoteDevice::send_raw`]).
+pub const FIRST_CALL_TRANSACTION: u32 = rsbinder::FIRST_CALL_TRANSACTION;
+
 /// One piece of a raw transaction's parcel ([`RemoteDevice::send_raw`]).
 #[derive(Debug)]
 pub enum RawPiece {
@@ -794,7 +798,7 @@ impl RemoteDevice {
     /// transport status or a non-OK reply status); a reply of success is a `GeneralFailure`,
     /// and no answer at all (a dead service) is `DeviceUnavailable`.
     pub fn send_garbage(&self, kind: WireGarbage) -> HalResult<String> {
-        use rsbinder::{StatusCode, FIRST_CALL_TRANSACTION};
+        use rsbinder::StatusCode;
         // The IDevice transaction codes: methods in declaration order from the first call.
         const GET_SUPPORTED_OPERATIONS: u32 = FIRST_CALL_TRANSACTION + 4;
         const GET_TYPE: u32 = FIRST_CALL_TRANSACTION + 5;

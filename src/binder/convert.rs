@@ -728,7 +728,7 @@ mod tests {
 
     /// The probe ADD model plus one memfd pool, so pool conversion is exercised too.
     fn add_model() -> Model {
-        let mut model = crate::probe::add_model();
+        let mut model = nnhal_vts::probe::add_model();
         model.pools.push(Memory::shared(
             create_memfd("c", &[1, 2], 64, true).unwrap(),
             64,

@@ -35,6 +35,7 @@ pub use client::{
     connect, connect_wait, connect_with, ConnectOptions, DeviceKind, ExecuteOptions,
     ExecutionTiming, Notifications, PendingPrepare, PrepareOptions, RawPiece, RemoteBurst,
     RemoteDevice, RemotePreparedModel, WireGarbage, DEFAULT_CONNECT_TIMEOUT,
+    FIRST_CALL_TRANSACTION,
 };
 pub use convert::{DeviceCapabilities, NO_PERFORMANCE};
 #[cfg(not(feature = "aosp"))]

@@ -944,7 +944,7 @@ mod tests {
     #[cfg(not(feature = "aosp"))]
     #[test]
     fn dump_reports_version_isa_capabilities_counters_and_limits() {
-        use crate::probe::{self, AddRun};
+        use nnhal_vts::probe::{self, AddRun};
         let dump = |device: &Device| {
             let mut out = Vec::new();
             Interface::dump(device, &mut out, &[]).unwrap();

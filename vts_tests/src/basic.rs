@@ -6,12 +6,12 @@
 //! Every check is a named [`BasicCase`] returning `Err(reason)` on failure, so the binary can
 //! print one `PASS`/`FAIL` line each and the integration test can assert on all of them.
 
+use crate::probe::{self, AddRun};
 use nnhal::binder::{DeviceKind, ExecuteOptions, PrepareOptions, RemoteDevice, NO_PERFORMANCE};
 use nnhal::hal::{
     DataLocation, ErrorStatus, HalError, HalResult, Model, Operand, OperandLifeTime, OperandType,
     Operation, OperationType, PerformanceInfo,
 };
-use nnhal::probe::{self, AddRun};
 
 /// One basic check.
 pub struct BasicCase {

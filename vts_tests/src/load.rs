@@ -158,7 +158,7 @@ fn multi_op_model() -> Model {
         pools: Vec::new(),
         ..Model::default()
     };
-    nnhal::vector::model::count_consumers(&mut model);
+    crate::vector::model::count_consumers(&mut model);
     model
 }
 
@@ -340,10 +340,10 @@ pub fn check_next_client(socket: &Path, instance: &str, wait: Duration) -> Resul
     let device = nnhal::binder::connect_wait(socket, &options, wait)
         .map_err(|e| format!("the next client cannot connect: {e}"))?;
     let prepared = device
-        .prepare_model(nnhal::probe::add_model())
+        .prepare_model(crate::probe::add_model())
         .map_err(|e| format!("the next client cannot prepare: {e}"))?;
     let run =
-        nnhal::probe::AddRun::new(&[1.0, 2.0, 3.0, 4.0], &[0.5; 4]).map_err(|e| e.to_string())?;
+        crate::probe::AddRun::new(&[1.0, 2.0, 3.0, 4.0], &[0.5; 4]).map_err(|e| e.to_string())?;
     prepared
         .execute(&run.request)
         .map_err(|e| format!("the next client cannot execute: {e}"))?;
@@ -809,7 +809,7 @@ fn unread_replies(target: &Target) -> Result<String, String> {
         ..nnhal::binder::ConnectOptions::default()
     };
     let device = nnhal::binder::connect_with(&relay.path, &options).map_err(|e| e.to_string())?;
-    let model = nnhal::probe::add_model();
+    let model = crate::probe::add_model();
     let (upstream, frozen, frame) = {
         let connections = relay.connections.lock().unwrap();
         let first = connections

@@ -235,7 +235,7 @@ fn resolve_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ExitCode> {
     };
     for path in &paths {
         if let Err(e) = std::fs::metadata(path) {
-            let e = nnhal::vector::VectorError::Io {
+            let e = nnhal_vts::vector::VectorError::Io {
                 path: path.clone(),
                 source: e,
             };

@@ -3,9 +3,9 @@
 //! MISSED_DEADLINE_*), and makes every execution path (synchronous, fenced, burst) answer
 //! MISSED_DEADLINE_*; a deadline comfortably ahead changes nothing and the results are exact.
 
+use crate::probe::{self, AddRun};
 use nnhal::binder::client::{ExecuteOptions, PrepareOptions, RemoteDevice};
 use nnhal::hal::HalResult;
-use nnhal::probe::{self, AddRun};
 
 /// AIDL `ErrorStatus` MISSED_DEADLINE_TRANSIENT / _PERSISTENT.
 const MISSED: [i32; 2] = [5, 6];

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The seeded set of small ONNX graphs under importers/onnx/testdata/cases/ and their expected
 outputs from onnxruntime (CPU execution provider), for importers' differential test
-(tests/onnx_cases.rs). Every row of the README's ONNX ops table has at least one case; some
+(cli/tests/onnx_cases.rs). Every row of the README's ONNX ops table has at least one case; some
 cases are multi-node graphs with branches.
 
 Per case NAME: NAME.onnx, NAME.in<k>.npy (inputs, graph order), NAME.out<k>.npy (onnxruntime's

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Expected outputs of the committed MobileNets, computed by onnxruntime (CPU execution
-provider, default options), for the differential tests in importers/onnx/tests/ and tests/onnx_cli.rs.
+provider, default options), for the differential tests in importers/onnx/tests/ and cli/tests/onnx_models.rs.
 
 Writes, under importers/onnx/testdata/expected/:
   mobilenet_input.npy      the test input, float32 [1,3,224,224], uniform in [-1, 1), seed 14

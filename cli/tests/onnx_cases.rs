@@ -3,13 +3,15 @@
 //! driver: in this process, and through a real `nnhal-service` over its Unix socket. Float
 //! outputs within |a − e| ≤ 1e-5 + 1e-4·|e|, quantized models within one output step.
 
+mod common;
+
 use nnhal::binder::child::{ChildOptions, ServiceChild};
 use nnhal::binder::ConnectOptions;
-use nnhal::modelfile::{npy, Array, ArrayData, ModelRequest};
-use std::path::{Path, PathBuf};
+use nnhal_cli::modelfile::{npy, Array, ArrayData, ModelRequest};
+use std::path::PathBuf;
 
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("importers/onnx/testdata/cases")
+    common::repo_root().join("importers/onnx/testdata/cases")
 }
 
 struct Case {
@@ -112,7 +114,7 @@ fn random_graph_set_matches_onnxruntime_in_process() {
 #[test]
 fn random_graph_set_matches_onnxruntime_over_rpc() {
     let mut child = ServiceChild::start(&ChildOptions {
-        program: Some(PathBuf::from(env!("CARGO_BIN_EXE_nnhal-service"))),
+        program: Some(common::service_exe()),
         tag: "nnhal-onnx-cases",
         ..ChildOptions::default()
     })

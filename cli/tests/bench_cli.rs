@@ -2,6 +2,8 @@
 //! own child service. Checks the JSON line `ratio.py` reads, the exit statuses (1 for a wrong
 //! output, 2 for usage errors), the per-operation profile and the golden-logits variant.
 
+mod common;
+
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -17,7 +19,7 @@ fn nnhal(args: &[&str]) -> Output {
 }
 
 fn vectors() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors")
+    common::repo_root().join("vts_tests/vectors")
 }
 
 fn stdout(out: &Output) -> String {

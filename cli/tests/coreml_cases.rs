@@ -4,13 +4,15 @@
 //! the driver: in this process, and through a real `nnhal-service` over its Unix socket. Outputs
 //! within |a − e| ≤ 1e-5 + 1e-4·|e|.
 
+mod common;
+
 use nnhal::binder::child::{ChildOptions, ServiceChild};
 use nnhal::binder::ConnectOptions;
-use nnhal::modelfile::{npy, Array, ArrayData, ModelRequest};
-use std::path::{Path, PathBuf};
+use nnhal_cli::modelfile::{npy, Array, ArrayData, ModelRequest};
+use std::path::PathBuf;
 
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("importers/coreml/testdata/cases")
+    common::repo_root().join("importers/coreml/testdata/cases")
 }
 
 struct Case {
@@ -102,7 +104,7 @@ fn coreml_set_matches_onnxruntime_in_process() {
 #[test]
 fn coreml_set_matches_onnxruntime_over_rpc() {
     let mut child = ServiceChild::start(&ChildOptions {
-        program: Some(PathBuf::from(env!("CARGO_BIN_EXE_nnhal-service"))),
+        program: Some(common::service_exe()),
         tag: "nnhal-coreml-cases",
         ..ChildOptions::default()
     })

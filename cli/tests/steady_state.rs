@@ -4,11 +4,13 @@
 //! convolutions, depthwise, pooling, aliased RESHAPE, SOFTMAX) and the arena pool are on the
 //! path. This is the only test of its binary: the allocation counter is process-wide.
 
+mod common;
+
 use nnhal::hal::memory::{create_memfd, Memory};
 use nnhal::hal::validate::validate_request;
 use nnhal::hal::{DataLocation, Model, Request, RequestArgument};
-use nnhal::vector::model::ConstantMode;
 use nnhal::Driver;
+use nnhal_vts::vector::model::ConstantMode;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -83,13 +85,13 @@ fn allocations_per_run(model: Model, input_bytes: u32, output_bytes: u32) -> usi
 #[test]
 fn executions_allocate_only_the_returned_shapes() {
     // One allocation for the list of output shapes and one for the single shape in it.
-    let float = allocations_per_run(nnhal::mobilenet::model(), 224 * 224 * 3 * 4, 1001 * 4);
+    let float = allocations_per_run(nnhal_cli::mobilenet::model(), 224 * 224 * 3 * 4, 1001 * 4);
     assert_eq!(float, 2, "float32 MobileNet: allocations per execution");
-    let vector = nnhal::vector::Vector::from_file(
-        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("perf/mobilenet_v1_u8.json"),
+    let vector = nnhal_vts::vector::Vector::from_file(
+        &common::repo_root().join("perf/mobilenet_v1_u8.json"),
     )
     .unwrap();
-    let model = nnhal::vector::model::to_model(&vector, ConstantMode::Copy).unwrap();
+    let model = nnhal_vts::vector::model::to_model(&vector, ConstantMode::Copy).unwrap();
     let quant = allocations_per_run(model, 224 * 224 * 3, 1001);
     assert_eq!(quant, 2, "uint8 MobileNet: allocations per execution");
 }

@@ -386,7 +386,7 @@ pub fn model() -> Model {
 /// The reference output for [`input`]: ONNX Runtime's float32 probabilities
 /// (`perf/mobilenet_v1_f32_reference.bin`, see `perf/README.md`).
 pub fn reference_output() -> Vec<f32> {
-    const BYTES: &[u8] = include_bytes!("../perf/mobilenet_v1_f32_reference.bin");
+    const BYTES: &[u8] = include_bytes!("../../perf/mobilenet_v1_f32_reference.bin");
     const _: () = assert!(BYTES.len() == CLASSES * 4);
     BYTES
         .chunks_exact(4)
@@ -464,7 +464,7 @@ mod tests {
         // Every float32 parameter is in operand_values, beside 5 INT32 scalars, the RESHAPE
         // shape (2 × INT32) and beta.
         assert_eq!(m.operand_values.len(), PARAMETERS * 4 + 5 * 4 + 8 + 4);
-        crate::Driver::new(1)
+        nnhal::Driver::new(1)
             .unwrap()
             .supported_operations(&m)
             .unwrap()
@@ -475,8 +475,8 @@ mod tests {
     #[test]
     fn same_graph_as_the_uint8_vector() {
         let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("perf/mobilenet_v1_u8.json");
-        let v = crate::vector::Vector::from_file(&path).unwrap();
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../perf/mobilenet_v1_u8.json");
+        let v = nnhal_vts::vector::Vector::from_file(&path).unwrap();
         let m = model();
         assert_eq!(m.operations.len(), v.model.operations.len());
         for (k, (a, b)) in m.operations.iter().zip(&v.model.operations).enumerate() {
@@ -498,7 +498,7 @@ mod tests {
                 let start = a.location.offset as usize;
                 let bytes = &m.operand_values[start..start + a.location.length as usize];
                 let ty = OperandType::from_raw(a.operand_type).unwrap();
-                let values = crate::vector::model::decode(ty, bytes);
+                let values = nnhal_vts::vector::model::decode(ty, bytes);
                 assert_eq!(Some(&values), b.value.as_ref(), "operand {i}");
             }
         }

@@ -1,5 +1,5 @@
 //! What the fuzz targets under `fuzz/` run, kept in the library so that the normal test suite
-//! replays the very same inputs (`tests/fuzz_regressions.rs`; `docs/fuzzing.md`).
+//! replays the very same inputs (`cli/tests/fuzz_regressions.rs`; `docs/fuzzing.md`).
 //!
 //! Each `run_*` function takes arbitrary bytes and drives one entry point of the service with
 //! them; it must return whatever the bytes are. A panic, an abort or a signal is a finding.
@@ -16,7 +16,7 @@
 //! out, every count capped so that one input stays small. [`model_to_bytes`] and
 //! [`request_to_bytes`] write the same formats, to seed the corpora from the vectors.
 
-use crate::driver::{Driver, PreparedModel};
+use nnhal::driver::{Driver, PreparedModel};
 use nnhal_hal::memory::{create_memfd, Memory};
 use nnhal_hal::{DataLocation, Model, Operand, Operation, Request, RequestArgument};
 use std::sync::{Arc, OnceLock};
@@ -343,7 +343,7 @@ pub fn request_target_model() -> Model {
         pools: Vec::new(),
         ..Model::default()
     };
-    crate::vector::model::count_consumers(&mut model);
+    nnhal_vts::vector::model::count_consumers(&mut model);
     model
 }
 
@@ -443,7 +443,7 @@ fn run_imported(imported: nnhal_hal::builder::ImportedModel) {
     let Ok(request) = crate::modelfile::ModelRequest::new(&imported, &inputs) else {
         return;
     };
-    if let Ok(prepared) = crate::Driver::new(1).and_then(|d| d.prepare_model(imported.model)) {
+    if let Ok(prepared) = nnhal::Driver::new(1).and_then(|d| d.prepare_model(imported.model)) {
         let _ = prepared.execute(&request.request);
     }
 }
@@ -454,15 +454,15 @@ pub fn run_vector(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(vector) = crate::vector::Vector::from_json(text, std::path::Path::new("fuzz.json"))
+    let Ok(vector) = nnhal_vts::vector::Vector::from_json(text, std::path::Path::new("fuzz.json"))
     else {
         return;
     };
     for mode in [
-        crate::vector::model::ConstantMode::Copy,
-        crate::vector::model::ConstantMode::Reference,
+        nnhal_vts::vector::model::ConstantMode::Copy,
+        nnhal_vts::vector::model::ConstantMode::Reference,
     ] {
-        let Ok(model) = crate::vector::model::to_model(&vector, mode) else {
+        let Ok(model) = nnhal_vts::vector::model::to_model(&vector, mode) else {
             continue;
         };
         if model.operand_values.len() > MAX_VALUES {
@@ -474,15 +474,13 @@ pub fn run_vector(data: &[u8]) {
 
 /// Target (c): a live service on a Unix socket in this process, a client connected to it
 /// over binder RPC, and one prepared model, so that raw transactions reach both stubs.
-#[cfg(not(feature = "aosp"))]
 pub struct ParcelTarget {
-    _server: crate::binder::RunningServer,
-    device: crate::binder::RemoteDevice,
-    prepared: crate::binder::RemotePreparedModel,
+    _server: nnhal::binder::RunningServer,
+    device: nnhal::binder::RemoteDevice,
+    prepared: nnhal::binder::RemotePreparedModel,
     _dir: std::path::PathBuf,
 }
 
-#[cfg(not(feature = "aosp"))]
 impl ParcelTarget {
     /// The process-wide target, started on first use.
     pub fn get() -> &'static ParcelTarget {
@@ -491,11 +489,11 @@ impl ParcelTarget {
             let dir = std::env::temp_dir().join(format!("nnhal-fuzz-{}", std::process::id()));
             let socket = dir.join("fuzz.sock");
             let server =
-                crate::binder::serve(Arc::new(Driver::new(1).unwrap()), &socket, "default")
+                nnhal::binder::serve(Arc::new(Driver::new(1).unwrap()), &socket, "default")
                     .expect("serve the fuzz target");
-            let device = crate::binder::connect(&socket).expect("connect to the fuzz target");
+            let device = nnhal::binder::connect(&socket).expect("connect to the fuzz target");
             let prepared = device
-                .prepare_model(crate::probe::add_model())
+                .prepare_model(nnhal_vts::probe::add_model())
                 .expect("prepare the ADD probe");
             ParcelTarget {
                 _server: server,
@@ -511,11 +509,11 @@ impl ParcelTarget {
     /// code, so every method is reached), then pieces of parcel data: a kind byte, then raw
     /// bytes, an i32, a string, or a memfd of a given size written as a file descriptor.
     pub fn run(&self, data: &[u8]) {
-        use crate::binder::RawPiece;
+        use nnhal::binder::RawPiece;
         let b = &mut Bytes::new(data);
         while !b.is_empty() {
             let target = b.u8();
-            let code = rsbinder::FIRST_CALL_TRANSACTION.wrapping_add(u32::from(b.u8()) % 24);
+            let code = nnhal::binder::FIRST_CALL_TRANSACTION.wrapping_add(u32::from(b.u8()) % 24);
             let mut pieces = Vec::new();
             for _ in 0..b.count(16) {
                 pieces.push(match b.u8() % 4 {

@@ -3,7 +3,9 @@
 //! status codes (`NameNotFound`, `Errno(-111)`) and no parser jargon without a "not a vector
 //! file" in front of it.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -25,7 +27,7 @@ impl Runtime {
         Runtime(dir)
     }
 
-    fn command(&self, exe: &str) -> Command {
+    fn command(&self, exe: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut c = Command::new(exe);
         c.env("XDG_RUNTIME_DIR", &self.0)
             .env_remove("RUST_LOG")
@@ -41,7 +43,7 @@ impl Runtime {
     }
 
     fn service(&self, args: &[&str]) -> Command {
-        let mut c = self.command(env!("CARGO_BIN_EXE_nnhal-service"));
+        let mut c = self.command(common::service_exe());
         c.args(args);
         c
     }
@@ -167,7 +169,7 @@ fn a_second_service_on_the_same_socket_says_another_is_serving() {
 #[test]
 fn files_that_are_not_vectors_say_so() {
     let rt = Runtime::new();
-    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = common::repo_root().join("README.md");
     let empty = rt.0.join("empty.json");
     std::fs::write(&empty, "{}").unwrap();
     let missing = rt.0.join("missing.json");
@@ -238,6 +240,25 @@ fn versions_and_help_name_each_program_its_defaults_and_exit_statuses() {
     }
 }
 
+/// Every subcommand that reads a model names each format it takes: golden vectors (`.json`),
+/// ONNX (`.onnx`) and CoreML (`.mlmodel`); `import` reads the two model formats and writes
+/// `.json`.
+#[test]
+fn model_commands_name_every_format_in_their_help() {
+    let rt = Runtime::new();
+    for command in ["run", "import", "bench"] {
+        let out = rt.nnhal(&[command, "--help"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let help = stdout(&out);
+        for format in [".json", "ONNX", ".onnx", "CoreML", ".mlmodel"] {
+            assert!(
+                help.contains(format),
+                "`nnhal {command} --help` does not name {format}:\n{help}"
+            );
+        }
+    }
+}
+
 #[test]
 fn info_and_run_say_which_socket_and_speak_json() {
     let rt = Runtime::new();
@@ -256,7 +277,7 @@ fn info_and_run_say_which_socket_and_speak_json() {
     assert_eq!(info["type"], "CPU");
     assert_eq!(info["operations"]["CONV_2D"], true);
 
-    let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors");
+    let vectors = common::repo_root().join("vts_tests/vectors");
     let relu = vectors.join("relu_float_1.json");
     let out = rt.nnhal(&["run", "--json", relu.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -1,15 +1,15 @@
-//! Model files (ONNX today) through the HAL: `nnhal run MODEL.onnx`, `nnhal import`, and the
-//! model-file form of `nnhal bench`. The importer (crate nnhal-onnx) lowers the file to an
-//! NNAPI 1.0 model and says how each graph input and output maps to its operand
+//! Model files through the HAL: `nnhal run MODEL.onnx|MODEL.mlmodel`, `nnhal import`, and the
+//! model-file form of `nnhal bench`. The importer (crate nnhal-onnx for ONNX `.onnx`,
+//! nnhal-coreml for CoreML `.mlmodel`) lowers the file to an NNAPI 1.0 model and says how each graph input and output maps to its operand
 //! ([`nnhal_hal::builder::Edge`]); this module does the host side of that contract: reads and
 //! writes NumPy `.npy` arrays in the source model's layout and type, converts NCHW ⇄ NHWC,
 //! quantizes inputs the model takes quantized, and builds the request (two sealed memfd pools,
 //! as the vector runner does).
 
-use crate::vector::model::{align4, OUTPUT_POOL};
 use nnhal_hal::builder::{Edge, EdgeLayout, ImportedModel, SourceType};
 use nnhal_hal::memory::create_memfd;
 use nnhal_hal::{DataLocation, MappedPool, Memory, OperandType, Request, RequestArgument};
+use nnhal_vts::vector::model::{align4, OUTPUT_POOL};
 use std::path::Path;
 
 /// Why a model file cannot be run; `Input` is a usage error (exit 2), `Failed` a failed run.

@@ -633,7 +633,7 @@ mod tests {
     use std::path::Path;
 
     fn vector(name: &str) -> Vector {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors");
         Vector::from_file(&dir.join(format!("{name}.json"))).unwrap()
     }
 

@@ -1,6 +1,8 @@
 //! End-to-end tests of the binder service: a real `nnhal-service` child process on a
 //! temporary Unix socket, driven through the client library (`docs/transport.md`).
 
+mod common;
+
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use nnhal::binder::{
@@ -8,7 +10,7 @@ use nnhal::binder::{
     RemotePreparedModel, WireGarbage,
 };
 use nnhal::hal::{DataLocation, ErrorStatus, HalError, OperandType};
-use nnhal::probe::{self, AddRun};
+use nnhal_vts::probe::{self, AddRun};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -61,7 +63,7 @@ impl Service {
     fn start_logging_with(instance: &str, log: Stdio, extra: &[&str]) -> Service {
         let dir = TempDir::new();
         let socket = dir.0.join(format!("{instance}.sock"));
-        let child = Command::new(env!("CARGO_BIN_EXE_nnhal-service"))
+        let child = Command::new(common::service_exe())
             .arg("--socket")
             .arg(&socket)
             .args(["--instance", instance, "--threads", "2"])
@@ -219,7 +221,7 @@ fn nnhal_run(service: &Service, args: &[&str], vector: &std::path::Path) -> (boo
 #[test]
 fn run_cli_checks_a_vector_through_the_service() {
     let service = Service::start();
-    let vectors = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors");
+    let vectors = common::repo_root().join("vts_tests/vectors");
     for mode in ["copy", "reference"] {
         let (ok, text) = nnhal_run(
             &service,

@@ -12,6 +12,8 @@
 //! binary directory first on `PATH` (standing in for the README's `cargo install`) and a
 //! private `XDG_RUNTIME_DIR`, so the default socket never meets a service of the user's.
 
+mod common;
+
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::os::unix::process::CommandExt;
@@ -106,24 +108,24 @@ fn the_readme_markers_parse() {
 
 #[test]
 fn readme_shell_blocks_run_as_written() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = common::repo_root();
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     assert!(
-        readme
-            .contains("cargo install --locked --path . && cargo install --locked --path vts_tests"),
+        readme.contains(
+            "cargo install --locked --path . && cargo install --locked --path cli \
+             && cargo install --locked --path vts_tests"
+        ),
         "the README lost its install line"
     );
+    // The three programs the README installs, side by side: nnhal-service and nnhal-vts belong
+    // to other packages of the workspace and are built beside this package's `nnhal`.
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_nnhal"))
         .parent()
         .unwrap()
         .to_path_buf();
-    // nnhal-vts belongs to another package of the workspace: `cargo test --workspace` builds it
-    // beside this package's binaries; a narrower run must build it first.
-    assert!(
-        bin_dir.join("nnhal-vts").exists(),
-        "{} has no nnhal-vts: run `cargo test --workspace`, or `cargo build -p nnhal-vts` first",
-        bin_dir.display()
-    );
+    for exe in [common::service_exe(), common::vts_exe()] {
+        assert!(exe.is_file(), "{} is missing", exe.display());
+    }
     let runtime = std::env::temp_dir().join(format!("nnhal-readme-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&runtime);
     std::fs::create_dir_all(&runtime).unwrap();
@@ -136,7 +138,7 @@ fn readme_shell_blocks_run_as_written() {
     let bash = |text: &str| {
         let mut c = Command::new("bash");
         c.args(["-euo", "pipefail", "-c", text])
-            .current_dir(root)
+            .current_dir(&root)
             .env("PATH", &path)
             .env("XDG_RUNTIME_DIR", &runtime)
             .env_remove("RUST_LOG")

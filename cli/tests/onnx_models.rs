@@ -2,14 +2,16 @@
 //! socket, against onnxruntime's outputs committed as .npy (importers/onnx/tools/
 //! make_expected.py computed them; no Python runs here).
 
-use nnhal::modelfile::{npy, Array, ArrayData, ModelRequest};
-use std::path::{Path, PathBuf};
+mod common;
+
+use nnhal_cli::modelfile::{npy, Array, ArrayData, ModelRequest};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 fn testdata(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    common::repo_root()
         .join("importers/onnx/testdata")
         .join(rel)
 }
@@ -31,7 +33,7 @@ impl Scratch {
         Scratch(dir)
     }
 
-    fn command(&self, exe: &str) -> Command {
+    fn command(&self, exe: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut c = Command::new(exe);
         c.env("XDG_RUNTIME_DIR", &self.0)
             .env_remove("RUST_LOG")
@@ -48,7 +50,7 @@ impl Scratch {
 
     fn start_service(&self) -> Running {
         let child = self
-            .command(env!("CARGO_BIN_EXE_nnhal-service"))
+            .command(common::service_exe())
             .args(["--log-level", "warn"])
             .stderr(Stdio::null())
             .spawn()
@@ -295,8 +297,9 @@ fn import_writes_a_vector_that_runs_the_same() {
         "{text}"
     );
     assert!(text.contains("fused as RELU6 into the producer"), "{text}");
-    let v = nnhal::vector::Vector::from_file(&json).unwrap();
-    let m = nnhal::vector::model::to_model(&v, nnhal::vector::model::ConstantMode::Copy).unwrap();
+    let v = nnhal_vts::vector::Vector::from_file(&json).unwrap();
+    let m = nnhal_vts::vector::model::to_model(&v, nnhal_vts::vector::model::ConstantMode::Copy)
+        .unwrap();
     let imported = nnhal_onnx::import_file(&model).unwrap();
     assert_eq!(m.operations, imported.model.operations);
     assert_eq!(m.operand_values.len(), imported.model.operand_values.len());
@@ -305,8 +308,8 @@ fn import_writes_a_vector_that_runs_the_same() {
 #[test]
 fn bench_takes_a_model_file_in_process_and_over_rpc() {
     let s = Scratch::new();
-    let model = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("importers/onnx/testdata/cases/residual_branches_head.onnx");
+    let model =
+        common::repo_root().join("importers/onnx/testdata/cases/residual_branches_head.onnx");
     for transport in ["inproc", "rpc"] {
         let out = s.nnhal(&[
             "bench",

@@ -1,7 +1,8 @@
 //! Golden test vectors: the file format (`docs/vector-format.md`: one JSON object per test model
 //! with its operands, operations, examples and the harness tolerance), [`model`] (the HAL model
-//! and requests a vector stands for) and [`compare`] (the AOSP harness tolerance rule). Shared by
-//! `nnhal run` and the conformance suite.
+//! and requests a vector stands for) and [`compare`] (the AOSP harness tolerance rule), and
+//! where this crate keeps its vectors ([`bundled_dir`], [`later_archive`]). Shared by the
+//! conformance suite, `nnhal run` and `nnhal bench` (crate `nnhal-cli`).
 //!
 //! The loader keeps the schema's spelling (operand types and lifetimes as `types.hal` names) and
 //! ignores fields it does not know, so newer converter output still loads. Every number is read
@@ -409,13 +410,60 @@ pub fn from_model(name: &str, m: &nnhal_hal::Model) -> Result<String, String> {
     serde_json::to_string(&value).map_err(|e| e.to_string())
 }
 
+/// The vectors shipped with this crate (`vts_tests/vectors`).
+pub fn bundled_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors")
+}
+
+/// The NNAPI 1.1–1.3 vectors (`vts_tests/later/vectors.tar.xz`, see its README).
+pub fn later_archive() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("later/vectors.tar.xz")
+}
+
+/// Unpacks [`later_archive`] into `dir` (with the system `tar`, which needs `xz`) unless a
+/// previous call already did, and returns `dir`. Each call unpacks into a staging
+/// directory of its own and renames it into place, so concurrent callers (parallel tests,
+/// other processes) never read a half-written tree; a marker file tells a complete one.
+pub fn unpack_later(dir: &Path) -> std::io::Result<PathBuf> {
+    static STAGING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let marker = dir.join(".unpacked");
+    if marker.exists() {
+        return Ok(dir.to_path_buf());
+    }
+    let n = STAGING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let staging = dir.with_extension(format!("part-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging)?;
+    let status = std::process::Command::new("tar")
+        .arg("-xJf")
+        .arg(later_archive())
+        .arg("-C")
+        .arg(&staging)
+        .status()?;
+    if !status.success() {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(std::io::Error::other(format!(
+            "tar -xJf {} failed ({status})",
+            later_archive().display()
+        )));
+    }
+    std::fs::write(staging.join(".unpacked"), b"")?;
+    if let Err(e) = std::fs::rename(&staging, dir) {
+        let _ = std::fs::remove_dir_all(&staging);
+        // Another caller got there first; its tree is complete.
+        if !marker.exists() {
+            return Err(e);
+        }
+    }
+    Ok(dir.to_path_buf())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn bundled(name: &str) -> Vector {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors");
-        Vector::from_file(&dir.join(format!("{name}.json"))).unwrap()
+        Vector::from_file(&bundled_dir().join(format!("{name}.json"))).unwrap()
     }
 
     #[test]

@@ -3,10 +3,12 @@
 //! limits of `docs/limits.md` (bad-input classes BI-35, BI-43, BI-51, BI-52, BI-61 and BI-62 in
 //! `docs/bad-inputs.md`).
 
+mod common;
+
 use nnhal::binder::{self, ConnectOptions, RemoteDevice};
 use nnhal::hal::memory::{create_memfd, Memory};
 use nnhal::hal::{DataLocation, ErrorStatus, Model, OperandType};
-use nnhal::probe::{self, AddRun};
+use nnhal_vts::probe::{self, AddRun};
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
@@ -37,7 +39,7 @@ impl Service {
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let socket = dir.join("default.sock");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_nnhal-service"));
+        let mut command = Command::new(common::service_exe());
         command
             .arg("--socket")
             .arg(&socket)
@@ -695,10 +697,9 @@ fn mobilenet_prepares_and_runs_over_binder_with_default_limits() {
 /// one output pixel does not depend on the stride).
 #[test]
 fn depthwise_quant8_with_a_huge_stride_allocates_nothing_large() {
-    use nnhal::vector::model::{build_request, to_model, ConstantMode};
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("vts_tests/vectors/depthwise_conv2d_quant8.json");
-    let vector = nnhal::vector::Vector::from_file(&path).unwrap();
+    use nnhal_vts::vector::model::{build_request, to_model, ConstantMode};
+    let path = common::repo_root().join("vts_tests/vectors/depthwise_conv2d_quant8.json");
+    let vector = nnhal_vts::vector::Vector::from_file(&path).unwrap();
     let mut model = to_model(&vector, ConstantMode::Copy).unwrap();
     // Operand 4 is both strides (the vector's DEPTHWISE_CONV_2D reads it as inputs 7 and 8).
     let op = &model.operations[0];

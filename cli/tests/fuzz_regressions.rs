@@ -1,15 +1,17 @@
 //! The fuzz targets' inputs, replayed in the normal suite (`docs/fuzzing.md`): every committed
 //! seed (`fuzz/corpus/<target>/seed-*`) and every input that once made a target fail
-//! (`fuzz/regressions/<target>/*`) runs through the same `nnhal::fuzzing` function the target
+//! (`fuzz/regressions/<target>/*`) runs through the same `nnhal_cli::fuzzing` function the target
 //! calls. A regression comes back as a failing (or aborting) test here, without nightly.
 //!
 //! `write_fuzz_seeds` (ignored; run it by name) regenerates the seeds from the bundled vectors.
 
-use nnhal::fuzzing;
-use std::path::{Path, PathBuf};
+mod common;
+
+use nnhal_cli::fuzzing;
+use std::path::PathBuf;
 
 fn fuzz_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
+    common::repo_root().join("fuzz")
 }
 
 /// The committed inputs of `target`: its seeds and its regressions.
@@ -90,12 +92,11 @@ fn fuzz_coreml_inputs_replay() {
 /// The model codec gives back what it encoded, so the seeds are the vectors' real models.
 #[test]
 fn fuzz_model_codec_round_trips() {
-    let vectors =
-        nnhal::vector::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors"))
-            .unwrap();
+    let vectors = nnhal_vts::vector::load(&common::repo_root().join("vts_tests/vectors")).unwrap();
     for v in vectors.iter().take(20) {
         let model =
-            nnhal::vector::model::to_model(v, nnhal::vector::model::ConstantMode::Copy).unwrap();
+            nnhal_vts::vector::model::to_model(v, nnhal_vts::vector::model::ConstantMode::Copy)
+                .unwrap();
         let again = fuzzing::model_from_bytes(&fuzzing::model_to_bytes(&model));
         assert_eq!(again.operands, model.operands);
         assert_eq!(again.operations, model.operations);
@@ -131,23 +132,25 @@ fn valid_request(sealed: bool) -> Vec<u8> {
 #[ignore = "writes fuzz/corpus/*/seed-*; run by name to regenerate the seeds"]
 fn write_fuzz_seeds() {
     let corpus = fuzz_dir().join("corpus");
-    let vectors_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors");
+    let vectors_dir = common::repo_root().join("vts_tests/vectors");
     let write = |target: &str, name: &str, data: &[u8]| {
         let dir = corpus.join(target);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(format!("seed-{name}")), data).unwrap();
     };
-    for file in nnhal::vector::vector_files(&vectors_dir).unwrap() {
+    for file in nnhal_vts::vector::vector_files(&vectors_dir).unwrap() {
         let name = file.file_stem().unwrap().to_string_lossy().into_owned();
         let text = std::fs::read(&file).unwrap();
         // Small inputs only: the fuzzer's speed falls with their length.
         if text.len() <= 8 << 10 {
             write("vector", &name, &text);
         }
-        let vector = nnhal::vector::Vector::from_file(&file).unwrap();
-        let model =
-            nnhal::vector::model::to_model(&vector, nnhal::vector::model::ConstantMode::Copy)
-                .unwrap();
+        let vector = nnhal_vts::vector::Vector::from_file(&file).unwrap();
+        let model = nnhal_vts::vector::model::to_model(
+            &vector,
+            nnhal_vts::vector::model::ConstantMode::Copy,
+        )
+        .unwrap();
         let bytes = fuzzing::model_to_bytes(&model);
         if bytes.len() <= 16 << 10 {
             write("model", &name, &bytes);

@@ -12,20 +12,20 @@
 //! form the anchors' comparison script parses (`perf/README.md`, "What a
 //! benchmark command must print").
 
-use crate::binder::child::{ChildOptions, ServiceChild};
-use crate::binder::{self, ConnectOptions, RemoteDevice, RemotePreparedModel};
 use crate::mobilenet;
-use crate::vector::compare::compare;
-use crate::vector::model::{
-    build_request, decode, to_model, BuiltRequest, ConstantMode, OutputSlot,
-};
-use crate::vector::{Tolerance, Vector};
-use crate::{Driver, PreparedModel};
+use nnhal::binder::child::{ChildOptions, ServiceChild};
+use nnhal::binder::{self, ConnectOptions, RemoteDevice, RemotePreparedModel};
+use nnhal::{Driver, PreparedModel};
 use nnhal_hal::memory::create_memfd;
 use nnhal_hal::{
     DataLocation, HalResult, Memory, Model, OperandType, OperationType, Request, RequestArgument,
 };
 use nnhal_kernels::ukernels::{self, Isa};
+use nnhal_vts::vector::compare::compare;
+use nnhal_vts::vector::model::{
+    build_request, decode, to_model, BuiltRequest, ConstantMode, OutputSlot,
+};
+use nnhal_vts::vector::{Tolerance, Vector};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -698,7 +698,7 @@ struct WithOrigin {
 }
 
 fn vector_workload(v: &Vector) -> Result<Workload, BenchError> {
-    let invalid = |e: crate::vector::VectorError| BenchError::Usage(format!("{}: {e}", v.name));
+    let invalid = |e: nnhal_vts::vector::VectorError| BenchError::Usage(format!("{}: {e}", v.name));
     let example = v
         .examples
         .first()
@@ -774,7 +774,7 @@ pub fn output_variant(v: &Vector, operand: u32, values: Vec<f64>) -> Result<Vect
     out.model.operands = operands;
     out.model.operations = kept
         .iter()
-        .map(|op| crate::vector::VectorOperation {
+        .map(|op| nnhal_vts::vector::VectorOperation {
             operation_type: op.operation_type.clone(),
             inputs: map(&op.inputs),
             outputs: map(&op.outputs),
@@ -805,7 +805,7 @@ fn load_vector(path: &Path) -> Result<(Workload, Option<Workload>), BenchError> 
     let text = std::fs::read_to_string(path).map_err(|e| not_a_vector(e.to_string()))?;
     let v = Vector::from_json(&text, path).map_err(|e| match e {
         // Its own message already says "… is not a vector file: why".
-        json @ crate::vector::VectorError::Json { .. } => BenchError::Usage(json.to_string()),
+        json @ nnhal_vts::vector::VectorError::Json { .. } => BenchError::Usage(json.to_string()),
         other => not_a_vector(other.to_string()),
     })?;
     let origin: WithOrigin =
@@ -962,7 +962,7 @@ fn run_once(prepared: &Prepared, w: &Workload) -> Result<Vec<Vec<u8>>, BenchErro
 /// NaN; a quant8 value at least 128 away; other types bit-inverted), so the check after the
 /// timed executions sees what they wrote rather than what the first one left.
 fn scramble_outputs(request: &BuiltRequest, outputs: &[Vec<u8>]) -> Result<(), BenchError> {
-    let memory = &request.request.pools[crate::vector::model::OUTPUT_POOL as usize];
+    let memory = &request.request.pools[nnhal_vts::vector::model::OUTPUT_POOL as usize];
     let pool = nnhal_hal::MappedPool::map(memory, "output pool")
         .map_err(failed("mapping the output pool"))?;
     for (slot, bytes) in request.outputs.iter().zip(outputs) {
@@ -1219,7 +1219,7 @@ mod tests {
     #[test]
     fn scrambled_outputs_fail_every_check() {
         let driver = Driver::new(1).unwrap();
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/vectors");
+        let dir = nnhal_vts::vector::bundled_dir();
         for name in ["conv_float", "conv_quant8"] {
             let v = Vector::from_file(&dir.join(format!("{name}.json"))).unwrap();
             let w = vector_workload(&v).unwrap();

@@ -7,12 +7,14 @@
 //!                                                        a golden vector's examples through the
 //!                                                        service, outputs and PASS/FAIL
 //! nnhal run       MODEL.onnx|MODEL.mlmodel [--input X.npy]... [--output-dir DIR] [--transport inproc|rpc]
-//!                 [--socket PATH]                        an ONNX model, in-process or through
-//!                                                        the service; outputs as .npy
-//! nnhal import    MODEL.onnx [--out MODEL.json]          the lowered model and what each node
+//!                 [--socket PATH]                        an ONNX or CoreML model, in-process or
+//!                                                        through the service; outputs as .npy
+//! nnhal import    MODEL.onnx|MODEL.mlmodel [--out MODEL.json]
+//!                                                        the lowered model and what each node
 //!                                                        became
 //! nnhal bench-rpc [--socket PATH] [--instance NAME] [-n N]  round-trip latency: ADD vs bare call
-//! nnhal bench     (--builtin mobilenet-v1-f32 | VECTOR.json | MODEL.onnx) [--threads N] [--iterations K]
+//! nnhal bench     (--builtin mobilenet-v1-f32 | VECTOR.json | MODEL.onnx | MODEL.mlmodel)
+//!                 [--threads N] [--iterations K]
 //!                 [--warmup W] [--transport inproc|rpc] [--socket PATH] [--isa LEVEL]
 //!                 [--profile] [--json]
 //!                                                        latency of one model, output checked
@@ -25,10 +27,10 @@
 use clap::{Parser, Subcommand};
 use nnhal::binder::{self, ConnectOptions, RemoteDevice};
 use nnhal::hal::{OperandType, OperationType, PerformanceInfo};
-use nnhal::probe::{self, AddRun};
-use nnhal::vector::compare::compare;
-use nnhal::vector::model::{build_request, decode, to_model, ConstantMode};
-use nnhal::vector::Vector;
+use nnhal_vts::probe::{self, AddRun};
+use nnhal_vts::vector::compare::compare;
+use nnhal_vts::vector::model::{build_request, decode, to_model, ConstantMode};
+use nnhal_vts::vector::Vector;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -69,8 +71,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run a golden vector's examples through the service: print each output and PASS/FAIL
-    /// against the expected values (the AOSP harness tolerance)
+    /// Run a golden vector's examples (.json) through the service: print each output and
+    /// PASS/FAIL against the expected values (the AOSP harness tolerance); or run a model file,
+    /// ONNX (.onnx) or CoreML (.mlmodel), in-process or through the service
     #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Run {
         #[command(flatten)]
@@ -97,19 +100,22 @@ enum Command {
         /// inproc]; a vector always runs through the service
         #[arg(long, value_enum)]
         transport: Option<Transport>,
-        /// Golden vector file (JSON; format in docs/vector-format.md), e.g.
-        /// vts_tests/vectors/conv_quant8.json, or an ONNX model file (.onnx)
-        #[arg(value_name = "VECTOR.json|MODEL.onnx")]
+        /// Golden vector file (.json; format in docs/vector-format.md), e.g.
+        /// vts_tests/vectors/conv_quant8.json, or a model file: ONNX (.onnx) or CoreML
+        /// (.mlmodel)
+        #[arg(value_name = "VECTOR.json|MODEL.onnx|MODEL.mlmodel")]
         vector: PathBuf,
     },
-    /// Lower a model file (ONNX) to an NNAPI 1.0 model: print what each node became and,
-    /// with --out, write the model in the golden-vector JSON schema
+    /// Lower a model file, ONNX (.onnx) or CoreML (.mlmodel), to an NNAPI 1.0 model: print
+    /// what each node or layer became and, with --out, write the model in the golden-vector
+    /// JSON schema (.json)
     #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Import {
         /// Where to write the lowered model (docs/vector-format.md; no examples)
         #[arg(long, value_name = "MODEL.json")]
         out: Option<PathBuf>,
-        /// The model file (.onnx)
+        /// The model file: ONNX (.onnx) or CoreML (.mlmodel)
+        #[arg(value_name = "MODEL.onnx|MODEL.mlmodel")]
         model: PathBuf,
     },
     /// Median round trip of a one-operation ADD ([1,2,2,1] float32) executed through the
@@ -125,9 +131,10 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = 100)]
         warmup: usize,
     },
-    /// Latency of one model prepared once and executed repeatedly, with its output checked
-    /// (the builtin MobileNet against the reference output, a vector against its golden
-    /// values and, when it has them, its golden logits bit for bit)
+    /// Latency of one model prepared once and executed repeatedly: the builtin MobileNet, a
+    /// golden vector (.json) or a model file, ONNX (.onnx) or CoreML (.mlmodel). The
+    /// output is checked: the builtin MobileNet against the reference output, a vector against
+    /// its golden values and, when it has them, its golden logits bit for bit
     #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Bench(BenchArgs),
     /// Serve the device on a socket (what `nnhal bench --transport rpc` starts when no
@@ -147,11 +154,11 @@ enum Command {
 #[group(required = true, multiple = false)]
 struct Workload {
     /// A model built into this program instead of a vector file
-    #[arg(long, value_name = "NAME", value_parser = [nnhal::bench::BUILTIN_MOBILENET_F32])]
+    #[arg(long, value_name = "NAME", value_parser = [nnhal_cli::bench::BUILTIN_MOBILENET_F32])]
     builtin: Option<String>,
-    /// Golden vector file (JSON; format in docs/vector-format.md), whose first example is
-    /// run, or an ONNX model file (.onnx), run on a seeded random input
-    #[arg(value_name = "VECTOR.json|MODEL.onnx")]
+    /// Golden vector file (.json; format in docs/vector-format.md), whose first example is
+    /// run, or a model file, ONNX (.onnx) or CoreML (.mlmodel), run on a seeded random input
+    #[arg(value_name = "VECTOR.json|MODEL.onnx|MODEL.mlmodel")]
     vector: Option<PathBuf>,
 }
 
@@ -217,7 +224,7 @@ enum CliError {
     },
     /// The vector file cannot be read or is not a vector.
     #[error(transparent)]
-    Vector(#[from] nnhal::vector::VectorError),
+    Vector(#[from] nnhal_vts::vector::VectorError),
     /// Bad arguments or input.
     #[error("{0}")]
     Usage(String),
@@ -716,10 +723,10 @@ fn run(
     }
 }
 
-fn model_err(e: nnhal::modelfile::ModelFileError) -> CliError {
+fn model_err(e: nnhal_cli::modelfile::ModelFileError) -> CliError {
     match e {
-        nnhal::modelfile::ModelFileError::Input(why) => CliError::Usage(why),
-        nnhal::modelfile::ModelFileError::Failed(why) => CliError::Failed(why),
+        nnhal_cli::modelfile::ModelFileError::Input(why) => CliError::Usage(why),
+        nnhal_cli::modelfile::ModelFileError::Failed(why) => CliError::Failed(why),
     }
 }
 
@@ -733,7 +740,7 @@ fn run_model(
     output_dir: Option<&Path>,
     out: &mut String,
 ) -> Result<(), CliError> {
-    use nnhal::modelfile::{self, npy, ModelRequest};
+    use nnhal_cli::modelfile::{self, npy, ModelRequest};
     let imported = modelfile::import(path).map_err(model_err)?;
     let arrays = if inputs.is_empty() {
         outln!(
@@ -782,7 +789,7 @@ fn run_model(
         path.display(),
         imported.model.operations.len()
     );
-    if let (Some(labels), Some(nnhal::modelfile::ArrayData::F32(p))) =
+    if let (Some(labels), Some(nnhal_cli::modelfile::ArrayData::F32(p))) =
         (&imported.class_labels, outputs.first().map(|a| &a.data))
     {
         let mut order: Vec<usize> = (0..p.len().min(labels.len())).collect();
@@ -817,7 +824,7 @@ fn run_model(
 
 /// `nnhal import MODEL.onnx`: the summary and, with --out, the lowered model as a vector.
 fn import(path: &Path, to: Option<&Path>, out: &mut String) -> Result<(), CliError> {
-    let imported = nnhal::modelfile::import(path).map_err(model_err)?;
+    let imported = nnhal_cli::modelfile::import(path).map_err(model_err)?;
     for line in &imported.summary {
         outln!(out, "{line}");
     }
@@ -860,7 +867,7 @@ fn import(path: &Path, to: Option<&Path>, out: &mut String) -> Result<(), CliErr
         let name = path
             .file_stem()
             .map_or("model".into(), |s| s.to_string_lossy().into_owned());
-        let json = nnhal::vector::from_model(&name, m).map_err(CliError::Failed)?;
+        let json = nnhal_vts::vector::from_model(&name, m).map_err(CliError::Failed)?;
         std::fs::write(to, json)
             .map_err(|e| CliError::Usage(format!("cannot write {}: {e}", to.display())))?;
         outln!(out, "wrote {}", to.display());
@@ -869,10 +876,12 @@ fn import(path: &Path, to: Option<&Path>, out: &mut String) -> Result<(), CliErr
 }
 
 fn bench_model(a: &BenchArgs, out: &mut String) -> Result<(), CliError> {
-    use nnhal::bench::{self, BenchError, Source};
+    use nnhal_cli::bench::{self, BenchError, Source};
     let source = match (&a.workload.builtin, &a.workload.vector) {
         (Some(name), _) => Source::Builtin(name.clone()),
-        (None, Some(path)) if nnhal::modelfile::is_model_file(path) => Source::Model(path.clone()),
+        (None, Some(path)) if nnhal_cli::modelfile::is_model_file(path) => {
+            Source::Model(path.clone())
+        }
         (None, Some(path)) => Source::Vector(path.clone()),
         (None, None) => {
             return Err(CliError::Usage(
@@ -919,7 +928,7 @@ fn main() -> ExitCode {
         Command::Info { target, json } => info(target, *json, &mut out),
         Command::Run {
             json: true, vector, ..
-        } if nnhal::modelfile::is_model_file(vector) => Err(CliError::Usage(
+        } if nnhal_cli::modelfile::is_model_file(vector) => Err(CliError::Usage(
             "--json is for vectors; a model file's outputs go to --output-dir".into(),
         )),
         Command::Run {
@@ -929,7 +938,7 @@ fn main() -> ExitCode {
             output_dir,
             transport,
             ..
-        } if nnhal::modelfile::is_model_file(vector) => run_model(
+        } if nnhal_cli::modelfile::is_model_file(vector) => run_model(
             target,
             *transport,
             vector,

@@ -1,5 +1,5 @@
-//! Element-wise float32 operations (ADD and MUL of same-shape tensors, RELU/RELU1/RELU6, LOGISTIC,
-//! TANH) and SOFTMAX over the [`crate::ukernels::f32_small::F32Vec`] loops, with the semantics of
+//! Element-wise float32 operations (ADD, MUL, and NNAPI 1.1's SUB and DIV of same-shape tensors,
+//! RELU/RELU1/RELU6, LOGISTIC, TANH) and SOFTMAX over the [`crate::ukernels::f32_small::F32Vec`] loops, with the semantics of
 //! [`crate::elementwise::reference`] and [`crate::normalization::reference`]. Long tensors are
 //! split once over the pool in contiguous chunks (SOFTMAX: whole rows).
 
@@ -60,6 +60,57 @@ pub fn add_f32(uk: &Ukernels, a: &[f32], b: &[f32], act: Activation, out: &mut [
 /// MUL of same-shape tensors: `act(a · b)`.
 pub fn mul_f32(uk: &Ukernels, a: &[f32], b: &[f32], act: Activation, out: &mut [f32]) {
     binary(uk.f32_vec.mul, a, b, ClampF32::passing_nan(act), out);
+}
+
+/// SUB of same-shape tensors (NNAPI 1.1): `act(a − b)`, NaN passing the activation.
+pub fn sub_f32(a: &[f32], b: &[f32], act: Activation, out: &mut [f32]) {
+    let (lo, hi) = act.range_f32();
+    plain_binary(a, b, out, move |x, y| clamp_passing_nan(x - y, lo, hi));
+}
+
+/// DIV of same-shape tensors (NNAPI 1.1): `act(a / b)`.
+pub fn div_f32(a: &[f32], b: &[f32], act: Activation, out: &mut [f32]) {
+    let (lo, hi) = act.range_f32();
+    plain_binary(a, b, out, move |x, y| clamp_passing_nan(x / y, lo, hi));
+}
+
+/// The reference's `min(max(x, lo), hi)`: a NaN passes through. Written as two selects, which
+/// the compiler turns into vector compare-and-blend.
+#[inline(always)]
+fn clamp_passing_nan(x: f32, lo: f32, hi: f32) -> f32 {
+    let y = if x < lo { lo } else { x };
+    if hi < y {
+        hi
+    } else {
+        y
+    }
+}
+
+/// `out[i] = f(a[i], b[i])` in blocks of 16 that the compiler vectorises for the build's
+/// vector width, split over the pool like the micro-kernel loops above.
+fn plain_binary(a: &[f32], b: &[f32], out: &mut [f32], f: impl Fn(f32, f32) -> f32 + Sync + Copy) {
+    assert_eq!(a.len(), out.len(), "first operand length");
+    assert_eq!(b.len(), out.len(), "second operand length");
+    let body = move |a: &[f32], b: &[f32], o: &mut [f32]| {
+        let mut oc = o.chunks_exact_mut(16);
+        for ((o, a), b) in (&mut oc).zip(a.chunks_exact(16)).zip(b.chunks_exact(16)) {
+            for i in 0..16 {
+                o[i] = f(a[i], b[i]);
+            }
+        }
+        let done = o.len() / 16 * 16;
+        for ((o, &x), &y) in o[done..].iter_mut().zip(&a[done..]).zip(&b[done..]) {
+            *o = f(x, y);
+        }
+    };
+    if parallel(out.len()) {
+        let n = chunk_len(out.len());
+        for_chunks(out, n, |i, o| {
+            body(&a[i * n..][..o.len()], &b[i * n..][..o.len()], o)
+        });
+    } else {
+        body(a, b, out);
+    }
 }
 
 /// RELU (`Relu`), RELU1 (`Relu1`), RELU6 (`Relu6`); `None` copies.

@@ -1,5 +1,5 @@
 //! Elementwise operations of types.hal 1.0 `OperationType`: ADD (0) and MUL (18) with NumPy-style
-//! broadcasting, FLOOR (8), RELU / RELU1 / RELU6 (19–21), LOGISTIC (14), TANH (28) and
+//! broadcasting (and NNAPI 1.1's SUB and DIV alike), FLOOR (8), RELU / RELU1 / RELU6 (19–21), LOGISTIC (14), TANH (28) and
 //! DEQUANTIZE (6), for TENSOR_FLOAT32 and (where 1.0 allows it) TENSOR_QUANT8_ASYMM.
 //!
 //! The uint8 paths reproduce the NNAPI 1.0 reference (the TFLite legacy kernels the Android
@@ -535,15 +535,60 @@ pub fn add_u8(
     out: &mut [u8],
     out_shape: &[usize],
 ) -> Result<(), KernelError> {
+    add_sub_u8(
+        "ADD", false, a, a_shape, a_q, b, b_shape, b_q, out_q, act, out, out_shape,
+    )
+}
+
+/// SUB, TENSOR_QUANT8_ASYMM (NNAPI 1.2), with broadcasting: [`add_u8`] with the second
+/// input's rescale multiplier negated, as the reference computes it. The negated multiplier
+/// enters the rounding doubling high multiply itself, so a product that lands exactly half-way
+/// rounds as the reference's does (towards +∞ in the high multiply), not as the negation of
+/// the rescaled value would.
+#[allow(clippy::too_many_arguments)]
+pub fn sub_u8(
+    a: &[u8],
+    a_shape: &[usize],
+    a_q: QuantParams,
+    b: &[u8],
+    b_shape: &[usize],
+    b_q: QuantParams,
+    out_q: QuantParams,
+    act: Activation,
+    out: &mut [u8],
+    out_shape: &[usize],
+) -> Result<(), KernelError> {
+    add_sub_u8(
+        "SUB", true, a, a_shape, a_q, b, b_shape, b_q, out_q, act, out, out_shape,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn add_sub_u8(
+    op: &str,
+    negate: bool,
+    a: &[u8],
+    a_shape: &[usize],
+    a_q: QuantParams,
+    b: &[u8],
+    b_shape: &[usize],
+    b_q: QuantParams,
+    out_q: QuantParams,
+    act: Activation,
+    out: &mut [u8],
+    out_shape: &[usize],
+) -> Result<(), KernelError> {
     const LEFT_SHIFT: i32 = 20;
     // The reference doubles the larger scale in float32 and divides in double.
     let twice_max_input_scale = f64::from(2.0 * a_q.scale.max(b_q.scale));
     let real_a = f64::from(a_q.scale) / twice_max_input_scale;
     let real_b = f64::from(b_q.scale) / twice_max_input_scale;
     let real_out = twice_max_input_scale / f64::from((1 << LEFT_SHIFT) as f32 * out_q.scale);
-    let (a_mult, a_shift) = smaller_than_one("ADD", "input 0", real_a)?;
-    let (b_mult, b_shift) = smaller_than_one("ADD", "input 1", real_b)?;
-    let (out_mult, out_shift) = smaller_than_one("ADD", "output", real_out)?;
+    let (a_mult, a_shift) = smaller_than_one(op, "input 0", real_a)?;
+    let (b_mult, b_shift) = smaller_than_one(op, "input 1", real_b)?;
+    // A quantized multiplier lies in [2^30, 2^31), so its negation is an i32 too.
+    let b_mult = if negate { -b_mult } else { b_mult };
+    let (out_mult, out_shift) = smaller_than_one(op, "output", real_out)?;
     let (min, max) = act.range_u8(out_q);
     let (a_zp, b_zp, out_zp) = (a_q.zero_point, b_q.zero_point, out_q.zero_point);
     broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x, y| {
@@ -554,6 +599,39 @@ pub fn add_u8(
         raw.max(min).min(max).clamp(0, 255) as u8
     });
     Ok(())
+}
+
+/// SUB, TENSOR_FLOAT32 (NNAPI 1.1): `act(a − b)` with broadcasting.
+pub fn sub_f32(
+    a: &[f32],
+    a_shape: &[usize],
+    b: &[f32],
+    b_shape: &[usize],
+    act: Activation,
+    out: &mut [f32],
+    out_shape: &[usize],
+) {
+    let (lo, hi) = act.range_f32();
+    broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x, y| {
+        clamp_float(x - y, lo, hi)
+    });
+}
+
+/// DIV, TENSOR_FLOAT32 (NNAPI 1.1): `act(a / b)` with broadcasting (IEEE division: x/0 is
+/// ±∞ or NaN, as in the reference).
+pub fn div_f32(
+    a: &[f32],
+    a_shape: &[usize],
+    b: &[f32],
+    b_shape: &[usize],
+    act: Activation,
+    out: &mut [f32],
+    out_shape: &[usize],
+) {
+    let (lo, hi) = act.range_f32();
+    broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x, y| {
+        clamp_float(x / y, lo, hi)
+    });
 }
 
 /// MUL, TENSOR_QUANT8_ASYMM, with broadcasting: the product of the centred inputs is exact in
@@ -685,29 +763,57 @@ fn fixed_point_u8(
     Ok(())
 }
 
-/// ADD and MUL on TENSOR_INT32 (NNAPI 1.3), with broadcasting: two's-complement wrapping
-/// arithmetic; the reference accepts no fused activation here, so any is refused.
+/// The TENSOR_INT32 arithmetic of [`binary_i32`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntOp {
+    Add,
+    Mul,
+    Sub,
+    Div,
+}
+
+/// DIV on TENSOR_INT32 as the reference defines it: division rounded towards −∞ ("floor
+/// division"). Division by zero is undefined in NNAPI; the reference answers 0 and so does
+/// this. `i32::MIN / −1` (2^31, not an i32) wraps to `i32::MIN` instead of trapping.
+pub fn floor_div_i32(a: i32, b: i32) -> i32 {
+    if b == 0 {
+        return 0;
+    }
+    let q = a.wrapping_div(b);
+    // A non-zero remainder means |q| < |a|, so q − 1 cannot overflow.
+    if a.wrapping_rem(b) != 0 && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+/// ADD, MUL, SUB and DIV on TENSOR_INT32 (NNAPI 1.3), with broadcasting: two's-complement
+/// wrapping arithmetic, DIV by [`floor_div_i32`]; the reference accepts no fused activation
+/// here, so any is refused.
 #[allow(clippy::too_many_arguments)]
 pub fn binary_i32(
     a: &[i32],
     a_shape: &[usize],
     b: &[i32],
     b_shape: &[usize],
-    mul: bool,
+    op: IntOp,
     act: Activation,
     out: &mut [i32],
     out_shape: &[usize],
 ) -> Result<(), KernelError> {
     if act != Activation::None {
         return Err(KernelError::InvalidData(
-            "TENSOR_INT32 ADD/MUL take no fused activation".into(),
+            "TENSOR_INT32 arithmetic takes no fused activation".into(),
         ));
     }
-    if mul {
-        broadcast_binary(a, a_shape, b, b_shape, out, out_shape, i32::wrapping_mul);
-    } else {
-        broadcast_binary(a, a_shape, b, b_shape, out, out_shape, i32::wrapping_add);
-    }
+    let f = match op {
+        IntOp::Add => i32::wrapping_add,
+        IntOp::Mul => i32::wrapping_mul,
+        IntOp::Sub => i32::wrapping_sub,
+        IntOp::Div => floor_div_i32,
+    };
+    broadcast_binary(a, a_shape, b, b_shape, out, out_shape, f);
     Ok(())
 }
 

@@ -166,3 +166,33 @@ pub fn softmax_f32(uk: &Ukernels, beta: f32, depth: usize, input: &[f32], out: &
         rows(input, out);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::elementwise::reference;
+
+    #[test]
+    fn fast_sub_and_div_are_the_reference_on_tails_and_long_tensors() {
+        for n in [1usize, 15, 16, 17, 33, 100_003] {
+            let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin() * 9.0).collect();
+            let b: Vec<f32> = (0..n)
+                .map(|i| (i as f32 * 0.11).cos() * 3.0 + 0.01)
+                .collect();
+            for act in [
+                Activation::None,
+                Activation::Relu,
+                Activation::Relu1,
+                Activation::Relu6,
+            ] {
+                let (mut x, mut y) = (vec![0.0; n], vec![0.0; n]);
+                sub_f32(&a, &b, act, &mut x);
+                reference::sub_f32(&a, &[n], &b, &[n], act, &mut y, &[n]);
+                assert_eq!(x, y);
+                div_f32(&a, &b, act, &mut x);
+                reference::div_f32(&a, &[n], &b, &[n], act, &mut y, &[n]);
+                assert_eq!(x, y);
+            }
+        }
+    }
+}

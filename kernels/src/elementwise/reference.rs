@@ -1340,7 +1340,7 @@ mod tests {
             &[4],
             &[10],
             &[1],
-            false,
+            IntOp::Add,
             Activation::None,
             &mut out,
             &[4],
@@ -1352,7 +1352,7 @@ mod tests {
             &[2, 1],
             &[3, 4],
             &[1, 2],
-            true,
+            IntOp::Mul,
             Activation::None,
             &mut out,
             &[2, 2],
@@ -1364,7 +1364,7 @@ mod tests {
             &[1],
             &[1],
             &[1],
-            false,
+            IntOp::Add,
             Activation::Relu,
             &mut out[..1],
             &[1]
@@ -1515,5 +1515,124 @@ mod tests {
         floor_f32(&[], &mut out);
         let mut out8: [u8; 0] = [];
         logistic_u8(&[], q(0.5, 0), &mut out8).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod sub_div_tests {
+    use super::*;
+
+    #[test]
+    fn quant8_sub_of_equal_scales_is_the_difference_of_the_stored_values() {
+        let q = QuantParams::new(0.5, 100);
+        let a: Vec<u8> = (0..=255).collect();
+        let b: Vec<u8> = (0..=255).rev().collect();
+        let mut out = vec![0; 256];
+        sub_u8(
+            &a,
+            &[256],
+            q,
+            &b,
+            &[256],
+            q,
+            q,
+            Activation::None,
+            &mut out,
+            &[256],
+        )
+        .unwrap();
+        for i in 0..256 {
+            let want = (a[i] as i32 - b[i] as i32 + 100).clamp(0, 255);
+            assert_eq!(out[i] as i32, want, "{} - {}", a[i], b[i]);
+        }
+    }
+
+    #[test]
+    fn quant8_sub_negates_the_multiplier_not_the_rescaled_value() {
+        // Different scales, broadcasting a scalar: every result within one step of the real
+        // difference, and a − a is the zero point exactly.
+        let (qa, qb, qo) = (
+            QuantParams::new(0.3, 7),
+            QuantParams::new(0.7, 130),
+            QuantParams::new(0.9, 128),
+        );
+        let a: Vec<u8> = (0..=255).collect();
+        for y in [0u8, 77, 130, 255] {
+            let mut out = vec![0; 256];
+            sub_u8(
+                &a,
+                &[256],
+                qa,
+                &[y],
+                &[1],
+                qb,
+                qo,
+                Activation::None,
+                &mut out,
+                &[256],
+            )
+            .unwrap();
+            for (x, &o) in a.iter().zip(&out) {
+                let real = 0.3 * (f64::from(*x) - 7.0) - 0.7 * (f64::from(y) - 130.0);
+                let want = (real / 0.9 + 128.0).round().clamp(0.0, 255.0);
+                assert!(
+                    (f64::from(o) - want).abs() <= 1.0,
+                    "{x} - {y}: {o} vs {want}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn int32_division_floors_and_never_traps() {
+        assert_eq!(floor_div_i32(7, 2), 3);
+        assert_eq!(floor_div_i32(-7, 2), -4);
+        assert_eq!(floor_div_i32(7, -2), -4);
+        assert_eq!(floor_div_i32(-7, -2), 3);
+        assert_eq!(floor_div_i32(-6, 3), -2);
+        assert_eq!(floor_div_i32(5, 0), 0);
+        assert_eq!(floor_div_i32(i32::MIN, -1), i32::MIN);
+        assert_eq!(floor_div_i32(i32::MIN, 1), i32::MIN);
+    }
+
+    #[test]
+    fn int32_arithmetic_refuses_an_activation() {
+        let mut out = [0];
+        assert!(binary_i32(
+            &[1],
+            &[1],
+            &[1],
+            &[1],
+            IntOp::Sub,
+            Activation::Relu,
+            &mut out,
+            &[1]
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn float_sub_and_div_broadcast_and_clamp() {
+        let mut out = [0.0; 4];
+        sub_f32(
+            &[1.0, 2.0, 3.0, 4.0],
+            &[2, 2],
+            &[1.0, 5.0],
+            &[2],
+            Activation::Relu,
+            &mut out,
+            &[2, 2],
+        );
+        assert_eq!(out, [0.0, 0.0, 2.0, 0.0]);
+        div_f32(
+            &[1.0, 2.0, 3.0, 4.0],
+            &[2, 2],
+            &[2.0],
+            &[1],
+            Activation::Relu1,
+            &mut out,
+            &[2, 2],
+        );
+        assert_eq!(out, [0.5, 1.0, 1.0, 1.0]);
     }
 }

@@ -1,4 +1,4 @@
-//! Shape inference and parameter resolution for every NNAPI 1.0 operation (types.hal 1.0,
+//! Shape inference and parameter resolution for every operation the driver runs (types.hal 1.0,
 //! each operation's "Inputs"/"Outputs" text; `docs/hal-contract.md` for what is refused
 //! before running that the reference only enforced while running).
 //!
@@ -10,7 +10,7 @@
 //! All arithmetic is checked: no overflow, no zero or negative extents.
 //!
 //! The rules of each operation sit in the module of its family (`conv`, `elementwise`,
-//! `lookup`, `normalization`, `pool`, `recurrent`, `transform`; the same names as the
+//! `lookup`, `normalization`, `pool`, `recurrent`, `reduce`, `transform`; the same names as the
 //! kernels' and the executor's), beside the signatures the driver runs for it. This module
 //! holds what they share: the input accessors, window and broadcast arithmetic, the
 //! [`Params`] they resolve, the NCHW `layout` handling, and the dispatch.

@@ -120,7 +120,9 @@ mod tests {
         for _ in 0..400 {
             let rank = 1 + lcg(&mut seed) as usize % 4;
             let shape: Vec<usize> = (0..rank).map(|_| 1 + lcg(&mut seed) as usize % 7).collect();
-            let axes: Vec<usize> = (0..rank).filter(|_| lcg(&mut seed) % 2 == 0).collect();
+            let axes: Vec<usize> = (0..rank)
+                .filter(|_| lcg(&mut seed).is_multiple_of(2))
+                .collect();
             let total: usize = shape.iter().product();
             let outs = total / axes.iter().map(|&a| shape[a]).product::<usize>();
             let xf: Vec<f32> = (0..total)

@@ -232,7 +232,7 @@ mod tests {
             let mut count = vec![];
             for &d in &sh {
                 let s = (1 + lcg(&mut seed) % 3) as isize;
-                let backwards = lcg(&mut seed) % 2 == 0;
+                let backwards = lcg(&mut seed).is_multiple_of(2);
                 let b = lcg(&mut seed) % d;
                 let c = if backwards {
                     b / s as usize + 1

@@ -117,13 +117,16 @@ pub fn is_optional_input(op: OperationType, position: usize) -> bool {
         OperationType::Lstm => matches!(position, 1 | 5 | 9 | 10 | 11 | 12 | 16 | 17 | 23..=26),
         OperationType::Svdf => position == 3,
         OperationType::LshProjection => position == 2,
+        // SQUEEZE's dimensions (all of extent 1) and TRANSPOSE's permutation (reversed).
+        OperationType::Squeeze | OperationType::Transpose => position == 1,
         _ => false,
     }
 }
 
-/// Whether this driver executes `op` (every NNAPI 1.0 operation but OEM_OPERATION).
+/// Whether this driver executes `op`: an operation some family lists signatures for (every
+/// NNAPI 1.0 operation but OEM_OPERATION, and the later ones the families add).
 pub fn is_supported(op: OperationType) -> bool {
-    op.in_nnapi_1_0() && op != OperationType::OemOperation
+    !matches!(arity(op), Arity::Any)
 }
 
 /// A signature held by value: the later-version tables are built once at first use.

@@ -616,6 +616,13 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
         {
             return Ok(false);
         }
+        // NNAPI 1.1 data movement and MEAN move or average the stored values, as the reference
+        // does: run only when the output keeps the input's quantization.
+        Pad | Squeeze | Transpose | StridedSlice | SpaceToBatchNd | BatchToSpaceNd | Mean
+            if same(input, out, "").is_err() =>
+        {
+            return Ok(false);
+        }
         // The uint8 kernel writes in the NNAPI 1.2 output quantization only.
         L2Normalization
             if input.ty == OperandType::TensorQuant8Asymm

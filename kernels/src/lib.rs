@@ -32,6 +32,7 @@ pub mod lookup;
 pub mod normalization;
 pub mod pool;
 pub mod recurrent;
+pub mod reduce;
 pub mod transform;
 
 // Shared by the families.

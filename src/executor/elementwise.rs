@@ -1,8 +1,9 @@
 //! Registrations of the element-wise family (types.hal 1.0 `OperationType`): ADD (0) and
 //! MUL (18) on float32, uint8 and (NNAPI 1.3) int32 with broadcasting, DEQUANTIZE (6),
-//! FLOOR (8), LOGISTIC (14), RELU / RELU1 / RELU6 (19–21) and TANH (28). Same-shape float32
-//! operands run the vector loops of `nnhal_kernels::elementwise::f32`, uint8 ADD and MUL the
-//! table packed at prepare; broadcasting runs the reference.
+//! FLOOR (8), LOGISTIC (14), RELU / RELU1 / RELU6 (19–21) and TANH (28); NNAPI 1.1's SUB
+//! (float32, uint8, int32) and DIV (float32, int32), broadcasting alike. Same-shape float32
+//! operands run the vector loops of `nnhal_kernels::elementwise::f32`, uint8 ADD, MUL and SUB
+//! the table packed at prepare; broadcasting runs the reference, which is split over the pool.
 
 use super::{
     act, elementwise_work, fused, kernel_error, out0, quant, shape, Call, OpImpl, PackArgs, Packed,
@@ -11,6 +12,7 @@ use crate::tensor::TensorMut;
 use nnhal_hal::shape::Params;
 use nnhal_hal::{HalResult, OperandType, OperationType};
 use nnhal_kernels::elementwise::binary_u8::BinaryTableU8;
+use nnhal_kernels::elementwise::reference::IntOp;
 use nnhal_kernels::elementwise::{f32 as fast, reference as ew};
 use nnhal_kernels::ukernels::Ukernels;
 use nnhal_kernels::{Activation, KernelError, QuantParams};
@@ -26,6 +28,11 @@ pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpIm
         (Mul, F) => &MUL_F32,
         (Mul, Q) => &MUL_U8,
         (Mul, I) => &MUL_I32,
+        (Sub, F) => &SUB_F32,
+        (Sub, Q) => &SUB_U8,
+        (Sub, I) => &SUB_I32,
+        (Div, F) => &DIV_F32,
+        (Div, I) => &DIV_I32,
         (Dequantize, Q) => &DEQUANTIZE,
         (Floor, F) => &FLOOR,
         (Logistic, F) => &LOGISTIC_F32,
@@ -62,8 +69,43 @@ registration!(
     elementwise_work,
     true
 );
-registration!(ADD_I32, |c, o| binary_i32(c, o, false), elementwise_work);
-registration!(MUL_I32, |c, o| binary_i32(c, o, true), elementwise_work);
+registration!(
+    SUB_F32,
+    |c, o| binary_f32(c, o, |_, a, b, f, y| fast::sub_f32(a, b, f, y), ew::sub_f32),
+    elementwise_work
+);
+registration!(
+    DIV_F32,
+    |c, o| binary_f32(c, o, |_, a, b, f, y| fast::div_f32(a, b, f, y), ew::div_f32),
+    elementwise_work
+);
+registration!(
+    SUB_U8,
+    |a| pack_binary_u8(a, BinaryTableU8::sub),
+    |c, o| binary_u8(c, o, ew::sub_u8),
+    elementwise_work,
+    true
+);
+registration!(
+    ADD_I32,
+    |c, o| binary_i32(c, o, IntOp::Add),
+    elementwise_work
+);
+registration!(
+    MUL_I32,
+    |c, o| binary_i32(c, o, IntOp::Mul),
+    elementwise_work
+);
+registration!(
+    SUB_I32,
+    |c, o| binary_i32(c, o, IntOp::Sub),
+    elementwise_work
+);
+registration!(
+    DIV_I32,
+    |c, o| binary_i32(c, o, IntOp::Div),
+    elementwise_work
+);
 registration!(DEQUANTIZE, dequantize, elementwise_work);
 registration!(
     FLOOR,
@@ -167,12 +209,12 @@ fn binary_u8(c: &Call, outs: &mut [TensorMut], f: BinaryU8) -> HalResult<()> {
     .map_err(kernel_error)
 }
 
-/// TENSOR_INT32 ADD (`mul` false) or MUL (NNAPI 1.3).
-fn binary_i32(c: &Call, outs: &mut [TensorMut], mul: bool) -> HalResult<()> {
+/// TENSOR_INT32 ADD, MUL, SUB or DIV (NNAPI 1.3).
+fn binary_i32(c: &Call, outs: &mut [TensorMut], op: IntOp) -> HalResult<()> {
     let a = fused(c)?;
     let o = out0(outs)?;
     let (ad, bd, od) = (shape(c.dims(0)?), shape(c.dims(1)?), shape(o.dims));
-    ew::binary_i32(c.i(0)?, &ad, c.i(1)?, &bd, mul, a, o.i32_mut()?, &od).map_err(kernel_error)
+    ew::binary_i32(c.i(0)?, &ad, c.i(1)?, &bd, op, a, o.i32_mut()?, &od).map_err(kernel_error)
 }
 
 fn unary_f32(

@@ -4,7 +4,7 @@
 //! later operation versions extend it, not a `match` in the executor.
 //!
 //! The registrations sit in one module per operation family (`conv`, `elementwise`, `lookup`,
-//! `normalization`, `pool`, `recurrent`, `transform`: the names of the kernels' families and of
+//! `normalization`, `pool`, `recurrent`, `reduce`, `transform`: the names of the kernels' families and of
 //! `nnhal_hal::shape`'s), each with a `lookup` of its own that [`lookup`] chains. This module
 //! holds what they share: the call and packing arguments, [`Packed`], the NCHW wrapper
 //! [`run_nchw`], the work estimates more than one family uses and the small helpers.
@@ -153,6 +153,7 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
         .or_else(|| transform::lookup(op, ty))
         .or_else(|| lookup::lookup(op, ty))
         .or_else(|| recurrent::lookup(op, ty))
+        .or_else(|| reduce::lookup(op, ty))
 }
 
 /// Runs `imp` on an NCHW operation (types.hal V1_2: the image operations' BOOL `layout`):
@@ -250,6 +251,7 @@ mod lookup;
 mod normalization;
 mod pool;
 mod recurrent;
+mod reduce;
 mod transform;
 
 fn no_pack(_: &PackArgs) -> HalResult<Option<Packed>> {

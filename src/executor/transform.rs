@@ -1,13 +1,17 @@
 //! Registrations of the data-movement family (types.hal 1.0 `OperationType`):
 //! CONCATENATION (2), DEPTH_TO_SPACE (5), RESHAPE (22), RESIZE_BILINEAR (23) and
-//! SPACE_TO_DEPTH (26) on float32 and uint8 (RESHAPE on any type). NCHW forms (NNAPI 1.2
-//! `layout`) run transposed ([`super::run_nchw`]).
+//! SPACE_TO_DEPTH (26) on float32 and uint8 (RESHAPE on any type); NNAPI 1.1's PAD, SQUEEZE,
+//! STRIDED_SLICE, TRANSPOSE, SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND on float32 and uint8
+//! (signed quant8 through its unsigned image: the padding byte is the output zero point, which
+//! the image shifts with the values), on the row loops of `nnhal_kernels::transform::nd`. NCHW
+//! forms (NNAPI 1.2 `layout`) run transposed ([`super::run_nchw`]).
 
 use super::{elementwise_work, mismatch, nhwc, out0, Call, OpImpl};
 use crate::tensor::{DataMut, DataRef, TensorMut};
 use nnhal_hal::shape::Params;
-use nnhal_hal::{HalResult, OperandType, OperationType};
+use nnhal_hal::{HalError, HalResult, OperandType, OperationType};
 use nnhal_kernels::elementwise::reference as ew;
+use nnhal_kernels::transform::nd;
 use nnhal_kernels::transform::reference as transform;
 use smallvec::SmallVec;
 
@@ -20,6 +24,13 @@ pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpIm
         (DepthToSpace | SpaceToDepth, F | Q) => &BLOCK_REARRANGE,
         (Reshape, _) => &RESHAPE,
         (ResizeBilinear, F | Q) => &RESIZE_BILINEAR,
+        // SQUEEZE keeps the bytes, as RESHAPE does.
+        (Squeeze, F | Q) => &RESHAPE,
+        (Pad, F | Q) => &PAD,
+        (Transpose, F | Q) => &TRANSPOSE,
+        (StridedSlice, F | Q) => &STRIDED_SLICE,
+        (SpaceToBatchNd, F | Q) => &SPACE_TO_BATCH,
+        (BatchToSpaceNd, F | Q) => &BATCH_TO_SPACE,
         _ => return None,
     })
 }
@@ -28,6 +39,100 @@ registration!(CONCATENATION, concatenation, elementwise_work);
 registration!(BLOCK_REARRANGE, block_rearrange, elementwise_work, partial);
 registration!(RESHAPE, reshape, elementwise_work);
 registration!(RESIZE_BILINEAR, resize_bilinear, elementwise_work, partial);
+registration!(PAD, pad, elementwise_work);
+registration!(TRANSPOSE, transpose, elementwise_work);
+registration!(STRIDED_SLICE, strided_slice, elementwise_work);
+registration!(SPACE_TO_BATCH, space_to_batch, elementwise_work);
+registration!(BATCH_TO_SPACE, batch_to_space, elementwise_work);
+
+type Axes = SmallVec<[usize; 4]>;
+
+fn axes(v: &[u32]) -> Axes {
+    v.iter().map(|&x| x as usize).collect()
+}
+
+fn pad(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::Pad { before, after } = c.params else {
+        return Err(mismatch(c));
+    };
+    let (b, a) = (axes(before), axes(after));
+    let d = axes(c.dims(0)?);
+    // The reference pads quant8 with the output's zero point (0 in float32).
+    let zero = c.out_q(0).zero_point.clamp(0, 255) as u8;
+    match (c.t(0)?.data, &mut out0(outs)?.data) {
+        (DataRef::F32(x), DataMut::F32(y)) => nd::pad(x, &d, &b, &a, 0.0, y),
+        (DataRef::U8(x), DataMut::U8(y)) => nd::pad(x, &d, &b, &a, zero, y),
+        _ => return Err(mismatch(c)),
+    }
+    Ok(())
+}
+
+fn transpose(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::Transpose { perm } = c.params else {
+        return Err(mismatch(c));
+    };
+    let (p, d) = (axes(perm), axes(c.dims(0)?));
+    match (c.t(0)?.data, &mut out0(outs)?.data) {
+        (DataRef::F32(x), DataMut::F32(y)) => nd::transpose(x, &d, &p, y),
+        (DataRef::U8(x), DataMut::U8(y)) => nd::transpose(x, &d, &p, y),
+        _ => return Err(mismatch(c)),
+    }
+    Ok(())
+}
+
+fn strided_slice(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::StridedSlice {
+        begin,
+        step,
+        count,
+        fault,
+    } = c.params
+    else {
+        return Err(mismatch(c));
+    };
+    if let Some(why) = fault {
+        // The reference refuses these slices when it runs them (they are valid models).
+        return Err(HalError::InvalidArgument(format!("STRIDED_SLICE: {why}")));
+    }
+    let (b, n, d) = (axes(begin), axes(count), axes(c.dims(0)?));
+    let s: SmallVec<[isize; 4]> = step.iter().map(|&x| x as isize).collect();
+    match (c.t(0)?.data, &mut out0(outs)?.data) {
+        (DataRef::F32(x), DataMut::F32(y)) => nd::strided_slice(x, &d, &b, &s, &n, y),
+        (DataRef::U8(x), DataMut::U8(y)) => nd::strided_slice(x, &d, &b, &s, &n, y),
+        _ => return Err(mismatch(c)),
+    }
+    Ok(())
+}
+
+fn space_to_batch(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::SpaceToBatch { block, pad } = *c.params else {
+        return Err(mismatch(c));
+    };
+    let s = nhwc(c.dims(0)?);
+    let block = block.map(|b| b as usize);
+    let pad = pad.map(|p| p as usize);
+    let zero = c.out_q(0).zero_point.clamp(0, 255) as u8;
+    match (c.t(0)?.data, &mut out0(outs)?.data) {
+        (DataRef::F32(x), DataMut::F32(y)) => nd::space_to_batch(x, s, block, pad, 0.0, y),
+        (DataRef::U8(x), DataMut::U8(y)) => nd::space_to_batch(x, s, block, pad, zero, y),
+        _ => return Err(mismatch(c)),
+    }
+    Ok(())
+}
+
+fn batch_to_space(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::BatchToSpace { block } = *c.params else {
+        return Err(mismatch(c));
+    };
+    let s = nhwc(c.dims(0)?);
+    let block = block.map(|b| b as usize);
+    match (c.t(0)?.data, &mut out0(outs)?.data) {
+        (DataRef::F32(x), DataMut::F32(y)) => nd::batch_to_space(x, s, block, y),
+        (DataRef::U8(x), DataMut::U8(y)) => nd::batch_to_space(x, s, block, y),
+        _ => return Err(mismatch(c)),
+    }
+    Ok(())
+}
 
 /// RESHAPE keeps the bytes; the plan aliases its output to its input where it can, so this
 /// copy only runs when it cannot (a constant input, or the dynamic path).

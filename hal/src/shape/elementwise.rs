@@ -1,6 +1,7 @@
 //! Signatures and shape rules of the element-wise family (types.hal 1.0 `OperationType`):
 //! ADD (0) and MUL (18) with NumPy-style broadcasting and a fused activation (TENSOR_INT32 from
-//! NNAPI 1.3), and the one-input operations DEQUANTIZE (6), FLOOR (8), LOGISTIC (14),
+//! NNAPI 1.3), NNAPI 1.1's SUB (quant8 from 1.2, int32 from 1.3) and DIV (int32 from 1.3) alike,
+//! and the one-input operations DEQUANTIZE (6), FLOOR (8), LOGISTIC (14),
 //! RELU / RELU1 / RELU6 (19–21) and TANH (28), whose output has the input's shape.
 
 use super::{broadcast, one, rank_at_most, InferError, Inferred, Ins, Params, Res};
@@ -24,7 +25,11 @@ const BINARY_ACT: &[Signature] = &[
 pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
     use OperationType::*;
     Some(Arity::Fixed(match op {
-        Add | Mul => BINARY_ACT,
+        Add | Mul | Sub => BINARY_ACT,
+        Div => {
+            const S: &[Signature] = &[sig(&[F, F, SI], &[F]), sig(&[I, I, SI], &[I])];
+            S
+        }
         Dequantize => {
             const S: &[Signature] = &[sig(&[Q], &[F])];
             S
@@ -41,7 +46,7 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
 pub(super) fn infer(op: OperationType, ins: &Ins) -> Option<Res<Inferred>> {
     use OperationType::*;
     Some(match op {
-        Add | Mul => binary(ins),
+        Add | Mul | Sub | Div => binary(ins),
         Dequantize | Floor | Logistic | Relu | Relu1 | Relu6 | Tanh => unary(ins),
         _ => return None,
     })

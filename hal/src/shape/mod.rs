@@ -1,4 +1,4 @@
-//! Shape inference and parameter resolution for every NNAPI 1.0 operation (types.hal 1.0,
+//! Shape inference and parameter resolution for every operation the driver runs (types.hal 1.0,
 //! each operation's "Inputs"/"Outputs" text; `docs/hal-contract.md` for what is refused
 //! before running that the reference only enforced while running).
 //!
@@ -10,7 +10,7 @@
 //! All arithmetic is checked: no overflow, no zero or negative extents.
 //!
 //! The rules of each operation sit in the module of its family (`conv`, `elementwise`,
-//! `lookup`, `normalization`, `pool`, `recurrent`, `transform`; the same names as the
+//! `lookup`, `normalization`, `pool`, `recurrent`, `reduce`, `transform`; the same names as the
 //! kernels' and the executor's), beside the signatures the driver runs for it. This module
 //! holds what they share: the input accessors, window and broadcast arithmetic, the
 //! [`Params`] they resolve, the NCHW `layout` handling, and the dispatch.
@@ -55,6 +55,7 @@ pub(crate) mod lookup;
 pub(crate) mod normalization;
 pub(crate) mod pool;
 pub(crate) mod recurrent;
+pub(crate) mod reduce;
 pub(crate) mod transform;
 
 /// Explicit padding in elements.
@@ -192,6 +193,37 @@ pub enum Params {
     Depth {
         depth: u32,
         inner: u32,
+    },
+    /// PAD: elements added before and after each axis.
+    Pad {
+        before: Vec<u32>,
+        after: Vec<u32>,
+    },
+    /// TRANSPOSE: output axis `k` is input axis `perm[k]`.
+    Transpose {
+        perm: Vec<u32>,
+    },
+    /// STRIDED_SLICE: per input axis the first index, the step and the number of elements
+    /// taken (shrunk axes take one). `fault` is a slice the reference refuses only when it runs
+    /// (a shrunk axis with a negative stride or other than one element): execution fails.
+    StridedSlice {
+        begin: Vec<u32>,
+        step: Vec<i32>,
+        count: Vec<u32>,
+        fault: Option<String>,
+    },
+    /// MEAN and the other reductions: the reduced axes, ascending, each once.
+    Reduce {
+        axes: Vec<u32>,
+    },
+    /// SPACE_TO_BATCH_ND (NHWC): block height and width, padding top, bottom, left, right.
+    SpaceToBatch {
+        block: [u32; 2],
+        pad: [u32; 4],
+    },
+    /// BATCH_TO_SPACE_ND (NHWC): block height and width.
+    BatchToSpace {
+        block: [u32; 2],
     },
     /// An image operation given NCHW (its BOOL `layout` true, NNAPI 1.2): the parameters of
     /// the same operation on the NHWC transpose of input 0, whose output is transposed back.
@@ -480,6 +512,8 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
             | DepthToSpace
             | SpaceToDepth
             | ResizeBilinear
+            | SpaceToBatchNd
+            | BatchToSpaceNd
     ) {
         let flag = inputs
             .iter()
@@ -510,6 +544,7 @@ fn infer_nhwc_dilated(
         .or_else(|| transform::infer(op, &ins))
         .or_else(|| lookup::infer(op, &ins))
         .or_else(|| recurrent::infer(op, &ins))
+        .or_else(|| reduce::infer(op, &ins))
         .unwrap_or_else(|| {
             Err(InferError::Invalid(format!(
                 "{op} is not run by this driver"
@@ -527,6 +562,30 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
         .or_else(|| transform::signatures(op))
         .or_else(|| lookup::signatures(op))
         .or_else(|| recurrent::signatures(op))
+        .or_else(|| reduce::signatures(op))
+}
+
+/// The values of TENSOR_INT32 input `i`, which must have rank 1 and `len` elements (`None`:
+/// any length).
+fn i32_list(ins: &Ins, i: usize, len: Option<usize>, what: &str) -> Res<Vec<i32>> {
+    let d = ins.dims_rank(i, 1, what)?;
+    if let Some(len) = len {
+        check!(
+            d[0] as usize == len,
+            "{what} (input {i}) must have {len} elements, has {}",
+            d[0]
+        );
+    }
+    let b = ins.bytes(i)?;
+    check!(
+        b.len() == d[0] as usize * 4,
+        "{what} (input {i}) has {} bytes for {} elements",
+        b.len(),
+        d[0]
+    );
+    Ok(b.chunks_exact(4)
+        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
 }
 
 /// One output of dimensions `d`.

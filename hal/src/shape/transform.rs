@@ -1,10 +1,13 @@
 //! Signatures and shape rules of the data-movement family (types.hal 1.0 `OperationType`):
 //! CONCATENATION (2), DEPTH_TO_SPACE (5), RESHAPE (22), RESIZE_BILINEAR (23) and
 //! SPACE_TO_DEPTH (26), with NNAPI 1.2's optional NCHW `layout` and RESIZE_BILINEAR's later
-//! forms (scales, NNAPI 1.3's `align_corners` / `half_pixel_centers`).
+//! forms (scales, NNAPI 1.3's `align_corners` / `half_pixel_centers`); and NNAPI 1.1's
+//! (NeuralNetworks.h `OperationCode`) BATCH_TO_SPACE_ND (29) and SPACE_TO_BATCH_ND (33) with
+//! NNAPI 1.2's `layout`, PAD (32), SQUEEZE (34), STRIDED_SLICE (35) and TRANSPOSE (37).
 
 use super::{
-    element_count, mul, one, rank_at_most, InferError, Inferred, Ins, Params, Res, MAX_ELEMENTS,
+    element_count, i32_list, mul, one, rank_at_most, InferError, Inferred, Ins, Params, Res,
+    MAX_ELEMENTS,
 };
 use crate::ops::{sig, Arity, Signature};
 use crate::types::{OperandType, OperationType};
@@ -27,8 +30,33 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
     Some(Arity::Fixed(match op {
         Concatenation => return Some(Arity::Concatenation(&[F, Q])),
         DepthToSpace | SpaceToDepth => BLOCK,
-        Reshape => {
+        Reshape | Pad | Squeeze | Transpose => {
             const S: &[Signature] = &[sig(&[F, I], &[F]), sig(&[Q, I], &[Q])];
+            S
+        }
+        BatchToSpaceNd => {
+            const S: &[Signature] = &[
+                sig(&[F, I], &[F]),
+                sig(&[Q, I], &[Q]),
+                sig(&[F, I, B], &[F]),
+                sig(&[Q, I, B], &[Q]),
+            ];
+            S
+        }
+        SpaceToBatchNd => {
+            const S: &[Signature] = &[
+                sig(&[F, I, I], &[F]),
+                sig(&[Q, I, I], &[Q]),
+                sig(&[F, I, I, B], &[F]),
+                sig(&[Q, I, I, B], &[Q]),
+            ];
+            S
+        }
+        StridedSlice => {
+            const S: &[Signature] = &[
+                sig(&[F, I, I, I, SI, SI, SI], &[F]),
+                sig(&[Q, I, I, I, SI, SI, SI], &[Q]),
+            ];
             S
         }
         ResizeBilinear => {
@@ -62,6 +90,12 @@ pub(super) fn infer(op: OperationType, ins: &Ins) -> Option<Res<Inferred>> {
         DepthToSpace | SpaceToDepth => block(op, ins),
         Reshape => reshape(ins),
         ResizeBilinear => resize_bilinear(ins),
+        Pad => pad(ins),
+        Squeeze => squeeze(ins),
+        Transpose => transpose(ins),
+        StridedSlice => strided_slice(ins),
+        SpaceToBatchNd => space_to_batch(ins),
+        BatchToSpaceNd => batch_to_space(ins),
         _ => return None,
     })
 }
@@ -203,4 +237,249 @@ fn resize_bilinear(ins: &Ins) -> Res<Inferred> {
             half_pixel_centers,
         },
     )
+}
+
+fn pad(ins: &Ins) -> Res<Inferred> {
+    let d = ins.dims(0)?;
+    rank_at_most(d, 4, "input")?;
+    let p = ins.dims_rank(1, 2, "paddings")?;
+    check!(
+        p[0] as usize == d.len() && p[1] == 2,
+        "paddings must have shape [{}, 2], has {p:?}",
+        d.len()
+    );
+    let v = i32_list_2d(ins, 1, d.len() * 2, "paddings")?;
+    let (mut before, mut after, mut out) = (vec![], vec![], vec![]);
+    for (k, (&x, pair)) in d.iter().zip(v.chunks_exact(2)).enumerate() {
+        check!(
+            pair[0] >= 0 && pair[1] >= 0,
+            "paddings of axis {k} must not be negative, are {pair:?}"
+        );
+        let (b, a) = (pair[0] as u32, pair[1] as u32);
+        let extent = u64::from(x) + u64::from(b) + u64::from(a);
+        check!(
+            extent <= MAX_ELEMENTS,
+            "padded extent {extent} of axis {k} is too large"
+        );
+        before.push(b);
+        after.push(a);
+        out.push(extent as u32);
+    }
+    element_count(&out).map_err(InferError::Invalid)?;
+    one(out, Params::Pad { before, after })
+}
+
+/// The values of a TENSOR_INT32 input of any rank whose shape the caller checked, `len`
+/// elements.
+fn i32_list_2d(ins: &Ins, i: usize, len: usize, what: &str) -> Res<Vec<i32>> {
+    let b = ins.bytes(i)?;
+    check!(
+        b.len() == len * 4,
+        "{what} (input {i}) has {} bytes for {len} elements",
+        b.len()
+    );
+    Ok(b.chunks_exact(4)
+        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
+fn squeeze(ins: &Ins) -> Res<Inferred> {
+    let d = ins.dims(0)?;
+    rank_at_most(d, 4, "input")?;
+    let rank = d.len() as i32;
+    let squeezed: Vec<bool> = if ins.present(1) {
+        let mut s = vec![false; d.len()];
+        for (k, &a) in i32_list(ins, 1, None, "squeeze dimensions")?
+            .iter()
+            .enumerate()
+        {
+            check!(
+                (-rank..rank).contains(&a),
+                "squeeze dimension {a} (entry {k}) is outside -{rank}..{rank}"
+            );
+            let a = a.rem_euclid(rank) as usize;
+            check!(
+                d[a] == 1,
+                "dimension {a} has extent {}, only extent 1 can be squeezed",
+                d[a]
+            );
+            s[a] = true;
+        }
+        s
+    } else {
+        d.iter().map(|&x| x == 1).collect()
+    };
+    let mut out: Vec<u32> = d
+        .iter()
+        .zip(&squeezed)
+        .filter(|(_, &s)| !s)
+        .map(|(&x, _)| x)
+        .collect();
+    if out.is_empty() {
+        out.push(1);
+    }
+    one(out, Params::Plain)
+}
+
+fn transpose(ins: &Ins) -> Res<Inferred> {
+    let d = ins.dims(0)?;
+    rank_at_most(d, 4, "input")?;
+    let perm: Vec<u32> = if ins.present(1) {
+        let p = i32_list(ins, 1, Some(d.len()), "permutation")?;
+        let mut seen = vec![false; d.len()];
+        for (k, &a) in p.iter().enumerate() {
+            check!(
+                a >= 0 && (a as usize) < d.len() && !seen[a as usize],
+                "permutation entry {k} ({a}) is outside 0..{} or repeated",
+                d.len()
+            );
+            seen[a as usize] = true;
+        }
+        p.iter().map(|&a| a as u32).collect()
+    } else {
+        // The reference reverses the axes of a matrix when the permutation is omitted.
+        check!(
+            d.len() == 2,
+            "without a permutation the input must have rank 2, has {}",
+            d.len()
+        );
+        vec![1, 0]
+    };
+    let out = perm.iter().map(|&a| d[a as usize]).collect();
+    one(out, Params::Transpose { perm })
+}
+
+/// The reference's clamping of a STRIDED_SLICE bound into `0..=dim` (positive stride) or
+/// `-1..dim` (negative stride), negative indices counting from the end.
+fn clamped_index(index: i32, dim: i32, positive: bool) -> i32 {
+    let rem = |x: i32| (x % dim + dim) % dim;
+    if positive {
+        if index >= dim {
+            dim
+        } else {
+            rem(index.clamp(-dim, dim))
+        }
+    } else if index < -dim {
+        -1
+    } else {
+        rem(index.clamp(-dim, dim - 1))
+    }
+}
+
+fn strided_slice(ins: &Ins) -> Res<Inferred> {
+    let d = ins.dims(0)?;
+    rank_at_most(d, 4, "input")?;
+    let n = d.len();
+    let begin = i32_list(ins, 1, Some(n), "begin")?;
+    let end = i32_list(ins, 2, Some(n), "end")?;
+    let strides = i32_list(ins, 3, Some(n), "strides")?;
+    let (begin_mask, end_mask, shrink_mask) = (ins.i32(4)?, ins.i32(5)?, ins.i32(6)?);
+    let (mut first, mut count, mut out) = (vec![], vec![], vec![]);
+    let mut fault = None;
+    for k in 0..n {
+        let dim = d[k] as i32;
+        let s = strides[k];
+        check!(s != 0, "stride of axis {k} is 0");
+        let positive = s > 0;
+        let bit = |mask: i32| mask & (1 << k) != 0;
+        let b = match (bit(begin_mask), positive) {
+            (true, true) => 0,
+            (true, false) => dim - 1,
+            (false, _) => clamped_index(begin[k], dim, positive),
+        };
+        let e = match (bit(end_mask), positive) {
+            (true, true) => dim,
+            (true, false) => -1,
+            (false, _) => clamped_index(end[k], dim, positive),
+        };
+        // ceil((e − b) / s), at least 0; |e − b| ≤ dim + 1, so nothing overflows.
+        let (num, den) = (i64::from(e - b), i64::from(s));
+        let c = if (num > 0) == (den > 0) && num != 0 {
+            (num.abs() + den.abs() - 1) / den.abs()
+        } else {
+            0
+        };
+        if bit(shrink_mask) {
+            if !positive || c != 1 {
+                fault.get_or_insert_with(|| {
+                    format!("axis {k} is shrunk but takes {c} elements with stride {s}")
+                });
+            }
+            // A shrunk axis takes its one element (a faulty one never runs).
+            count.push(1);
+        } else {
+            check!(c > 0, "axis {k} takes no element");
+            count.push(c as u32);
+            out.push(c as u32);
+        }
+        // b is a valid index whenever the axis takes an element.
+        first.push(b.clamp(0, dim - 1) as u32);
+    }
+    if out.is_empty() {
+        out.push(1);
+    }
+    one(
+        out,
+        Params::StridedSlice {
+            begin: first,
+            step: strides,
+            count,
+            fault,
+        },
+    )
+}
+
+/// The block sizes of input `i`: two positive values (height, width).
+fn block_shape(ins: &Ins, i: usize) -> Res<[u32; 2]> {
+    let b = i32_list(ins, i, Some(2), "block shape")?;
+    check!(
+        b[0] > 0 && b[1] > 0,
+        "block sizes must be positive, are {b:?}"
+    );
+    Ok([b[0] as u32, b[1] as u32])
+}
+
+fn space_to_batch(ins: &Ins) -> Res<Inferred> {
+    let d = ins.dims_rank(0, 4, "input")?;
+    let block = block_shape(ins, 1)?;
+    let p = ins.dims_rank(2, 2, "paddings")?;
+    check!(p == [2, 2], "paddings must have shape [2, 2], has {p:?}");
+    let v = i32_list_2d(ins, 2, 4, "paddings")?;
+    check!(
+        v.iter().all(|&x| x >= 0),
+        "paddings must not be negative, are {v:?}"
+    );
+    let pad = [v[0] as u32, v[1] as u32, v[2] as u32, v[3] as u32];
+    let padded = |x: u32, a: u32, b: u32| -> Res<u64> {
+        let t = u64::from(x) + u64::from(a) + u64::from(b);
+        check!(t <= MAX_ELEMENTS, "padded extent {t} is too large");
+        Ok(t)
+    };
+    let (h, w) = (padded(d[1], pad[0], pad[1])?, padded(d[2], pad[2], pad[3])?);
+    check!(
+        h % u64::from(block[0]) == 0 && w % u64::from(block[1]) == 0,
+        "padded height {h} and width {w} must be multiples of the block {block:?}"
+    );
+    let out = vec![
+        mul(d[0], mul(block[0], block[1])?)?,
+        (h / u64::from(block[0])) as u32,
+        (w / u64::from(block[1])) as u32,
+        d[3],
+    ];
+    element_count(&out).map_err(InferError::Invalid)?;
+    one(out, Params::SpaceToBatch { block, pad })
+}
+
+fn batch_to_space(ins: &Ins) -> Res<Inferred> {
+    let d = ins.dims_rank(0, 4, "input")?;
+    let block = block_shape(ins, 1)?;
+    let bb = mul(block[0], block[1])?;
+    check!(
+        d[0] % bb == 0,
+        "batch {} must be a multiple of the block product {bb}",
+        d[0]
+    );
+    let out = vec![d[0] / bb, mul(d[1], block[0])?, mul(d[2], block[1])?, d[3]];
+    element_count(&out).map_err(InferError::Invalid)?;
+    one(out, Params::BatchToSpace { block })
 }

@@ -1,4 +1,5 @@
-//! ADD and MUL of two TENSOR_QUANT8_ASYMM tensors of the same shape (types.hal 1.0 ADD, MUL).
+//! ADD, MUL and SUB of two TENSOR_QUANT8_ASYMM tensors of the same shape (types.hal 1.0 ADD,
+//! MUL; NNAPI 1.2 quant8 SUB).
 //!
 //! Both inputs are bytes, so the operation is a function of two 8-bit values once the quantization
 //! parameters and the activation are fixed: [`BinaryTableU8`] evaluates the reference arithmetic
@@ -6,7 +7,7 @@
 //! all 65,536 input pairs at prepare, and execution is one table lookup per element. The results
 //! are the reference's by construction, whatever its rescaling and rounding steps.
 
-use super::reference::{add_u8, mul_u8};
+use super::reference::{add_u8, mul_u8, sub_u8};
 use crate::parallel::{for_chunks, threads, MIN_ELEMENTS};
 use crate::{Activation, KernelError, QuantParams};
 
@@ -36,6 +37,16 @@ impl BinaryTableU8 {
         act: Activation,
     ) -> Result<Self, KernelError> {
         Self::build(|x, y, t, n| add_u8(x, n, a, y, n, b, out, act, t, n))
+    }
+
+    /// The table of the reference SUB (NNAPI 1.2); fails exactly when the reference would.
+    pub fn sub(
+        a: QuantParams,
+        b: QuantParams,
+        out: QuantParams,
+        act: Activation,
+    ) -> Result<Self, KernelError> {
+        Self::build(|x, y, t, n| sub_u8(x, n, a, y, n, b, out, act, t, n))
     }
 
     /// The table of the reference MUL; fails exactly when the reference would.

@@ -1,5 +1,5 @@
 //! Elementwise operations of types.hal 1.0 `OperationType`: ADD (0) and MUL (18) with NumPy-style
-//! broadcasting, FLOOR (8), RELU / RELU1 / RELU6 (19–21), LOGISTIC (14), TANH (28) and
+//! broadcasting (and NNAPI 1.1's SUB and DIV alike), FLOOR (8), RELU / RELU1 / RELU6 (19–21), LOGISTIC (14), TANH (28) and
 //! DEQUANTIZE (6), for TENSOR_FLOAT32 and (where 1.0 allows it) TENSOR_QUANT8_ASYMM.
 //!
 //! The uint8 paths reproduce the NNAPI 1.0 reference (the TFLite legacy kernels the Android
@@ -535,15 +535,60 @@ pub fn add_u8(
     out: &mut [u8],
     out_shape: &[usize],
 ) -> Result<(), KernelError> {
+    add_sub_u8(
+        "ADD", false, a, a_shape, a_q, b, b_shape, b_q, out_q, act, out, out_shape,
+    )
+}
+
+/// SUB, TENSOR_QUANT8_ASYMM (NNAPI 1.2), with broadcasting: [`add_u8`] with the second
+/// input's rescale multiplier negated, as the reference computes it. The negated multiplier
+/// enters the rounding doubling high multiply itself, so a product that lands exactly half-way
+/// rounds as the reference's does (towards +∞ in the high multiply), not as the negation of
+/// the rescaled value would.
+#[allow(clippy::too_many_arguments)]
+pub fn sub_u8(
+    a: &[u8],
+    a_shape: &[usize],
+    a_q: QuantParams,
+    b: &[u8],
+    b_shape: &[usize],
+    b_q: QuantParams,
+    out_q: QuantParams,
+    act: Activation,
+    out: &mut [u8],
+    out_shape: &[usize],
+) -> Result<(), KernelError> {
+    add_sub_u8(
+        "SUB", true, a, a_shape, a_q, b, b_shape, b_q, out_q, act, out, out_shape,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn add_sub_u8(
+    op: &str,
+    negate: bool,
+    a: &[u8],
+    a_shape: &[usize],
+    a_q: QuantParams,
+    b: &[u8],
+    b_shape: &[usize],
+    b_q: QuantParams,
+    out_q: QuantParams,
+    act: Activation,
+    out: &mut [u8],
+    out_shape: &[usize],
+) -> Result<(), KernelError> {
     const LEFT_SHIFT: i32 = 20;
     // The reference doubles the larger scale in float32 and divides in double.
     let twice_max_input_scale = f64::from(2.0 * a_q.scale.max(b_q.scale));
     let real_a = f64::from(a_q.scale) / twice_max_input_scale;
     let real_b = f64::from(b_q.scale) / twice_max_input_scale;
     let real_out = twice_max_input_scale / f64::from((1 << LEFT_SHIFT) as f32 * out_q.scale);
-    let (a_mult, a_shift) = smaller_than_one("ADD", "input 0", real_a)?;
-    let (b_mult, b_shift) = smaller_than_one("ADD", "input 1", real_b)?;
-    let (out_mult, out_shift) = smaller_than_one("ADD", "output", real_out)?;
+    let (a_mult, a_shift) = smaller_than_one(op, "input 0", real_a)?;
+    let (b_mult, b_shift) = smaller_than_one(op, "input 1", real_b)?;
+    // A quantized multiplier lies in [2^30, 2^31), so its negation is an i32 too.
+    let b_mult = if negate { -b_mult } else { b_mult };
+    let (out_mult, out_shift) = smaller_than_one(op, "output", real_out)?;
     let (min, max) = act.range_u8(out_q);
     let (a_zp, b_zp, out_zp) = (a_q.zero_point, b_q.zero_point, out_q.zero_point);
     broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x, y| {
@@ -554,6 +599,39 @@ pub fn add_u8(
         raw.max(min).min(max).clamp(0, 255) as u8
     });
     Ok(())
+}
+
+/// SUB, TENSOR_FLOAT32 (NNAPI 1.1): `act(a − b)` with broadcasting.
+pub fn sub_f32(
+    a: &[f32],
+    a_shape: &[usize],
+    b: &[f32],
+    b_shape: &[usize],
+    act: Activation,
+    out: &mut [f32],
+    out_shape: &[usize],
+) {
+    let (lo, hi) = act.range_f32();
+    broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x, y| {
+        clamp_float(x - y, lo, hi)
+    });
+}
+
+/// DIV, TENSOR_FLOAT32 (NNAPI 1.1): `act(a / b)` with broadcasting (IEEE division: x/0 is
+/// ±∞ or NaN, as in the reference).
+pub fn div_f32(
+    a: &[f32],
+    a_shape: &[usize],
+    b: &[f32],
+    b_shape: &[usize],
+    act: Activation,
+    out: &mut [f32],
+    out_shape: &[usize],
+) {
+    let (lo, hi) = act.range_f32();
+    broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x, y| {
+        clamp_float(x / y, lo, hi)
+    });
 }
 
 /// MUL, TENSOR_QUANT8_ASYMM, with broadcasting: the product of the centred inputs is exact in
@@ -685,29 +763,57 @@ fn fixed_point_u8(
     Ok(())
 }
 
-/// ADD and MUL on TENSOR_INT32 (NNAPI 1.3), with broadcasting: two's-complement wrapping
-/// arithmetic; the reference accepts no fused activation here, so any is refused.
+/// The TENSOR_INT32 arithmetic of [`binary_i32`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntOp {
+    Add,
+    Mul,
+    Sub,
+    Div,
+}
+
+/// DIV on TENSOR_INT32 as the reference defines it: division rounded towards −∞ ("floor
+/// division"). Division by zero is undefined in NNAPI; the reference answers 0 and so does
+/// this. `i32::MIN / −1` (2^31, not an i32) wraps to `i32::MIN` instead of trapping.
+pub fn floor_div_i32(a: i32, b: i32) -> i32 {
+    if b == 0 {
+        return 0;
+    }
+    let q = a.wrapping_div(b);
+    // A non-zero remainder means |q| < |a|, so q − 1 cannot overflow.
+    if a.wrapping_rem(b) != 0 && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+/// ADD, MUL, SUB and DIV on TENSOR_INT32 (NNAPI 1.3), with broadcasting: two's-complement
+/// wrapping arithmetic, DIV by [`floor_div_i32`]; the reference accepts no fused activation
+/// here, so any is refused.
 #[allow(clippy::too_many_arguments)]
 pub fn binary_i32(
     a: &[i32],
     a_shape: &[usize],
     b: &[i32],
     b_shape: &[usize],
-    mul: bool,
+    op: IntOp,
     act: Activation,
     out: &mut [i32],
     out_shape: &[usize],
 ) -> Result<(), KernelError> {
     if act != Activation::None {
         return Err(KernelError::InvalidData(
-            "TENSOR_INT32 ADD/MUL take no fused activation".into(),
+            "TENSOR_INT32 arithmetic takes no fused activation".into(),
         ));
     }
-    if mul {
-        broadcast_binary(a, a_shape, b, b_shape, out, out_shape, i32::wrapping_mul);
-    } else {
-        broadcast_binary(a, a_shape, b, b_shape, out, out_shape, i32::wrapping_add);
-    }
+    let f = match op {
+        IntOp::Add => i32::wrapping_add,
+        IntOp::Mul => i32::wrapping_mul,
+        IntOp::Sub => i32::wrapping_sub,
+        IntOp::Div => floor_div_i32,
+    };
+    broadcast_binary(a, a_shape, b, b_shape, out, out_shape, f);
     Ok(())
 }
 
@@ -1234,7 +1340,7 @@ mod tests {
             &[4],
             &[10],
             &[1],
-            false,
+            IntOp::Add,
             Activation::None,
             &mut out,
             &[4],
@@ -1246,7 +1352,7 @@ mod tests {
             &[2, 1],
             &[3, 4],
             &[1, 2],
-            true,
+            IntOp::Mul,
             Activation::None,
             &mut out,
             &[2, 2],
@@ -1258,7 +1364,7 @@ mod tests {
             &[1],
             &[1],
             &[1],
-            false,
+            IntOp::Add,
             Activation::Relu,
             &mut out[..1],
             &[1]
@@ -1409,5 +1515,124 @@ mod tests {
         floor_f32(&[], &mut out);
         let mut out8: [u8; 0] = [];
         logistic_u8(&[], q(0.5, 0), &mut out8).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod sub_div_tests {
+    use super::*;
+
+    #[test]
+    fn quant8_sub_of_equal_scales_is_the_difference_of_the_stored_values() {
+        let q = QuantParams::new(0.5, 100);
+        let a: Vec<u8> = (0..=255).collect();
+        let b: Vec<u8> = (0..=255).rev().collect();
+        let mut out = vec![0; 256];
+        sub_u8(
+            &a,
+            &[256],
+            q,
+            &b,
+            &[256],
+            q,
+            q,
+            Activation::None,
+            &mut out,
+            &[256],
+        )
+        .unwrap();
+        for i in 0..256 {
+            let want = (a[i] as i32 - b[i] as i32 + 100).clamp(0, 255);
+            assert_eq!(out[i] as i32, want, "{} - {}", a[i], b[i]);
+        }
+    }
+
+    #[test]
+    fn quant8_sub_negates_the_multiplier_not_the_rescaled_value() {
+        // Different scales, broadcasting a scalar: every result within one step of the real
+        // difference, and a − a is the zero point exactly.
+        let (qa, qb, qo) = (
+            QuantParams::new(0.3, 7),
+            QuantParams::new(0.7, 130),
+            QuantParams::new(0.9, 128),
+        );
+        let a: Vec<u8> = (0..=255).collect();
+        for y in [0u8, 77, 130, 255] {
+            let mut out = vec![0; 256];
+            sub_u8(
+                &a,
+                &[256],
+                qa,
+                &[y],
+                &[1],
+                qb,
+                qo,
+                Activation::None,
+                &mut out,
+                &[256],
+            )
+            .unwrap();
+            for (x, &o) in a.iter().zip(&out) {
+                let real = 0.3 * (f64::from(*x) - 7.0) - 0.7 * (f64::from(y) - 130.0);
+                let want = (real / 0.9 + 128.0).round().clamp(0.0, 255.0);
+                assert!(
+                    (f64::from(o) - want).abs() <= 1.0,
+                    "{x} - {y}: {o} vs {want}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn int32_division_floors_and_never_traps() {
+        assert_eq!(floor_div_i32(7, 2), 3);
+        assert_eq!(floor_div_i32(-7, 2), -4);
+        assert_eq!(floor_div_i32(7, -2), -4);
+        assert_eq!(floor_div_i32(-7, -2), 3);
+        assert_eq!(floor_div_i32(-6, 3), -2);
+        assert_eq!(floor_div_i32(5, 0), 0);
+        assert_eq!(floor_div_i32(i32::MIN, -1), i32::MIN);
+        assert_eq!(floor_div_i32(i32::MIN, 1), i32::MIN);
+    }
+
+    #[test]
+    fn int32_arithmetic_refuses_an_activation() {
+        let mut out = [0];
+        assert!(binary_i32(
+            &[1],
+            &[1],
+            &[1],
+            &[1],
+            IntOp::Sub,
+            Activation::Relu,
+            &mut out,
+            &[1]
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn float_sub_and_div_broadcast_and_clamp() {
+        let mut out = [0.0; 4];
+        sub_f32(
+            &[1.0, 2.0, 3.0, 4.0],
+            &[2, 2],
+            &[1.0, 5.0],
+            &[2],
+            Activation::Relu,
+            &mut out,
+            &[2, 2],
+        );
+        assert_eq!(out, [0.0, 0.0, 2.0, 0.0]);
+        div_f32(
+            &[1.0, 2.0, 3.0, 4.0],
+            &[2, 2],
+            &[2.0],
+            &[1],
+            Activation::Relu1,
+            &mut out,
+            &[2, 2],
+        );
+        assert_eq!(out, [0.5, 1.0, 1.0, 1.0]);
     }
 }

@@ -223,6 +223,121 @@ pub fn resize_bilinear_f32(
     resize_bilinear(input, shape, out_h, out_w, ResizeMode::default(), output);
 }
 
+// ---- NNAPI 1.1 data movement: the oracles, one output element at a time ----------------------
+
+/// Row-major strides of `shape`.
+pub fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for k in (0..shape.len().saturating_sub(1)).rev() {
+        s[k] = s[k + 1] * shape[k + 1];
+    }
+    s
+}
+
+/// The multi-index of flat position `i` in `shape`.
+fn unflatten(mut i: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for k in (0..shape.len()).rev() {
+        idx[k] = i % shape[k];
+        i /= shape[k];
+    }
+    idx
+}
+
+/// PAD (NNAPI 1.1): `before[k]` and `after[k]` elements of `value` around axis `k`.
+pub fn pad<T: Copy>(
+    input: &[T],
+    shape: &[usize],
+    before: &[usize],
+    after: &[usize],
+    value: T,
+    out: &mut [T],
+) {
+    let out_shape: Vec<usize> = (0..shape.len())
+        .map(|k| before[k] + shape[k] + after[k])
+        .collect();
+    let s = strides(shape);
+    for (i, o) in out.iter_mut().enumerate() {
+        let idx = unflatten(i, &out_shape);
+        let inside = (0..shape.len()).all(|k| idx[k] >= before[k] && idx[k] < before[k] + shape[k]);
+        *o = if inside {
+            input[(0..shape.len())
+                .map(|k| (idx[k] - before[k]) * s[k])
+                .sum::<usize>()]
+        } else {
+            value
+        };
+    }
+}
+
+/// TRANSPOSE (NNAPI 1.1): output axis `k` is input axis `perm[k]`.
+pub fn transpose<T: Copy>(input: &[T], shape: &[usize], perm: &[usize], out: &mut [T]) {
+    let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+    let s = strides(shape);
+    for (i, o) in out.iter_mut().enumerate() {
+        let idx = unflatten(i, &out_shape);
+        *o = input[(0..perm.len()).map(|k| idx[k] * s[perm[k]]).sum::<usize>()];
+    }
+}
+
+/// STRIDED_SLICE (NNAPI 1.1) once its bounds are resolved: along axis `k`, `count[k]`
+/// elements from index `begin[k]`, `step[k]` apart (negative: backwards).
+pub fn strided_slice<T: Copy>(
+    input: &[T],
+    shape: &[usize],
+    begin: &[usize],
+    step: &[isize],
+    count: &[usize],
+    out: &mut [T],
+) {
+    let s = strides(shape);
+    for (i, o) in out.iter_mut().enumerate() {
+        let idx = unflatten(i, count);
+        let at: isize = (0..shape.len())
+            .map(|k| (begin[k] as isize + idx[k] as isize * step[k]) * s[k] as isize)
+            .sum();
+        *o = input[at as usize];
+    }
+}
+
+/// SPACE_TO_BATCH_ND (NNAPI 1.1), NHWC: the input padded by `pad` (top, bottom, left, right)
+/// with `value`, cut into `block` (height, width) tiles whose pixel `(i, j)` goes to batch
+/// `(i · block_w + j) · n + b`.
+pub fn space_to_batch<T: Copy>(
+    input: &[T],
+    s: Nhwc,
+    block: [usize; 2],
+    pad: [usize; 4],
+    value: T,
+    out: &mut [T],
+) {
+    let oh = (s.h + pad[0] + pad[1]) / block[0];
+    let ow = (s.w + pad[2] + pad[3]) / block[1];
+    let out_shape = [s.n * block[0] * block[1], oh, ow, s.c];
+    for (i, o) in out.iter_mut().enumerate() {
+        let [ob, y, x, c] = <[usize; 4]>::try_from(unflatten(i, &out_shape)).unwrap_or([0; 4]);
+        let (b, tile) = (ob % s.n, ob / s.n);
+        let (ty, tx) = (tile / block[1], tile % block[1]);
+        let (iy, ix) = (y * block[0] + ty, x * block[1] + tx);
+        *o = if iy < pad[0] || iy >= pad[0] + s.h || ix < pad[2] || ix >= pad[2] + s.w {
+            value
+        } else {
+            input[s.offset(b, iy - pad[0], ix - pad[2], c)]
+        };
+    }
+}
+
+/// BATCH_TO_SPACE_ND (NNAPI 1.1), NHWC: the inverse of [`space_to_batch`] without padding.
+pub fn batch_to_space<T: Copy>(input: &[T], s: Nhwc, block: [usize; 2], out: &mut [T]) {
+    let n = s.n / (block[0] * block[1]);
+    let out_shape = [n, s.h * block[0], s.w * block[1], s.c];
+    for (i, o) in out.iter_mut().enumerate() {
+        let [b, y, x, c] = <[usize; 4]>::try_from(unflatten(i, &out_shape)).unwrap_or([0; 4]);
+        let tile = (y % block[0]) * block[1] + x % block[1];
+        *o = input[s.offset(tile * n + b, y / block[0], x / block[1], c)];
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,10 +32,20 @@ struct Counts {
 
 /// Operations beyond NNAPI 1.0 that the driver runs, by name: each family adds its own
 /// (kept apart from what the driver claims, so a claim that stops holding fails here).
-const LATER_OPERATIONS: &[&str] = &[];
+const LATER_OPERATIONS: &[&str] = &[
+    // conv (NNAPI 1.2)
+    "GROUPED_CONV_2D",
+    "TRANSPOSE_CONV_2D",
+    // normalization (NNAPI 1.2)
+    "INSTANCE_NORMALIZATION",
+];
 
 /// Operand types beyond NNAPI 1.0 (BOOL and signed quant8 aside) that the driver runs.
-const LATER_TYPES: &[&str] = &[];
+const LATER_TYPES: &[&str] = &["TENSOR_QUANT8_SYMM_PER_CHANNEL"];
+
+/// The operations that take a TENSOR_QUANT8_SYMM_PER_CHANNEL filter: a file with such an
+/// operand is a target only when every operation reading it is one of these.
+const PER_CHANNEL_FILTERS_OF: &[&str] = &["GROUPED_CONV_2D", "TRANSPOSE_CONV_2D"];
 
 /// The set the driver must run in full: every operation an NNAPI 1.0 one (OEM aside) or one
 /// of [`LATER_OPERATIONS`], and every operand type a 1.0 type, BOOL, TENSOR_QUANT8_ASYMM_SIGNED
@@ -55,9 +65,17 @@ fn is_target(v: &Vector) -> bool {
                     || matches!(ty, OperandType::Bool | OperandType::TensorQuant8AsymmSigned)
             })
     };
+    let per_channel_ok = v.model.operations.iter().all(|o| {
+        PER_CHANNEL_FILTERS_OF.contains(&o.operation_type.as_str())
+            || o.inputs.iter().all(|&i| {
+                v.model.operands.get(i as usize).map(|o| o.operand_type.as_str())
+                    != Some("TENSOR_QUANT8_SYMM_PER_CHANNEL")
+            })
+    });
     v.model.referenced.is_empty()
         && v.model.operations.iter().all(|o| op_ok(&o.operation_type))
         && v.model.operands.iter().all(|o| type_ok(&o.operand_type))
+        && per_channel_ok
 }
 
 fn run(device: &dyn Device, files: &[PathBuf]) -> Counts {

@@ -68,7 +68,10 @@ fn is_target(v: &Vector) -> bool {
     let per_channel_ok = v.model.operations.iter().all(|o| {
         PER_CHANNEL_FILTERS_OF.contains(&o.operation_type.as_str())
             || o.inputs.iter().all(|&i| {
-                v.model.operands.get(i as usize).map(|o| o.operand_type.as_str())
+                v.model
+                    .operands
+                    .get(i as usize)
+                    .map(|o| o.operand_type.as_str())
                     != Some("TENSOR_QUANT8_SYMM_PER_CHANNEL")
             })
     });

@@ -97,7 +97,11 @@ fn grouped_f32_fast_matches_reference_at_every_level() {
             let p = PackedGrouped::pack_f32(uk, s, groups, &f, &b);
             let mut got = vec![f32::NAN; w.output.len()];
             grouped::grouped_conv2d_f32_fast(&w, &p, &x, act, &mut got);
-            close(&got, &want, &format!("{} case {case} {w:?} groups {groups}", uk.isa));
+            close(
+                &got,
+                &want,
+                &format!("{} case {case} {w:?} groups {groups}", uk.isa),
+            );
         }
     }
 }
@@ -120,7 +124,9 @@ fn one_group_is_conv2d() {
         let q = |s: f32, z: i32| QuantParams::new(s, z);
         let (xq, fq, oq) = (q(0.5, 100), q(0.02, 120), q(0.9, 7));
         let (xu, fu) = (rng.bytes(x.len()), rng.bytes(f.len()));
-        let bi: Vec<i32> = (0..s.out_c).map(|_| rng.below(2001) as i32 - 1000).collect();
+        let bi: Vec<i32> = (0..s.out_c)
+            .map(|_| rng.below(2001) as i32 - 1000)
+            .collect();
         let mut want = vec![0u8; w.output.len()];
         conv::conv2d_u8(&w, &xu, xq, &fu, fq, &bi, oq, Activation::Relu, &mut want).unwrap();
         let mut got = vec![0u8; w.output.len()];
@@ -144,7 +150,10 @@ fn one_group_is_conv2d() {
 /// Scales whose multiplier `si·sf/so` runs from tiny to just below 1.
 fn conv_quant(rng: &mut Rng) -> ConvQuant {
     let m = rng.pick(&[1e-5f32, 0.001, 0.02, 0.3, 0.75, 0.9999]);
-    let (si, sf) = (rng.pick(&[0.0078125f32, 0.5, 1.0]), rng.pick(&[0.001f32, 0.25]));
+    let (si, sf) = (
+        rng.pick(&[0.0078125f32, 0.5, 1.0]),
+        rng.pick(&[0.001f32, 0.25]),
+    );
     let zp = |rng: &mut Rng| rng.pick(&[0, 1, 127, 128, 200, 255]);
     ConvQuant {
         input: QuantParams::new(si, zp(rng)),
@@ -165,18 +174,26 @@ fn grouped_u8_fast_matches_reference_at_every_level() {
             let q = conv_quant(&mut rng);
             let x = rng.bytes(w.input.len());
             let f = rng.bytes(s.out_c * s.taps());
-            let b: Vec<i32> = (0..s.out_c).map(|_| rng.below(40001) as i32 - 20000).collect();
+            let b: Vec<i32> = (0..s.out_c)
+                .map(|_| rng.below(40001) as i32 - 20000)
+                .collect();
             let mut want = vec![0u8; w.output.len()];
             let fq = FilterQuant::Tensor(q.filter);
-            grouped::grouped_conv2d_u8(&w, groups, &x, q.input, &f, fq, &b, q.output, q.act, &mut want)
-                .unwrap();
+            grouped::grouped_conv2d_u8(
+                &w, groups, &x, q.input, &f, fq, &b, q.output, q.act, &mut want,
+            )
+            .unwrap();
             let Some(p) = PackedGrouped::pack_u8(uk, s, groups, &f, &b, q) else {
                 continue;
             };
             ran += 1;
             let mut got = vec![0u8; w.output.len()];
             grouped::grouped_conv2d_u8_fast(&w, &p, &x, &mut got);
-            assert_eq!(got, want, "{} case {case} {w:?} groups {groups} {q:?}", uk.isa);
+            assert_eq!(
+                got, want,
+                "{} case {case} {w:?} groups {groups} {q:?}",
+                uk.isa
+            );
         }
         assert!(ran >= 60, "only {ran} cases packed");
     }
@@ -191,17 +208,23 @@ fn per_channel_with_equal_scales_is_the_uint8_filter_at_zero_point_128() {
         let q = conv_quant(&mut rng);
         let x = rng.bytes(w.input.len());
         let f = rng.bytes(s.out_c * s.taps());
-        let b: Vec<i32> = (0..s.out_c).map(|_| rng.below(4001) as i32 - 2000).collect();
+        let b: Vec<i32> = (0..s.out_c)
+            .map(|_| rng.below(4001) as i32 - 2000)
+            .collect();
         let scales = vec![q.filter.scale; s.out_c];
         let unsigned: Vec<u8> = f.iter().map(|v| v ^ 0x80).collect();
         let u8q = FilterQuant::Tensor(QuantParams::new(q.filter.scale, 128));
         let mut want = vec![0u8; w.output.len()];
-        grouped::grouped_conv2d_u8(&w, groups, &x, q.input, &unsigned, u8q, &b, q.output, q.act, &mut want)
-            .unwrap();
+        grouped::grouped_conv2d_u8(
+            &w, groups, &x, q.input, &unsigned, u8q, &b, q.output, q.act, &mut want,
+        )
+        .unwrap();
         let mut got = vec![0u8; w.output.len()];
         let pc = FilterQuant::Channel(&scales);
-        grouped::grouped_conv2d_u8(&w, groups, &x, q.input, &f, pc, &b, q.output, q.act, &mut got)
-            .unwrap();
+        grouped::grouped_conv2d_u8(
+            &w, groups, &x, q.input, &f, pc, &b, q.output, q.act, &mut got,
+        )
+        .unwrap();
         assert_eq!(got, want, "grouped");
         // The same for TRANSPOSE_CONV_2D.
         let tw = transpose_window(&mut rng);
@@ -213,12 +236,16 @@ fn per_channel_with_equal_scales_is_the_uint8_filter_at_zero_point_128() {
         };
         let x = rng.bytes(tw.input.len());
         let f = rng.bytes(ts.out_c * ts.taps());
-        let b: Vec<i32> = (0..ts.out_c).map(|_| rng.below(4001) as i32 - 2000).collect();
+        let b: Vec<i32> = (0..ts.out_c)
+            .map(|_| rng.below(4001) as i32 - 2000)
+            .collect();
         let scales = vec![q.filter.scale; ts.out_c];
         let unsigned: Vec<u8> = f.iter().map(|v| v ^ 0x80).collect();
         let mut want = vec![0u8; tw.output.len()];
-        transpose::transpose_conv2d_u8(&tw, &x, q.input, &unsigned, u8q, &b, q.output, q.act, &mut want)
-            .unwrap();
+        transpose::transpose_conv2d_u8(
+            &tw, &x, q.input, &unsigned, u8q, &b, q.output, q.act, &mut want,
+        )
+        .unwrap();
         let mut got = vec![0u8; tw.output.len()];
         let pc = FilterQuant::Channel(&scales);
         transpose::transpose_conv2d_u8(&tw, &x, q.input, &f, pc, &b, q.output, q.act, &mut got)
@@ -238,7 +265,12 @@ fn transpose_window(rng: &mut Rng) -> TransposeWindow {
     let full_w = iw * sw + kw - sw - pl;
     TransposeWindow {
         input: Nhwc::new(rng.range(1, 2), ih, iw, rng.range(1, 9)),
-        output: Nhwc::new(0, rng.range(1, full_h + 2), rng.range(1, full_w + 2), rng.range(1, 11)),
+        output: Nhwc::new(
+            0,
+            rng.range(1, full_h + 2),
+            rng.range(1, full_w + 2),
+            rng.range(1, 11),
+        ),
         filter_h: kh,
         filter_w: kw,
         stride_h: sh,
@@ -317,7 +349,10 @@ fn transpose_reference_matches_the_gathered_form() {
         let scales: Vec<f32> = (0..oc).map(|_| rng.pick(&[0.001f32, 0.01, 0.25])).collect();
         let (xu, fu) = (rng.bytes(x.len()), rng.bytes(f.len()));
         let bi: Vec<i32> = (0..oc).map(|_| rng.below(4001) as i32 - 2000).collect();
-        let xa: Vec<f64> = xu.iter().map(|&v| f64::from(i32::from(v) - q.input.zero_point)).collect();
+        let xa: Vec<f64> = xu
+            .iter()
+            .map(|&v| f64::from(i32::from(v) - q.input.zero_point))
+            .collect();
         let fa: Vec<f64> = fu.iter().map(|&v| f64::from(v as i8)).collect();
         let ba: Vec<f64> = bi.iter().map(|&v| f64::from(v)).collect();
         let acc = transpose_gather(&w, &xa, &fa, &ba);
@@ -366,9 +401,18 @@ fn transpose_f32_fast_matches_reference_at_every_level() {
 fn instance_normalization_matches_float64() {
     let mut rng = Rng(0x6c0f_0007);
     for _ in 0..40 {
-        let s = Nhwc::new(rng.range(1, 2), rng.range(1, 6), rng.range(1, 6), rng.range(1, 7));
+        let s = Nhwc::new(
+            rng.range(1, 2),
+            rng.range(1, 6),
+            rng.range(1, 6),
+            rng.range(1, 7),
+        );
         let x = rng.f32s(s.len());
-        let (gamma, beta, eps) = (rng.pick(&[1.0f32, 0.5, -2.0]), rng.pick(&[0.0f32, 1.5]), 1e-3);
+        let (gamma, beta, eps) = (
+            rng.pick(&[1.0f32, 0.5, -2.0]),
+            rng.pick(&[0.0f32, 1.5]),
+            1e-3,
+        );
         let mut got = vec![f32::NAN; s.len()];
         norm::instance_normalization_f32(&x, s, gamma, beta, eps, &mut got);
         for n in 0..s.n {
@@ -377,11 +421,13 @@ fn instance_normalization_matches_float64() {
                     .map(|p| f64::from(x[s.offset(n, p / s.w, p % s.w, c)]))
                     .collect();
                 let mean = plane.iter().sum::<f64>() / plane.len() as f64;
-                let var = plane.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / plane.len() as f64;
+                let var =
+                    plane.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / plane.len() as f64;
                 let sigma = (var + f64::from(eps)).sqrt();
                 for p in 0..s.h * s.w {
                     let i = s.offset(n, p / s.w, p % s.w, c);
-                    let want = (f64::from(x[i]) - mean) * f64::from(gamma) / sigma + f64::from(beta);
+                    let want =
+                        (f64::from(x[i]) - mean) * f64::from(gamma) / sigma + f64::from(beta);
                     assert!(
                         (f64::from(got[i]) - want).abs() <= 1e-4 * (1.0 + want.abs()),
                         "{s:?} {i}: {} vs {want}",

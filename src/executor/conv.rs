@@ -21,15 +21,15 @@ use crate::tensor::{DataRef, TensorMut, TensorRef};
 use nnhal_hal::shape::{Params, WindowParams};
 use nnhal_hal::validate::OperandInfo;
 use nnhal_hal::{HalResult, OperandType, OperationType};
-use nnhal_kernels::conv::grouped::{self, PackedGrouped};
-use nnhal_kernels::conv::transpose::{self, PackedTransposeF32, TransposeWindow};
-use nnhal_kernels::conv::FilterQuant;
-use nnhal_kernels::Activation;
 use nnhal_kernels::conv::dw_f32::{self, PackedDwF32};
 use nnhal_kernels::conv::dw_u8::{self, PackedDwU8};
 use nnhal_kernels::conv::f32::{self as fast_f32, PackedConvF32};
+use nnhal_kernels::conv::grouped::{self, PackedGrouped};
+use nnhal_kernels::conv::transpose::{self, PackedTransposeF32, TransposeWindow};
 use nnhal_kernels::conv::u8::{self as fast_u8, ConvQuant, PackedConvU8};
+use nnhal_kernels::conv::FilterQuant;
 use nnhal_kernels::conv::{reference, FilterShape};
+use nnhal_kernels::{Activation, Window};
 
 /// The registration of `op` on inputs of type `ty`, for the operations of this family.
 pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
@@ -447,14 +447,10 @@ fn pack_grouped(a: &PackArgs) -> HalResult<Option<Packed>> {
     else {
         return Ok(None);
     };
-    let full = FilterShape {
-        out_c: shape.out_c,
-        ..shape
-    };
     Ok(match (filter.data, a.info(1).ty) {
         (DataRef::F32(f), _) => Some(PackedGrouped::pack_f32(
             a.kernels,
-            full,
+            shape,
             groups,
             f,
             bias.f32()?,
@@ -466,11 +462,23 @@ fn pack_grouped(a: &PackArgs) -> HalResult<Option<Packed>> {
                 output: quant(a.out_info(0)),
                 act,
             };
-            PackedGrouped::pack_u8(a.kernels, full, groups, f, bias.i32()?, q)
+            PackedGrouped::pack_u8(a.kernels, shape, groups, f, bias.i32()?, q)
         }
         _ => None,
     }
     .map(Packed::Grouped))
+}
+
+/// Whether grouped weights packed as `packed_groups` × `shape` fit a call's groups and window.
+fn packed_for(packed_groups: usize, shape: FilterShape, groups: usize, w: &Window) -> bool {
+    packed_groups == groups
+        && shape
+            == (FilterShape {
+                out_c: w.output.c,
+                kh: w.filter_h,
+                kw: w.filter_w,
+                in_c: w.input.c / groups.max(1),
+            })
 }
 
 fn grouped_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
@@ -478,7 +486,7 @@ fn grouped_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let o = out0(outs)?;
     let win = window(w, c.dims(0)?, o.dims);
     match c.packed {
-        Some(Packed::Grouped(p)) if p.groups() == groups => {
+        Some(Packed::Grouped(p)) if packed_for(p.groups(), p.shape(), groups, &win) => {
             grouped::grouped_conv2d_f32_fast(&win, p, c.f(0)?, a, o.f32_mut()?)
         }
         _ => grouped::grouped_conv2d_f32(&win, groups, c.f(0)?, c.f(1)?, c.f(2)?, a, o.f32_mut()?),
@@ -492,7 +500,7 @@ fn grouped_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let o = out0(outs)?;
     let win = window(w, c.dims(0)?, o.dims);
     if let Some(Packed::Grouped(p)) = c.packed {
-        if p.groups() == groups {
+        if packed_for(p.groups(), p.shape(), groups, &win) {
             grouped::grouped_conv2d_u8_fast(&win, p, c.u(0)?, o.u8_mut()?);
             return Ok(());
         }
@@ -557,7 +565,15 @@ fn transpose_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let o = out0(outs)?;
     let (w, a) = transpose_window(c, o)?;
     match c.packed {
-        Some(Packed::TransposeF32(p)) => {
+        Some(Packed::TransposeF32(p))
+            if p.shape()
+                == (FilterShape {
+                    out_c: w.output.c,
+                    kh: w.filter_h,
+                    kw: w.filter_w,
+                    in_c: w.input.c,
+                }) =>
+        {
             transpose::transpose_conv2d_f32_fast(&w, p, c.f(0)?, a, o.f32_mut()?)
         }
         _ => transpose::transpose_conv2d_f32(&w, c.f(0)?, c.f(1)?, c.f(2)?, a, o.f32_mut()?),

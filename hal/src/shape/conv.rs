@@ -153,8 +153,14 @@ fn transpose_conv2d(ins: &Ins) -> Res<Inferred> {
     let act = ins.act(act_at)?;
     let ((left, right), (top, bottom)) = if explicit {
         (
-            (i64::from(ins.non_negative(3, "padding left")?), i64::from(ins.i32(4)?)),
-            (i64::from(ins.non_negative(5, "padding top")?), i64::from(ins.i32(6)?)),
+            (
+                i64::from(ins.non_negative(3, "padding left")?),
+                i64::from(ins.i32(4)?),
+            ),
+            (
+                i64::from(ins.non_negative(5, "padding top")?),
+                i64::from(ins.i32(6)?),
+            ),
         )
     } else {
         let shape = ins.get(3)?;
@@ -164,8 +170,13 @@ fn transpose_conv2d(ins: &Ins) -> Res<Inferred> {
             shape.dims
         );
         let v = ins.bytes(3)?;
-        check!(v.len() == 16, "output shape (input 3) has {} bytes", v.len());
-        let at = |i: usize| i32::from_le_bytes([v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]]);
+        check!(
+            v.len() == 16,
+            "output shape (input 3) has {} bytes",
+            v.len()
+        );
+        let at =
+            |i: usize| i32::from_le_bytes([v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]]);
         let scheme = ins.i32(4)?;
         check!(
             matches!(scheme, 0..=2),

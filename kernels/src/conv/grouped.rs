@@ -48,7 +48,7 @@ pub fn grouped_conv2d_f32(
     for b in 0..w.output.n {
         for oy in 0..w.output.h {
             for ox in 0..w.output.w {
-                for oc in 0..out_c {
+                for (oc, &bias_c) in bias.iter().enumerate().take(out_c) {
                     let g = oc / ogd;
                     let mut sum = 0.0f32;
                     for_each_tap(w, oy, ox, |fy, fx, y, x| {
@@ -58,7 +58,7 @@ pub fn grouped_conv2d_f32(
                             sum += filter[f0 + k] * input[i0 + k];
                         }
                     });
-                    output[o] = act.apply_f32(sum + bias[oc]);
+                    output[o] = act.apply_f32(sum + bias_c);
                     o += 1;
                 }
             }
@@ -76,6 +76,14 @@ pub fn requantizers(
     output: QuantParams,
     act: Activation,
 ) -> Result<Vec<RequantizeAny>, KernelError> {
+    if let FilterQuant::Channel(scales) = filter {
+        if scales.len() != out_c {
+            return Err(KernelError::InvalidData(format!(
+                "{} channel scales for {out_c} output channels",
+                scales.len()
+            )));
+        }
+    }
     (0..out_c)
         .map(|c| {
             let fq = match filter {
@@ -124,7 +132,7 @@ pub fn grouped_conv2d_u8(
     for b in 0..w.output.n {
         for oy in 0..w.output.h {
             for ox in 0..w.output.w {
-                for oc in 0..out_c {
+                for (oc, (&bias_c, rq_c)) in bias.iter().zip(&rq).enumerate().take(out_c) {
                     let g = oc / ogd;
                     let mut sum = 0i32;
                     for_each_tap(w, oy, ox, |fy, fx, y, x| {
@@ -135,7 +143,7 @@ pub fn grouped_conv2d_u8(
                             sum = sum.wrapping_add(a.wrapping_mul(fv[f0 + k]));
                         }
                     });
-                    output[o] = rq[oc].apply(sum.wrapping_add(bias[oc]));
+                    output[o] = rq_c.apply(sum.wrapping_add(bias_c));
                     o += 1;
                 }
             }
@@ -231,6 +239,14 @@ impl PackedGrouped {
     pub fn groups(&self) -> usize {
         self.groups.len()
     }
+
+    /// The filter extents of the whole operation, `[out_c, kh, kw, in_c / groups]`.
+    pub fn shape(&self) -> FilterShape {
+        FilterShape {
+            out_c: self.shape.out_c * self.groups.len(),
+            ..self.shape
+        }
+    }
 }
 
 /// Runs every group of `packed` on `w` (the whole operation's window): the group's input
@@ -257,7 +273,10 @@ fn run_groups<T: Copy + Default>(
             dst.copy_from_slice(&src[g * s.in_c..(g + 1) * s.in_c]);
         }
         conv(gemm, &gw, &gin, &mut gout);
-        for (src, dst) in gout.chunks_exact(s.out_c).zip(output.chunks_exact_mut(out_c)) {
+        for (src, dst) in gout
+            .chunks_exact(s.out_c)
+            .zip(output.chunks_exact_mut(out_c))
+        {
             dst[g * s.out_c..(g + 1) * s.out_c].copy_from_slice(src);
         }
     }
@@ -281,12 +300,7 @@ pub fn grouped_conv2d_f32_fast(
 
 /// GROUPED_CONV_2D uint8 (one filter zero point) on the packed GEMMs; bit-exact with
 /// [`grouped_conv2d_u8`].
-pub fn grouped_conv2d_u8_fast(
-    w: &Window,
-    packed: &PackedGrouped,
-    input: &[u8],
-    output: &mut [u8],
-) {
+pub fn grouped_conv2d_u8_fast(w: &Window, packed: &PackedGrouped, input: &[u8], output: &mut [u8]) {
     run_groups(w, packed, input, output, |gemm, gw, x, y| {
         if let GroupGemm::U8(p) = gemm {
             fast_u8::conv2d_u8(gw, p, x, y);

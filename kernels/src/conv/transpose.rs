@@ -139,8 +139,8 @@ pub fn transpose_conv2d_u8(
     }
     if out_c > 0 {
         for (px, apx) in output.chunks_exact_mut(out_c).zip(acc.chunks_exact(out_c)) {
-            for oc in 0..out_c {
-                px[oc] = rq[oc].apply(apx[oc].wrapping_add(bias[oc]));
+            for (((o, &a), &b), r) in px.iter_mut().zip(apx).zip(bias).zip(&rq) {
+                *o = r.apply(a.wrapping_add(b));
             }
         }
     }
@@ -224,10 +224,7 @@ pub fn transpose_conv2d_f32_fast(
                 w.for_each_tap(y, x, |fy, fx, oy, ox| {
                     let o0 = w.output.offset(b, oy, ox, 0);
                     let r0 = (fy * s.kw + fx) * out_c;
-                    for (o, v) in output[o0..o0 + out_c]
-                        .iter_mut()
-                        .zip(&row[r0..r0 + out_c])
-                    {
+                    for (o, v) in output[o0..o0 + out_c].iter_mut().zip(&row[r0..r0 + out_c]) {
                         *o += v;
                     }
                 });

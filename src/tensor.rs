@@ -85,7 +85,10 @@ impl Data {
                 Data::I32(try_vec(len, 0)?)
             }
             // BOOL: one byte, nonzero is true (the NCHW `layout` flag).
-            OperandType::TensorQuant8Asymm | OperandType::Bool => Data::U8(try_vec(len, 0)?),
+            // TENSOR_QUANT8_SYMM_PER_CHANNEL: the int8 bytes as stored.
+            OperandType::TensorQuant8Asymm
+            | OperandType::Bool
+            | OperandType::TensorQuant8SymmPerChannel => Data::U8(try_vec(len, 0)?),
             // OEM and post-1.0 types only ever reach opaque (unsupported) operations.
             _ => {
                 return Err(HalError::GeneralFailure(format!(

@@ -26,6 +26,8 @@ pub struct OperandInfo {
     pub lifetime: OperandLifeTime,
     pub location: DataLocation,
     pub consumers: u32,
+    /// TENSOR_QUANT8_SYMM_PER_CHANNEL: the scale of each channel (empty for other types).
+    pub channel_scales: Vec<f32>,
 }
 
 /// A decoded, validated operation.
@@ -308,6 +310,10 @@ fn validate_operand(
         lifetime,
         location: loc,
         consumers: o.number_of_consumers,
+        channel_scales: o
+            .channel_quant
+            .as_ref()
+            .map_or_else(Vec::new, |cq| cq.scales.clone()),
     })
 }
 
@@ -593,7 +599,9 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
         Ok(())
     };
     match op.ty {
-        Conv2d | DepthwiseConv2d | FullyConnected => {
+        Conv2d | DepthwiseConv2d | FullyConnected | GroupedConv2d | TransposeConv2d
+            if operands[op.inputs[1]].ty == OperandType::TensorQuant8Asymm =>
+        {
             let filter = &operands[op.inputs[1]];
             let bias = &operands[op.inputs[2]];
             let product = input.scale * filter.scale;
@@ -799,7 +807,12 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
         if !opaque {
             // The NNAPI 1.0 signature runs on the 1.0 kernels; a signature a later version
             // added is valid but not run; anything else is malformed.
-            let v1_0 = if later_types.is_empty() {
+            // Per-channel filters run where a family lists them (GROUPED_CONV_2D,
+            // TRANSPOSE_CONV_2D).
+            let v1_0 = if later_types
+                .iter()
+                .all(|&t| t == OperandType::TensorQuant8SymmPerChannel)
+            {
                 check_signature(k, ty, operation, &operands)
             } else {
                 Err(HalError::InvalidArgument(String::new()))

@@ -4,19 +4,32 @@
 //! (`nnhal_kernels::conv::{f32, u8, dw_f32, dw_u8}`); filters given at execution, and NNAPI
 //! 1.2's dilation factors other than 1, run the reference loops. NCHW forms (NNAPI 1.2
 //! `layout`) run transposed ([`super::run_nchw`]).
+//!
+//! NNAPI 1.2's GROUPED_CONV_2D (55) and TRANSPOSE_CONV_2D (91) on float32 and uint8 (signed
+//! quant8 as its unsigned image), with a per-tensor or a per-channel
+//! (TENSOR_QUANT8_SYMM_PER_CHANNEL) filter: GROUPED_CONV_2D runs one packed CONV_2D GEMM per
+//! group (`nnhal_kernels::conv::grouped`) and TRANSPOSE_CONV_2D float32 one GEMM with a col2im
+//! scatter (`nnhal_kernels::conv::transpose`). The quantized TRANSPOSE_CONV_2D and the
+//! per-channel filters run the reference loops, whose per-channel requantization of the int32
+//! image the uint8 GEMM epilogue (one multiplier per operation) does not express.
 
 use super::{
-    act, call_window, elementwise_work, fused, kernel_error, mismatch, out0, quant, window_work,
-    Call, OpImpl, PackArgs, Packed, WorkArgs,
+    act, call_window, elementwise_work, fused, kernel_error, mismatch, nhwc, out0, quant, window,
+    window_work, Call, OpImpl, PackArgs, Packed, WorkArgs,
 };
-use crate::tensor::{TensorMut, TensorRef};
-use nnhal_hal::shape::Params;
+use crate::tensor::{DataRef, TensorMut, TensorRef};
+use nnhal_hal::shape::{Params, WindowParams};
+use nnhal_hal::validate::OperandInfo;
 use nnhal_hal::{HalResult, OperandType, OperationType};
 use nnhal_kernels::conv::dw_f32::{self, PackedDwF32};
 use nnhal_kernels::conv::dw_u8::{self, PackedDwU8};
 use nnhal_kernels::conv::f32::{self as fast_f32, PackedConvF32};
+use nnhal_kernels::conv::grouped::{self, PackedGrouped};
+use nnhal_kernels::conv::transpose::{self, PackedTransposeF32, TransposeWindow};
 use nnhal_kernels::conv::u8::{self as fast_u8, ConvQuant, PackedConvU8};
+use nnhal_kernels::conv::FilterQuant;
 use nnhal_kernels::conv::{reference, FilterShape};
+use nnhal_kernels::{Activation, Window};
 
 /// The registration of `op` on inputs of type `ty`, for the operations of this family.
 pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
@@ -29,6 +42,10 @@ pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpIm
         (DepthwiseConv2d, Q) => &DEPTHWISE_U8,
         (FullyConnected, F) => &FULLY_CONNECTED_F32,
         (FullyConnected, Q) => &FULLY_CONNECTED_U8,
+        (GroupedConv2d, F) => &GROUPED_F32,
+        (GroupedConv2d, Q) => &GROUPED_U8,
+        (TransposeConv2d, F) => &TRANSPOSE_F32,
+        (TransposeConv2d, Q) => &TRANSPOSE_U8,
         _ => return None,
     })
 }
@@ -67,6 +84,32 @@ registration!(
     true,
     WEIGHTS
 );
+
+registration!(
+    GROUPED_F32,
+    pack_grouped,
+    grouped_f32,
+    conv_work,
+    true,
+    WEIGHTS
+);
+registration!(
+    GROUPED_U8,
+    pack_grouped,
+    grouped_u8,
+    conv_work,
+    true,
+    WEIGHTS
+);
+registration!(
+    TRANSPOSE_F32,
+    pack_transpose_f32,
+    transpose_f32,
+    transpose_work,
+    true,
+    WEIGHTS
+);
+registration!(TRANSPOSE_U8, transpose_u8, transpose_work);
 
 /// Filter and bias: what the convolution-like registrations pack.
 const WEIGHTS: &[usize] = &[1, 2];
@@ -359,6 +402,196 @@ fn fully_connected_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
         c.q(0),
         c.u(1)?,
         c.q(1),
+        c.i(2)?,
+        oq,
+        a,
+        o.u8_mut()?,
+    )
+    .map_err(kernel_error)
+}
+
+// ---- GROUPED_CONV_2D and TRANSPOSE_CONV_2D (NNAPI 1.2) --------------------------------------
+
+/// Each input element meets `kh·kw·out_c` filter taps.
+fn transpose_work(w: &WorkArgs) -> u64 {
+    let taps = w
+        .filter_dims
+        .and_then(|d| d.get(..3))
+        .map_or(1, |d| d.iter().map(|&x| u64::from(x)).product::<u64>());
+    elementwise_work(w).saturating_add(w.read.saturating_mul(taps))
+}
+
+/// How the filter of a quantized call stands for values: one zero point, or per channel.
+fn filter_quant<'a>(info: &'a OperandInfo) -> FilterQuant<'a> {
+    if info.ty == OperandType::TensorQuant8SymmPerChannel {
+        FilterQuant::Channel(&info.channel_scales)
+    } else {
+        FilterQuant::Tensor(quant(info))
+    }
+}
+
+fn grouped_params(params: &Params) -> Option<(&WindowParams, usize, Activation)> {
+    match params {
+        Params::GroupedConv {
+            window,
+            groups,
+            act: a,
+        } => Some((window, *groups as usize, act(*a))),
+        _ => None,
+    }
+}
+
+fn pack_grouped(a: &PackArgs) -> HalResult<Option<Packed>> {
+    let (Some((shape, filter, bias)), Some((_, groups, act))) =
+        (constant_filter(a), grouped_params(a.params))
+    else {
+        return Ok(None);
+    };
+    Ok(match (filter.data, a.info(1).ty) {
+        (DataRef::F32(f), _) => Some(PackedGrouped::pack_f32(
+            a.kernels,
+            shape,
+            groups,
+            f,
+            bias.f32()?,
+        )),
+        (DataRef::U8(f), OperandType::TensorQuant8Asymm) => {
+            let q = ConvQuant {
+                input: quant(a.info(0)),
+                filter: quant(a.info(1)),
+                output: quant(a.out_info(0)),
+                act,
+            };
+            PackedGrouped::pack_u8(a.kernels, shape, groups, f, bias.i32()?, q)
+        }
+        _ => None,
+    }
+    .map(Packed::Grouped))
+}
+
+/// Whether grouped weights packed as `packed_groups` × `shape` fit a call's groups and window.
+fn packed_for(packed_groups: usize, shape: FilterShape, groups: usize, w: &Window) -> bool {
+    packed_groups == groups
+        && shape
+            == (FilterShape {
+                out_c: w.output.c,
+                kh: w.filter_h,
+                kw: w.filter_w,
+                in_c: w.input.c / groups.max(1),
+            })
+}
+
+fn grouped_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let (w, groups, a) = grouped_params(c.params).ok_or_else(|| mismatch(c))?;
+    let o = out0(outs)?;
+    let win = window(w, c.dims(0)?, o.dims);
+    match c.packed {
+        Some(Packed::Grouped(p)) if packed_for(p.groups(), p.shape(), groups, &win) => {
+            grouped::grouped_conv2d_f32_fast(&win, p, c.f(0)?, a, o.f32_mut()?)
+        }
+        _ => grouped::grouped_conv2d_f32(&win, groups, c.f(0)?, c.f(1)?, c.f(2)?, a, o.f32_mut()?),
+    }
+    Ok(())
+}
+
+fn grouped_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let (w, groups, a) = grouped_params(c.params).ok_or_else(|| mismatch(c))?;
+    let oq = c.out_q(0);
+    let o = out0(outs)?;
+    let win = window(w, c.dims(0)?, o.dims);
+    if let Some(Packed::Grouped(p)) = c.packed {
+        if packed_for(p.groups(), p.shape(), groups, &win) {
+            grouped::grouped_conv2d_u8_fast(&win, p, c.u(0)?, o.u8_mut()?);
+            return Ok(());
+        }
+    }
+    let fq = filter_quant(&c.model.operands[c.op.inputs[1]]);
+    grouped::grouped_conv2d_u8(
+        &win,
+        groups,
+        c.u(0)?,
+        c.q(0),
+        c.u(1)?,
+        fq,
+        c.i(2)?,
+        oq,
+        a,
+        o.u8_mut()?,
+    )
+    .map_err(kernel_error)
+}
+
+/// The geometry and activation of a TRANSPOSE_CONV_2D call.
+fn transpose_window(c: &Call, out: &TensorMut) -> HalResult<(TransposeWindow, Activation)> {
+    let Params::TransposeConv {
+        pad_left,
+        pad_top,
+        stride_w,
+        stride_h,
+        act: a,
+    } = c.params
+    else {
+        return Err(mismatch(c));
+    };
+    let f = c.dims(1)?;
+    Ok((
+        TransposeWindow {
+            input: nhwc(c.dims(0)?),
+            output: nhwc(out.dims),
+            filter_h: f[1] as usize,
+            filter_w: f[2] as usize,
+            stride_h: *stride_h as usize,
+            stride_w: *stride_w as usize,
+            pad_top: *pad_top as usize,
+            pad_left: *pad_left as usize,
+        },
+        act(*a),
+    ))
+}
+
+fn pack_transpose_f32(a: &PackArgs) -> HalResult<Option<Packed>> {
+    let Some((shape, filter, bias)) = constant_filter(a) else {
+        return Ok(None);
+    };
+    Ok(Some(Packed::TransposeF32(PackedTransposeF32::pack(
+        a.kernels,
+        shape,
+        filter.f32()?,
+        bias.f32()?,
+    ))))
+}
+
+fn transpose_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let o = out0(outs)?;
+    let (w, a) = transpose_window(c, o)?;
+    match c.packed {
+        Some(Packed::TransposeF32(p))
+            if p.shape()
+                == (FilterShape {
+                    out_c: w.output.c,
+                    kh: w.filter_h,
+                    kw: w.filter_w,
+                    in_c: w.input.c,
+                }) =>
+        {
+            transpose::transpose_conv2d_f32_fast(&w, p, c.f(0)?, a, o.f32_mut()?)
+        }
+        _ => transpose::transpose_conv2d_f32(&w, c.f(0)?, c.f(1)?, c.f(2)?, a, o.f32_mut()?),
+    }
+    Ok(())
+}
+
+fn transpose_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let oq = c.out_q(0);
+    let o = out0(outs)?;
+    let (w, a) = transpose_window(c, o)?;
+    let fq = filter_quant(&c.model.operands[c.op.inputs[1]]);
+    transpose::transpose_conv2d_u8(
+        &w,
+        c.u(0)?,
+        c.q(0),
+        c.u(1)?,
+        fq,
         c.i(2)?,
         oq,
         a,

@@ -42,6 +42,10 @@ pub enum Packed {
     DwU8(PackedDwU8),
     /// ADD / MUL uint8: the result for every pair of input bytes.
     BinaryU8(BinaryTableU8),
+    /// GROUPED_CONV_2D float32 or uint8: one packed CONV_2D GEMM per group.
+    Grouped(nnhal_kernels::conv::grouped::PackedGrouped),
+    /// TRANSPOSE_CONV_2D float32: the filter as one GEMM over input pixels.
+    TransposeF32(nnhal_kernels::conv::transpose::PackedTransposeF32),
 }
 
 /// What packing sees: the operation, its resolved parameters and the model's constants.

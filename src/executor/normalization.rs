@@ -1,7 +1,7 @@
 //! Registrations of the normalization family (types.hal 1.0 `OperationType`):
 //! L2_NORMALIZATION (11) on float32 and (NNAPI 1.2) uint8, LOCAL_RESPONSE_NORMALIZATION (13)
 //! on float32 and SOFTMAX (25) on float32 and uint8, along the last axis or NNAPI 1.2's
-//! `axis`.
+//! `axis`; NNAPI 1.2's INSTANCE_NORMALIZATION (57) on float32, NHWC or NCHW.
 
 use super::{elementwise_work, kernel_error, mismatch, out0, Call, OpImpl, WorkArgs};
 use crate::tensor::TensorMut;
@@ -20,6 +20,7 @@ pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpIm
         (LocalResponseNormalization, F) => &LRN,
         (Softmax, F) => &SOFTMAX_F32,
         (Softmax, Q) => &SOFTMAX_U8,
+        (InstanceNormalization, F) => &INSTANCE_NORMALIZATION,
         _ => return None,
     })
 }
@@ -39,6 +40,35 @@ registration!(
 registration!(LRN, local_response_normalization, lrn_work, partial);
 registration!(SOFTMAX_F32, softmax_f32, elementwise_work);
 registration!(SOFTMAX_U8, softmax_u8, elementwise_work);
+registration!(
+    INSTANCE_NORMALIZATION,
+    instance_normalization,
+    instance_norm_work
+);
+
+/// Three passes over the input: the mean, the variance, the normalised values.
+fn instance_norm_work(w: &WorkArgs) -> u64 {
+    elementwise_work(w).saturating_add(w.read.saturating_mul(2))
+}
+
+fn instance_normalization(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::InstanceNorm {
+        gamma,
+        beta,
+        epsilon,
+    } = *c.params
+    else {
+        return Err(mismatch(c));
+    };
+    let x = c.t(0)?;
+    let &[n, h, w, ch] = x.dims else {
+        return Err(mismatch(c));
+    };
+    let shape = nnhal_kernels::Nhwc::new(n as usize, h as usize, w as usize, ch as usize);
+    let o = out0(outs)?;
+    norm::instance_normalization_f32(x.f32()?, shape, gamma, beta, epsilon, o.f32_mut()?);
+    Ok(())
+}
 
 fn lrn_work(w: &WorkArgs) -> u64 {
     let n = match w.params {

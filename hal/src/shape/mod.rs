@@ -139,6 +139,27 @@ pub enum Params {
         multiplier: u32,
         act: FusedActivationFunc,
     },
+    /// GROUPED_CONV_2D (NNAPI 1.2): a convolution of `groups` channel slices.
+    GroupedConv {
+        window: WindowParams,
+        groups: u32,
+        act: FusedActivationFunc,
+    },
+    /// TRANSPOSE_CONV_2D (NNAPI 1.2): strides and the leading paddings (the trailing ones,
+    /// which may be negative, only shape the output).
+    TransposeConv {
+        pad_left: u32,
+        pad_top: u32,
+        stride_w: u32,
+        stride_h: u32,
+        act: FusedActivationFunc,
+    },
+    /// INSTANCE_NORMALIZATION (NNAPI 1.2).
+    InstanceNorm {
+        gamma: f32,
+        beta: f32,
+        epsilon: f32,
+    },
     /// DEPTH_TO_SPACE, SPACE_TO_DEPTH.
     Block {
         block: u32,
@@ -514,6 +535,9 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
             | ResizeBilinear
             | SpaceToBatchNd
             | BatchToSpaceNd
+            | GroupedConv2d
+            | TransposeConv2d
+            | InstanceNormalization
     ) {
         let flag = inputs
             .iter()
@@ -626,6 +650,19 @@ fn infer_layout(op: OperationType, inputs: &[Option<Arg>], at: usize) -> Res<Inf
     let nhwc = [d[0], d[2], d[3], d[1]];
     if let Some(Some(a)) = args.first_mut() {
         a.dims = &nhwc;
+    }
+    // TRANSPOSE_CONV_2D's output-shape tensor (implicit padding) is in the layout of the
+    // images: [n, c, h, w] becomes the [n, h, w, c] the NHWC rule reads.
+    let mut shape_nhwc = [0u8; 16];
+    if op == OperationType::TransposeConv2d && args.len() == 8 {
+        if let Some(Some(a)) = args.get_mut(3) {
+            if let Some(v) = a.value.filter(|v| v.len() == 16) {
+                for (to, from) in [0, 2, 3, 1].into_iter().enumerate() {
+                    shape_nhwc[4 * to..4 * to + 4].copy_from_slice(&v[4 * from..4 * from + 4]);
+                }
+                a.value = Some(&shape_nhwc);
+            }
+        }
     }
     let mut r = infer_nhwc_dilated(op, &args, dilation)?;
     let o = &r.outputs[0];

@@ -1,13 +1,13 @@
 //! Signatures and shape rules of the normalization family (types.hal 1.0 `OperationType`):
 //! L2_NORMALIZATION (11), LOCAL_RESPONSE_NORMALIZATION (13) and SOFTMAX (25), along the last
-//! axis or NNAPI 1.2's optional `axis`.
+//! axis or NNAPI 1.2's optional `axis`; NNAPI 1.2's INSTANCE_NORMALIZATION (57).
 
 use super::{one, Inferred, Ins, Params, Res};
 use crate::ops::{sig, Arity, Signature};
 use crate::types::OperationType;
 
 use crate::types::OperandType::{
-    Float32 as SF, Int32 as SI, TensorFloat32 as F, TensorQuant8Asymm as Q,
+    Bool as B, Float32 as SF, Int32 as SI, TensorFloat32 as F, TensorQuant8Asymm as Q,
 };
 
 /// The signatures this driver runs, for the operations of this family.
@@ -41,6 +41,11 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
             ];
             S
         }
+        // gamma, beta, epsilon, layout.
+        InstanceNormalization => {
+            const S: &[Signature] = &[sig(&[F, SF, SF, SF, B], &[F])];
+            S
+        }
         _ => return None,
     }))
 }
@@ -52,6 +57,7 @@ pub(super) fn infer(op: OperationType, ins: &Ins) -> Option<Res<Inferred>> {
         L2Normalization => l2_normalization(ins),
         LocalResponseNormalization => local_response_normalization(ins),
         Softmax => softmax(ins),
+        InstanceNormalization => instance_normalization(ins),
         _ => return None,
     })
 }
@@ -110,4 +116,17 @@ fn softmax(ins: &Ins) -> Res<Inferred> {
     let beta = ins.f32(1)?;
     check!(beta > 0.0, "beta must be positive, is {beta}");
     one(d.to_vec(), Params::Softmax { beta, depth, inner })
+}
+
+/// INSTANCE_NORMALIZATION: a rank-4 image, the output of its shape.
+fn instance_normalization(ins: &Ins) -> Res<Inferred> {
+    let d = ins.dims_rank(0, 4, "input")?;
+    one(
+        d.to_vec(),
+        Params::InstanceNorm {
+            gamma: ins.f32(1)?,
+            beta: ins.f32(2)?,
+            epsilon: ins.f32(3)?,
+        },
+    )
 }

@@ -244,6 +244,48 @@ pub fn local_response_normalization_f32(
     });
 }
 
+/// INSTANCE_NORMALIZATION (NNAPI 1.2), float32 NHWC: every (batch, channel) plane is
+/// normalised by its own mean and variance, `(x − mean) · gamma / sqrt(var + epsilon) + beta`,
+/// with the reference's order: the mean first, then the mean of the squared deviations.
+pub fn instance_normalization_f32(
+    input: &[f32],
+    shape: crate::Nhwc,
+    gamma: f32,
+    beta: f32,
+    epsilon: f32,
+    output: &mut [f32],
+) {
+    let (plane, c) = (shape.h * shape.w, shape.c);
+    if plane == 0 || c == 0 {
+        return;
+    }
+    let count = plane as f32;
+    for (x, y) in input
+        .chunks_exact(plane * c)
+        .zip(output.chunks_exact_mut(plane * c))
+    {
+        for ch in 0..c {
+            let mean = x.iter().skip(ch).step_by(c).sum::<f32>() / count;
+            let var = x
+                .iter()
+                .skip(ch)
+                .step_by(c)
+                .map(|v| (v - mean) * (v - mean))
+                .sum::<f32>()
+                / count;
+            let sigma = (var + epsilon).sqrt();
+            for (o, v) in y
+                .iter_mut()
+                .skip(ch)
+                .step_by(c)
+                .zip(x.iter().skip(ch).step_by(c))
+            {
+                *o = (v - mean) * gamma / sigma + beta;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

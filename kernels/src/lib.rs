@@ -28,10 +28,13 @@
 // (`reference`) beside its fast operator loops.
 pub mod conv;
 pub mod elementwise;
+pub mod logic;
 pub mod lookup;
+pub mod math;
 pub mod normalization;
 pub mod pool;
 pub mod recurrent;
+pub mod reduce;
 pub mod transform;
 
 // Shared by the families.

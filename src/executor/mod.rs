@@ -153,6 +153,9 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
         .or_else(|| transform::lookup(op, ty))
         .or_else(|| lookup::lookup(op, ty))
         .or_else(|| recurrent::lookup(op, ty))
+        .or_else(|| math::lookup(op, ty))
+        .or_else(|| logic::lookup(op, ty))
+        .or_else(|| reduce::lookup(op, ty))
 }
 
 /// Runs `imp` on an NCHW operation (types.hal V1_2: the image operations' BOOL `layout`):
@@ -246,10 +249,13 @@ macro_rules! registration {
 // The families, after the macro their registrations use.
 mod conv;
 mod elementwise;
+mod logic;
 mod lookup;
+mod math;
 mod normalization;
 mod pool;
 mod recurrent;
+mod reduce;
 mod transform;
 
 fn no_pack(_: &PackArgs) -> HalResult<Option<Packed>> {

@@ -51,10 +51,13 @@ macro_rules! check {
 // executor: each holds the signatures the driver runs and the shape rules of its operations.
 pub(crate) mod conv;
 pub(crate) mod elementwise;
+pub(crate) mod logic;
 pub(crate) mod lookup;
+pub(crate) mod math;
 pub(crate) mod normalization;
 pub(crate) mod pool;
 pub(crate) mod recurrent;
+pub(crate) mod reduce;
 pub(crate) mod transform;
 
 /// Explicit padding in elements.
@@ -148,6 +151,14 @@ pub enum Params {
         units: u32,
         act: FusedActivationFunc,
     },
+    /// ELU (NNAPI 1.3): the scale of the negative part.
+    Elu {
+        alpha: f32,
+    },
+    /// REDUCE_ALL, REDUCE_ANY (NNAPI 1.2): which axes of the input are reduced.
+    Reduced {
+        axes: Vec<bool>,
+    },
     /// EMBEDDING_LOOKUP, HASHTABLE_LOOKUP: rows of the value table and the length of each row.
     Lookup {
         rows: u32,
@@ -182,7 +193,8 @@ pub enum Params {
         units: u32,
         act: FusedActivationFunc,
     },
-    /// SOFTMAX along an axis: `depth` elements `inner` apart (`inner` = 1: the last axis).
+    /// SOFTMAX (and NNAPI 1.2's LOG_SOFTMAX) along an axis: `depth` elements `inner` apart
+    /// (`inner` = 1: the last axis).
     Softmax {
         beta: f32,
         depth: u32,
@@ -510,6 +522,9 @@ fn infer_nhwc_dilated(
         .or_else(|| transform::infer(op, &ins))
         .or_else(|| lookup::infer(op, &ins))
         .or_else(|| recurrent::infer(op, &ins))
+        .or_else(|| math::infer(op, &ins))
+        .or_else(|| logic::infer(op, &ins))
+        .or_else(|| reduce::infer(op, &ins))
         .unwrap_or_else(|| {
             Err(InferError::Invalid(format!(
                 "{op} is not run by this driver"
@@ -527,6 +542,9 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
         .or_else(|| transform::signatures(op))
         .or_else(|| lookup::signatures(op))
         .or_else(|| recurrent::signatures(op))
+        .or_else(|| math::signatures(op))
+        .or_else(|| logic::signatures(op))
+        .or_else(|| reduce::signatures(op))
 }
 
 /// One output of dimensions `d`.

@@ -129,7 +129,10 @@ fn bi67_runtime_shapes_that_do_not_broadcast() {
         let a = (f32_bytes(&[1.0; 6]), vec![2, 3]);
         let fits = (f32_bytes(&[2.0; 3]), vec![1, 3]);
         let clash = (f32_bytes(&[2.0; 12]), vec![4, 3]);
-        assert_eq!(status(&prepared, &request(&[a.clone(), fits], 6 * out_size)), None);
+        assert_eq!(
+            status(&prepared, &request(&[a.clone(), fits], 6 * out_size)),
+            None
+        );
         assert_eq!(
             status(&prepared, &request(&[a, clash], 12 * out_size)),
             Some(ErrorStatus::InvalidArgument),

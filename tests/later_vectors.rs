@@ -34,13 +34,35 @@ struct Counts {
 /// (kept apart from what the driver claims, so a claim that stops holding fails here).
 const LATER_OPERATIONS: &[&str] = &[
     // math
-    "ABS", "EXP", "LOG", "NEG", "POW", "RSQRT", "SIN", "SQRT", "MAXIMUM", "MINIMUM", "PRELU",
-    "ELU", "HARD_SWISH", "LOG_SOFTMAX", "CAST",
+    "ABS",
+    "EXP",
+    "LOG",
+    "NEG",
+    "POW",
+    "RSQRT",
+    "SIN",
+    "SQRT",
+    "MAXIMUM",
+    "MINIMUM",
+    "PRELU",
+    "ELU",
+    "HARD_SWISH",
+    "LOG_SOFTMAX",
+    "CAST",
     // logic
-    "EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL", "LOGICAL_AND",
-    "LOGICAL_OR", "LOGICAL_NOT", "SELECT",
+    "EQUAL",
+    "NOT_EQUAL",
+    "GREATER",
+    "GREATER_EQUAL",
+    "LESS",
+    "LESS_EQUAL",
+    "LOGICAL_AND",
+    "LOGICAL_OR",
+    "LOGICAL_NOT",
+    "SELECT",
     // reduce
-    "REDUCE_ALL", "REDUCE_ANY",
+    "REDUCE_ALL",
+    "REDUCE_ANY",
 ];
 
 /// Operand types beyond NNAPI 1.0 (BOOL and signed quant8 aside) that the driver runs.

@@ -124,7 +124,8 @@ pub fn is_optional_input(op: OperationType, position: usize) -> bool {
 /// Whether this driver executes `op`: every NNAPI 1.0 operation but OEM_OPERATION, and the
 /// later operations a family runs (those with signatures in [`arity`]).
 pub fn is_supported(op: OperationType) -> bool {
-    (op.in_nnapi_1_0() && op != OperationType::OemOperation) || crate::shape::signatures(op).is_some()
+    (op.in_nnapi_1_0() && op != OperationType::OemOperation)
+        || crate::shape::signatures(op).is_some()
 }
 
 /// A signature held by value: the later-version tables are built once at first use.

@@ -618,7 +618,9 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
         }
         // The platform's quantized HARD_SWISH requires an output multiplier
         // (input scale / 128 / output scale, in float32) below 1 once quantized to Q31.
-        HardSwish if f64::from(input.scale * (1.0 / 128.0) / out.scale) >= 1.0 - 0.5f64.powi(32) => {
+        HardSwish
+            if f64::from(input.scale * (1.0 / 128.0) / out.scale) >= 1.0 - 0.5f64.powi(32) =>
+        {
             return Ok(false);
         }
         // The uint8 kernel writes in the NNAPI 1.2 output quantization only.

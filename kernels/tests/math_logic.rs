@@ -8,8 +8,8 @@
 //! micro-kernel table, so every ISA level runs the same code (nothing to force per level).
 
 use nnhal_kernels::logic::reference as logic;
-use nnhal_kernels::math::reference::{self as m, HardSwishU8, PreluU8};
 use nnhal_kernels::math::fast;
+use nnhal_kernels::math::reference::{self as m, HardSwishU8, PreluU8};
 use nnhal_kernels::reduce::reference as reduce;
 use nnhal_kernels::QuantParams;
 use proptest::prelude::*;
@@ -51,7 +51,7 @@ fn multi_index(mut flat: usize, dims: &[usize]) -> Vec<usize> {
 
 fn seq(n: usize, seed: u64) -> Vec<f32> {
     (0..n)
-        .map(|i| (((i as u64 * 2654435761 + seed) % 1000) as f32 - 500.0) / 50.0)
+        .map(|i| (((i as u64 * 2654435761).wrapping_add(seed) % 1000) as f32 - 500.0) / 50.0)
         .collect()
 }
 
@@ -142,7 +142,7 @@ proptest! {
     #[test]
     fn reduce_all_any_match_a_scan(d in dims(), mask in any::<u8>(), seed in any::<u64>()) {
         let reduced: Vec<bool> = (0..d.len()).map(|i| mask >> i & 1 == 1).collect();
-        let x: Vec<u8> = (0..d.iter().product::<usize>()).map(|i| u8::from((i as u64 * 31 + seed) % 3 != 0)).collect();
+        let x: Vec<u8> = (0..d.iter().product::<usize>()).map(|i| u8::from(!(i as u64 * 31).wrapping_add(seed).is_multiple_of(3))).collect();
         let out_dims: Vec<usize> = d.iter().zip(&reduced).map(|(&e, &r)| if r { 1 } else { e }).collect();
         let n: usize = out_dims.iter().product();
         let (mut all, mut any) = (vec![9; n], vec![9; n]);
@@ -180,10 +180,24 @@ proptest! {
 
 #[test]
 fn cast_saturates_to_uint8_and_truncates() {
-    for (x, want) in [(-0.5f32, 0u8), (0.9, 0), (1.5, 1), (254.99, 254), (255.0, 255), (1e9, 255), (-1e9, 0)] {
+    for (x, want) in [
+        (-0.5f32, 0u8),
+        (0.9, 0),
+        (1.5, 1),
+        (254.99, 254),
+        (255.0, 255),
+        (1e9, 255),
+        (-1e9, 0),
+    ] {
         assert_eq!(m::f32_to_u8(x), want, "{x}");
     }
-    for (x, want) in [(-1i32, 0u8), (0, 0), (200, 200), (256, 255), (i32::MAX, 255)] {
+    for (x, want) in [
+        (-1i32, 0u8),
+        (0, 0),
+        (200, 200),
+        (256, 255),
+        (i32::MAX, 255),
+    ] {
         assert_eq!(m::i32_to_u8(x), want, "{x}");
     }
 }
@@ -211,7 +225,10 @@ fn pooled_loops_match_the_plain_ones() {
     let n = (1 << 18) + 37;
     let a = seq(n, 1);
     let b = seq(n, 2);
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap();
     let mut plain = vec![0.0f32; n];
     m::map(&a, &mut plain, m::hard_swish);
     let mut pooled = vec![f32::NAN; n];
@@ -222,6 +239,10 @@ fn pooled_loops_match_the_plain_ones() {
         *o = logic::Comparison::Less.test(x, y);
     }
     let mut pooled = vec![9u8; n];
-    pool.install(|| fast::zip(&a, &b, &mut pooled, |x, y| logic::Comparison::Less.test(x, y)));
+    pool.install(|| {
+        fast::zip(&a, &b, &mut pooled, |x, y| {
+            logic::Comparison::Less.test(x, y)
+        })
+    });
     assert_eq!(plain, pooled);
 }

@@ -60,7 +60,11 @@ fn reduce(ins: &Ins) -> Res<Inferred> {
         reduced[a.rem_euclid(rank as i32) as usize] = true;
     }
     let keep = ins.bytes(2)?;
-    check!(keep.len() == 1, "keep_dims (input 2) has {} bytes", keep.len());
+    check!(
+        keep.len() == 1,
+        "keep_dims (input 2) has {} bytes",
+        keep.len()
+    );
     let mut out: Vec<u32> = d
         .iter()
         .zip(&reduced)

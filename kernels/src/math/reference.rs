@@ -2,7 +2,9 @@
 //! and operand type, applied element by element, with NumPy-style broadcasting for the
 //! two-input operations.
 
-use crate::quant::{quantize_multiplier, rounding_divide_by_pot, saturating_rounding_doubling_high_mul};
+use crate::quant::{
+    quantize_multiplier, rounding_divide_by_pot, saturating_rounding_doubling_high_mul,
+};
 use crate::QuantParams;
 
 /// Strides of `dims` seen through the broadcast output shape `out` (rank aligned at the

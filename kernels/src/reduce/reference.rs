@@ -40,10 +40,14 @@ pub fn reduce<T: Copy>(
 
 /// REDUCE_ALL of TENSOR_BOOL8 bytes (nonzero is true), writing 0 or 1.
 pub fn all(input: &[u8], dims: &[usize], reduced: &[bool], out: &mut [u8]) {
-    reduce(input, dims, reduced, 1, out, |a, x| u8::from(a != 0 && x != 0));
+    reduce(input, dims, reduced, 1, out, |a, x| {
+        u8::from(a != 0 && x != 0)
+    });
 }
 
 /// REDUCE_ANY of TENSOR_BOOL8 bytes, writing 0 or 1.
 pub fn any(input: &[u8], dims: &[usize], reduced: &[bool], out: &mut [u8]) {
-    reduce(input, dims, reduced, 0, out, |a, x| u8::from(a != 0 || x != 0));
+    reduce(input, dims, reduced, 0, out, |a, x| {
+        u8::from(a != 0 || x != 0)
+    });
 }

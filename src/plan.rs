@@ -56,7 +56,7 @@ impl Elem {
         Ok(match ty {
             OperandType::Float32 | OperandType::TensorFloat32 => Elem::F32,
             OperandType::Int32 | OperandType::UInt32 | OperandType::TensorInt32 => Elem::I32,
-            OperandType::TensorQuant8Asymm => Elem::U8,
+            OperandType::TensorQuant8Asymm | OperandType::TensorBool8 => Elem::U8,
             _ => {
                 return Err(HalError::GeneralFailure(format!(
                     "{ty} operands cannot be executed"

@@ -84,10 +84,12 @@ impl Data {
             OperandType::Int32 | OperandType::UInt32 | OperandType::TensorInt32 => {
                 Data::I32(try_vec(len, 0)?)
             }
-            // BOOL: one byte, nonzero is true (the NCHW `layout` flag).
+            // BOOL: one byte, nonzero is true (the NCHW `layout` flag); TENSOR_BOOL8 rides on
+            // the byte storage too, one byte per element, the operand type telling them apart.
             // TENSOR_QUANT8_SYMM_PER_CHANNEL: the int8 bytes as stored.
             OperandType::TensorQuant8Asymm
             | OperandType::Bool
+            | OperandType::TensorBool8
             | OperandType::TensorQuant8SymmPerChannel => Data::U8(try_vec(len, 0)?),
             // OEM and post-1.0 types only ever reach opaque (unsupported) operations.
             _ => {

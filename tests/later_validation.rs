@@ -68,8 +68,12 @@ impl Builder {
 /// A subgraph of `inputs` float32 [4] inputs and the given outputs: each output is ABS of an
 /// input, or for a TENSOR_BOOL8 output LESS of an input with itself.
 fn subgraph(inputs: usize, outputs: &[(OperandType, &[u32])]) -> Subgraph {
+    // A condition compares its inputs into a TENSOR_BOOL8 [1]: LESS broadcasts them, so
+    // their extent is left to run time (a [4] input would give a [4] result).
+    let condition = outputs.iter().any(|&(ty, _)| ty == TensorBool8);
+    let input_dims: &[u32] = if condition { &[0] } else { &[4] };
     let mut operands: Vec<Operand> = (0..inputs)
-        .map(|_| Operand::new(TensorFloat32, &[4], ModelInput))
+        .map(|_| Operand::new(TensorFloat32, input_dims, ModelInput))
         .collect();
     let mut operations = Vec::new();
     let mut output_indexes = Vec::new();

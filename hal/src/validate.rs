@@ -631,6 +631,13 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
         {
             return Ok(false);
         }
+        // The platform's quantized HARD_SWISH requires an output multiplier
+        // (input scale / 128 / output scale, in float32) below 1 once quantized to Q31.
+        HardSwish
+            if f64::from(input.scale * (1.0 / 128.0) / out.scale) >= 1.0 - 0.5f64.powi(32) =>
+        {
+            return Ok(false);
+        }
         // The uint8 kernel writes in the NNAPI 1.2 output quantization only.
         L2Normalization
             if input.ty == OperandType::TensorQuant8Asymm
@@ -790,8 +797,11 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
             .iter()
             .chain(&operation.outputs)
             .map(|&i| operands[i as usize].ty)
-            // BOOL is the `layout` flag the 1.0 table accepts on image operations.
-            .filter(|&t| !t.in_nnapi_1_0() && t != OperandType::Bool)
+            // BOOL is the `layout` flag the 1.0 table accepts on image operations; TENSOR_BOOL8
+            // (NNAPI 1.2) is run by the comparison and logic operations that list it.
+            .filter(|&t| {
+                !t.in_nnapi_1_0() && t != OperandType::Bool && t != OperandType::TensorBool8
+            })
             .collect();
         let mut opaque = matches!(ops::arity(ty), Arity::Any);
         if matches!(ty, OperationType::If | OperationType::While) {

@@ -28,7 +28,9 @@
 // (`reference`) beside its fast operator loops.
 pub mod conv;
 pub mod elementwise;
+pub mod logic;
 pub mod lookup;
+pub mod math;
 pub mod normalization;
 pub mod pool;
 pub mod recurrent;

@@ -157,6 +157,8 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
         .or_else(|| transform::lookup(op, ty))
         .or_else(|| lookup::lookup(op, ty))
         .or_else(|| recurrent::lookup(op, ty))
+        .or_else(|| math::lookup(op, ty))
+        .or_else(|| logic::lookup(op, ty))
         .or_else(|| reduce::lookup(op, ty))
 }
 
@@ -251,7 +253,9 @@ macro_rules! registration {
 // The families, after the macro their registrations use.
 mod conv;
 mod elementwise;
+mod logic;
 mod lookup;
+mod math;
 mod normalization;
 mod pool;
 mod recurrent;

@@ -51,7 +51,9 @@ macro_rules! check {
 // executor: each holds the signatures the driver runs and the shape rules of its operations.
 pub(crate) mod conv;
 pub(crate) mod elementwise;
+pub(crate) mod logic;
 pub(crate) mod lookup;
+pub(crate) mod math;
 pub(crate) mod normalization;
 pub(crate) mod pool;
 pub(crate) mod recurrent;
@@ -170,6 +172,10 @@ pub enum Params {
         units: u32,
         act: FusedActivationFunc,
     },
+    /// ELU (NNAPI 1.3): the scale of the negative part.
+    Elu {
+        alpha: f32,
+    },
     /// EMBEDDING_LOOKUP, HASHTABLE_LOOKUP: rows of the value table and the length of each row.
     Lookup {
         rows: u32,
@@ -204,7 +210,8 @@ pub enum Params {
         units: u32,
         act: FusedActivationFunc,
     },
-    /// SOFTMAX along an axis: `depth` elements `inner` apart (`inner` = 1: the last axis).
+    /// SOFTMAX (and NNAPI 1.2's LOG_SOFTMAX) along an axis: `depth` elements `inner` apart
+    /// (`inner` = 1: the last axis).
     Softmax {
         beta: f32,
         depth: u32,
@@ -233,7 +240,7 @@ pub enum Params {
         count: Vec<u32>,
         fault: Option<String>,
     },
-    /// MEAN and the other reductions: the reduced axes, ascending, each once.
+    /// MEAN, REDUCE_ALL, REDUCE_ANY: the reduced axes, ascending, each once.
     Reduce {
         axes: Vec<u32>,
     },
@@ -337,6 +344,13 @@ impl<'a> Ins<'a, '_> {
         let b = self.bytes(i)?;
         check!(b.len() == 4, "scalar input {i} has {} bytes", b.len());
         Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// A BOOL scalar: one byte, nonzero is true.
+    fn bool(&self, i: usize) -> Res<bool> {
+        let b = self.bytes(i)?;
+        check!(b.len() == 1, "scalar input {i} has {} bytes", b.len());
+        Ok(b[0] != 0)
     }
 
     fn f32(&self, i: usize) -> Res<f32> {
@@ -568,6 +582,8 @@ fn infer_nhwc_dilated(
         .or_else(|| transform::infer(op, &ins))
         .or_else(|| lookup::infer(op, &ins))
         .or_else(|| recurrent::infer(op, &ins))
+        .or_else(|| math::infer(op, &ins))
+        .or_else(|| logic::infer(op, &ins))
         .or_else(|| reduce::infer(op, &ins))
         .unwrap_or_else(|| {
             Err(InferError::Invalid(format!(
@@ -586,6 +602,8 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
         .or_else(|| transform::signatures(op))
         .or_else(|| lookup::signatures(op))
         .or_else(|| recurrent::signatures(op))
+        .or_else(|| math::signatures(op))
+        .or_else(|| logic::signatures(op))
         .or_else(|| reduce::signatures(op))
 }
 

@@ -1,15 +1,17 @@
 //! Signatures and shape rules of the reduction family (NeuralNetworks.h `OperationCode`):
 //! MEAN (31, NNAPI 1.1) on float32 and quant8: the mean over a list of axes, negative axes
 //! counting from the end and repeated ones counting once, the reduced axes kept as extent 1
-//! or dropped (`keep_dims`); dropping every axis leaves shape [1]. The REDUCE_* operations of
-//! NNAPI 1.2 share these rules.
+//! or dropped (`keep_dims`); dropping every axis leaves shape [1]. REDUCE_ALL (75) and
+//! REDUCE_ANY (76) of NNAPI 1.2 share these rules on TENSOR_BOOL8 of rank 1–4, with a BOOL
+//! `keep_dims`.
 
 use super::{i32_list, one, rank_at_most, Inferred, Ins, Params, Res};
 use crate::ops::{sig, Arity, Signature};
 use crate::types::OperationType;
 
 use crate::types::OperandType::{
-    Int32 as SI, TensorFloat32 as F, TensorInt32 as I, TensorQuant8Asymm as Q,
+    Bool as B, Int32 as SI, TensorBool8 as B8, TensorFloat32 as F, TensorInt32 as I,
+    TensorQuant8Asymm as Q,
 };
 
 /// The signatures this driver runs, for the operations of this family.
@@ -19,6 +21,10 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
             const S: &[Signature] = &[sig(&[F, I, SI], &[F]), sig(&[Q, I, SI], &[Q])];
             S
         }
+        OperationType::ReduceAll | OperationType::ReduceAny => {
+            const S: &[Signature] = &[sig(&[B8, I, B], &[B8])];
+            S
+        }
         _ => return None,
     }))
 }
@@ -26,12 +32,17 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
 /// Output shapes and parameters, for the operations of this family.
 pub(super) fn infer(op: OperationType, ins: &Ins) -> Option<Res<Inferred>> {
     Some(match op {
-        OperationType::Mean => mean(ins),
+        // The reference reads MEAN's INT32 keep_dims as "greater than zero".
+        OperationType::Mean => reduce(ins, ins.i32(2)? > 0),
+        OperationType::ReduceAll | OperationType::ReduceAny => {
+            check!(!ins.dims(0)?.is_empty(), "input must have rank 1 to 4, has 0");
+            reduce(ins, ins.bool(2)?)
+        }
         _ => return None,
     })
 }
 
-fn mean(ins: &Ins) -> Res<Inferred> {
+fn reduce(ins: &Ins, keep: bool) -> Res<Inferred> {
     let d = ins.dims(0)?;
     rank_at_most(d, 4, "input")?;
     let rank = d.len() as i32;
@@ -44,8 +55,6 @@ fn mean(ins: &Ins) -> Res<Inferred> {
         );
         reduced[a.rem_euclid(rank) as usize] = true;
     }
-    // The reference reads keep_dims as "greater than zero".
-    let keep = ins.i32(2)? > 0;
     let mut out: Vec<u32> = d
         .iter()
         .zip(&reduced)

@@ -1,5 +1,5 @@
-//! The reduction family of NeuralNetworks.h `OperationCode`: MEAN (31, NNAPI 1.1); the family
-//! NNAPI 1.2's REDUCE_* operations extend.
+//! The reduction family of NeuralNetworks.h `OperationCode`: MEAN (31, NNAPI 1.1), REDUCE_ALL
+//! (75) and REDUCE_ANY (76) of NNAPI 1.2 on TENSOR_BOOL8.
 //!
 //! [`mod@reference`] holds the plain loop (the test oracle: every input element added into its
 //! output in input order); [`mean`] the operator loop that runs, which splits a reduction over

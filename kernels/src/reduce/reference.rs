@@ -3,7 +3,8 @@
 //! stored values exactly and divides in integers, truncating towards zero — for
 //! TENSOR_QUANT8_ASYMM_SIGNED the sum is of the signed values, so a negative mean truncates
 //! upwards, which the unsigned image (values + 128) must reproduce. The output keeps the
-//! input's quantization.
+//! input's quantization. REDUCE_ALL and REDUCE_ANY (NNAPI 1.2) fold TENSOR_BOOL8 bytes
+//! (nonzero is true) with AND and OR into 0 or 1.
 
 /// The output index of every input element: input strides mapped to output strides, 0 along
 /// reduced axes.
@@ -55,4 +56,16 @@ pub fn mean_u8(input: &[u8], shape: &[usize], axes: &[usize], signed: bool, out:
     for (v, s) in out.iter_mut().zip(sums) {
         *v = (s / n + bias).clamp(0, 255) as u8;
     }
+}
+
+/// REDUCE_ALL of TENSOR_BOOL8 bytes over `axes` (each once, in range), writing 0 or 1.
+pub fn all(input: &[u8], shape: &[usize], axes: &[usize], out: &mut [u8]) {
+    out.fill(1);
+    for_each_output_index(shape, axes, |i, o| out[o] &= u8::from(input[i] != 0));
+}
+
+/// REDUCE_ANY of TENSOR_BOOL8 bytes over `axes` (each once, in range), writing 0 or 1.
+pub fn any(input: &[u8], shape: &[usize], axes: &[usize], out: &mut [u8]) {
+    out.fill(0);
+    for_each_output_index(shape, axes, |i, o| out[o] |= u8::from(input[i] != 0));
 }

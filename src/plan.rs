@@ -56,7 +56,10 @@ impl Elem {
         Ok(match ty {
             OperandType::Float32 | OperandType::TensorFloat32 => Elem::F32,
             OperandType::Int32 | OperandType::UInt32 | OperandType::TensorInt32 => Elem::I32,
-            OperandType::TensorQuant8Asymm => Elem::U8,
+            // The 8-bit symmetric types (NNAPI 1.2) hold int8 values in the same bytes.
+            OperandType::TensorQuant8Asymm
+            | OperandType::TensorQuant8Symm
+            | OperandType::TensorQuant8SymmPerChannel => Elem::U8,
             _ => {
                 return Err(HalError::GeneralFailure(format!(
                     "{ty} operands cannot be executed"

@@ -85,7 +85,11 @@ impl Data {
                 Data::I32(try_vec(len, 0)?)
             }
             // BOOL: one byte, nonzero is true (the NCHW `layout` flag).
-            OperandType::TensorQuant8Asymm | OperandType::Bool => Data::U8(try_vec(len, 0)?),
+            // The 8-bit symmetric types (NNAPI 1.2) hold int8 values in the same bytes.
+            OperandType::TensorQuant8Asymm
+            | OperandType::TensorQuant8Symm
+            | OperandType::TensorQuant8SymmPerChannel
+            | OperandType::Bool => Data::U8(try_vec(len, 0)?),
             // OEM and post-1.0 types only ever reach opaque (unsupported) operations.
             _ => {
                 return Err(HalError::GeneralFailure(format!(

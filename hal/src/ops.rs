@@ -121,9 +121,10 @@ pub fn is_optional_input(op: OperationType, position: usize) -> bool {
     }
 }
 
-/// Whether this driver executes `op` (every NNAPI 1.0 operation but OEM_OPERATION).
+/// Whether this driver executes `op` in some signature: every operation of a family.
 pub fn is_supported(op: OperationType) -> bool {
-    op.in_nnapi_1_0() && op != OperationType::OemOperation
+    // Exactly the operations an operation family runs (OEM_OPERATION is in none).
+    crate::shape::signatures(op).is_some()
 }
 
 /// A signature held by value: the later-version tables are built once at first use.

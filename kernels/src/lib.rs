@@ -31,6 +31,7 @@ pub mod elementwise;
 pub mod lookup;
 pub mod normalization;
 pub mod pool;
+pub mod quantize;
 pub mod recurrent;
 pub mod transform;
 

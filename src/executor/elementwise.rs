@@ -1,6 +1,5 @@
 //! Registrations of the element-wise family (types.hal 1.0 `OperationType`): ADD (0) and
-//! MUL (18) on float32, uint8 and (NNAPI 1.3) int32 with broadcasting, DEQUANTIZE (6),
-//! FLOOR (8), LOGISTIC (14), RELU / RELU1 / RELU6 (19–21) and TANH (28). Same-shape float32
+//! MUL (18) on float32, uint8 and (NNAPI 1.3) int32 with broadcasting, FLOOR (8), LOGISTIC (14), RELU / RELU1 / RELU6 (19–21) and TANH (28). Same-shape float32
 //! operands run the vector loops of `nnhal_kernels::elementwise::f32`, uint8 ADD and MUL the
 //! table packed at prepare; broadcasting runs the reference.
 
@@ -26,7 +25,6 @@ pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpIm
         (Mul, F) => &MUL_F32,
         (Mul, Q) => &MUL_U8,
         (Mul, I) => &MUL_I32,
-        (Dequantize, Q) => &DEQUANTIZE,
         (Floor, F) => &FLOOR,
         (Logistic, F) => &LOGISTIC_F32,
         (Logistic, Q) => &LOGISTIC_U8,
@@ -64,7 +62,6 @@ registration!(
 );
 registration!(ADD_I32, |c, o| binary_i32(c, o, false), elementwise_work);
 registration!(MUL_I32, |c, o| binary_i32(c, o, true), elementwise_work);
-registration!(DEQUANTIZE, dequantize, elementwise_work);
 registration!(
     FLOOR,
     |c, o| {
@@ -205,9 +202,4 @@ fn clamp_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
 
 fn logistic_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     ew::logistic_u8(c.u(0)?, c.q(0), out0(outs)?.u8_mut()?).map_err(kernel_error)
-}
-
-fn dequantize(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
-    ew::dequantize(c.u(0)?, c.q(0), out0(outs)?.f32_mut()?);
-    Ok(())
 }

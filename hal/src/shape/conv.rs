@@ -1,6 +1,7 @@
 //! Signatures and shape rules of the convolution family (types.hal 1.0 `OperationType`):
 //! CONV_2D (3) and DEPTHWISE_CONV_2D (4), with explicit or implicit padding, NNAPI 1.2's
-//! optional NCHW `layout` and dilation factors, and FULLY_CONNECTED (9).
+//! optional NCHW `layout` and dilation factors, and FULLY_CONNECTED (9). The quant8
+//! convolutions take NNAPI 1.2's TENSOR_QUANT8_SYMM_PER_CHANNEL filters too.
 
 use super::{element_count, mul, one, spatial_out, window, InferError, Inferred, Ins, Params, Res};
 use crate::ops::{sig, Arity, Signature};
@@ -8,6 +9,7 @@ use crate::types::OperationType;
 
 use crate::types::OperandType::{
     Bool as B, Int32 as SI, TensorFloat32 as F, TensorInt32 as I, TensorQuant8Asymm as Q,
+    TensorQuant8SymmPerChannel as QC,
 };
 
 /// The signatures this driver runs, for the operations of this family.
@@ -19,16 +21,22 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
                 sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI], &[F]),
                 sig(&[F, F, F, SI, SI, SI, SI], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, SI, SI], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI], &[Q]),
                 sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
                 sig(&[F, F, F, SI, SI, SI, SI, B], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, B], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, B], &[Q]),
                 // Then dilation factors: run when constant 1s (see validate).
                 sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[F]),
                 sig(&[F, F, F, SI, SI, SI, SI, B, SI, SI], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, B, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, B, SI, SI], &[Q]),
             ];
             S
         }
@@ -37,15 +45,21 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
                 sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, SI], &[F]),
                 sig(&[F, F, F, SI, SI, SI, SI, SI], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, SI, SI, SI], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI], &[Q]),
                 sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
                 sig(&[F, F, F, SI, SI, SI, SI, SI, B], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, B], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, B], &[Q]),
                 sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[F]),
                 sig(&[F, F, F, SI, SI, SI, SI, SI, B, SI, SI], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
             ];
             S
         }

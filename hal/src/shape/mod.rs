@@ -54,6 +54,7 @@ pub(crate) mod elementwise;
 pub(crate) mod lookup;
 pub(crate) mod normalization;
 pub(crate) mod pool;
+pub(crate) mod quantize;
 pub(crate) mod recurrent;
 pub(crate) mod transform;
 
@@ -510,6 +511,7 @@ fn infer_nhwc_dilated(
         .or_else(|| transform::infer(op, &ins))
         .or_else(|| lookup::infer(op, &ins))
         .or_else(|| recurrent::infer(op, &ins))
+        .or_else(|| quantize::infer(op, &ins))
         .unwrap_or_else(|| {
             Err(InferError::Invalid(format!(
                 "{op} is not run by this driver"
@@ -527,6 +529,7 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
         .or_else(|| transform::signatures(op))
         .or_else(|| lookup::signatures(op))
         .or_else(|| recurrent::signatures(op))
+        .or_else(|| quantize::signatures(op))
 }
 
 /// One output of dimensions `d`.

@@ -56,7 +56,12 @@ impl Elem {
         Ok(match ty {
             OperandType::Float32 | OperandType::TensorFloat32 => Elem::F32,
             OperandType::Int32 | OperandType::UInt32 | OperandType::TensorInt32 => Elem::I32,
-            OperandType::TensorQuant8Asymm | OperandType::TensorBool8 => Elem::U8,
+            // The 8-bit symmetric types (NNAPI 1.2) hold int8 values in the same bytes; TENSOR_BOOL8
+            // one byte per element.
+            OperandType::TensorQuant8Asymm
+            | OperandType::TensorBool8
+            | OperandType::TensorQuant8Symm
+            | OperandType::TensorQuant8SymmPerChannel => Elem::U8,
             _ => {
                 return Err(HalError::GeneralFailure(format!(
                     "{ty} operands cannot be executed"

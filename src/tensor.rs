@@ -86,10 +86,11 @@ impl Data {
             }
             // BOOL: one byte, nonzero is true (the NCHW `layout` flag); TENSOR_BOOL8 rides on
             // the byte storage too, one byte per element, the operand type telling them apart.
-            // TENSOR_QUANT8_SYMM_PER_CHANNEL: the int8 bytes as stored.
+            // The 8-bit symmetric types (NNAPI 1.2) hold int8 values in the same bytes.
             OperandType::TensorQuant8Asymm
             | OperandType::Bool
             | OperandType::TensorBool8
+            | OperandType::TensorQuant8Symm
             | OperandType::TensorQuant8SymmPerChannel => Data::U8(try_vec(len, 0)?),
             // OEM and post-1.0 types only ever reach opaque (unsupported) operations.
             _ => {

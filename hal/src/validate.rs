@@ -26,8 +26,8 @@ pub struct OperandInfo {
     pub lifetime: OperandLifeTime,
     pub location: DataLocation,
     pub consumers: u32,
-    /// TENSOR_QUANT8_SYMM_PER_CHANNEL: the scale of each channel (empty for other types).
-    pub channel_scales: Vec<f32>,
+    /// The per-channel scales of a TENSOR_QUANT8_SYMM_PER_CHANNEL operand.
+    pub channel_quant: Option<ChannelQuant>,
 }
 
 /// A decoded, validated operation.
@@ -310,10 +310,7 @@ fn validate_operand(
         lifetime,
         location: loc,
         consumers: o.number_of_consumers,
-        channel_scales: o
-            .channel_quant
-            .as_ref()
-            .map_or_else(Vec::new, |cq| cq.scales.clone()),
+        channel_quant: o.channel_quant.clone(),
     })
 }
 
@@ -599,6 +596,10 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
         Ok(())
     };
     match op.ty {
+        // A per-channel filter's bias scale is input scale × channel scale by definition; the
+        // reference derives it rather than reading the operand's.
+        Conv2d | DepthwiseConv2d
+            if operands[op.inputs[1]].ty == OperandType::TensorQuant8SymmPerChannel => {}
         Conv2d | DepthwiseConv2d | FullyConnected | GroupedConv2d | TransposeConv2d
             if operands[op.inputs[1]].ty == OperandType::TensorQuant8Asymm =>
         {
@@ -817,16 +818,9 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
         if !opaque {
             // The NNAPI 1.0 signature runs on the 1.0 kernels; a signature a later version
             // added is valid but not run; anything else is malformed.
-            // Per-channel filters run where a family lists them (GROUPED_CONV_2D,
-            // TRANSPOSE_CONV_2D).
-            let v1_0 = if later_types
-                .iter()
-                .all(|&t| t == OperandType::TensorQuant8SymmPerChannel)
-            {
-                check_signature(k, ty, operation, &operands)
-            } else {
-                Err(HalError::InvalidArgument(String::new()))
-            };
+            // The run tables hold a few later types too (per-channel filters, the
+            // symmetric quant8 of DEQUANTIZE).
+            let v1_0 = check_signature(k, ty, operation, &operands);
             if let Err(e) = v1_0 {
                 if !matches_later(ty, operation, &operands) {
                     if later_types.is_empty() {

@@ -33,6 +33,7 @@ pub mod lookup;
 pub mod math;
 pub mod normalization;
 pub mod pool;
+pub mod quantize;
 pub mod recurrent;
 pub mod reduce;
 pub mod transform;

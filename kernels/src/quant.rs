@@ -242,6 +242,121 @@ impl RequantizeAny {
     }
 }
 
+/// One requantizer per output channel of a convolution-like operation: what
+/// TENSOR_QUANT8_SYMM_PER_CHANNEL filters (NNAPI 1.2) need, and the per-tensor case as the
+/// special case of one shared requantizer.
+///
+/// Channel `c` scales its int32 accumulator (bias included) by
+/// `input_scale · filter_scale[c] / output_scale`, quantized to a Q31 mantissa and a power of two
+/// exactly like [`RequantizeAny::for_conv`] except that the division is taken in f64: the
+/// reference's per-channel path multiplies the two scales in float32 and divides the widened
+/// product by the widened output scale (`GetQuantizedConvolutionMultiplier`), then splits it
+/// with `QuantizeMultiplier` and applies it with `MultiplyByQuantizedMultiplier` (left shift,
+/// rounding doubling high multiply, rounding right shift with ties away from zero).
+///
+/// ```
+/// use nnhal_kernels::quant::ChannelRequant;
+/// use nnhal_kernels::{Activation, QuantParams};
+/// let (input, output) = (QuantParams::new(0.5, 128), QuantParams::new(1.0, 100));
+/// let rq = ChannelRequant::per_channel(input, &[0.5, 2.0], output, Activation::None).unwrap();
+/// assert_eq!(rq.apply(0, 40), 110); // 40 · 0.25 + 100
+/// assert_eq!(rq.apply(1, 40), 140); // 40 · 1.0 + 100
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelRequant {
+    channels: Vec<RequantizeAny>,
+}
+
+impl ChannelRequant {
+    /// Every channel with the per-tensor requantizer of `input · filter / output` (the NNAPI
+    /// 1.0–1.2 TENSOR_QUANT8_ASYMM filters, [`RequantizeAny::for_conv`]).
+    pub fn per_tensor(
+        input: crate::QuantParams,
+        filter: crate::QuantParams,
+        output: crate::QuantParams,
+        activation: crate::Activation,
+        channels: usize,
+    ) -> Result<Self, crate::KernelError> {
+        let rq = RequantizeAny::for_conv(input, filter, output, activation).ok_or_else(|| {
+            crate::KernelError::InvalidData(format!(
+                "quantized multiplier {} · {} / {} is out of range",
+                input.scale, filter.scale, output.scale
+            ))
+        })?;
+        Self::checked(vec![rq; channels], output)
+    }
+
+    /// Channel `c` with the filter scale `filter_scales[c]` (a per-channel filter has zero
+    /// point 0). Fails like the reference: a multiplier that is negative, not finite or too
+    /// large for a shift of 30, or an empty activation range.
+    pub fn per_channel(
+        input: crate::QuantParams,
+        filter_scales: &[f32],
+        output: crate::QuantParams,
+        activation: crate::Activation,
+    ) -> Result<Self, crate::KernelError> {
+        let (min, max) = activation.range_u8(output);
+        let channels = filter_scales
+            .iter()
+            .map(|&fs| {
+                // The product rounds to float32 first, the quotient is taken in f64.
+                let real = f64::from(input.scale * fs) / f64::from(output.scale);
+                if !(real >= 0.0 && real.is_finite()) {
+                    return None;
+                }
+                let (multiplier, exponent) = match quantize_multiplier(real) {
+                    (_, e) if e < -31 => (0, 0),
+                    me => me,
+                };
+                (exponent <= 30).then_some(RequantizeAny {
+                    multiplier,
+                    left_shift: exponent.max(0),
+                    right_shift: (-exponent).max(0),
+                    zero_point: output.zero_point,
+                    min,
+                    max,
+                })
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| {
+                crate::KernelError::InvalidData(format!(
+                    "a per-channel multiplier {} · filter scale / {} is out of range",
+                    input.scale, output.scale
+                ))
+            })?;
+        Self::checked(channels, output)
+    }
+
+    fn checked(
+        channels: Vec<RequantizeAny>,
+        output: crate::QuantParams,
+    ) -> Result<Self, crate::KernelError> {
+        if let Some(rq) = channels.first().filter(|rq| rq.min > rq.max) {
+            return Err(crate::KernelError::InvalidData(format!(
+                "empty activation range {}..={} for output zero point {}",
+                rq.min, rq.max, output.zero_point
+            )));
+        }
+        Ok(Self { channels })
+    }
+
+    /// Output channels covered.
+    pub fn channels(&self) -> usize {
+        self.channels.len()
+    }
+
+    /// The requantizer of channel `c`.
+    pub fn channel(&self, c: usize) -> &RequantizeAny {
+        &self.channels[c]
+    }
+
+    /// The output byte of accumulator `acc` (bias included) in channel `c`.
+    #[inline]
+    pub fn apply(&self, c: usize, acc: i32) -> u8 {
+        self.channels[c].apply(acc)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

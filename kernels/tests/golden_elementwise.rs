@@ -152,7 +152,11 @@ fn run(name: &str) -> (usize, usize) {
             }
             "DEQUANTIZE" => {
                 let mut out = vec![0f32; len];
-                elementwise::dequantize(&v.u8s(ex, inputs[0]), qp(inputs[0]), &mut out);
+                nnhal_kernels::quantize::reference::dequantize_u8(
+                    &v.u8s(ex, inputs[0]),
+                    qp(inputs[0]),
+                    &mut out,
+                );
                 Produced::F32(out)
             }
             "SOFTMAX" => {

@@ -24,6 +24,7 @@ use nnhal_kernels::conv::reference as conv;
 use nnhal_kernels::elementwise::reference as ew;
 use nnhal_kernels::normalization::reference as norm;
 use nnhal_kernels::pool::reference as pool;
+use nnhal_kernels::quantize::reference as qz;
 use nnhal_kernels::transform::reference as transform;
 use nnhal_kernels::{in_worker, Activation, Nhwc, Padding, QuantParams, Window};
 
@@ -414,7 +415,20 @@ fn unary_u8() {
         });
     }
     check("dequantize", UNARY_LEN, |out: &mut [f32]| {
-        ew::dequantize(&x, q(0.37, 131), out)
+        qz::dequantize_u8(&x, q(0.37, 131), out)
+    });
+    check("dequantize_i8", UNARY_LEN, |out: &mut [f32]| {
+        qz::dequantize_i8(&x, 0.37, out)
+    });
+    // A ragged channel count, so chunks start mid-channel.
+    let scales: Vec<f32> = (0..7).map(|c| 0.1 + c as f32 * 0.3).collect();
+    let rows = UNARY_LEN / 7;
+    check("dequantize_per_channel", rows * 7, |out: &mut [f32]| {
+        qz::dequantize_per_channel(&x[..rows * 7], &[rows, 7], 1, &scales, out)
+    });
+    let f: Vec<f32> = x.iter().map(|&v| f32::from(v) * 0.731 - 90.0).collect();
+    check("quantize_u8", UNARY_LEN, |out: &mut [u8]| {
+        qz::quantize_u8(&f, q(0.37, 131), out)
     });
 }
 

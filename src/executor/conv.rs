@@ -29,6 +29,7 @@ use nnhal_kernels::conv::transpose::{self, PackedTransposeF32, TransposeWindow};
 use nnhal_kernels::conv::u8::{self as fast_u8, ConvQuant, PackedConvU8};
 use nnhal_kernels::conv::FilterQuant;
 use nnhal_kernels::conv::{reference, FilterShape};
+use nnhal_kernels::quant::ChannelRequant;
 use nnhal_kernels::{Activation, Window};
 
 /// The registration of `op` on inputs of type `ty`, for the operations of this family.
@@ -217,6 +218,9 @@ fn conv_quant(a: &PackArgs) -> Option<ConvQuant> {
 /// Parameters the packer refuses are left to the reference kernel, which reports them at
 /// execution exactly as an unpacked model would.
 fn pack_conv_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
+    if channel_scales(a.info(1)).is_some() {
+        return pack_per_channel(a);
+    }
     let (Some((shape, filter, bias)), Some(q)) = (constant_filter(a), conv_quant(a)) else {
         return Ok(None);
     };
@@ -231,6 +235,9 @@ fn pack_conv_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
 }
 
 fn conv_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    if channel_scales(filter_info(c)).is_some() {
+        return per_channel(c, outs, false);
+    }
     let (a, oq, o) = (fused(c)?, c.out_q(0), out0(outs)?);
     let win = call_window(c, o)?;
     if let Some(d) = dilation(c.params) {
@@ -300,6 +307,9 @@ fn depthwise_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
 }
 
 fn pack_depthwise_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
+    if channel_scales(a.info(1)).is_some() {
+        return pack_per_channel(a);
+    }
     let (Some(filter), Some(bias), Some(q)) = (a.constant(1), a.constant(2), conv_quant(a)) else {
         return Ok(None);
     };
@@ -318,6 +328,9 @@ fn pack_depthwise_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
 }
 
 fn depthwise_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    if channel_scales(filter_info(c)).is_some() {
+        return per_channel(c, outs, true);
+    }
     let (a, m, oq, o) = (fused(c)?, multiplier(c)?, c.out_q(0), out0(outs)?);
     let win = call_window(c, o)?;
     if let Some(d) = dilation(c.params) {
@@ -354,6 +367,97 @@ fn depthwise_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
         o.u8_mut()?,
     )
     .map_err(kernel_error)
+}
+
+/// The channel scales of a TENSOR_QUANT8_SYMM_PER_CHANNEL filter (NNAPI 1.2).
+fn channel_scales(filter: &OperandInfo) -> Option<&[f32]> {
+    match (&filter.channel_quant, filter.ty) {
+        (Some(cq), OperandType::TensorQuant8SymmPerChannel) => Some(&cq.scales),
+        _ => None,
+    }
+}
+
+fn filter_info<'a>(c: &Call<'a>) -> &'a OperandInfo {
+    &c.model.operands[c.op.inputs[1]]
+}
+
+/// The per-channel requantizers of a convolution with a per-channel filter.
+fn channel_requant(
+    input: &OperandInfo,
+    filter: &OperandInfo,
+    output: &OperandInfo,
+    params: &Params,
+) -> HalResult<ChannelRequant> {
+    let act = match params {
+        Params::Conv { act, .. } | Params::Depthwise { act, .. } => self::act(*act),
+        _ => {
+            return Err(nnhal_hal::HalError::GeneralFailure(
+                "per-channel filter on an operation without a convolution window".into(),
+            ))
+        }
+    };
+    let scales = channel_scales(filter).unwrap_or_default();
+    ChannelRequant::per_channel(quant(input), scales, quant(output), act).map_err(kernel_error)
+}
+
+/// Constant per-channel filter and bias: the filter's unsigned image, the bias and the
+/// requantizers, built once. Parameters the requantizer refuses are left to execution, which
+/// reports them as an unpacked model would.
+fn pack_per_channel(a: &PackArgs) -> HalResult<Option<Packed>> {
+    let (Some(filter), Some(bias)) = (a.constant(1), a.constant(2)) else {
+        return Ok(None);
+    };
+    let Ok(rq) = channel_requant(a.info(0), a.info(1), a.out_info(0), a.params) else {
+        return Ok(None);
+    };
+    Ok(Some(Packed::PerChannel {
+        filter: reference::filter_image(filter.u8()?),
+        bias: bias.i32()?.to_vec(),
+        rq,
+    }))
+}
+
+/// CONV_2D or DEPTHWISE_CONV_2D with a per-channel filter, uint8 activations (signed ones as
+/// their unsigned image).
+fn per_channel(c: &Call, outs: &mut [TensorMut], depthwise: bool) -> HalResult<()> {
+    let o = out0(outs)?;
+    let win = call_window(c, o)?;
+    let built;
+    let (filter, bias, rq) = match c.packed {
+        Some(Packed::PerChannel { filter, bias, rq }) => (filter.as_slice(), bias.as_slice(), rq),
+        _ => {
+            let info = |i: usize| &c.model.operands[i];
+            let rq = channel_requant(
+                info(c.op.inputs[0]),
+                filter_info(c),
+                info(c.op.outputs[0]),
+                c.params,
+            )?;
+            built = (reference::filter_image(c.u(1)?), rq);
+            (built.0.as_slice(), c.i(2)?, &built.1)
+        }
+    };
+    if rq.channels() != win.output.c {
+        return Err(mismatch(c));
+    }
+    // The filter image's zero point: 128 stands for int8 0.
+    let zps = (c.q(0).zero_point, 128);
+    let (x, y) = (c.u(0)?, o.u8_mut()?);
+    match (depthwise, dilation(c.params)) {
+        (false, None) => reference::conv2d_u8_channels(&win, x, filter, zps, bias, rq, y),
+        (false, Some(d)) => {
+            reference::conv2d_dilated_u8_channels(&win, d, x, filter, zps, bias, rq, y)
+        }
+        (true, None) => {
+            let m = multiplier(c)?;
+            reference::depthwise_conv2d_u8_channels(&win, m, x, filter, zps, bias, rq, y)
+        }
+        (true, Some(d)) => {
+            let m = multiplier(c)?;
+            reference::depthwise_conv2d_dilated_u8_channels(&win, d, m, x, filter, zps, bias, rq, y)
+        }
+    }
+    Ok(())
 }
 
 /// (batch, input_size, units) of a FULLY_CONNECTED call.
@@ -423,10 +527,9 @@ fn transpose_work(w: &WorkArgs) -> u64 {
 
 /// How the filter of a quantized call stands for values: one zero point, or per channel.
 fn filter_quant<'a>(info: &'a OperandInfo) -> FilterQuant<'a> {
-    if info.ty == OperandType::TensorQuant8SymmPerChannel {
-        FilterQuant::Channel(&info.channel_scales)
-    } else {
-        FilterQuant::Tensor(quant(info))
+    match channel_scales(info) {
+        Some(scales) => FilterQuant::Channel(scales),
+        None => FilterQuant::Tensor(quant(info)),
     }
 }
 

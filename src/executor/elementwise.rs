@@ -1,5 +1,5 @@
 //! Registrations of the element-wise family (types.hal 1.0 `OperationType`): ADD (0) and
-//! MUL (18) on float32, uint8 and (NNAPI 1.3) int32 with broadcasting, DEQUANTIZE (6),
+//! MUL (18) on float32, uint8 and (NNAPI 1.3) int32 with broadcasting,
 //! FLOOR (8), LOGISTIC (14), RELU / RELU1 / RELU6 (19–21) and TANH (28); NNAPI 1.1's SUB
 //! (float32, uint8, int32) and DIV (float32, int32), broadcasting alike. Same-shape float32
 //! operands run the vector loops of `nnhal_kernels::elementwise::f32`, uint8 ADD, MUL and SUB
@@ -33,7 +33,6 @@ pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpIm
         (Sub, I) => &SUB_I32,
         (Div, F) => &DIV_F32,
         (Div, I) => &DIV_I32,
-        (Dequantize, Q) => &DEQUANTIZE,
         (Floor, F) => &FLOOR,
         (Logistic, F) => &LOGISTIC_F32,
         (Logistic, Q) => &LOGISTIC_U8,
@@ -106,7 +105,6 @@ registration!(
     |c, o| binary_i32(c, o, IntOp::Div),
     elementwise_work
 );
-registration!(DEQUANTIZE, dequantize, elementwise_work);
 registration!(
     FLOOR,
     |c, o| {
@@ -247,9 +245,4 @@ fn clamp_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
 
 fn logistic_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     ew::logistic_u8(c.u(0)?, c.q(0), out0(outs)?.u8_mut()?).map_err(kernel_error)
-}
-
-fn dequantize(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
-    ew::dequantize(c.u(0)?, c.q(0), out0(outs)?.f32_mut()?);
-    Ok(())
 }

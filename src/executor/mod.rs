@@ -4,7 +4,7 @@
 //! later operation versions extend it, not a `match` in the executor.
 //!
 //! The registrations sit in one module per operation family (`conv`, `elementwise`, `lookup`,
-//! `normalization`, `pool`, `recurrent`, `reduce`, `transform`: the names of the kernels' families and of
+//! `normalization`, `pool`, `quantize`, `recurrent`, `reduce`, `transform`: the names of the kernels' families and of
 //! `nnhal_hal::shape`'s), each with a `lookup` of its own that [`lookup`] chains. This module
 //! holds what they share: the call and packing arguments, [`Packed`], the NCHW wrapper
 //! [`run_nchw`], the work estimates more than one family uses and the small helpers.
@@ -23,6 +23,7 @@ use nnhal_kernels::conv::dw_u8::PackedDwU8;
 use nnhal_kernels::conv::f32::PackedConvF32;
 use nnhal_kernels::conv::u8::PackedConvU8;
 use nnhal_kernels::elementwise::binary_u8::BinaryTableU8;
+use nnhal_kernels::quant::ChannelRequant;
 use nnhal_kernels::ukernels::Ukernels;
 use nnhal_kernels::{layout, Activation, KernelError, Nhwc, Padding, QuantParams, Window};
 use smallvec::SmallVec;
@@ -46,6 +47,13 @@ pub enum Packed {
     Grouped(nnhal_kernels::conv::grouped::PackedGrouped),
     /// TRANSPOSE_CONV_2D float32: the filter as one GEMM over input pixels.
     TransposeF32(nnhal_kernels::conv::transpose::PackedTransposeF32),
+    /// CONV_2D / DEPTHWISE_CONV_2D with a TENSOR_QUANT8_SYMM_PER_CHANNEL filter: the filter's
+    /// unsigned image (zero point 128), the bias and one requantizer per output channel.
+    PerChannel {
+        filter: Vec<u8>,
+        bias: Vec<i32>,
+        rq: ChannelRequant,
+    },
 }
 
 /// What packing sees: the operation, its resolved parameters and the model's constants.
@@ -160,6 +168,7 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
         .or_else(|| math::lookup(op, ty))
         .or_else(|| logic::lookup(op, ty))
         .or_else(|| reduce::lookup(op, ty))
+        .or_else(|| quantize::lookup(op, ty))
 }
 
 /// Runs `imp` on an NCHW operation (types.hal V1_2: the image operations' BOOL `layout`):
@@ -258,6 +267,7 @@ mod lookup;
 mod math;
 mod normalization;
 mod pool;
+mod quantize;
 mod recurrent;
 mod reduce;
 mod transform;

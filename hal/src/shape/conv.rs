@@ -3,7 +3,8 @@
 //! optional NCHW `layout` and dilation factors, and FULLY_CONNECTED (9); NNAPI 1.2's
 //! GROUPED_CONV_2D (55) and TRANSPOSE_CONV_2D (91), explicit or implicit padding (for
 //! TRANSPOSE_CONV_2D an output-shape tensor), their `layout`, with a per-tensor or a
-//! TENSOR_QUANT8_SYMM_PER_CHANNEL filter.
+//! TENSOR_QUANT8_SYMM_PER_CHANNEL filter (which the quant8 CONV_2D and DEPTHWISE_CONV_2D take
+//! too).
 
 use super::{element_count, mul, one, spatial_out, window, InferError, Inferred, Ins, Params, Res};
 use crate::ops::{sig, Arity, Signature};
@@ -23,16 +24,22 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
                 sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI], &[F]),
                 sig(&[F, F, F, SI, SI, SI, SI], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, SI, SI], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI], &[Q]),
                 sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
                 sig(&[F, F, F, SI, SI, SI, SI, B], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, B], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, B], &[Q]),
                 // Then dilation factors: run when constant 1s (see validate).
                 sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[F]),
                 sig(&[F, F, F, SI, SI, SI, SI, B, SI, SI], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, B, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, B, SI, SI], &[Q]),
             ];
             S
         }
@@ -41,15 +48,21 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
                 sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, SI], &[F]),
                 sig(&[F, F, F, SI, SI, SI, SI, SI], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, SI, SI, SI], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI], &[Q]),
                 sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, SI, B], &[F]),
                 sig(&[F, F, F, SI, SI, SI, SI, SI, B], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, SI, SI, SI, B], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, B], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, B], &[Q]),
                 sig(&[F, F, F, SI, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[F]),
                 sig(&[F, F, F, SI, SI, SI, SI, SI, B, SI, SI], &[F]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
                 sig(&[Q, Q, I, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
+                sig(&[Q, QC, I, SI, SI, SI, SI, SI, B, SI, SI], &[Q]),
             ];
             S
         }

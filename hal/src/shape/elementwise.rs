@@ -1,7 +1,7 @@
 //! Signatures and shape rules of the element-wise family (types.hal 1.0 `OperationType`):
 //! ADD (0) and MUL (18) with NumPy-style broadcasting and a fused activation (TENSOR_INT32 from
 //! NNAPI 1.3), NNAPI 1.1's SUB (quant8 from 1.2, int32 from 1.3) and DIV (int32 from 1.3) alike,
-//! and the one-input operations DEQUANTIZE (6), FLOOR (8), LOGISTIC (14),
+//! and the one-input operations FLOOR (8), LOGISTIC (14),
 //! RELU / RELU1 / RELU6 (19–21) and TANH (28), whose output has the input's shape.
 
 use super::{broadcast, one, rank_at_most, InferError, Inferred, Ins, Params, Res};
@@ -30,10 +30,6 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
             const S: &[Signature] = &[sig(&[F, F, SI], &[F]), sig(&[I, I, SI], &[I])];
             S
         }
-        Dequantize => {
-            const S: &[Signature] = &[sig(&[Q], &[F])];
-            S
-        }
         Floor => UNARY_F,
         // quant8 came with NNAPI 1.2 (output scale 1/128, zero point 128).
         Tanh => UNARY_FQ,
@@ -47,7 +43,7 @@ pub(super) fn infer(op: OperationType, ins: &Ins) -> Option<Res<Inferred>> {
     use OperationType::*;
     Some(match op {
         Add | Mul | Sub | Div => binary(ins),
-        Dequantize | Floor | Logistic | Relu | Relu1 | Relu6 | Tanh => unary(ins),
+        Floor | Logistic | Relu | Relu1 | Relu6 | Tanh => unary(ins),
         _ => return None,
     })
 }
@@ -60,7 +56,7 @@ fn binary(ins: &Ins) -> Res<Inferred> {
     one(out, Params::Binary { act: ins.act(2)? })
 }
 
-fn unary(ins: &Ins) -> Res<Inferred> {
+pub(super) fn unary(ins: &Ins) -> Res<Inferred> {
     let d = ins.dims(0)?;
     rank_at_most(d, 4, "input")?;
     one(d.to_vec(), Params::Plain)

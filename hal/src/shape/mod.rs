@@ -56,6 +56,7 @@ pub(crate) mod lookup;
 pub(crate) mod math;
 pub(crate) mod normalization;
 pub(crate) mod pool;
+pub(crate) mod quantize;
 pub(crate) mod recurrent;
 pub(crate) mod reduce;
 pub(crate) mod transform;
@@ -585,6 +586,7 @@ fn infer_nhwc_dilated(
         .or_else(|| math::infer(op, &ins))
         .or_else(|| logic::infer(op, &ins))
         .or_else(|| reduce::infer(op, &ins))
+        .or_else(|| quantize::infer(op, &ins))
         .unwrap_or_else(|| {
             Err(InferError::Invalid(format!(
                 "{op} is not run by this driver"
@@ -605,6 +607,7 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
         .or_else(|| math::signatures(op))
         .or_else(|| logic::signatures(op))
         .or_else(|| reduce::signatures(op))
+        .or_else(|| quantize::signatures(op))
 }
 
 /// The values of TENSOR_INT32 input `i`, which must have rank 1 and `len` elements (`None`:

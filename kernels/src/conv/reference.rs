@@ -10,7 +10,9 @@
 //! uint8 variants accumulate `Σ (in − in_zp)·(f − f_zp)` in int32, add the int32 bias and
 //! requantize with [`RequantizeAny::for_conv`], matching the reference bit for bit: below 1
 //! the output multiplier works as in NNAPI 1.0, at 1 and above (allowed since NNAPI 1.2) it
-//! shifts left first.
+//! shifts left first. The `*_channels` variants take one requantizer per output channel
+//! ([`ChannelRequant`]): NNAPI 1.2's TENSOR_QUANT8_SYMM_PER_CHANNEL filters, passed as their
+//! unsigned image ([`filter_image`], zero point 128).
 //!
 //! The `*_dilated` variants take NNAPI 1.2's dilation factors: filter tap `k` reads input
 //! position `origin + k·dilation`. They are the plain reference loops, used only when a factor
@@ -21,7 +23,7 @@
 //! Work is split over (batch, output row) through [`crate::parallel`], on the team or pool the
 //! caller runs in.
 
-use crate::quant::RequantizeAny;
+use crate::quant::{ChannelRequant, RequantizeAny};
 use crate::{Activation, KernelError, QuantParams, Window};
 
 /// The in-bounds part of one window along one spatial axis: filter taps
@@ -233,10 +235,28 @@ pub fn conv2d_u8(
     act: Activation,
     output: &mut [u8],
 ) -> Result<(), KernelError> {
+    let rq = ChannelRequant::per_tensor(input_q, filter_q, output_q, act, w.output.c)?;
+    let zps = (input_q.zero_point, filter_q.zero_point);
+    conv2d_u8_channels(w, input, filter, zps, bias, &rq, output);
+    Ok(())
+}
+
+/// CONV_2D, quant8, with one requantizer per output channel (`rq` covers `w.output.c`).
+/// `zero_points` are the input's and the filter's. A TENSOR_QUANT8_SYMM_PER_CHANNEL filter
+/// is passed as its unsigned image ([`filter_image`]) with filter zero point 128: the same
+/// values.
+pub fn conv2d_u8_channels(
+    w: &Window,
+    input: &[u8],
+    filter: &[u8],
+    (in_zp, f_zp): (i32, i32),
+    bias: &[i32],
+    rq: &ChannelRequant,
+    output: &mut [u8],
+) {
     debug_check_conv(w, input.len(), filter.len(), bias.len(), output.len());
-    let rq = requantizer(input_q, filter_q, output_q, act)?;
+    assert_eq!(rq.channels(), w.output.c, "requantizers");
     let (in_c, out_c) = (w.input.c, w.output.c);
-    let (in_zp, f_zp) = (input_q.zero_point, filter_q.zero_point);
     let cols = column_taps(w);
     for_each_row(w, output, |b, oy, row| {
         let ty = row_taps(w, oy);
@@ -257,11 +277,10 @@ pub fn conv2d_u8(
                         f_zp,
                     ));
                 }
-                *out = rq.apply(acc.wrapping_add(bias[oc]));
+                *out = rq.apply(oc, acc.wrapping_add(bias[oc]));
             }
         }
     });
-    Ok(())
 }
 
 fn debug_check_depthwise(
@@ -376,6 +395,25 @@ pub fn depthwise_conv2d_u8(
     act: Activation,
     output: &mut [u8],
 ) -> Result<(), KernelError> {
+    let rq = ChannelRequant::per_tensor(input_q, filter_q, output_q, act, w.output.c)?;
+    let zps = (input_q.zero_point, filter_q.zero_point);
+    depthwise_conv2d_u8_channels(w, depth_multiplier, input, filter, zps, bias, &rq, output);
+    Ok(())
+}
+
+/// DEPTHWISE_CONV_2D, quant8, with one requantizer per output channel; arguments as in
+/// [`conv2d_u8_channels`].
+#[allow(clippy::too_many_arguments)]
+pub fn depthwise_conv2d_u8_channels(
+    w: &Window,
+    depth_multiplier: usize,
+    input: &[u8],
+    filter: &[u8],
+    (in_zp, f_zp): (i32, i32),
+    bias: &[i32],
+    rq: &ChannelRequant,
+    output: &mut [u8],
+) {
     debug_check_depthwise(
         w,
         depth_multiplier,
@@ -384,12 +422,11 @@ pub fn depthwise_conv2d_u8(
         bias.len(),
         output.len(),
     );
-    let rq = requantizer(input_q, filter_q, output_q, act)?;
+    assert_eq!(rq.channels(), w.output.c, "requantizers");
     if depth_multiplier == 0 {
-        return Ok(());
+        return;
     }
     let (in_c, out_c) = (w.input.c, w.output.c);
-    let (in_zp, f_zp) = (input_q.zero_point, filter_q.zero_point);
     let cols = column_taps(w);
     for_each_row(w, output, |b, oy, row| {
         let ty = row_taps(w, oy);
@@ -418,12 +455,11 @@ pub fn depthwise_conv2d_u8(
                     );
                 }
             }
-            for ((o, &a), &bv) in out_px.iter_mut().zip(&acc).zip(bias) {
-                *o = rq.apply(a.wrapping_add(bv));
+            for (oc, ((o, &a), &bv)) in out_px.iter_mut().zip(&acc).zip(bias).enumerate() {
+                *o = rq.apply(oc, a.wrapping_add(bv));
             }
         }
     });
-    Ok(())
 }
 
 /// Output elements per parallel task of FULLY_CONNECTED: enough dot products to cover about
@@ -585,26 +621,39 @@ pub fn conv2d_dilated_u8(
     act: Activation,
     output: &mut [u8],
 ) -> Result<(), KernelError> {
+    let rq = ChannelRequant::per_tensor(input_q, filter_q, output_q, act, w.output.c)?;
+    let zps = (input_q.zero_point, filter_q.zero_point);
+    conv2d_dilated_u8_channels(w, d, input, filter, zps, bias, &rq, output);
+    Ok(())
+}
+
+/// CONV_2D with dilation, quant8, one requantizer per output channel; arguments as in
+/// [`conv2d_u8_channels`].
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_dilated_u8_channels(
+    w: &Window,
+    d: Dilation,
+    input: &[u8],
+    filter: &[u8],
+    (in_zp, f_zp): (i32, i32),
+    bias: &[i32],
+    rq: &ChannelRequant,
+    output: &mut [u8],
+) {
     debug_check_conv(w, input.len(), filter.len(), bias.len(), output.len());
-    let rq = requantizer(input_q, filter_q, output_q, act)?;
+    assert_eq!(rq.channels(), w.output.c, "requantizers");
     let (in_c, out_c, taps) = (w.input.c, w.output.c, w.filter_h * w.filter_w);
     let mut acc: Vec<i32> = bias.iter().copied().cycle().take(output.len()).collect();
     for_each_dilated_tap(w, d, |o, i, t| {
         for oc in 0..out_c {
             let f0 = (oc * taps + t) * in_c;
-            let s = dot_u8(
-                &input[i..i + in_c],
-                input_q.zero_point,
-                &filter[f0..f0 + in_c],
-                filter_q.zero_point,
-            );
+            let s = dot_u8(&input[i..i + in_c], in_zp, &filter[f0..f0 + in_c], f_zp);
             acc[o + oc] = acc[o + oc].wrapping_add(s);
         }
     });
-    for (y, a) in output.iter_mut().zip(acc) {
-        *y = rq.apply(a);
+    for (k, (y, a)) in output.iter_mut().zip(acc).enumerate() {
+        *y = rq.apply(k % out_c.max(1), a);
     }
-    Ok(())
 }
 
 /// DEPTHWISE_CONV_2D with dilation, float32. Layouts as in [`depthwise_conv2d_f32`].
@@ -660,6 +709,36 @@ pub fn depthwise_conv2d_dilated_u8(
     act: Activation,
     output: &mut [u8],
 ) -> Result<(), KernelError> {
+    let rq = ChannelRequant::per_tensor(input_q, filter_q, output_q, act, w.output.c)?;
+    let zps = (input_q.zero_point, filter_q.zero_point);
+    depthwise_conv2d_dilated_u8_channels(
+        w,
+        d,
+        depth_multiplier,
+        input,
+        filter,
+        zps,
+        bias,
+        &rq,
+        output,
+    );
+    Ok(())
+}
+
+/// DEPTHWISE_CONV_2D with dilation, quant8, one requantizer per output channel; arguments as
+/// in [`conv2d_u8_channels`].
+#[allow(clippy::too_many_arguments)]
+pub fn depthwise_conv2d_dilated_u8_channels(
+    w: &Window,
+    d: Dilation,
+    depth_multiplier: usize,
+    input: &[u8],
+    filter: &[u8],
+    (in_zp, f_zp): (i32, i32),
+    bias: &[i32],
+    rq: &ChannelRequant,
+    output: &mut [u8],
+) {
     debug_check_depthwise(
         w,
         depth_multiplier,
@@ -668,12 +747,11 @@ pub fn depthwise_conv2d_dilated_u8(
         bias.len(),
         output.len(),
     );
-    let rq = requantizer(input_q, filter_q, output_q, act)?;
+    assert_eq!(rq.channels(), w.output.c, "requantizers");
     if depth_multiplier == 0 {
-        return Ok(());
+        return;
     }
     let out_c = w.output.c;
-    let (in_zp, f_zp) = (input_q.zero_point, filter_q.zero_point);
     let mut acc: Vec<i32> = bias.iter().copied().cycle().take(output.len()).collect();
     for_each_dilated_tap(w, d, |o, i, t| {
         for oc in 0..out_c {
@@ -682,10 +760,16 @@ pub fn depthwise_conv2d_dilated_u8(
             acc[o + oc] = acc[o + oc].wrapping_add(x.wrapping_mul(f));
         }
     });
-    for (y, a) in output.iter_mut().zip(acc) {
-        *y = rq.apply(a);
+    for (k, (y, a)) in output.iter_mut().zip(acc).enumerate() {
+        *y = rq.apply(k % out_c.max(1), a);
     }
-    Ok(())
+}
+
+/// The unsigned image of a TENSOR_QUANT8_SYMM_PER_CHANNEL filter: each int8 byte `b` becomes
+/// `b ⊕ 0x80`, the uint8 whose difference to zero point 128 is the int8 value. The quant8
+/// loops then take the filter with zero point 128 and compute exactly the int8 products.
+pub fn filter_image(filter: &[u8]) -> Vec<u8> {
+    filter.iter().map(|b| b ^ 0x80).collect()
 }
 
 #[cfg(test)]

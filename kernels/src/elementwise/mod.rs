@@ -1,6 +1,6 @@
 //! The element-wise family of types.hal 1.0 `OperationType`: ADD (0) and MUL (18) with
 //! NumPy-style broadcasting (TENSOR_INT32 from NNAPI 1.3), FLOOR (8), RELU / RELU1 / RELU6
-//! (19–21), LOGISTIC (14), TANH (28) and DEQUANTIZE (6); the family NNAPI 1.1–1.3 extend with
+//! (19–21), LOGISTIC (14), and TANH (28); the family NNAPI 1.1–1.3 extend with
 //! SUB, DIV and the other per-element operations.
 //!
 //! [`mod@reference`] holds the plain loops (the test oracles, and the broadcasting and uint8

@@ -1,6 +1,6 @@
 //! Elementwise operations of types.hal 1.0 `OperationType`: ADD (0) and MUL (18) with NumPy-style
-//! broadcasting (and NNAPI 1.1's SUB and DIV alike), FLOOR (8), RELU / RELU1 / RELU6 (19–21), LOGISTIC (14), TANH (28) and
-//! DEQUANTIZE (6), for TENSOR_FLOAT32 and (where 1.0 allows it) TENSOR_QUANT8_ASYMM.
+//! broadcasting (and NNAPI 1.1's SUB and DIV alike), FLOOR (8), RELU / RELU1 / RELU6 (19–21), LOGISTIC (14), TANH (28),
+//! for TENSOR_FLOAT32 and (where 1.0 allows it) TENSOR_QUANT8_ASYMM.
 //!
 //! The uint8 paths reproduce the NNAPI 1.0 reference (the TFLite legacy kernels the Android
 //! CpuExecutor calls) bit for bit: the same multiplier derivation in the same float widths, the
@@ -835,15 +835,6 @@ pub fn tanh_f32(input: &[f32], output: &mut [f32]) {
     map_unary(input, output, f32::tanh);
 }
 
-/// DEQUANTIZE: `scale · (q − zero_point)`, the difference taken exactly in int32 and then
-/// converted, as the reference does.
-pub fn dequantize(input: &[u8], q: QuantParams, output: &mut [f32]) {
-    let (scale, zero_point) = (q.scale, q.zero_point);
-    map_unary(input, output, |v| {
-        scale * (i32::from(v).wrapping_sub(zero_point)) as f32
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::fixed_point::*;
@@ -1255,13 +1246,6 @@ mod tests {
         assert_eq!(out, [98, 98, 98, 100, 102, 102, 102, 102]);
         clamp_u8(Activation::Relu6, qp, &x, &mut out);
         assert_eq!(out, [100, 100, 100, 100, 102, 112, 112, 112]);
-    }
-
-    #[test]
-    fn dequantize_centres_and_scales() {
-        let mut out = [0.0f32; 3];
-        dequantize(&[0, 128, 255], q(0.5, 128), &mut out);
-        assert_eq!(out, [-64.0, 0.0, 63.5]);
     }
 
     #[test]

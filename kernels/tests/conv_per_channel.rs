@@ -1,0 +1,265 @@
+//! Per-channel quantized convolutions (NNAPI 1.2 TENSOR_QUANT8_SYMM_PER_CHANNEL filters) against
+//! a plain oracle written from the specification: every output is
+//! `clamp(zero_point + MultiplyByQuantizedMultiplier(bias[c] + Σ (x − x_zp)·f_int8, M_c))` with
+//! `M_c = f64(input_scale · filter_scale[c]) / f64(output_scale)` split into a Q31 mantissa and
+//! a power of two, and taps outside the input skipped. Random shapes, channel counts (with
+//! tails), strides, paddings, dilations, depth multipliers, zero points, scales and
+//! activations; CONV_2D and DEPTHWISE_CONV_2D, with and without dilation.
+
+mod support;
+
+use nnhal_kernels::conv::reference::{self as conv, Dilation};
+use nnhal_kernels::quant::{
+    quantize_multiplier, rounding_divide_by_pot, saturating_rounding_doubling_high_mul,
+    ChannelRequant,
+};
+use nnhal_kernels::{Activation, Nhwc, Padding, QuantParams, Window};
+use support::{Rng, ACTIVATIONS};
+
+/// The requantization of one accumulator in channel scale `fs`, from the definition.
+fn oracle_requant(
+    acc: i32,
+    input: QuantParams,
+    fs: f32,
+    output: QuantParams,
+    act: Activation,
+) -> u8 {
+    let real = f64::from(input.scale * fs) / f64::from(output.scale);
+    let (m, e) = quantize_multiplier(real);
+    let (m, e) = if e < -31 { (0, 0) } else { (m, e) };
+    let shifted = acc.wrapping_mul(1i32 << e.max(0));
+    let v = rounding_divide_by_pot(
+        saturating_rounding_doubling_high_mul(shifted, m),
+        (-e).max(0),
+    );
+    let (lo, hi) = act.range_u8(output);
+    v.saturating_add(output.zero_point).clamp(lo, hi) as u8
+}
+
+struct Case {
+    w: Window,
+    d: Dilation,
+    input: Vec<u8>,
+    filter: Vec<i8>,
+    bias: Vec<i32>,
+    scales: Vec<f32>,
+    iq: QuantParams,
+    oq: QuantParams,
+    act: Activation,
+}
+
+fn random_case(rng: &mut Rng, depthwise: bool, dilated: bool) -> (Case, usize) {
+    let m = if depthwise { 1 + rng.below(3) } else { 1 };
+    let in_c = 1 + rng.below(if depthwise { 20 } else { 13 });
+    let out_c = if depthwise {
+        in_c * m
+    } else {
+        1 + rng.below(37)
+    };
+    let d = if dilated {
+        Dilation {
+            h: 1 + rng.below(3),
+            w: 1 + rng.below(3),
+        }
+    } else {
+        Dilation { h: 1, w: 1 }
+    };
+    let (kh, kw) = (1 + rng.below(3), 1 + rng.below(3));
+    let (eh, ew) = ((kh - 1) * d.h + 1, (kw - 1) * d.w + 1);
+    let padding = Padding {
+        top: rng.below(eh),
+        bottom: rng.below(eh),
+        left: rng.below(ew),
+        right: rng.below(ew),
+    };
+    let (sh, sw) = (1 + rng.below(2), 1 + rng.below(2));
+    let h = eh.saturating_sub(padding.top + padding.bottom).max(1) + rng.below(6);
+    let wd = ew.saturating_sub(padding.left + padding.right).max(1) + rng.below(6);
+    let n = 1 + rng.below(2);
+    let oh = (h + padding.top + padding.bottom - eh) / sh + 1;
+    let ow = (wd + padding.left + padding.right - ew) / sw + 1;
+    let w = Window {
+        input: Nhwc::new(n, h, wd, in_c),
+        output: Nhwc::new(n, oh, ow, out_c),
+        filter_h: kh,
+        filter_w: kw,
+        stride_h: sh,
+        stride_w: sw,
+        padding,
+    };
+    let taps = if depthwise {
+        kh * kw * out_c
+    } else {
+        out_c * kh * kw * in_c
+    };
+    let input = (0..w.input.len()).map(|_| rng.below(256) as u8).collect();
+    let filter = (0..taps).map(|_| rng.below(256) as u8 as i8).collect();
+    let bias = (0..out_c)
+        .map(|_| rng.below(20_001) as i32 - 10_000)
+        .collect();
+    // Channel scales spread over three decades, so some multipliers exceed 1.
+    let scales = (0..out_c)
+        .map(|_| 0.0005 * (1.0 + rng.below(2000) as f32))
+        .collect();
+    let iq = QuantParams::new(0.01 * (1.0 + rng.below(100) as f32), rng.below(256) as i32);
+    let oq = QuantParams::new(0.05 * (1.0 + rng.below(100) as f32), rng.below(256) as i32);
+    let act = ACTIVATIONS[rng.below(4)];
+    let case = Case {
+        w,
+        d,
+        input,
+        filter,
+        bias,
+        scales,
+        iq,
+        oq,
+        act,
+    };
+    (case, m)
+}
+
+/// The oracle: direct sums over the dilated taps, int8 filter values as they are.
+fn oracle(c: &Case, depthwise: bool, m: usize) -> Vec<u8> {
+    let w = &c.w;
+    let mut out = vec![0u8; w.output.len()];
+    for b in 0..w.output.n {
+        for oy in 0..w.output.h {
+            for ox in 0..w.output.w {
+                for oc in 0..w.output.c {
+                    let mut acc = c.bias[oc];
+                    for ky in 0..w.filter_h {
+                        for kx in 0..w.filter_w {
+                            let iy =
+                                (oy * w.stride_h + ky * c.d.h) as isize - w.padding.top as isize;
+                            let ix =
+                                (ox * w.stride_w + kx * c.d.w) as isize - w.padding.left as isize;
+                            if iy < 0
+                                || ix < 0
+                                || iy >= w.input.h as isize
+                                || ix >= w.input.w as isize
+                            {
+                                continue;
+                            }
+                            let (iy, ix) = (iy as usize, ix as usize);
+                            let channels: Vec<(usize, usize)> = if depthwise {
+                                vec![(oc / m, (ky * w.filter_w + kx) * w.output.c + oc)]
+                            } else {
+                                (0..w.input.c)
+                                    .map(|ic| {
+                                        (
+                                            ic,
+                                            ((oc * w.filter_h + ky) * w.filter_w + kx) * w.input.c
+                                                + ic,
+                                        )
+                                    })
+                                    .collect()
+                            };
+                            for (ic, fi) in channels {
+                                let x = i32::from(c.input[w.input.offset(b, iy, ix, ic)])
+                                    - c.iq.zero_point;
+                                acc = acc.wrapping_add(x * i32::from(c.filter[fi]));
+                            }
+                        }
+                    }
+                    out[w.output.offset(b, oy, ox, oc)] =
+                        oracle_requant(acc, c.iq, c.scales[oc], c.oq, c.act);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn run(c: &Case, depthwise: bool, m: usize) -> Option<Vec<u8>> {
+    let rq = ChannelRequant::per_channel(c.iq, &c.scales, c.oq, c.act).ok()?;
+    let bytes: Vec<u8> = c.filter.iter().map(|&v| v as u8).collect();
+    let image = conv::filter_image(&bytes);
+    let zps = (c.iq.zero_point, 128);
+    let mut out = vec![0u8; c.w.output.len()];
+    let plain = c.d == Dilation { h: 1, w: 1 };
+    match (depthwise, plain) {
+        (false, true) => {
+            conv::conv2d_u8_channels(&c.w, &c.input, &image, zps, &c.bias, &rq, &mut out)
+        }
+        (false, false) => conv::conv2d_dilated_u8_channels(
+            &c.w, c.d, &c.input, &image, zps, &c.bias, &rq, &mut out,
+        ),
+        (true, true) => conv::depthwise_conv2d_u8_channels(
+            &c.w, m, &c.input, &image, zps, &c.bias, &rq, &mut out,
+        ),
+        (true, false) => conv::depthwise_conv2d_dilated_u8_channels(
+            &c.w, c.d, m, &c.input, &image, zps, &c.bias, &rq, &mut out,
+        ),
+    }
+    Some(out)
+}
+
+fn battery(seed: u64, depthwise: bool, dilated: bool) {
+    let mut rng = Rng(seed);
+    let mut checked = 0;
+    for i in 0..150 {
+        let (c, m) = random_case(&mut rng, depthwise, dilated);
+        let Some(got) = run(&c, depthwise, m) else {
+            continue;
+        };
+        assert_eq!(
+            got,
+            oracle(&c, depthwise, m),
+            "case {i}: {:?} dilation {:?}",
+            c.w,
+            c.d
+        );
+        checked += 1;
+    }
+    assert!(
+        checked >= 100,
+        "only {checked} cases had representable multipliers"
+    );
+}
+
+#[test]
+fn conv2d_per_channel_matches_the_oracle() {
+    battery(1, false, false);
+}
+
+#[test]
+fn conv2d_dilated_per_channel_matches_the_oracle() {
+    battery(2, false, true);
+}
+
+#[test]
+fn depthwise_per_channel_matches_the_oracle() {
+    battery(3, true, false);
+}
+
+#[test]
+fn depthwise_dilated_per_channel_matches_the_oracle() {
+    battery(4, true, true);
+}
+
+/// The per-tensor constructor is the 1.0 requantizer in every channel; the per-channel one
+/// differs from it only through the scale and the f64 division.
+#[test]
+fn channel_requant_per_tensor_and_refusals() {
+    let (i, o) = (QuantParams::new(0.5, 3), QuantParams::new(0.25, 7));
+    let f = QuantParams::new(0.125, 0);
+    let t = ChannelRequant::per_tensor(i, f, o, Activation::Relu6, 3).unwrap();
+    assert_eq!(t.channels(), 3);
+    let pc = ChannelRequant::per_channel(i, &[0.125, 0.25], o, Activation::None).unwrap();
+    for acc in [-1000, -7, 0, 5, 999] {
+        assert_eq!(
+            pc.apply(0, acc),
+            oracle_requant(acc, i, 0.125, o, Activation::None)
+        );
+        assert_eq!(
+            pc.apply(1, acc),
+            oracle_requant(acc, i, 0.25, o, Activation::None)
+        );
+    }
+    // A multiplier needing a shift past 30, and an empty activation range, are refused.
+    assert!(ChannelRequant::per_channel(i, &[0.1, 1e10], o, Activation::None).is_err());
+    let narrow = QuantParams::new(100.0, 255);
+    assert!(ChannelRequant::per_channel(i, &[0.1], narrow, Activation::Relu1).is_ok());
+    let below = QuantParams::new(1e-3, 0);
+    assert!(ChannelRequant::per_channel(i, &[0.1], below, Activation::None).is_ok());
+}

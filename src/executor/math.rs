@@ -17,6 +17,7 @@ use nnhal_kernels::math::{fast, reference};
 pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
     use OperandType::{
         TensorBool8 as B8, TensorFloat32 as F, TensorInt32 as I, TensorQuant8Asymm as Q,
+        TensorQuant8Symm as Q8S,
     };
     use OperationType::*;
     Some(match (op, ty) {
@@ -30,7 +31,7 @@ pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpIm
         (Maximum | Minimum, I) => &BINARY_I32,
         (Maximum | Minimum, Q) => &MAX_MIN_U8,
         (Prelu, Q) => &PRELU_U8,
-        (Cast, F | I | Q | B8) => &CAST,
+        (Cast, F | I | Q | B8 | Q8S) => &CAST,
         _ => return None,
     })
 }

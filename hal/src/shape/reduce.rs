@@ -33,11 +33,8 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
 pub(super) fn infer(op: OperationType, ins: &Ins) -> Option<Res<Inferred>> {
     Some(match op {
         // The reference reads MEAN's INT32 keep_dims as "greater than zero".
-        OperationType::Mean => reduce(ins, ins.i32(2)? > 0),
-        OperationType::ReduceAll | OperationType::ReduceAny => {
-            check!(!ins.dims(0)?.is_empty(), "input must have rank 1 to 4, has 0");
-            reduce(ins, ins.bool(2)?)
-        }
+        OperationType::Mean => ins.i32(2).and_then(|keep| reduce(ins, keep > 0)),
+        OperationType::ReduceAll | OperationType::ReduceAny => reduce_bool(ins),
         _ => return None,
     })
 }
@@ -71,4 +68,13 @@ fn reduce(ins: &Ins, keep: bool) -> Res<Inferred> {
         .filter(|&a| reduced[a as usize])
         .collect();
     one(out, Params::Reduce { axes })
+}
+
+/// REDUCE_ALL / REDUCE_ANY: a rank of at least 1 and a BOOL `keep_dims`.
+fn reduce_bool(ins: &Ins) -> Res<Inferred> {
+    check!(
+        !ins.dims(0)?.is_empty(),
+        "input must have rank 1 to 4, has 0"
+    );
+    reduce(ins, ins.bool(2)?)
 }

@@ -212,6 +212,68 @@ fn every_later_vector_passes_or_is_reported_unsupported() {
 }
 
 #[test]
+fn every_tenth_quantized_target_at_every_isa_level() {
+    // The quantized kernels differ per level (VNNI, AVX-512, AVX2, generic; NEON and dotprod on
+    // aarch64) and must agree with the goldens on each: every 10th target file with a quantized
+    // operand, on every level this processor runs.
+    use nnhal::kernels::ukernels::{table, Isa};
+    let quantized = |v: &Vector| {
+        v.model.operands.iter().any(|o| {
+            matches!(
+                o.operand_type.as_str(),
+                "TENSOR_QUANT8_ASYMM"
+                    | "TENSOR_QUANT8_ASYMM_SIGNED"
+                    | "TENSOR_QUANT8_SYMM"
+                    | "TENSOR_QUANT8_SYMM_PER_CHANNEL"
+            )
+        })
+    };
+    let sample: Vec<PathBuf> = vector_files(&later_dir())
+        .unwrap()
+        .into_iter()
+        .filter(|f| {
+            Vector::from_file(f)
+                .map(|v| is_target(&v) && quantized(&v))
+                .unwrap_or(true)
+        })
+        .step_by(10)
+        .collect();
+    assert!(
+        sample.len() >= 300,
+        "{} quantized target files",
+        sample.len()
+    );
+    let levels: Vec<Isa> = Isa::levels()
+        .iter()
+        .copied()
+        .filter(|l| l.is_supported())
+        .collect();
+    for &isa in &levels {
+        let device = InProcessDevice::with_kernels(2, table(isa).unwrap()).unwrap();
+        let c = run(&device, &sample);
+        eprintln!(
+            "{}: {} of {} quantized target files passed",
+            isa.name(),
+            c.passed,
+            sample.len()
+        );
+        assert!(
+            c.failed.is_empty(),
+            "{}: {}",
+            isa.name(),
+            c.failed.join("\n")
+        );
+        assert!(
+            c.targets_not_passed.is_empty(),
+            "{}: {}",
+            isa.name(),
+            c.targets_not_passed.join("\n")
+        );
+        assert_eq!(c.targets, sample.len());
+    }
+}
+
+#[test]
 fn a_sample_of_later_vectors_over_binder() {
     let files = vector_files(&later_dir()).unwrap();
     // Every 40th file: all three versions, control flow, dynamic shapes, every operand type;

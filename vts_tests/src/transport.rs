@@ -94,6 +94,17 @@ impl InProcessDevice {
         })
     }
 
+    /// A driver that compiles its plans for the micro-kernels of one instruction-set level
+    /// (the in-process form of `NNHAL_ISA`).
+    pub fn with_kernels(
+        threads: usize,
+        kernels: &'static nnhal::kernels::ukernels::Ukernels,
+    ) -> HalResult<InProcessDevice> {
+        Ok(InProcessDevice {
+            driver: Driver::with_kernels(threads, kernels)?,
+        })
+    }
+
     pub fn driver(&self) -> &Driver {
         &self.driver
     }

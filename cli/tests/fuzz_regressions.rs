@@ -156,6 +156,38 @@ fn write_fuzz_seeds() {
             write("model", &name, &bytes);
         }
     }
+    // One model seed per operation past NNAPI 1.0: the first single-operation file of each in
+    // the later set, so the model target starts inside every family, not only the 1.0 ones.
+    let later = nnhal_vts::vector::unpack_later(
+        &std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("later-vectors"),
+    )
+    .unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for file in nnhal_vts::vector::vector_files(&later).unwrap() {
+        let Ok(vector) = nnhal_vts::vector::Vector::from_file(&file) else {
+            continue;
+        };
+        let [operation] = vector.model.operations.as_slice() else {
+            continue;
+        };
+        let name = operation.operation_type.clone();
+        let later_op =
+            nnhal::hal::OperationType::from_name(&name).is_some_and(|op| !op.in_nnapi_1_0());
+        if !later_op || !vector.model.referenced.is_empty() || seen.contains(&name) {
+            continue;
+        }
+        let Ok(model) = nnhal_vts::vector::model::to_model(
+            &vector,
+            nnhal_vts::vector::model::ConstantMode::Copy,
+        ) else {
+            continue;
+        };
+        let bytes = fuzzing::model_to_bytes(&model);
+        if bytes.len() <= 16 << 10 {
+            write("model", &format!("later-{}", name.to_lowercase()), &bytes);
+            seen.insert(name);
+        }
+    }
     write("request", "valid-sealed", &valid_request(true));
     write("request", "valid-unsealed", &valid_request(false));
     let mut short = valid_request(true);

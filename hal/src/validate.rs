@@ -793,17 +793,6 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
                 );
             }
         }
-        let later_types: Vec<OperandType> = operation
-            .inputs
-            .iter()
-            .chain(&operation.outputs)
-            .map(|&i| operands[i as usize].ty)
-            // BOOL is the `layout` flag the 1.0 table accepts on image operations; TENSOR_BOOL8
-            // (NNAPI 1.2) is run by the comparison and logic operations that list it.
-            .filter(|&t| {
-                !t.in_nnapi_1_0() && t != OperandType::Bool && t != OperandType::TensorBool8
-            })
-            .collect();
         let mut opaque = matches!(ops::arity(ty), Arity::Any);
         if matches!(ty, OperationType::If | OperationType::While) {
             check_control_flow(k, ty, operation, model)?;
@@ -816,17 +805,12 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
             invalid!("operation {k} ({ty}): operand types match no signature of NNAPI 1.1–1.3");
         }
         if !opaque {
-            // The NNAPI 1.0 signature runs on the 1.0 kernels; a signature a later version
-            // added is valid but not run; anything else is malformed.
-            // The run tables hold a few later types too (per-channel filters, the
-            // symmetric quant8 of DEQUANTIZE).
-            let v1_0 = check_signature(k, ty, operation, &operands);
-            if let Err(e) = v1_0 {
+            // A signature of the run tables (1.0 types and the few later ones a family runs:
+            // per-channel filters, bool8, the symmetric quant8 of DEQUANTIZE) runs; another
+            // signature a later version added is valid but not run; anything else is malformed.
+            if let Err(e) = check_signature(k, ty, operation, &operands) {
                 if !matches_later(ty, operation, &operands) {
-                    if later_types.is_empty() {
-                        return Err(e);
-                    }
-                    check_signature(k, ty, operation, &operands)?;
+                    return Err(e);
                 }
                 opaque = true;
             }

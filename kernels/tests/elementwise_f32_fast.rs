@@ -183,6 +183,53 @@ fn logistic_and_tanh_are_within_a_few_ulps() {
     }
 }
 
+#[test]
+fn exp_and_log_are_within_a_few_ulps_of_the_standard_library() {
+    use nnhal_kernels::math::fast as math;
+    let mut rng = Rng(3);
+    let mut x = transcendental_inputs(&mut rng);
+    // LOG's own edges: around 1 (where log(m) must not cancel against e·ln2), around √2 (the
+    // fold), the whole exponent range, subnormals down to the smallest.
+    x.extend((-2000..=2000).map(|i| 1.0 + i as f32 * 1e-6));
+    x.extend((-2000..=2000).map(|i| std::f32::consts::SQRT_2 + i as f32 * 1e-6));
+    x.extend((-149..=127).map(|e| 2f32.powi(e) * 1.234_567));
+    x.extend([
+        f32::from_bits(1),
+        f32::from_bits(0x007f_ffff),
+        f32::MIN_POSITIVE,
+        f32::MAX,
+    ]);
+    let n = x.len();
+    let mut got = vec![0.0; n];
+    for uk in tables() {
+        for (name, f, r) in [
+            (
+                "exp",
+                math::exp_f32 as fn(&Ukernels, &[f32], &mut [f32]),
+                f32::exp as fn(f32) -> f32,
+            ),
+            ("log", math::log_f32, f32::ln),
+        ] {
+            f(uk, &x, &mut got);
+            let mut worst = 0;
+            for i in 0..n {
+                let (g, e) = (got[i], r(x[i]));
+                let ok = if e.is_nan() {
+                    g.is_nan()
+                } else if e.is_infinite() || e == 0.0 {
+                    g == e
+                } else {
+                    let d = ulps(g, e);
+                    worst = worst.max(d);
+                    d <= 4 || (g - e).abs() <= 1e-38
+                };
+                assert!(ok, "{} {name}({:e}) = {g:e}, want {e:e}", uk.isa, x[i]);
+            }
+            println!("{} {name}: worst {worst} ulp", uk.isa);
+        }
+    }
+}
+
 /// Within 1e-5 relative (the sums run in different orders) and, where given, `max_ulps`.
 fn check_softmax(uk: &Ukernels, beta: f32, depth: usize, x: &[f32], max_ulps: u64) {
     let mut want = vec![0.0; x.len()];

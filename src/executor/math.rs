@@ -4,7 +4,8 @@
 //! and MINIMUM (66) on float32, int32 and uint8, PRELU (71) on float32 and uint8, all three
 //! broadcasting; CAST (45) between float32, int32 and uint8 and the TENSOR_BOOL8 identity.
 //! Signed quant8 runs as its unsigned image. Same-shape operands run the chunked, pooled loops
-//! of `nnhal_kernels::math::fast`; broadcasting ones the reference.
+//! of `nnhal_kernels::math::fast` (EXP and LOG on the level's vector loops); broadcasting ones
+//! the reference.
 
 use super::{elementwise_work, mismatch, out0, shape, Call, OpImpl};
 use crate::tensor::{DataMut, DataRef, TensorMut};
@@ -53,8 +54,8 @@ fn unary_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     match c.op.ty {
         Abs => fast::map(x, o, f32::abs),
         Neg => fast::map(x, o, |v: f32| -v),
-        Exp => fast::map(x, o, f32::exp),
-        Log => fast::map(x, o, f32::ln),
+        Exp => fast::exp_f32(c.kernels, x, o),
+        Log => fast::log_f32(c.kernels, x, o),
         Rsqrt => fast::map(x, o, m::rsqrt),
         Sin => fast::map(x, o, f32::sin),
         Sqrt => fast::map(x, o, f32::sqrt),

@@ -19,7 +19,7 @@ fn parallel(len: usize) -> bool {
 }
 
 type Binary = unsafe fn(&[f32], &[f32], &mut [f32], ClampF32);
-type Unary = unsafe fn(&[f32], &mut [f32]);
+pub(crate) type Unary = unsafe fn(&[f32], &mut [f32]);
 
 fn binary(f: Binary, a: &[f32], b: &[f32], c: ClampF32, out: &mut [f32]) {
     assert_eq!(a.len(), out.len(), "first operand length");
@@ -37,7 +37,7 @@ fn binary(f: Binary, a: &[f32], b: &[f32], c: ClampF32, out: &mut [f32]) {
     }
 }
 
-fn unary(f: Unary, input: &[f32], out: &mut [f32]) {
+pub(crate) fn unary(f: Unary, input: &[f32], out: &mut [f32]) {
     assert_eq!(input.len(), out.len(), "input length");
     if parallel(out.len()) {
         let n = chunk_len(out.len());

@@ -1,8 +1,22 @@
-//! Operator loops of the math family for same-shape operands (see [`crate::math`]): the
-//! reference's scalar functions over contiguous chunks, which the compiler vectorises for the
-//! ISA level the crate is built for, split once over the pool for long tensors.
+//! Operator loops of the math family for same-shape operands (see [`crate::math`]): EXP and LOG
+//! on the float32 vector loops of the micro-kernel table (the exponential and logarithm of
+//! `ukernels::simd`, a few ULP from the exact values, at every level), and the reference's
+//! other scalar functions over contiguous chunks, which the compiler vectorises for the ISA level
+//! the crate is built for; all split once over the pool for long tensors.
 
+use crate::elementwise::f32::unary;
 use crate::parallel::{for_chunks, threads, MIN_ELEMENTS};
+use crate::ukernels::Ukernels;
+
+/// EXP: `out[i] = exp(x[i])`.
+pub fn exp_f32(uk: &Ukernels, x: &[f32], out: &mut [f32]) {
+    unary(uk.f32_vec.exp, x, out);
+}
+
+/// LOG: `out[i] = ln(x[i])` (−∞ at ±0, NaN below 0).
+pub fn log_f32(uk: &Ukernels, x: &[f32], out: &mut [f32]) {
+    unary(uk.f32_vec.log, x, out);
+}
 
 /// Elements per parallel task: about four tasks per thread, whole cache lines.
 fn chunk_len(len: usize) -> usize {

@@ -164,6 +164,10 @@ pub struct F32Vec {
     /// `1 / (1 + exp(−x))`.
     pub logistic: unsafe fn(&[f32], &mut [f32]),
     pub tanh: unsafe fn(&[f32], &mut [f32]),
+    /// `exp(x)`.
+    pub exp: unsafe fn(&[f32], &mut [f32]),
+    /// `ln(x)`.
+    pub log: unsafe fn(&[f32], &mut [f32]),
     /// The maximum of a non-empty slice, NaNs ignored (−∞ when all are NaN).
     pub max: unsafe fn(&[f32]) -> f32,
     /// `out = exp((x − shift) · beta)`; returns the sum of `out`.
@@ -743,6 +747,20 @@ pub(crate) unsafe fn vtanh<V: F32Simd>(x: &[f32], out: &mut [f32]) {
     unsafe { map1::<V>(x, out, |v| v.tanh()) }
 }
 
+/// [`F32Vec::exp`]. # Safety: the processor runs `V`'s level.
+#[inline(always)]
+pub(crate) unsafe fn vexp<V: F32Simd>(x: &[f32], out: &mut [f32]) {
+    // SAFETY: the caller's level guarantee is all `map1` needs.
+    unsafe { map1::<V>(x, out, |v| v.exp()) }
+}
+
+/// [`F32Vec::log`]. # Safety: the processor runs `V`'s level.
+#[inline(always)]
+pub(crate) unsafe fn vlog<V: F32Simd>(x: &[f32], out: &mut [f32]) {
+    // SAFETY: the caller's level guarantee is all `map1` needs.
+    unsafe { map1::<V>(x, out, |v| v.ln()) }
+}
+
 /// [`F32Vec::max`]. # Safety: the processor runs `V`'s level.
 #[inline(always)]
 pub(crate) unsafe fn vmax<V: F32Simd>(x: &[f32]) -> f32 {
@@ -834,7 +852,7 @@ macro_rules! f32_small_entries {
         vector = $v:ty, tile = $p:literal, tile_s2 = $p2:literal,
         dw = $dw:ident, dw3x3 = $dw3:ident, avgpool = $avg:ident, maxpool = $maxp:ident,
         add = $add:ident, mul = $mul:ident, clamp = $clamp:ident, logistic = $logistic:ident,
-        tanh = $tanh:ident, rmax = $rmax:ident, expsum = $expsum:ident, div = $div:ident $(,)?
+        tanh = $tanh:ident, exp = $exp:ident, log = $log:ident, rmax = $rmax:ident, expsum = $expsum:ident, div = $div:ident $(,)?
     ) => {
         use $crate::ukernels::f32_small as fs;
 
@@ -933,6 +951,26 @@ macro_rules! f32_small_entries {
         /// # Safety
         /// The processor runs this level.
         $(#[$feat])*
+        pub unsafe fn $exp(x: &[f32], out: &mut [f32]) {
+            // SAFETY: this level is supported (caller).
+            unsafe { fs::vexp::<$v>(x, out) }
+        }
+
+        /// One [`fs::F32Vec`] loop.
+        ///
+        /// # Safety
+        /// The processor runs this level.
+        $(#[$feat])*
+        pub unsafe fn $log(x: &[f32], out: &mut [f32]) {
+            // SAFETY: this level is supported (caller).
+            unsafe { fs::vlog::<$v>(x, out) }
+        }
+
+        /// One [`fs::F32Vec`] loop.
+        ///
+        /// # Safety
+        /// The processor runs this level.
+        $(#[$feat])*
         pub unsafe fn $rmax(x: &[f32]) -> f32 {
             // SAFETY: this level is supported (caller).
             unsafe { fs::vmax::<$v>(x) }
@@ -978,6 +1016,8 @@ macro_rules! f32_small_entries {
             clamp: $clamp,
             logistic: $logistic,
             tanh: $tanh,
+            exp: $exp,
+            log: $log,
             max: $rmax,
             exp_sum: $expsum,
             div: $div,

@@ -6,9 +6,9 @@
 //!
 //! Every method is `#[inline(always)]` in the implementations, so once an entry point of a
 //! level inlines the algorithm, the intrinsics inline into it and compile with that level's
-//! features. The exponential and tanh defined here are a few ULP accurate over the whole
-//! float32 range; the portable implementation overrides them with the standard library's, so
-//! the generic table reproduces the reference kernels exactly.
+//! features. The exponential, logarithm and tanh defined here are a few ULP accurate over the
+//! whole float32 range; the portable implementation overrides them with the standard library's,
+//! so the generic table reproduces the reference kernels exactly.
 
 /// One vector of `LANES` float32 values.
 ///
@@ -69,6 +69,12 @@ pub(crate) unsafe trait F32Simd: Copy {
     /// `self` (non-negative, sign bit clear) with the sign bit of `sign`.
     fn with_sign_of(self, sign: Self) -> Self;
 
+    /// Per lane `if self < b { then } else { other }` (`other` where either side is NaN).
+    fn lt_select(self, b: Self, then: Self, other: Self) -> Self;
+    /// For lanes holding a positive normal float `x`: `(e, m)` with `x = m · 2^e`, `e` an
+    /// integer and `m` in [1, 2) (anything for other lanes).
+    fn exponent_mantissa(self) -> (Self, Self);
+
     /// Sum of the lanes (any order).
     fn hsum(self) -> f32;
     /// The lanes folded with `sel_max`, lane 0 first.
@@ -89,6 +95,12 @@ pub(crate) unsafe trait F32Simd: Copy {
         p.add(Self::splat(1.0)).mul(n1.pow2()).mul(n2.pow2())
     }
 
+    /// `ln(self)`: [`ln`] here; the portable implementation uses the standard library's.
+    #[inline(always)]
+    fn ln(self) -> Self {
+        ln(self)
+    }
+
     /// `tanh(self)`, a few ULP from the exact value, odd, ±1 beyond |x| ≈ 9, NaN for NaN.
     #[inline(always)]
     fn tanh(self) -> Self {
@@ -105,14 +117,50 @@ pub(crate) unsafe trait F32Simd: Copy {
     }
 }
 
+/// Natural logarithm, a few ULP from the exact value over the whole float32 range: −∞ for ±0,
+/// NaN below 0 and for NaN, +∞ for +∞, subnormals exact in their exponent.
+#[inline(always)]
+pub(crate) fn ln<V: F32Simd>(x: V) -> V {
+    // Subnormals are scaled by 2^25 into the normal range (exact) and the exponent corrected.
+    let tiny = V::splat(f32::MIN_POSITIVE);
+    let y = x.lt_select(tiny, x.mul(V::splat(33_554_432.0)), x);
+    let bias = x.lt_select(tiny, V::splat(-25.0), V::splat(0.0));
+    let (e, m) = y.exponent_mantissa();
+    // m in [1, 2) folded to [√½, √2), so f = m − 1 is at most 0.415 in size and log(m) never
+    // cancels against e·ln2 near x = 1.
+    let root2 = V::splat(std::f32::consts::SQRT_2);
+    let e = root2.lt_select(m, e.add(V::splat(1.0)), e).add(bias);
+    let m = root2.lt_select(m, m.mul(V::splat(0.5)), m);
+    // log(1 + f) = 2·atanh(s) with s = f / (2 + f), |s| ≤ 0.1716: 2s + 2s³/3 + … + 2s¹¹/11,
+    // the first omitted term below 2e-11 of the result.
+    let f = m.sub(V::splat(1.0));
+    let s = f.div(f.add(V::splat(2.0)));
+    let z = s.mul(s);
+    const C: [f32; 5] = [2.0 / 11.0, 2.0 / 9.0, 2.0 / 7.0, 2.0 / 5.0, 2.0 / 3.0];
+    let mut q = V::splat(C[0]);
+    for &c in &C[1..] {
+        q = q.mul_add(z, V::splat(c));
+    }
+    let log1p = s.mul_add(z.mul(q), s.add(s));
+    // e·ln2 with ln2 split as in `exp_reduce`, so e·LN2_HI is exact for |e| < 512.
+    let r = e.mul_add(V::splat(LN2_HI), e.mul_add(V::splat(LN2_LO), log1p));
+    // NaN and ±∞ make x·0 NaN; then the edges in the order that leaves each its value.
+    let r = r.add(x.mul(V::splat(0.0)));
+    let r = x.lt_select(V::splat(f32::from_bits(1)), V::splat(f32::NEG_INFINITY), r);
+    let r = x.lt_select(V::splat(0.0), V::splat(f32::NAN), r);
+    V::splat(f32::MAX).lt_select(x, V::splat(f32::INFINITY), r)
+}
+
+/// 0.693145751953125 exactly (0x3F317200: 15 significant bits), and ln2 minus that, rounded to
+/// float32.
+const LN2_HI: f32 = 0.693_145_75;
+const LN2_LO: f32 = 1.428_606_8e-6;
+
 /// `x = n·ln2 + r` with integral `n` and |r| ≤ ln2/2, and `p = expm1(r)`. ln2 is split in a
 /// part with 15 significant bits (so `n·LN2_HI` is exact for |n| < 512) and the rest.
 #[inline(always)]
 fn exp_reduce<V: F32Simd>(x: V) -> (V, V) {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
-    // 0.693145751953125 exactly (0x3F317200), and ln2 minus that, rounded to float32.
-    const LN2_HI: f32 = 0.693_145_75;
-    const LN2_LO: f32 = 1.428_606_8e-6;
     let n = x.mul(V::splat(LOG2E)).round();
     let r = n.mul_add(V::splat(-LN2_HI), x);
     let r = n.mul_add(V::splat(-LN2_LO), r);

@@ -120,6 +120,24 @@ unsafe impl F32Simd for Lanes4 {
     }
 
     #[inline(always)]
+    fn lt_select(self, b: Self, then: Self, other: Self) -> Self {
+        let mut out = other;
+        for i in 0..4 {
+            if self.0[i] < b.0[i] {
+                out.0[i] = then.0[i];
+            }
+        }
+        out
+    }
+
+    #[inline(always)]
+    fn exponent_mantissa(self) -> (Self, Self) {
+        let e = self.map(|x| ((x.to_bits() >> 23) as i32 - 127) as f32);
+        let m = self.map(|x| f32::from_bits((x.to_bits() & 0x007f_ffff) | 0x3f80_0000));
+        (e, m)
+    }
+
+    #[inline(always)]
     fn hsum(self) -> f32 {
         (self.0[0] + self.0[2]) + (self.0[1] + self.0[3])
     }
@@ -144,6 +162,11 @@ unsafe impl F32Simd for Lanes4 {
     fn tanh(self) -> Self {
         self.map(f32::tanh)
     }
+
+    #[inline(always)]
+    fn ln(self) -> Self {
+        self.map(f32::ln)
+    }
 }
 
 f32_small_entries! {
@@ -151,6 +174,7 @@ f32_small_entries! {
     dw = f32_dwconv_generic_4c, dw3x3 = f32_dwconv3x3_generic_4cx2,
     avgpool = f32_avgpool_generic_4c, maxpool = f32_maxpool_generic_4c,
     add = f32_add_generic_4, mul = f32_mul_generic_4, clamp = f32_clamp_generic_4,
-    logistic = f32_logistic_generic_4, tanh = f32_tanh_generic_4, rmax = f32_rmax_generic_4,
+    logistic = f32_logistic_generic_4, tanh = f32_tanh_generic_4,
+    exp = f32_exp_generic_4, log = f32_log_generic_4, rmax = f32_rmax_generic_4,
     expsum = f32_expsum_generic_4, div = f32_div_generic_4,
 }

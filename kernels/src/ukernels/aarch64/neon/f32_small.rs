@@ -128,6 +128,29 @@ unsafe impl F32Simd for Q {
     }
 
     #[inline(always)]
+    fn lt_select(self, b: Self, then: Self, other: Self) -> Self {
+        // SAFETY: NEON is available (trait contract).
+        Q(unsafe { vbslq_f32(vcltq_f32(self.0, b.0), then.0, other.0) })
+    }
+
+    #[inline(always)]
+    fn exponent_mantissa(self) -> (Self, Self) {
+        // SAFETY: NEON is available (trait contract).
+        unsafe {
+            let bits = vreinterpretq_u32_f32(self.0);
+            let e = vsubq_s32(
+                vreinterpretq_s32_u32(vshrq_n_u32::<23>(bits)),
+                vdupq_n_s32(127),
+            );
+            let m = vorrq_u32(
+                vandq_u32(bits, vdupq_n_u32(0x007f_ffff)),
+                vdupq_n_u32(0x3f80_0000),
+            );
+            (Q(vcvtq_f32_s32(e)), Q(vreinterpretq_f32_u32(m)))
+        }
+    }
+
+    #[inline(always)]
     fn hsum(self) -> f32 {
         // SAFETY: NEON is available (trait contract).
         unsafe { vaddvq_f32(self.0) }
@@ -150,6 +173,7 @@ f32_small_entries! {
     dw = f32_dwconv_neon_4c, dw3x3 = f32_dwconv3x3_neon_4cx8,
     avgpool = f32_avgpool_neon_4c, maxpool = f32_maxpool_neon_4c,
     add = f32_add_neon_4, mul = f32_mul_neon_4, clamp = f32_clamp_neon_4,
-    logistic = f32_logistic_neon_4, tanh = f32_tanh_neon_4, rmax = f32_rmax_neon_4,
+    logistic = f32_logistic_neon_4, tanh = f32_tanh_neon_4,
+    exp = f32_exp_neon_4, log = f32_log_neon_4, rmax = f32_rmax_neon_4,
     expsum = f32_expsum_neon_4, div = f32_div_neon_4,
 }

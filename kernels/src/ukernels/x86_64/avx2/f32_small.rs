@@ -132,6 +132,26 @@ unsafe impl F32Simd for Ymm {
     }
 
     #[inline(always)]
+    fn lt_select(self, b: Self, then: Self, other: Self) -> Self {
+        // SAFETY: AVX is available (trait contract).
+        Ymm(unsafe { _mm256_blendv_ps(other.0, then.0, _mm256_cmp_ps::<_CMP_LT_OQ>(self.0, b.0)) })
+    }
+
+    #[inline(always)]
+    fn exponent_mantissa(self) -> (Self, Self) {
+        // SAFETY: AVX2 is available (trait contract).
+        unsafe {
+            let bits = _mm256_castps_si256(self.0);
+            let e = _mm256_sub_epi32(_mm256_srli_epi32::<23>(bits), _mm256_set1_epi32(127));
+            let m = _mm256_or_si256(
+                _mm256_and_si256(bits, _mm256_set1_epi32(0x007f_ffff)),
+                _mm256_set1_epi32(0x3f80_0000),
+            );
+            (Ymm(_mm256_cvtepi32_ps(e)), Ymm(_mm256_castsi256_ps(m)))
+        }
+    }
+
+    #[inline(always)]
     fn hsum(self) -> f32 {
         // SAFETY: AVX is available (trait contract).
         unsafe {
@@ -161,6 +181,7 @@ f32_small_entries! {
     dw = f32_dwconv_avx2_8c, dw3x3 = f32_dwconv3x3_avx2_8cx4,
     avgpool = f32_avgpool_avx2_8c, maxpool = f32_maxpool_avx2_8c,
     add = f32_add_avx2_8, mul = f32_mul_avx2_8, clamp = f32_clamp_avx2_8,
-    logistic = f32_logistic_avx2_8, tanh = f32_tanh_avx2_8, rmax = f32_rmax_avx2_8,
+    logistic = f32_logistic_avx2_8, tanh = f32_tanh_avx2_8,
+    exp = f32_exp_avx2_8, log = f32_log_avx2_8, rmax = f32_rmax_avx2_8,
     expsum = f32_expsum_avx2_8, div = f32_div_avx2_8,
 }

@@ -130,6 +130,32 @@ unsafe impl F32Simd for Zmm {
     }
 
     #[inline(always)]
+    fn lt_select(self, b: Self, then: Self, other: Self) -> Self {
+        // SAFETY: AVX-512F is available (trait contract).
+        Zmm(unsafe {
+            _mm512_mask_blend_ps(
+                _mm512_cmp_ps_mask::<_CMP_LT_OQ>(self.0, b.0),
+                other.0,
+                then.0,
+            )
+        })
+    }
+
+    #[inline(always)]
+    fn exponent_mantissa(self) -> (Self, Self) {
+        // SAFETY: AVX-512F is available (trait contract).
+        unsafe {
+            let bits = _mm512_castps_si512(self.0);
+            let e = _mm512_sub_epi32(_mm512_srli_epi32::<23>(bits), _mm512_set1_epi32(127));
+            let m = _mm512_or_epi32(
+                _mm512_and_epi32(bits, _mm512_set1_epi32(0x007f_ffff)),
+                _mm512_set1_epi32(0x3f80_0000),
+            );
+            (Zmm(_mm512_cvtepi32_ps(e)), Zmm(_mm512_castsi512_ps(m)))
+        }
+    }
+
+    #[inline(always)]
     fn hsum(self) -> f32 {
         // SAFETY: AVX-512F is available (trait contract).
         unsafe { _mm512_reduce_add_ps(self.0) }
@@ -152,6 +178,7 @@ f32_small_entries! {
     dw = f32_dwconv_avx512_16c, dw3x3 = f32_dwconv3x3_avx512_16cx8,
     avgpool = f32_avgpool_avx512_16c, maxpool = f32_maxpool_avx512_16c,
     add = f32_add_avx512_16, mul = f32_mul_avx512_16, clamp = f32_clamp_avx512_16,
-    logistic = f32_logistic_avx512_16, tanh = f32_tanh_avx512_16, rmax = f32_rmax_avx512_16,
+    logistic = f32_logistic_avx512_16, tanh = f32_tanh_avx512_16,
+    exp = f32_exp_avx512_16, log = f32_log_avx512_16, rmax = f32_rmax_avx512_16,
     expsum = f32_expsum_avx512_16, div = f32_div_avx512_16,
 }

@@ -157,9 +157,95 @@ fn top_k(ins: &Ins) -> Res<Inferred> {
         "k {k} (input 1) is outside 1..={last}, the last extent"
     );
     let mut out = d.to_vec();
-    *out.last_mut().unwrap_or(&mut 0) = k as u32;
+    if let Some(l) = out.last_mut() {
+        *l = k as u32;
+    }
     Ok(Inferred {
         outputs: vec![out.clone(), out],
         params: Params::Plain,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shape::{Arg, InferError};
+    use crate::types::OperandType;
+
+    fn arg<'a>(ty: OperandType, dims: &'a [u32], value: Option<&'a [u8]>) -> Option<Arg<'a>> {
+        Some(Arg {
+            ty,
+            dims,
+            scale: 0.0,
+            zero_point: 0,
+            value,
+        })
+    }
+
+    fn run(op: OperationType, args: &[Option<Arg>]) -> Res<Inferred> {
+        infer(op, &Ins { args }).expect("an operation of this family")
+    }
+
+    #[test]
+    fn reductions_take_negative_and_repeated_axes_once() {
+        let d = [2u32, 3, 4];
+        let axes: Vec<u8> = [-1i32, 2, 0].iter().flat_map(|a| a.to_le_bytes()).collect();
+        for (keep, want) in [(1u8, vec![1, 3, 1]), (0, vec![3])] {
+            let keep = [keep];
+            let args = [
+                arg(F, &d, None),
+                arg(I, &[3], Some(&axes)),
+                arg(B, &[], Some(&keep)),
+            ];
+            let r = run(OperationType::ReduceSum, &args).unwrap();
+            assert_eq!(r.outputs, vec![want]);
+            assert_eq!(r.params, Params::Reduce { axes: vec![0, 2] });
+        }
+    }
+
+    #[test]
+    fn arg_min_max_drops_the_axis_and_top_k_cuts_the_last() {
+        let d = [2u32, 3, 4];
+        let at = |v: i32| v.to_le_bytes();
+        let (m1, two, four, five) = (at(-1), at(2), at(4), at(5));
+        let r = run(
+            OperationType::Argmax,
+            &[arg(F, &d, None), arg(SI, &[], Some(&m1))],
+        )
+        .unwrap();
+        assert_eq!(r.outputs, vec![vec![2, 3]]);
+        assert_eq!(r.params, Params::Reduce { axes: vec![2] });
+        let r = run(
+            OperationType::Argmin,
+            &[arg(F, &[5], None), arg(SI, &[], Some(&m1))],
+        )
+        .unwrap();
+        assert_eq!(r.outputs, vec![vec![1]]);
+        let r = run(
+            OperationType::TopkV2,
+            &[arg(Q, &d, None), arg(SI, &[], Some(&two))],
+        )
+        .unwrap();
+        assert_eq!(r.outputs, vec![vec![2, 3, 2], vec![2, 3, 2]]);
+        assert!(run(
+            OperationType::TopkV2,
+            &[arg(Q, &d, None), arg(SI, &[], Some(&four))]
+        )
+        .is_ok());
+        for (op, bad) in [
+            (OperationType::TopkV2, five),
+            (OperationType::TopkV2, at(0)),
+            (OperationType::Argmax, at(3)),
+            (OperationType::Argmax, at(-4)),
+        ] {
+            let r = run(op, &[arg(F, &d, None), arg(SI, &[], Some(&bad))]);
+            assert!(matches!(r, Err(InferError::Invalid(_))), "{op} {bad:?}");
+        }
+        // A value only known at execution defers.
+        let r = run(
+            OperationType::TopkV2,
+            &[arg(F, &d, None), arg(SI, &[], None)],
+        );
+        assert_eq!(r, Err(InferError::Unknown));
+    }
 }

@@ -4,7 +4,8 @@
 //!
 //! ARGMAX / ARGMIN run as `[outer, n, inner]`: blocks of up to 64 adjacent `inner` lanes keep
 //! their best values and indices on the stack while the `n` input rows stream by, so the
-//! compare-and-select loop runs over contiguous slices; the outputs are split over the pool.
+//! compare-and-select loop runs over contiguous slices (along the last axis each output scans
+//! its own run); the outputs are split over the pool.
 //! TOPK_V2 keeps each row's best `k` sorted in the output itself, inserting an element only
 //! when it beats the `k`-th (a scan of the row, no allocation) while `k` is small; a large `k`
 //! sorts a copy of the row. Rows are split over the pool.
@@ -30,6 +31,21 @@ pub fn arg_min_max<T: PartialOrd + Copy + Default + Send + Sync>(
         return;
     }
     split(out, input.len(), |start, chunk| {
+        if inner == 1 {
+            // The axis is the last: each output scans one contiguous run.
+            for (j, y) in chunk.iter_mut().enumerate() {
+                let x = &input[(start + j) * n..][..n];
+                let (mut best, mut index) = (x[0], 0);
+                for (k, &v) in x.iter().enumerate().skip(1) {
+                    if (min && v < best) || (!min && v > best) {
+                        best = v;
+                        index = k;
+                    }
+                }
+                *y = index as i32;
+            }
+            return;
+        }
         let mut at = 0;
         while at < chunk.len() {
             let flat = start + at;
@@ -120,16 +136,16 @@ fn insert_top<T: TopKey>(x: &[T], v: &mut [T], ix: &mut [i32]) {
         if kept == k && T::order(e, v[k - 1]) == Ordering::Less {
             continue;
         }
-        // The first kept value not above `e` moves down (equal ones too: `e` comes later).
-        let at = v[..kept]
-            .iter()
-            .position(|&w| T::order(w, e) != Ordering::Greater)
-            .unwrap_or(kept);
-        let end = if kept < k { kept } else { k - 1 };
-        v.copy_within(at..end, at + 1);
-        ix.copy_within(at..end, at + 1);
-        v[at] = e;
-        ix[at] = i as i32;
+        // One insertion-sort step from the end (a full list drops its last): kept values not
+        // above `e` move down, equal ones too, since `e` comes later.
+        let mut j = kept.min(k - 1);
+        while j > 0 && T::order(v[j - 1], e) != Ordering::Greater {
+            v[j] = v[j - 1];
+            ix[j] = ix[j - 1];
+            j -= 1;
+        }
+        v[j] = e;
+        ix[j] = i as i32;
         kept = (kept + 1).min(k);
     }
 }

@@ -632,6 +632,11 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
         {
             return Ok(false);
         }
+        // NNAPI 1.2's nearest-neighbour resize, REDUCE_MAX / REDUCE_MIN and TOPK_V2's values
+        // move stored values; the reference gives the output the input's quantization.
+        ResizeNearestNeighbor | ReduceMax | ReduceMin | TopkV2 if same(input, out, "").is_err() => {
+            return Ok(false);
+        }
         // The platform's quantized HARD_SWISH requires an output multiplier
         // (input scale / 128 / output scale, in float32) below 1 once quantized to Q31.
         HardSwish

@@ -4,7 +4,9 @@
 //! STRIDED_SLICE, TRANSPOSE, SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND on float32 and uint8
 //! (signed quant8 through its unsigned image: the padding byte is the output zero point, which
 //! the image shifts with the values), on the row loops of `nnhal_kernels::transform::nd`. NCHW
-//! forms (NNAPI 1.2 `layout`) run transposed ([`super::run_nchw`]).
+//! forms (NNAPI 1.2 `layout`) run transposed ([`super::run_nchw`]). NNAPI 1.2's
+//! RESIZE_NEAREST_NEIGHBOR moves whole channel runs (`nd::resize_nearest`), on float32 and
+//! uint8 (signed quant8 as its image: the values are only copied).
 
 use super::{elementwise_work, mismatch, nhwc, out0, Call, OpImpl};
 use crate::tensor::{DataMut, DataRef, TensorMut};
@@ -24,6 +26,7 @@ pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpIm
         (DepthToSpace | SpaceToDepth, F | Q) => &BLOCK_REARRANGE,
         (Reshape, _) => &RESHAPE,
         (ResizeBilinear, F | Q) => &RESIZE_BILINEAR,
+        (ResizeNearestNeighbor, F | Q) => &RESIZE_NEAREST,
         // SQUEEZE keeps the bytes, as RESHAPE does.
         (Squeeze, F | Q) => &RESHAPE,
         (Pad, F | Q) => &PAD,
@@ -39,6 +42,7 @@ registration!(CONCATENATION, concatenation, elementwise_work);
 registration!(BLOCK_REARRANGE, block_rearrange, elementwise_work, partial);
 registration!(RESHAPE, reshape, elementwise_work);
 registration!(RESIZE_BILINEAR, resize_bilinear, elementwise_work, partial);
+registration!(RESIZE_NEAREST, resize_nearest, elementwise_work);
 registration!(PAD, pad, elementwise_work);
 registration!(TRANSPOSE, transpose, elementwise_work);
 registration!(STRIDED_SLICE, strided_slice, elementwise_work);
@@ -227,6 +231,30 @@ fn resize_bilinear(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     match (c.t(0)?.data, &mut out0(outs)?.data) {
         (DataRef::F32(x), DataMut::F32(y)) => transform::resize_bilinear(x, s, h, w, mode, y),
         (DataRef::U8(x), DataMut::U8(y)) => transform::resize_bilinear(x, s, h, w, mode, y),
+        _ => return Err(mismatch(c)),
+    }
+    Ok(())
+}
+
+fn resize_nearest(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::Resize {
+        height,
+        width,
+        align_corners,
+        half_pixel_centers,
+    } = *c.params
+    else {
+        return Err(mismatch(c));
+    };
+    let s = nhwc(c.dims(0)?);
+    let mode = transform::ResizeMode {
+        align_corners,
+        half_pixel_centers,
+    };
+    let (h, w) = (height as usize, width as usize);
+    match (c.t(0)?.data, &mut out0(outs)?.data) {
+        (DataRef::F32(x), DataMut::F32(y)) => nd::resize_nearest(x, s, h, w, mode, y),
+        (DataRef::U8(x), DataMut::U8(y)) => nd::resize_nearest(x, s, h, w, mode, y),
         _ => return Err(mismatch(c)),
     }
     Ok(())

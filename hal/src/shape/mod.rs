@@ -548,6 +548,7 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
             | DepthToSpace
             | SpaceToDepth
             | ResizeBilinear
+            | ResizeNearestNeighbor
             | SpaceToBatchNd
             | BatchToSpaceNd
             | GroupedConv2d
@@ -649,11 +650,11 @@ fn infer_layout(op: OperationType, inputs: &[Option<Arg>], at: usize) -> Res<Inf
     check!(b.len() == 1, "BOOL input {at} has {} bytes", b.len());
     // What follows the flag moves up one place: RESIZE_BILINEAR's coordinate modes. The
     // convolutions' dilation factors go into their window.
-    let tail = if op == OperationType::ResizeBilinear {
-        &inputs[at + 1..]
-    } else {
-        &[]
-    };
+    let resize = matches!(
+        op,
+        OperationType::ResizeBilinear | OperationType::ResizeNearestNeighbor
+    );
+    let tail = if resize { &inputs[at + 1..] } else { &[] };
     let convolution = matches!(op, OperationType::Conv2d | OperationType::DepthwiseConv2d);
     let dilation = if convolution && inputs.len() > at + 1 {
         (

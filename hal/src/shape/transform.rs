@@ -3,7 +3,9 @@
 //! SPACE_TO_DEPTH (26), with NNAPI 1.2's optional NCHW `layout` and RESIZE_BILINEAR's later
 //! forms (scales, NNAPI 1.3's `align_corners` / `half_pixel_centers`); and NNAPI 1.1's
 //! (NeuralNetworks.h `OperationCode`) BATCH_TO_SPACE_ND (29) and SPACE_TO_BATCH_ND (33) with
-//! NNAPI 1.2's `layout`, PAD (32), SQUEEZE (34), STRIDED_SLICE (35) and TRANSPOSE (37).
+//! NNAPI 1.2's `layout`, PAD (32), SQUEEZE (34), STRIDED_SLICE (35) and TRANSPOSE (37); and
+//! NNAPI 1.2's RESIZE_NEAREST_NEIGHBOR (94), whose `layout` is required and whose forms and
+//! output extents are RESIZE_BILINEAR's.
 
 use super::{
     element_count, i32_list, mul, one, rank_at_most, InferError, Inferred, Ins, Params, Res,
@@ -78,6 +80,24 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
             ];
             S
         }
+        ResizeNearestNeighbor => {
+            // The layout is required; NNAPI 1.3 adds align_corners and half_pixel_centers.
+            const S: &[Signature] = &[
+                sig(&[F, SI, SI, B], &[F]),
+                sig(&[F, SI, SI, B, B], &[F]),
+                sig(&[F, SI, SI, B, B, B], &[F]),
+                sig(&[F, SF, SF, B], &[F]),
+                sig(&[F, SF, SF, B, B], &[F]),
+                sig(&[F, SF, SF, B, B, B], &[F]),
+                sig(&[Q, SI, SI, B], &[Q]),
+                sig(&[Q, SI, SI, B, B], &[Q]),
+                sig(&[Q, SI, SI, B, B, B], &[Q]),
+                sig(&[Q, SF, SF, B], &[Q]),
+                sig(&[Q, SF, SF, B, B], &[Q]),
+                sig(&[Q, SF, SF, B, B, B], &[Q]),
+            ];
+            S
+        }
         _ => return None,
     }))
 }
@@ -89,7 +109,7 @@ pub(super) fn infer(op: OperationType, ins: &Ins) -> Option<Res<Inferred>> {
         Concatenation => concatenation(ins),
         DepthToSpace | SpaceToDepth => block(op, ins),
         Reshape => reshape(ins),
-        ResizeBilinear => resize_bilinear(ins),
+        ResizeBilinear | ResizeNearestNeighbor => resize_bilinear(ins),
         Pad => pad(ins),
         Squeeze => squeeze(ins),
         Transpose => transpose(ins),

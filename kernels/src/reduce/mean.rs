@@ -9,12 +9,16 @@ use super::{reference, split_reduction};
 use crate::parallel::{for_chunks, threads, MIN_ELEMENTS};
 
 /// Outputs per parallel part: about four parts per thread, whole cache lines.
-fn part_len(outputs: usize) -> usize {
+pub(super) fn part_len(outputs: usize) -> usize {
     outputs.div_ceil(4 * threads()).next_multiple_of(16).max(16)
 }
 
 /// Runs `body(start, chunk)` over `out`, in parallel parts when the input is long.
-fn split<T: Send>(out: &mut [T], input_len: usize, body: impl Fn(usize, &mut [T]) + Sync + Send) {
+pub(super) fn split<T: Send>(
+    out: &mut [T],
+    input_len: usize,
+    body: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
     if input_len >= MIN_ELEMENTS && threads() > 1 && out.len() > 16 {
         let n = part_len(out.len());
         for_chunks(out, n, |i, chunk| body(i * n, chunk));
@@ -25,7 +29,12 @@ fn split<T: Send>(out: &mut [T], input_len: usize, body: impl Fn(usize, &mut [T]
 
 /// The output range `start..start + len` of an `[outer, inner]` output as runs within one row:
 /// `(o, i0, len)`.
-fn rows(start: usize, len: usize, inner: usize, mut f: impl FnMut(usize, usize, usize, usize)) {
+pub(super) fn rows(
+    start: usize,
+    len: usize,
+    inner: usize,
+    mut f: impl FnMut(usize, usize, usize, usize),
+) {
     let mut at = 0;
     while at < len {
         let flat = start + at;

@@ -2,9 +2,11 @@
 //! SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND), with the semantics of the oracles in
 //! [`super::reference`]. Every output is written row by row (its last axis): a row that is a
 //! contiguous run of the input is one `copy_from_slice`, a padded row one `fill`; the rows are
-//! split over the pool in whole-row parts once the tensor is long.
+//! split over the pool in whole-row parts once the tensor is long. RESIZE_NEAREST_NEIGHBOR
+//! (NNAPI 1.2) gathers whole channel runs: each output pixel is one `copy_from_slice` of the
+//! `c` values of the input pixel it takes.
 
-use super::reference::strides;
+use super::reference::{nearest_index, resize_scale, strides, ResizeMode};
 use crate::parallel::{for_chunks, threads, MIN_ELEMENTS};
 use crate::Nhwc;
 
@@ -183,6 +185,38 @@ pub fn space_to_batch<T: Copy + Send + Sync>(
     });
 }
 
+/// RESIZE_NEAREST_NEIGHBOR on `[n, h, w, c]` to `[n, out_h, out_w, c]`, with the indices of
+/// [`super::reference::nearest_index`]; output rows (one `y` of one batch) are split over the
+/// pool.
+pub fn resize_nearest<T: Copy + Send + Sync>(
+    input: &[T],
+    shape: Nhwc,
+    out_h: usize,
+    out_w: usize,
+    mode: ResizeMode,
+    output: &mut [T],
+) {
+    let c = shape.c;
+    let row = out_w * c;
+    if row == 0 || out_h == 0 || shape.is_empty() {
+        return;
+    }
+    let rows = (shape.n * out_h).min(output.len() / row);
+    let hs = resize_scale(shape.h, out_h, mode.align_corners);
+    let ws = resize_scale(shape.w, out_w, mode.align_corners);
+    by_rows(&mut output[..rows * row], row, |r0, chunk| {
+        for (j, dst) in chunk.chunks_exact_mut(row).enumerate() {
+            let (n, y) = ((r0 + j) / out_h, (r0 + j) % out_h);
+            let iy = nearest_index(y, hs, mode, shape.h);
+            let src = &input[shape.offset(n, iy, 0, 0)..][..shape.w * c];
+            for (x, px) in dst.chunks_exact_mut(c).enumerate() {
+                let ix = nearest_index(x, ws, mode, shape.w);
+                px.copy_from_slice(&src[ix * c..(ix + 1) * c]);
+            }
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::reference as oracle;
@@ -287,5 +321,58 @@ mod tests {
             oracle::space_to_batch(&x, s, block, pad, 7, &mut b);
             assert_eq!(a, b, "{s:?} {block:?} {pad:?}");
         }
+    }
+
+    #[test]
+    fn resize_nearest_matches_the_oracle_in_every_mode() {
+        let mut seed = 17u64;
+        let modes = [(false, false), (true, false), (false, true)];
+        for round in 0..300 {
+            let big = round % 60 == 0;
+            let d = |s: &mut u64| 1 + lcg(s) % if big { 40 } else { 7 };
+            let s = Nhwc::new(
+                1 + lcg(&mut seed) % 2,
+                d(&mut seed),
+                d(&mut seed),
+                d(&mut seed),
+            );
+            let (oh, ow) = (d(&mut seed), d(&mut seed));
+            let x: Vec<u16> = (0..s.len()).map(|i| i as u16).collect();
+            for (align_corners, half_pixel_centers) in modes {
+                let mode = ResizeMode {
+                    align_corners,
+                    half_pixel_centers,
+                };
+                let len = s.n * oh * ow * s.c;
+                let (mut a, mut b) = (vec![0; len], vec![1; len]);
+                resize_nearest(&x, s, oh, ow, mode, &mut a);
+                oracle::resize_nearest(&x, s, oh, ow, mode, &mut b);
+                assert_eq!(a, b, "{s:?} to {oh}x{ow} {mode:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn nearest_indices_follow_the_specification() {
+        let m = |align_corners, half_pixel_centers| ResizeMode {
+            align_corners,
+            half_pixel_centers,
+        };
+        let pick = |input: usize, output: usize, mode: ResizeMode| -> Vec<usize> {
+            let scale = oracle::resize_scale(input, output, mode.align_corners);
+            (0..output)
+                .map(|o| oracle::nearest_index(o, scale, mode, input))
+                .collect()
+        };
+        // 2 → 5: scale 0.4, floor(0, 0.4, 0.8, 1.2, 1.6).
+        assert_eq!(pick(2, 5, m(false, false)), [0, 0, 0, 1, 1]);
+        // Aligned corners: scale 1/4, round(0, .25, .5, .75, 1): .5 rounds away from zero.
+        assert_eq!(pick(2, 5, m(true, false)), [0, 0, 1, 1, 1]);
+        // Half-pixel centres: floor((o + ½)·0.4) = floor(.2, .6, 1, 1.4, 1.8).
+        assert_eq!(pick(2, 5, m(false, true)), [0, 0, 1, 1, 1]);
+        // Downscaling 5 → 2 with half-pixel centres: floor(1.25, 3.75).
+        assert_eq!(pick(5, 2, m(false, true)), [1, 3]);
+        // One output with aligned corners takes scale in/out, as the reference does.
+        assert_eq!(pick(4, 1, m(true, false)), [0]);
     }
 }

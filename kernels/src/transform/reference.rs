@@ -212,6 +212,58 @@ pub fn resize_bilinear<T: Bilinear>(
     }
 }
 
+/// The input row or column RESIZE_NEAREST_NEIGHBOR (NNAPI 1.2) takes for output `out` of an
+/// axis of `size` inputs: the float32 coordinate `out · scale` (`(out + ½) · scale` with
+/// half-pixel centres), rounded half away from zero with aligned corners and floored
+/// otherwise, then clamped to the last input (and, with half-pixel centres, to the first).
+pub fn nearest_index(out: usize, scale: f32, mode: ResizeMode, size: usize) -> usize {
+    let v = if mode.half_pixel_centers {
+        (out as f32 + 0.5) * scale
+    } else {
+        out as f32 * scale
+    };
+    let v = if mode.align_corners {
+        v.round()
+    } else {
+        v.floor()
+    };
+    // `as` saturates; the coordinate is never negative, but the clamp to 0 is the reference's.
+    (v as i64).clamp(0, size as i64 - 1) as usize
+}
+
+/// The scale of one axis of a resize, `in / out` or, with aligned corners and more than one
+/// output, `(in − 1) / (out − 1)`, in float32.
+pub fn resize_scale(input: usize, output: usize, align_corners: bool) -> f32 {
+    axis_scale(input, output, align_corners)
+}
+
+/// RESIZE_NEAREST_NEIGHBOR (NNAPI 1.2) on `[n, h, w, c]` to `[n, out_h, out_w, c]`, one
+/// output element at a time: the oracle of [`super::nd::resize_nearest`].
+pub fn resize_nearest<T: Copy>(
+    input: &[T],
+    shape: Nhwc,
+    out_h: usize,
+    out_w: usize,
+    mode: ResizeMode,
+    output: &mut [T],
+) {
+    let hs = axis_scale(shape.h, out_h, mode.align_corners);
+    let ws = axis_scale(shape.w, out_w, mode.align_corners);
+    let mut at = 0;
+    for n in 0..shape.n {
+        for y in 0..out_h {
+            let iy = nearest_index(y, hs, mode, shape.h);
+            for x in 0..out_w {
+                let ix = nearest_index(x, ws, mode, shape.w);
+                for ch in 0..shape.c {
+                    output[at] = input[shape.offset(n, iy, ix, ch)];
+                    at += 1;
+                }
+            }
+        }
+    }
+}
+
 /// RESIZE_BILINEAR as NNAPI 1.0 defines it (float32, neither coordinate mode).
 pub fn resize_bilinear_f32(
     input: &[f32],

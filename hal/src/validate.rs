@@ -348,12 +348,19 @@ fn check_signature(
             );
             Ok(())
         }
-        Arity::Fixed(sigs) => {
+        Arity::Fixed(sigs) | Arity::RepeatOutputs(sigs) => {
+            let repeat = matches!(ops::arity(op), Arity::RepeatOutputs(_));
             let ok = sigs.iter().any(|s| {
+                let outputs = if repeat {
+                    !operation.outputs.is_empty()
+                        && (0..operation.outputs.len()).all(|i| ty_out(i) == s.outputs[0])
+                } else {
+                    s.outputs.len() == operation.outputs.len()
+                        && s.outputs.iter().enumerate().all(|(i, &t)| ty_out(i) == t)
+                };
                 s.inputs.len() == operation.inputs.len()
-                    && s.outputs.len() == operation.outputs.len()
                     && s.inputs.iter().enumerate().all(|(i, &t)| ty_in(i) == t)
-                    && s.outputs.iter().enumerate().all(|(i, &t)| ty_out(i) == t)
+                    && outputs
             });
             ensure!(
                 ok,
@@ -629,6 +636,16 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
         // does: run only when the output keeps the input's quantization.
         Pad | Squeeze | Transpose | StridedSlice | SpaceToBatchNd | BatchToSpaceNd | Mean
             if same(input, out, "").is_err() =>
+        {
+            return Ok(false);
+        }
+        // NNAPI 1.2 data movement and GATHER copy the stored values: likewise (every output of
+        // SPLIT).
+        PadV2 | ExpandDims | Tile | ChannelShuffle | Slice | Split | Gather
+            if op
+                .outputs
+                .iter()
+                .any(|&o| same(input, &operands[o], "").is_err()) =>
         {
             return Ok(false);
         }
@@ -1090,6 +1107,13 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
         };
         match result {
             Ok(inferred) => {
+                ensure!(
+                    inferred.outputs.len() == op.outputs.len(),
+                    "operation {k} ({}): {} outputs, the operation lists {}",
+                    op.ty,
+                    inferred.outputs.len(),
+                    op.outputs.len()
+                );
                 for (&o, out) in op.outputs.iter().zip(&inferred.outputs) {
                     check_declared(k, op.ty, o, &valid.operands[o].dims, out)?;
                     dims[o] = Some(out.clone());

@@ -103,3 +103,93 @@ fn fill(ins: &Ins) -> Res<Inferred> {
     element_count(&out).map_err(InferError::Invalid)?;
     one(out, Params::Plain)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{infer, Arg, InferError, Params};
+    use crate::types::OperandType::{self, *};
+    use crate::types::OperationType::{Fill, Gather, Rank};
+
+    fn arg<'a>(ty: OperandType, dims: &'a [u32], value: Option<&'a [u8]>) -> Option<Arg<'a>> {
+        Some(Arg {
+            ty,
+            dims,
+            scale: 0.0,
+            zero_point: 0,
+            value,
+        })
+    }
+
+    fn bytes(v: &[i32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn gather_output_takes_the_indices_axes_in_place_of_the_axis() {
+        let d = [2u32, 3, 4];
+        for (axis, want_axis, want) in [
+            (0, 0, vec![5, 2, 3, 4]),
+            (1, 1, vec![2, 5, 2, 4]),
+            (-1, 2, vec![2, 3, 5, 2]),
+            (-3, 0, vec![5, 2, 3, 4]),
+        ] {
+            let a = bytes(&[axis]);
+            let r = infer(
+                Gather,
+                &[
+                    arg(TensorFloat32, &d, None),
+                    arg(Int32, &[], Some(&a)),
+                    // Index values are not needed for the shape.
+                    arg(TensorInt32, &[5, 2], None),
+                ],
+            )
+            .unwrap();
+            assert_eq!(r.outputs, vec![want], "axis {axis}");
+            assert_eq!(r.params, Params::Gather { axis: want_axis });
+        }
+        for axis in [3, -4] {
+            let a = bytes(&[axis]);
+            let r = infer(
+                Gather,
+                &[
+                    arg(TensorFloat32, &d, None),
+                    arg(Int32, &[], Some(&a)),
+                    arg(TensorInt32, &[1], None),
+                ],
+            );
+            assert!(matches!(r, Err(InferError::Invalid(_))), "axis {axis}");
+        }
+    }
+
+    #[test]
+    fn fill_takes_its_shape_from_the_values_of_input_0() {
+        let v = 1.5f32.to_le_bytes();
+        let run = |dims: &[i32]| {
+            let b = bytes(dims);
+            let n = [dims.len() as u32];
+            infer(
+                Fill,
+                &[arg(TensorInt32, &n, Some(&b)), arg(Float32, &[], Some(&v))],
+            )
+        };
+        assert_eq!(run(&[2, 3, 1]).unwrap().outputs, vec![vec![2, 3, 1]]);
+        for bad in [&[0, 2][..], &[-1], &[1 << 16, 1 << 16]] {
+            assert!(matches!(run(bad), Err(InferError::Invalid(_))), "{bad:?}");
+        }
+        // Unknown until the dimensions' values are.
+        let n = [2u32];
+        assert_eq!(
+            infer(
+                Fill,
+                &[arg(TensorInt32, &n, None), arg(Float32, &[], Some(&v))]
+            ),
+            Err(InferError::Unknown)
+        );
+    }
+
+    #[test]
+    fn rank_is_a_scalar() {
+        let r = infer(Rank, &[arg(TensorQuant8Asymm, &[1, 2, 3], None)]).unwrap();
+        assert_eq!(r.outputs, vec![Vec::<u32>::new()]);
+    }
+}

@@ -654,3 +654,168 @@ fn split(ins: &Ins) -> Res<Inferred> {
         params: Params::Split { axis: axis as u32 },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{infer, Arg, InferError, Params};
+    use crate::types::OperandType::{self, *};
+    use crate::types::OperationType::{self as Op, *};
+
+    fn arg<'a>(ty: OperandType, dims: &'a [u32], value: Option<&'a [u8]>) -> Option<Arg<'a>> {
+        Some(Arg {
+            ty,
+            dims,
+            scale: 0.0,
+            zero_point: 0,
+            value,
+        })
+    }
+
+    fn bytes(v: &[i32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    /// Infers `op` on a float32 input of dimensions `d` and INT32 scalars `scalars`.
+    fn with_scalars(op: Op, d: &[u32], scalars: &[i32]) -> Result<Vec<Vec<u32>>, InferError> {
+        let b: Vec<Vec<u8>> = scalars.iter().map(|&s| bytes(&[s])).collect();
+        let mut args = vec![arg(TensorFloat32, d, None)];
+        args.extend(b.iter().map(|v| arg(Int32, &[], Some(v))));
+        infer(op, &args).map(|r| r.outputs)
+    }
+
+    #[test]
+    fn expand_dims_takes_axes_from_minus_rank_minus_one_to_rank() {
+        let d = [2u32, 3];
+        for (axis, want) in [
+            (0, vec![1, 2, 3]),
+            (2, vec![2, 3, 1]),
+            (-1, vec![2, 3, 1]),
+            (-3, vec![1, 2, 3]),
+        ] {
+            assert_eq!(with_scalars(ExpandDims, &d, &[axis]).unwrap(), vec![want]);
+        }
+        for axis in [3, -4] {
+            assert!(with_scalars(ExpandDims, &d, &[axis]).is_err(), "{axis}");
+        }
+    }
+
+    #[test]
+    fn split_makes_equal_parts_along_a_possibly_negative_axis() {
+        let d = [2u32, 6];
+        assert_eq!(
+            with_scalars(Split, &d, &[-1, 3]).unwrap(),
+            vec![vec![2, 2]; 3]
+        );
+        assert_eq!(
+            with_scalars(Split, &d, &[0, 2]).unwrap(),
+            vec![vec![1, 6]; 2]
+        );
+        for (axis, parts) in [(1, 4), (2, 1), (-3, 1), (0, 0), (0, -1)] {
+            assert!(with_scalars(Split, &d, &[axis, parts]).is_err());
+        }
+    }
+
+    #[test]
+    fn channel_shuffle_needs_groups_dividing_the_axis() {
+        let d = [1u32, 2, 6];
+        let r = infer(
+            ChannelShuffle,
+            &[
+                arg(TensorFloat32, &d, None),
+                arg(Int32, &[], Some(&bytes(&[3]))),
+                arg(Int32, &[], Some(&bytes(&[-1]))),
+            ],
+        )
+        .unwrap();
+        assert_eq!(r.outputs, vec![d.to_vec()]);
+        assert_eq!(r.params, Params::ChannelShuffle { groups: 3, axis: 2 });
+        for (groups, axis) in [(4, 2), (0, 2), (3, 3), (2, -4)] {
+            assert!(with_scalars(ChannelShuffle, &d, &[groups, axis]).is_err());
+        }
+    }
+
+    fn slice(d: &[u32], begin: &[i32], size: &[i32]) -> Result<(Vec<u32>, Params), InferError> {
+        let (b, s) = (bytes(begin), bytes(size));
+        let n = [d.len() as u32];
+        infer(
+            Slice,
+            &[
+                arg(TensorFloat32, d, None),
+                arg(TensorInt32, &n, Some(&b)),
+                arg(TensorInt32, &n, Some(&s)),
+            ],
+        )
+        .map(|r| (r.outputs[0].clone(), r.params))
+    }
+
+    #[test]
+    fn slice_size_minus_one_runs_to_the_end_and_the_slice_must_fit() {
+        let d = [3u32, 4];
+        let (out, p) = slice(&d, &[1, 1], &[-1, 2]).unwrap();
+        assert_eq!(out, vec![2, 2]);
+        assert_eq!(
+            p,
+            Params::StridedSlice {
+                begin: vec![1, 1],
+                step: vec![1, 1],
+                count: vec![2, 2],
+                fault: None
+            }
+        );
+        assert_eq!(slice(&d, &[2, 3], &[1, 1]).unwrap().0, vec![1, 1]);
+        for (b, s) in [
+            ([2, 0], [2, 1]),
+            ([3, 0], [-1, 1]),
+            ([-1, 0], [1, 1]),
+            ([0, 0], [0, 1]),
+            ([0, 0], [1, -2]),
+        ] {
+            assert!(
+                matches!(slice(&d, &b, &s), Err(InferError::Invalid(_))),
+                "{b:?} {s:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn tile_multiplies_each_extent_and_refuses_overflow() {
+        let run = |d: &[u32], m: &[i32]| {
+            let b = bytes(m);
+            let n = [m.len() as u32];
+            infer(
+                Tile,
+                &[arg(TensorFloat32, d, None), arg(TensorInt32, &n, Some(&b))],
+            )
+        };
+        let r = run(&[2, 3], &[3, 1]).unwrap();
+        assert_eq!(r.outputs, vec![vec![6, 3]]);
+        assert_eq!(
+            r.params,
+            Params::Tile {
+                multiples: vec![3, 1]
+            }
+        );
+        for bad in [&[0, 1][..], &[1, -2], &[1 << 30, 4], &[1]] {
+            assert!(
+                matches!(run(&[2, 3], bad), Err(InferError::Invalid(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn pad_v2_shapes_as_pad() {
+        let p = bytes(&[1, 0, 2, 3]);
+        let v = 0.5f32.to_le_bytes();
+        let r = infer(
+            PadV2,
+            &[
+                arg(TensorFloat32, &[2, 2], None),
+                arg(TensorInt32, &[2, 2], Some(&p)),
+                arg(Float32, &[], Some(&v)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(r.outputs, vec![vec![3, 7]]);
+    }
+}

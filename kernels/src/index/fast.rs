@@ -99,4 +99,26 @@ mod tests {
             assert_eq!(a, b);
         }
     }
+
+    #[test]
+    fn long_outputs_split_over_a_pool_match_the_oracles() {
+        let pool = crate::parallel::Pool::new(3, "index-test").unwrap();
+        pool.run(|| {
+            let sh = [4usize, 50, 30, 20];
+            let n: usize = sh.iter().product();
+            let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+            for axis in 0..4 {
+                let indices: Vec<i32> = (0..sh[axis] as i32).rev().chain([0, 1]).collect();
+                let len = n / sh[axis] * indices.len();
+                let (mut a, mut b) = (vec![0.0; len], vec![1.0; len]);
+                gather(&x, &sh, axis, &indices, &mut a).unwrap();
+                oracle::gather(&x, &sh, axis, &indices, &mut b).unwrap();
+                assert_eq!(a, b, "axis {axis}");
+            }
+            let (mut a, mut b) = (vec![0u8; 1 << 18], vec![1u8; 1 << 18]);
+            fill(7, &mut a);
+            oracle::fill(7, &mut b);
+            assert_eq!(a, b);
+        });
+    }
 }

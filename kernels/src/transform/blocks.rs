@@ -226,4 +226,53 @@ mod tests {
             assert_eq!(joined, x);
         });
     }
+
+    #[test]
+    fn long_outputs_split_over_a_pool_match_the_oracles() {
+        let pool = crate::parallel::Pool::new(3, "blocks-test").unwrap();
+        pool.run(|| {
+            // Outputs past MIN_ELEMENTS, so each loop cuts them into parts.
+            let sh = [3usize, 40, 30, 24];
+            let n: usize = sh.iter().product();
+            let x: Vec<u16> = (0..n).map(|i| i as u16).collect();
+
+            let (begin, size) = ([1, 3, 2, 1], [2, 37, 27, 22]);
+            let len: usize = size.iter().product();
+            let (mut a, mut b) = (vec![0; len], vec![0; len]);
+            slice(&x, &sh, &begin, &size, &mut a);
+            oracle::slice(&x, &sh, &begin, &size, &mut b);
+            assert_eq!(a, b);
+
+            let m = [2, 1, 2, 2];
+            let (mut a, mut b) = (vec![0; n * 8], vec![0; n * 8]);
+            tile(&x, &sh, &m, &mut a);
+            oracle::tile(&x, &sh, &m, &mut b);
+            assert_eq!(a, b);
+
+            for (groups, axis) in [(4, 3), (5, 1), (3, 0)] {
+                let (mut a, mut b) = (vec![0; n], vec![0; n]);
+                channel_shuffle(&x, &sh, groups, axis, &mut a);
+                oracle::channel_shuffle(&x, &sh, groups, axis, &mut b);
+                assert_eq!(a, b, "{groups} {axis}");
+            }
+
+            for (parts, axis) in [(2, 1), (3, 2), (4, 3)] {
+                let mut a = vec![vec![0; n / parts]; parts];
+                let mut b = vec![vec![1; n / parts]; parts];
+                split(
+                    &x,
+                    &sh,
+                    axis,
+                    &mut a.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(),
+                );
+                oracle::split(
+                    &x,
+                    &sh,
+                    axis,
+                    &mut b.iter_mut().map(Vec::as_mut_slice).collect::<Vec<_>>(),
+                );
+                assert_eq!(a, b, "{parts} {axis}");
+            }
+        });
+    }
 }

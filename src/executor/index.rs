@@ -4,11 +4,12 @@
 //! moves the bytes; RANK reads only the shape). GATHER and FILL run the pooled block loops of
 //! `nnhal_kernels::index::fast`.
 
-use super::{elementwise_work, kernel_error, mismatch, out0, shape, Call, OpImpl};
+use super::{elementwise_work, kernel_error, mismatch, out0, Call, OpImpl};
 use crate::tensor::{DataMut, DataRef, TensorMut};
 use nnhal_hal::shape::Params;
 use nnhal_hal::{HalResult, OperandType, OperationType};
 use nnhal_kernels::index::fast;
+use smallvec::SmallVec;
 
 /// The registration of `op` on inputs of type `ty`, for the operations of this family.
 pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
@@ -35,7 +36,8 @@ fn gather(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let Params::Gather { axis } = *c.params else {
         return Err(mismatch(c));
     };
-    let (d, axis, indices) = (shape(c.dims(0)?), axis as usize, c.i(2)?);
+    let d: SmallVec<[usize; 6]> = c.dims(0)?.iter().map(|&x| x as usize).collect();
+    let (axis, indices) = (axis as usize, c.i(2)?);
     match (c.t(0)?.data, &mut out0(outs)?.data) {
         (DataRef::F32(x), DataMut::F32(y)) => fast::gather(x, &d, axis, indices, y),
         (DataRef::I32(x), DataMut::I32(y)) => fast::gather(x, &d, axis, indices, y),

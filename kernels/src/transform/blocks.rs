@@ -4,7 +4,16 @@
 //! outputs over the pool in whole runs (see [`super::nd`]).
 
 use super::nd::{by_rows, gather, row_index, MAX_RANK};
-use super::reference::strides;
+
+/// Row-major strides of `shape` (rank at most [`MAX_RANK`]), inline: the loops allocate
+/// nothing.
+fn strides(shape: &[usize]) -> [usize; MAX_RANK] {
+    let mut s = [1; MAX_RANK];
+    for k in (0..shape.len().saturating_sub(1)).rev() {
+        s[k] = s[k + 1] * shape[k + 1];
+    }
+    s
+}
 
 /// SLICE: along axis `k`, `size[k]` elements from index `begin[k]` (a strided view of step 1,
 /// whose rows are contiguous runs of the input).
@@ -15,10 +24,12 @@ pub fn slice<T: Copy + Send + Sync>(
     size: &[usize],
     out: &mut [T],
 ) {
+    let rank = shape.len();
+    assert!((1..=MAX_RANK).contains(&rank));
     let s = strides(shape);
-    let base: isize = (0..shape.len()).map(|k| (begin[k] * s[k]) as isize).sum();
-    let step: Vec<isize> = s.iter().map(|&x| x as isize).collect();
-    gather(input, base, size, &step, out);
+    let base: isize = (0..rank).map(|k| (begin[k] * s[k]) as isize).sum();
+    let step = s.map(|x| x as isize);
+    gather(input, base, size, &step[..rank], out);
 }
 
 /// TILE: the input repeated `multiples[k]` times along axis `k`. Each output row (last axis)
@@ -31,7 +42,10 @@ pub fn tile<T: Copy + Send + Sync>(
 ) {
     let rank = shape.len();
     assert!((1..=MAX_RANK).contains(&rank) && multiples.len() == rank);
-    let out_shape: Vec<usize> = shape.iter().zip(multiples).map(|(d, m)| d * m).collect();
+    let mut out_shape = [1; MAX_RANK];
+    for k in 0..rank {
+        out_shape[k] = shape[k] * multiples[k];
+    }
     debug_assert_eq!(out.len(), out_shape.iter().product::<usize>());
     let s = strides(shape);
     let width = shape[rank - 1];

@@ -301,11 +301,15 @@ impl Plan {
         {
             return Ok(None);
         }
-        // RESHAPE outputs share their input's storage when that input lives in the arena.
+        // RESHAPE (and EXPAND_DIMS) outputs share their input's storage when that input lives
+        // in the arena.
         let mut alias: Vec<usize> = (0..n).collect();
         for step in &mut self.steps {
             let op = &m.operations[step.op];
-            if op.ty == nnhal_hal::OperationType::Reshape {
+            if matches!(
+                op.ty,
+                nnhal_hal::OperationType::Reshape | nnhal_hal::OperationType::ExpandDims
+            ) {
                 let (i, o) = (op.inputs[0], op.outputs[0]);
                 if self.constants[i].is_none() && m.operands[i].lifetime != OperandLifeTime::NoValue
                 {
@@ -595,6 +599,14 @@ impl Plan {
                 )))
             }
         };
+        if inferred.outputs.len() != op.outputs.len() {
+            return Err(HalError::InvalidArgument(format!(
+                "operation {k} ({}): {} outputs, the operation lists {}",
+                op.ty,
+                inferred.outputs.len(),
+                op.outputs.len()
+            )));
+        }
         for (&o, dims) in op.outputs.iter().zip(&inferred.outputs) {
             validate::check_declared(k, op.ty, o, &m.operands[o].dims, dims)?;
         }

@@ -89,6 +89,17 @@ const LATER_OPERATIONS: &[&str] = &[
     "RESIZE_NEAREST_NEIGHBOR",
     // quantize: QUANTIZE (float32 to quant8 and signed quant8).
     "QUANTIZE",
+    // transform (NNAPI 1.2)
+    "PAD_V2",
+    "EXPAND_DIMS",
+    "TILE",
+    "CHANNEL_SHUFFLE",
+    "SLICE",
+    "SPLIT",
+    // index
+    "GATHER",
+    "FILL",
+    "RANK",
 ];
 
 /// Operand types beyond NNAPI 1.0 (BOOL and signed quant8 aside) that the driver runs.
@@ -151,9 +162,10 @@ fn is_target(v: &Vector) -> bool {
 /// 1,814 targets; the convolution family (per-channel filters of its own included) 2,272; the
 /// math, logic and reduce families 774 (their TENSOR_QUANT8_SYMM casts aside); per-channel
 /// CONV_2D and DEPTHWISE_CONV_2D filters and the quantize family 408 (with the per-channel
-/// expectFailure depthwise files), and the two identity CASTs of TENSOR_QUANT8_SYMM.
-const TARGETS: usize = 11000;
-const PASSED: usize = 11019;
+/// expectFailure depthwise files), and the two identity CASTs of TENSOR_QUANT8_SYMM; the
+/// shape and indexing operations of the transform and index families 891.
+const TARGETS: usize = 11891;
+const PASSED: usize = 11910;
 
 fn run(device: &dyn Device, files: &[PathBuf]) -> Counts {
     let mut c = Counts::default();

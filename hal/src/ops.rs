@@ -29,6 +29,9 @@ pub struct Signature {
 pub enum Arity {
     /// One of these exact signatures.
     Fixed(&'static [Signature]),
+    /// One of these signatures, whose single output type every output repeats (SPLIT: as
+    /// many outputs as parts, at least one).
+    RepeatOutputs(&'static [Signature]),
     /// CONCATENATION: n ≥ 1 tensors of one type `T`, then an INT32 axis; output `T`.
     Concatenation(&'static [OperandType]),
     /// OEM_OPERATION: anything goes structurally; never supported by this driver.

@@ -348,12 +348,19 @@ fn check_signature(
             );
             Ok(())
         }
-        Arity::Fixed(sigs) => {
+        Arity::Fixed(sigs) | Arity::RepeatOutputs(sigs) => {
+            let repeat = matches!(ops::arity(op), Arity::RepeatOutputs(_));
             let ok = sigs.iter().any(|s| {
+                let outputs = if repeat {
+                    !operation.outputs.is_empty()
+                        && (0..operation.outputs.len()).all(|i| ty_out(i) == s.outputs[0])
+                } else {
+                    s.outputs.len() == operation.outputs.len()
+                        && s.outputs.iter().enumerate().all(|(i, &t)| ty_out(i) == t)
+                };
                 s.inputs.len() == operation.inputs.len()
-                    && s.outputs.len() == operation.outputs.len()
                     && s.inputs.iter().enumerate().all(|(i, &t)| ty_in(i) == t)
-                    && s.outputs.iter().enumerate().all(|(i, &t)| ty_out(i) == t)
+                    && outputs
             });
             ensure!(
                 ok,
@@ -635,6 +642,16 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
         // NNAPI 1.2's nearest-neighbour resize, REDUCE_MAX / REDUCE_MIN and TOPK_V2's values
         // move stored values; the reference gives the output the input's quantization.
         ResizeNearestNeighbor | ReduceMax | ReduceMin | TopkV2 if same(input, out, "").is_err() => {
+            return Ok(false);
+        }
+        // NNAPI 1.2 data movement and GATHER copy the stored values: likewise (every output of
+        // SPLIT).
+        PadV2 | ExpandDims | Tile | ChannelShuffle | Slice | Split | Gather
+            if op
+                .outputs
+                .iter()
+                .any(|&o| same(input, &operands[o], "").is_err()) =>
+        {
             return Ok(false);
         }
         // The platform's quantized HARD_SWISH requires an output multiplier
@@ -1095,6 +1112,13 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
         };
         match result {
             Ok(inferred) => {
+                ensure!(
+                    inferred.outputs.len() == op.outputs.len(),
+                    "operation {k} ({}): {} outputs, the operation lists {}",
+                    op.ty,
+                    inferred.outputs.len(),
+                    op.outputs.len()
+                );
                 for (&o, out) in op.outputs.iter().zip(&inferred.outputs) {
                     check_declared(k, op.ty, o, &valid.operands[o].dims, out)?;
                     dims[o] = Some(out.clone());

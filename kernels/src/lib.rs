@@ -28,6 +28,7 @@
 // (`reference`) beside its fast operator loops.
 pub mod conv;
 pub mod elementwise;
+pub mod index;
 pub mod logic;
 pub mod lookup;
 pub mod math;

@@ -3,7 +3,7 @@
 //! ([`OpImpl::run`]) and estimates its work ([`OpImpl::work`]). [`lookup`] is the only table;
 //! later operation versions extend it, not a `match` in the executor.
 //!
-//! The registrations sit in one module per operation family (`conv`, `elementwise`, `lookup`,
+//! The registrations sit in one module per operation family (`conv`, `elementwise`, `index`, `lookup`,
 //! `normalization`, `pool`, `quantize`, `recurrent`, `reduce`, `transform`: the names of the kernels' families and of
 //! `nnhal_hal::shape`'s), each with a `lookup` of its own that [`lookup`] chains. This module
 //! holds what they share: the call and packing arguments, [`Packed`], the NCHW wrapper
@@ -169,6 +169,7 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
         .or_else(|| logic::lookup(op, ty))
         .or_else(|| reduce::lookup(op, ty))
         .or_else(|| quantize::lookup(op, ty))
+        .or_else(|| index::lookup(op, ty))
 }
 
 /// Runs `imp` on an NCHW operation (types.hal V1_2: the image operations' BOOL `layout`):
@@ -262,6 +263,7 @@ macro_rules! registration {
 // The families, after the macro their registrations use.
 mod conv;
 mod elementwise;
+mod index;
 mod logic;
 mod lookup;
 mod math;

@@ -7,19 +7,23 @@
 //! forms (NNAPI 1.2 `layout`) run transposed ([`super::run_nchw`]). NNAPI 1.2's
 //! RESIZE_NEAREST_NEIGHBOR moves whole channel runs (`nd::resize_nearest`), on float32 and
 //! uint8 (signed quant8 as its image: the values are only copied).
+//! forms (NNAPI 1.2 `layout`) run transposed ([`super::run_nchw`]). NNAPI 1.2's SLICE (as a
+//! STRIDED_SLICE of step 1), SPLIT, TILE and EXPAND_DIMS (RESHAPE's copy) on float32, int32 and
+//! uint8, PAD_V2 and CHANNEL_SHUFFLE on float32 and uint8, on the block loops of
+//! `nnhal_kernels::transform::{nd, blocks}`.
 
 use super::{elementwise_work, mismatch, nhwc, out0, Call, OpImpl};
 use crate::tensor::{DataMut, DataRef, TensorMut};
 use nnhal_hal::shape::Params;
 use nnhal_hal::{HalError, HalResult, OperandType, OperationType};
 use nnhal_kernels::elementwise::reference as ew;
-use nnhal_kernels::transform::nd;
 use nnhal_kernels::transform::reference as transform;
+use nnhal_kernels::transform::{blocks, nd};
 use smallvec::SmallVec;
 
 /// The registration of `op` on inputs of type `ty`, for the operations of this family.
 pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
-    use OperandType::{TensorFloat32 as F, TensorQuant8Asymm as Q};
+    use OperandType::{TensorFloat32 as F, TensorInt32 as I, TensorQuant8Asymm as Q};
     use OperationType::*;
     Some(match (op, ty) {
         (Concatenation, F | Q) => &CONCATENATION,
@@ -34,6 +38,13 @@ pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpIm
         (StridedSlice, F | Q) => &STRIDED_SLICE,
         (SpaceToBatchNd, F | Q) => &SPACE_TO_BATCH,
         (BatchToSpaceNd, F | Q) => &BATCH_TO_SPACE,
+        (PadV2, F | Q) => &PAD_V2,
+        // EXPAND_DIMS keeps the bytes too.
+        (ExpandDims, F | I | Q) => &RESHAPE,
+        (Slice, F | I | Q) => &STRIDED_SLICE,
+        (Tile, F | I | Q) => &TILE,
+        (ChannelShuffle, F | Q) => &CHANNEL_SHUFFLE,
+        (Split, F | I | Q) => &SPLIT,
         _ => return None,
     })
 }
@@ -48,6 +59,10 @@ registration!(TRANSPOSE, transpose, elementwise_work);
 registration!(STRIDED_SLICE, strided_slice, elementwise_work);
 registration!(SPACE_TO_BATCH, space_to_batch, elementwise_work);
 registration!(BATCH_TO_SPACE, batch_to_space, elementwise_work);
+registration!(PAD_V2, pad_v2, elementwise_work);
+registration!(TILE, tile, elementwise_work);
+registration!(CHANNEL_SHUFFLE, channel_shuffle, elementwise_work);
+registration!(SPLIT, split, elementwise_work);
 
 type Axes = SmallVec<[usize; 4]>;
 
@@ -67,6 +82,95 @@ fn pad(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
         (DataRef::F32(x), DataMut::F32(y)) => nd::pad(x, &d, &b, &a, 0.0, y),
         (DataRef::U8(x), DataMut::U8(y)) => nd::pad(x, &d, &b, &a, zero, y),
         _ => return Err(mismatch(c)),
+    }
+    Ok(())
+}
+
+/// PAD_V2: PAD with the scalar input 2 as the value, in the input's domain. The reference
+/// keeps the low byte of a quant8 INT32 value (a signed quant8 one as an int8): of signed
+/// quant8 the unsigned image pads with that byte shifted by 128, as its values are.
+fn pad_v2(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::Pad { before, after } = c.params else {
+        return Err(mismatch(c));
+    };
+    let (b, a) = (axes(before), axes(after));
+    let d = axes(c.dims(0)?);
+    let signed = c.model.signed[c.op.inputs[0]];
+    match (c.t(0)?.data, c.t(2)?.data, &mut out0(outs)?.data) {
+        (DataRef::F32(x), DataRef::F32(&[v]), DataMut::F32(y)) => nd::pad(x, &d, &b, &a, v, y),
+        (DataRef::U8(x), DataRef::I32(&[v]), DataMut::U8(y)) => {
+            let byte = v as u8 ^ if signed { 0x80 } else { 0 };
+            nd::pad(x, &d, &b, &a, byte, y)
+        }
+        _ => return Err(mismatch(c)),
+    }
+    Ok(())
+}
+
+fn tile(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::Tile { multiples } = c.params else {
+        return Err(mismatch(c));
+    };
+    let (m, d) = (axes(multiples), axes(c.dims(0)?));
+    match (c.t(0)?.data, &mut out0(outs)?.data) {
+        (DataRef::F32(x), DataMut::F32(y)) => blocks::tile(x, &d, &m, y),
+        (DataRef::I32(x), DataMut::I32(y)) => blocks::tile(x, &d, &m, y),
+        (DataRef::U8(x), DataMut::U8(y)) => blocks::tile(x, &d, &m, y),
+        _ => return Err(mismatch(c)),
+    }
+    Ok(())
+}
+
+fn channel_shuffle(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::ChannelShuffle { groups, axis } = *c.params else {
+        return Err(mismatch(c));
+    };
+    let (g, k, d) = (groups as usize, axis as usize, axes(c.dims(0)?));
+    match (c.t(0)?.data, &mut out0(outs)?.data) {
+        (DataRef::F32(x), DataMut::F32(y)) => blocks::channel_shuffle(x, &d, g, k, y),
+        (DataRef::U8(x), DataMut::U8(y)) => blocks::channel_shuffle(x, &d, g, k, y),
+        _ => return Err(mismatch(c)),
+    }
+    Ok(())
+}
+
+/// SPLIT: as many equal parts as outputs (shape inference made one output per part).
+fn split(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::Split { axis } = *c.params else {
+        return Err(mismatch(c));
+    };
+    let (k, d) = (axis as usize, axes(c.dims(0)?));
+    let total: usize = d.iter().product();
+    if outs.is_empty()
+        || d[k] % outs.len() != 0
+        || outs
+            .iter()
+            .any(|o| o.dims.iter().map(|&x| x as usize).product::<usize>() * outs.len() != total)
+    {
+        return Err(mismatch(c));
+    }
+    match c.t(0)?.data {
+        DataRef::F32(x) => {
+            let mut parts = outs
+                .iter_mut()
+                .map(TensorMut::f32_mut)
+                .collect::<HalResult<SmallVec<[_; 8]>>>()?;
+            blocks::split(x, &d, k, &mut parts)
+        }
+        DataRef::I32(x) => {
+            let mut parts = outs
+                .iter_mut()
+                .map(TensorMut::i32_mut)
+                .collect::<HalResult<SmallVec<[_; 8]>>>()?;
+            blocks::split(x, &d, k, &mut parts)
+        }
+        DataRef::U8(x) => {
+            let mut parts = outs
+                .iter_mut()
+                .map(TensorMut::u8_mut)
+                .collect::<HalResult<SmallVec<[_; 8]>>>()?;
+            blocks::split(x, &d, k, &mut parts)
+        }
     }
     Ok(())
 }
@@ -103,6 +207,7 @@ fn strided_slice(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     match (c.t(0)?.data, &mut out0(outs)?.data) {
         (DataRef::F32(x), DataMut::F32(y)) => nd::strided_slice(x, &d, &b, &s, &n, y),
         (DataRef::U8(x), DataMut::U8(y)) => nd::strided_slice(x, &d, &b, &s, &n, y),
+        (DataRef::I32(x), DataMut::I32(y)) => nd::strided_slice(x, &d, &b, &s, &n, y),
         _ => return Err(mismatch(c)),
     }
     Ok(())

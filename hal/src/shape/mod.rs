@@ -10,7 +10,7 @@
 //! All arithmetic is checked: no overflow, no zero or negative extents.
 //!
 //! The rules of each operation sit in the module of its family (`conv`, `elementwise`,
-//! `lookup`, `normalization`, `pool`, `recurrent`, `reduce`, `transform`; the same names as the
+//! `index`, `lookup`, `normalization`, `pool`, `recurrent`, `reduce`, `transform`; the same names as the
 //! kernels' and the executor's), beside the signatures the driver runs for it. This module
 //! holds what they share: the input accessors, window and broadcast arithmetic, the
 //! [`Params`] they resolve, the NCHW `layout` handling, and the dispatch.
@@ -51,6 +51,7 @@ macro_rules! check {
 // executor: each holds the signatures the driver runs and the shape rules of its operations.
 pub(crate) mod conv;
 pub(crate) mod elementwise;
+pub(crate) mod index;
 pub(crate) mod logic;
 pub(crate) mod lookup;
 pub(crate) mod math;
@@ -241,6 +242,23 @@ pub enum Params {
         count: Vec<u32>,
         fault: Option<String>,
     },
+    /// TILE (NNAPI 1.2): how many times each axis repeats.
+    Tile {
+        multiples: Vec<u32>,
+    },
+    /// CHANNEL_SHUFFLE (NNAPI 1.2): the number of groups and the (non-negative) axis.
+    ChannelShuffle {
+        groups: u32,
+        axis: u32,
+    },
+    /// SPLIT (NNAPI 1.2): the (non-negative) axis cut into as many equal parts as outputs.
+    Split {
+        axis: u32,
+    },
+    /// GATHER (NNAPI 1.2): the (non-negative) axis the indices select along.
+    Gather {
+        axis: u32,
+    },
     /// MEAN, REDUCE_ALL, REDUCE_ANY: the reduced axes, ascending, each once.
     Reduce {
         axes: Vec<u32>,
@@ -288,6 +306,10 @@ pub struct Inferred {
 /// Largest element count of any tensor this driver accepts (2^31 − 1): beyond it byte sizes
 /// and offsets stop fitting the 32-bit fields of `DataLocation`.
 pub const MAX_ELEMENTS: u64 = i32::MAX as u64;
+
+/// Largest rank of the tensors the data-movement loops walk row by row (TILE, SLICE, GATHER's
+/// output): the rank-4 tensors of the specification's examples and views of higher rank.
+pub const MAX_MOVE_RANK: usize = 6;
 
 /// The element count of fully-specified `dims` (1 for scalars), or an error on overflow.
 pub fn element_count(dims: &[u32]) -> Result<u64, String> {
@@ -588,6 +610,7 @@ fn infer_nhwc_dilated(
         .or_else(|| logic::infer(op, &ins))
         .or_else(|| reduce::infer(op, &ins))
         .or_else(|| quantize::infer(op, &ins))
+        .or_else(|| index::infer(op, &ins))
         .unwrap_or_else(|| {
             Err(InferError::Invalid(format!(
                 "{op} is not run by this driver"
@@ -609,6 +632,7 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
         .or_else(|| logic::signatures(op))
         .or_else(|| reduce::signatures(op))
         .or_else(|| quantize::signatures(op))
+        .or_else(|| index::signatures(op))
 }
 
 /// The values of TENSOR_INT32 input `i`, which must have rank 1 and `len` elements (`None`:

@@ -6,16 +6,19 @@
 //! NNAPI 1.2's `layout`, PAD (32), SQUEEZE (34), STRIDED_SLICE (35) and TRANSPOSE (37); and
 //! NNAPI 1.2's RESIZE_NEAREST_NEIGHBOR (94), whose `layout` is required and whose forms and
 //! output extents are RESIZE_BILINEAR's.
+//! NNAPI 1.2's CHANNEL_SHUFFLE (46), EXPAND_DIMS (50), PAD_V2 (69), SLICE (86), SPLIT (87) and
+//! TILE (89), on float32, int32 (not PAD_V2 and CHANNEL_SHUFFLE, which the specification
+//! gives no int32 form) and quant8; signed quant8 runs as its unsigned image.
 
 use super::{
     element_count, i32_list, mul, one, rank_at_most, InferError, Inferred, Ins, Params, Res,
-    MAX_ELEMENTS,
+    MAX_ELEMENTS, MAX_MOVE_RANK,
 };
 use crate::ops::{sig, Arity, Signature};
 use crate::types::{OperandType, OperationType};
 
 use crate::types::OperandType::{
-    Bool as B, Float32 as SF, Int32 as SI, TensorFloat32 as F, TensorInt32 as I,
+    Bool as B, Float32 as SF, Int32 as SI, TensorFloat32 as F, TensorInt32 as I, TensorInt32 as TI,
     TensorQuant8Asymm as Q,
 };
 
@@ -60,6 +63,45 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
                 sig(&[Q, I, I, I, SI, SI, SI], &[Q]),
             ];
             S
+        }
+        PadV2 => {
+            // The pad value is a scalar of the input's domain: FLOAT32, or INT32 for quant8.
+            const S: &[Signature] = &[sig(&[F, I, SF], &[F]), sig(&[Q, I, SI], &[Q])];
+            S
+        }
+        ExpandDims => {
+            const S: &[Signature] = &[
+                sig(&[F, SI], &[F]),
+                sig(&[I, SI], &[I]),
+                sig(&[Q, SI], &[Q]),
+            ];
+            S
+        }
+        Tile | Slice => {
+            const S: &[Signature] = &[sig(&[F, I], &[F]), sig(&[I, I], &[I]), sig(&[Q, I], &[Q])];
+            const SLICE: &[Signature] = &[
+                sig(&[F, I, I], &[F]),
+                sig(&[TI, I, I], &[TI]),
+                sig(&[Q, I, I], &[Q]),
+            ];
+            if op == Slice {
+                SLICE
+            } else {
+                S
+            }
+        }
+        ChannelShuffle => {
+            const S: &[Signature] = &[sig(&[F, SI, SI], &[F]), sig(&[Q, SI, SI], &[Q])];
+            S
+        }
+        // Every output of SPLIT has the input's type; the signature names it once.
+        Split => {
+            const S: &[Signature] = &[
+                sig(&[F, SI, SI], &[F]),
+                sig(&[I, SI, SI], &[I]),
+                sig(&[Q, SI, SI], &[Q]),
+            ];
+            return Some(Arity::RepeatOutputs(S));
         }
         ResizeBilinear => {
             // Later forms: uint8, FLOAT32 scales instead of sizes, and after the layout the
@@ -116,6 +158,12 @@ pub(super) fn infer(op: OperationType, ins: &Ins) -> Option<Res<Inferred>> {
         StridedSlice => strided_slice(ins),
         SpaceToBatchNd => space_to_batch(ins),
         BatchToSpaceNd => batch_to_space(ins),
+        PadV2 => pad(ins),
+        ExpandDims => expand_dims(ins),
+        Tile => tile(ins),
+        ChannelShuffle => channel_shuffle(ins),
+        Slice => slice(ins),
+        Split => split(ins),
         _ => return None,
     })
 }
@@ -502,4 +550,292 @@ fn batch_to_space(ins: &Ins) -> Res<Inferred> {
     let out = vec![d[0] / bb, mul(d[1], block[0])?, mul(d[2], block[1])?, d[3]];
     element_count(&out).map_err(InferError::Invalid)?;
     one(out, Params::BatchToSpace { block })
+}
+
+/// An axis input `i` of a tensor of rank `rank`, in `-rank..rank` (negative counting from the
+/// end), as an index.
+fn axis(ins: &Ins, i: usize, rank: usize) -> Res<usize> {
+    let a = ins.i32(i)?;
+    let r = rank as i32;
+    check!(
+        (-r..r).contains(&a),
+        "axis {a} (input {i}) is outside [-{r}, {r})"
+    );
+    Ok(a.rem_euclid(r) as usize)
+}
+
+/// EXPAND_DIMS: an axis of extent 1 inserted at `axis` in `-rank-1..=rank`.
+fn expand_dims(ins: &Ins) -> Res<Inferred> {
+    let d = ins.dims(0)?;
+    let a = ins.i32(1)?;
+    let r = d.len() as i32;
+    check!(
+        (-r - 1..=r).contains(&a),
+        "axis {a} is outside [-{}, {r}]",
+        r + 1
+    );
+    let at = if a < 0 { a + r + 1 } else { a } as usize;
+    let mut out = d.to_vec();
+    out.insert(at, 1);
+    one(out, Params::Plain)
+}
+
+/// TILE: axis `k` repeated `multiples[k]` times (each at least 1).
+fn tile(ins: &Ins) -> Res<Inferred> {
+    let d = ins.dims(0)?;
+    rank_at_most(d, MAX_MOVE_RANK, "input")?;
+    let m = i32_list(ins, 1, Some(d.len()), "multiples")?;
+    let mut out = Vec::with_capacity(d.len());
+    for (k, (&x, &times)) in d.iter().zip(&m).enumerate() {
+        check!(
+            times > 0,
+            "multiple of axis {k} must be positive, is {times}"
+        );
+        out.push(mul(x, times as u32)?);
+    }
+    element_count(&out).map_err(InferError::Invalid)?;
+    one(
+        out,
+        Params::Tile {
+            multiples: m.iter().map(|&x| x as u32).collect(),
+        },
+    )
+}
+
+/// CHANNEL_SHUFFLE: `groups` (positive, dividing the axis' extent) along `axis`.
+fn channel_shuffle(ins: &Ins) -> Res<Inferred> {
+    let d = ins.dims(0)?;
+    rank_at_most(d, 4, "input")?;
+    let groups = ins.positive(1, "number of groups")?;
+    let axis = axis(ins, 2, d.len())?;
+    check!(
+        d[axis] % groups == 0,
+        "extent {} of axis {axis} is not divisible by {groups} groups",
+        d[axis]
+    );
+    one(
+        d.to_vec(),
+        Params::ChannelShuffle {
+            groups,
+            axis: axis as u32,
+        },
+    )
+}
+
+/// SLICE: per axis `size[k]` elements from `begin[k]`; a size of −1 takes the rest of the
+/// axis. The slice must lie inside the input and take at least one element per axis.
+fn slice(ins: &Ins) -> Res<Inferred> {
+    let d = ins.dims(0)?;
+    rank_at_most(d, MAX_MOVE_RANK, "input")?;
+    let n = d.len();
+    let begin = i32_list(ins, 1, Some(n), "begin")?;
+    let size = i32_list(ins, 2, Some(n), "size")?;
+    let (mut first, mut count) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for k in 0..n {
+        let (dim, b, s) = (i64::from(d[k]), i64::from(begin[k]), i64::from(size[k]));
+        check!(
+            (0..dim).contains(&b),
+            "begin {b} of axis {k} is outside 0..{dim}"
+        );
+        let s = if s == -1 { dim - b } else { s };
+        check!(
+            s >= 1 && b + s <= dim,
+            "size {} of axis {k} from {b} does not fit the extent {dim}",
+            size[k]
+        );
+        first.push(b as u32);
+        count.push(s as u32);
+    }
+    one(
+        count.clone(),
+        Params::StridedSlice {
+            begin: first,
+            step: vec![1; n],
+            count,
+            fault: None,
+        },
+    )
+}
+
+/// SPLIT: `num_splits` equal parts along `axis`, one output each.
+fn split(ins: &Ins) -> Res<Inferred> {
+    let d = ins.dims(0)?;
+    let axis = axis(ins, 1, d.len())?;
+    let parts = ins.positive(2, "number of splits")?;
+    check!(
+        d[axis] % parts == 0,
+        "extent {} of axis {axis} is not divisible into {parts} equal parts",
+        d[axis]
+    );
+    let mut part = d.to_vec();
+    part[axis] /= parts;
+    Ok(Inferred {
+        outputs: vec![part; parts as usize],
+        params: Params::Split { axis: axis as u32 },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{infer, Arg, InferError, Params};
+    use crate::types::OperandType::{self, *};
+    use crate::types::OperationType::{self as Op, *};
+
+    fn arg<'a>(ty: OperandType, dims: &'a [u32], value: Option<&'a [u8]>) -> Option<Arg<'a>> {
+        Some(Arg {
+            ty,
+            dims,
+            scale: 0.0,
+            zero_point: 0,
+            value,
+        })
+    }
+
+    fn bytes(v: &[i32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    /// Infers `op` on a float32 input of dimensions `d` and INT32 scalars `scalars`.
+    fn with_scalars(op: Op, d: &[u32], scalars: &[i32]) -> Result<Vec<Vec<u32>>, InferError> {
+        let b: Vec<Vec<u8>> = scalars.iter().map(|&s| bytes(&[s])).collect();
+        let mut args = vec![arg(TensorFloat32, d, None)];
+        args.extend(b.iter().map(|v| arg(Int32, &[], Some(v))));
+        infer(op, &args).map(|r| r.outputs)
+    }
+
+    #[test]
+    fn expand_dims_takes_axes_from_minus_rank_minus_one_to_rank() {
+        let d = [2u32, 3];
+        for (axis, want) in [
+            (0, vec![1, 2, 3]),
+            (2, vec![2, 3, 1]),
+            (-1, vec![2, 3, 1]),
+            (-3, vec![1, 2, 3]),
+        ] {
+            assert_eq!(with_scalars(ExpandDims, &d, &[axis]).unwrap(), vec![want]);
+        }
+        for axis in [3, -4] {
+            assert!(with_scalars(ExpandDims, &d, &[axis]).is_err(), "{axis}");
+        }
+    }
+
+    #[test]
+    fn split_makes_equal_parts_along_a_possibly_negative_axis() {
+        let d = [2u32, 6];
+        assert_eq!(
+            with_scalars(Split, &d, &[-1, 3]).unwrap(),
+            vec![vec![2, 2]; 3]
+        );
+        assert_eq!(
+            with_scalars(Split, &d, &[0, 2]).unwrap(),
+            vec![vec![1, 6]; 2]
+        );
+        for (axis, parts) in [(1, 4), (2, 1), (-3, 1), (0, 0), (0, -1)] {
+            assert!(with_scalars(Split, &d, &[axis, parts]).is_err());
+        }
+    }
+
+    #[test]
+    fn channel_shuffle_needs_groups_dividing_the_axis() {
+        let d = [1u32, 2, 6];
+        let r = infer(
+            ChannelShuffle,
+            &[
+                arg(TensorFloat32, &d, None),
+                arg(Int32, &[], Some(&bytes(&[3]))),
+                arg(Int32, &[], Some(&bytes(&[-1]))),
+            ],
+        )
+        .unwrap();
+        assert_eq!(r.outputs, vec![d.to_vec()]);
+        assert_eq!(r.params, Params::ChannelShuffle { groups: 3, axis: 2 });
+        for (groups, axis) in [(4, 2), (0, 2), (3, 3), (2, -4)] {
+            assert!(with_scalars(ChannelShuffle, &d, &[groups, axis]).is_err());
+        }
+    }
+
+    fn slice(d: &[u32], begin: &[i32], size: &[i32]) -> Result<(Vec<u32>, Params), InferError> {
+        let (b, s) = (bytes(begin), bytes(size));
+        let n = [d.len() as u32];
+        infer(
+            Slice,
+            &[
+                arg(TensorFloat32, d, None),
+                arg(TensorInt32, &n, Some(&b)),
+                arg(TensorInt32, &n, Some(&s)),
+            ],
+        )
+        .map(|r| (r.outputs[0].clone(), r.params))
+    }
+
+    #[test]
+    fn slice_size_minus_one_runs_to_the_end_and_the_slice_must_fit() {
+        let d = [3u32, 4];
+        let (out, p) = slice(&d, &[1, 1], &[-1, 2]).unwrap();
+        assert_eq!(out, vec![2, 2]);
+        assert_eq!(
+            p,
+            Params::StridedSlice {
+                begin: vec![1, 1],
+                step: vec![1, 1],
+                count: vec![2, 2],
+                fault: None
+            }
+        );
+        assert_eq!(slice(&d, &[2, 3], &[1, 1]).unwrap().0, vec![1, 1]);
+        for (b, s) in [
+            ([2, 0], [2, 1]),
+            ([3, 0], [-1, 1]),
+            ([-1, 0], [1, 1]),
+            ([0, 0], [0, 1]),
+            ([0, 0], [1, -2]),
+        ] {
+            assert!(
+                matches!(slice(&d, &b, &s), Err(InferError::Invalid(_))),
+                "{b:?} {s:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn tile_multiplies_each_extent_and_refuses_overflow() {
+        let run = |d: &[u32], m: &[i32]| {
+            let b = bytes(m);
+            let n = [m.len() as u32];
+            infer(
+                Tile,
+                &[arg(TensorFloat32, d, None), arg(TensorInt32, &n, Some(&b))],
+            )
+        };
+        let r = run(&[2, 3], &[3, 1]).unwrap();
+        assert_eq!(r.outputs, vec![vec![6, 3]]);
+        assert_eq!(
+            r.params,
+            Params::Tile {
+                multiples: vec![3, 1]
+            }
+        );
+        for bad in [&[0, 1][..], &[1, -2], &[1 << 30, 4], &[1]] {
+            assert!(
+                matches!(run(&[2, 3], bad), Err(InferError::Invalid(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn pad_v2_shapes_as_pad() {
+        let p = bytes(&[1, 0, 2, 3]);
+        let v = 0.5f32.to_le_bytes();
+        let r = infer(
+            PadV2,
+            &[
+                arg(TensorFloat32, &[2, 2], None),
+                arg(TensorInt32, &[2, 2], Some(&p)),
+                arg(Float32, &[], Some(&v)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(r.outputs, vec![vec![3, 7]]);
+    }
 }

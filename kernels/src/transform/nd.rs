@@ -12,7 +12,11 @@ use crate::Nhwc;
 
 /// Runs `body(first_row, rows)` over `out` cut into rows of `row` elements, in parallel parts
 /// of whole rows when `out` is long.
-fn by_rows<T: Send>(out: &mut [T], row: usize, body: impl Fn(usize, &mut [T]) + Sync + Send) {
+pub(crate) fn by_rows<T: Send>(
+    out: &mut [T],
+    row: usize,
+    body: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
     let row = row.max(1);
     if out.len() >= MIN_ELEMENTS && threads() > 1 && out.len() > row {
         let rows = out.len() / row;
@@ -24,7 +28,7 @@ fn by_rows<T: Send>(out: &mut [T], row: usize, body: impl Fn(usize, &mut [T]) + 
 }
 
 /// The multi-index of row `r` over `dims` (all axes but the last), written into `idx`.
-fn row_index(mut r: usize, dims: &[usize], idx: &mut [usize]) {
+pub(crate) fn row_index(mut r: usize, dims: &[usize], idx: &mut [usize]) {
     for k in (0..dims.len()).rev() {
         idx[k] = r % dims[k];
         r /= dims[k];
@@ -32,7 +36,7 @@ fn row_index(mut r: usize, dims: &[usize], idx: &mut [usize]) {
 }
 
 /// Largest rank the loops handle (4-D tensors, and BATCH_TO_SPACE_ND's 6-D view of one).
-const MAX_RANK: usize = 6;
+pub const MAX_RANK: usize = 6;
 
 /// `out` (of shape `dims`) gathers `input[base + Σ idx[k] · step[k]]`: a strided view of the
 /// input. Every index it reaches must be in `input`.

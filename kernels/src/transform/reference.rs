@@ -390,6 +390,74 @@ pub fn batch_to_space<T: Copy>(input: &[T], s: Nhwc, block: [usize; 2], out: &mu
     }
 }
 
+// ---- NNAPI 1.2 data movement: the oracles, one output element at a time ----------------------
+
+/// SLICE (NNAPI 1.2): along axis `k`, `size[k]` elements from index `begin[k]`.
+pub fn slice<T: Copy>(
+    input: &[T],
+    shape: &[usize],
+    begin: &[usize],
+    size: &[usize],
+    out: &mut [T],
+) {
+    let s = strides(shape);
+    for (i, o) in out.iter_mut().enumerate() {
+        let idx = unflatten(i, size);
+        *o = input[(0..shape.len())
+            .map(|k| (begin[k] + idx[k]) * s[k])
+            .sum::<usize>()];
+    }
+}
+
+/// TILE (NNAPI 1.2): the input repeated `multiples[k]` times along axis `k`; output element
+/// `idx` is input element `idx[k] mod shape[k]`.
+pub fn tile<T: Copy>(input: &[T], shape: &[usize], multiples: &[usize], out: &mut [T]) {
+    let out_shape: Vec<usize> = shape.iter().zip(multiples).map(|(d, m)| d * m).collect();
+    let s = strides(shape);
+    for (i, o) in out.iter_mut().enumerate() {
+        let idx = unflatten(i, &out_shape);
+        *o = input[(0..shape.len())
+            .map(|k| (idx[k] % shape[k]) * s[k])
+            .sum::<usize>()];
+    }
+}
+
+/// CHANNEL_SHUFFLE (NNAPI 1.2): the `shape[axis]` channels, seen as `groups` groups of
+/// `shape[axis] / groups`, are transposed: output channel `i · groups + j` is input channel
+/// `j · (shape[axis] / groups) + i`.
+pub fn channel_shuffle<T: Copy>(
+    input: &[T],
+    shape: &[usize],
+    groups: usize,
+    axis: usize,
+    out: &mut [T],
+) {
+    let per_group = shape[axis] / groups;
+    let s = strides(shape);
+    for (i, o) in out.iter_mut().enumerate() {
+        let mut idx = unflatten(i, shape);
+        let c = idx[axis];
+        idx[axis] = (c % groups) * per_group + c / groups;
+        *o = input[(0..shape.len()).map(|k| idx[k] * s[k]).sum::<usize>()];
+    }
+}
+
+/// SPLIT (NNAPI 1.2): `outs.len()` equal parts along `axis`; part `p` holds the input's
+/// indices `p · shape[axis] / n ..` on that axis.
+pub fn split<T: Copy>(input: &[T], shape: &[usize], axis: usize, outs: &mut [&mut [T]]) {
+    let part = shape[axis] / outs.len();
+    let mut part_shape = shape.to_vec();
+    part_shape[axis] = part;
+    let s = strides(shape);
+    for (p, out) in outs.iter_mut().enumerate() {
+        for (i, o) in out.iter_mut().enumerate() {
+            let mut idx = unflatten(i, &part_shape);
+            idx[axis] += p * part;
+            *o = input[(0..shape.len()).map(|k| idx[k] * s[k]).sum::<usize>()];
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

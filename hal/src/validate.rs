@@ -1090,6 +1090,14 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
         };
         match result {
             Ok(inferred) => {
+                if let Some(counts) = inferred.params.output_counts() {
+                    ensure!(
+                        counts.contains(&op.outputs.len()),
+                        "operation {k} ({}): {} outputs, expected one of {counts:?} with these inputs",
+                        op.ty,
+                        op.outputs.len()
+                    );
+                }
                 for (&o, out) in op.outputs.iter().zip(&inferred.outputs) {
                     check_declared(k, op.ty, o, &valid.operands[o].dims, out)?;
                     dims[o] = Some(out.clone());

@@ -7,8 +7,8 @@
 //! (merge_outputs).
 
 use nnhal_kernels::recurrent::reference::{
-    lstm_f32, rnn_f32, LstmActivation, LstmAux, LstmDims, LstmInputs, LstmLayerNorm,
-    LstmOutputs, LstmParams, RnnDims, RnnInputs,
+    lstm_f32, rnn_f32, LstmActivation, LstmAux, LstmDims, LstmInputs, LstmLayerNorm, LstmOutputs,
+    LstmParams, RnnDims, RnnInputs,
 };
 use nnhal_kernels::recurrent::sequence::{
     lstm_scratch_len, lstm_sequence_f32, rnn_scratch_len, rnn_sequence_f32, SeqAux, SeqDims,
@@ -82,12 +82,7 @@ fn assert_close(got: &[f32], want: &[f32], what: &str) {
 /// Runs `f` on a `[.., .., width]` output whose columns `offset..offset + len` belong to the
 /// direction, with the other columns poisoned; returns the direction's columns and checks the
 /// rest was left alone.
-fn in_columns(
-    rows: usize,
-    len: usize,
-    extra: usize,
-    f: impl FnOnce(SeqOutput<'_>),
-) -> Vec<f32> {
+fn in_columns(rows: usize, len: usize, extra: usize, f: impl FnOnce(SeqOutput<'_>)) -> Vec<f32> {
     let width = len + extra;
     let offset = extra / 2;
     let mut data = vec![f32::NAN; rows * width];
@@ -98,7 +93,10 @@ fn in_columns(
     });
     let mut mine = Vec::with_capacity(rows * len);
     for row in data.chunks_exact(width) {
-        assert!(row[..offset].iter().all(|v| v.is_nan()), "wrote left of its columns");
+        assert!(
+            row[..offset].iter().all(|v| v.is_nan()),
+            "wrote left of its columns"
+        );
         assert!(
             row[offset + len..].iter().all(|v| v.is_nan()),
             "wrote right of its columns"
@@ -130,7 +128,14 @@ struct Case {
 
 fn case() -> impl Strategy<Value = Case> {
     (
-        (1usize..5, 1usize..4, 1usize..6, 1usize..5, 1usize..6, 1usize..6),
+        (
+            1usize..5,
+            1usize..4,
+            1usize..6,
+            1usize..5,
+            1usize..6,
+            1usize..6,
+        ),
         any::<[bool; 9]>(),
         0usize..4,
         any::<u64>(),
@@ -377,7 +382,9 @@ fn check_lstm(c: &Case) {
     let (width, w_all): (usize, Vec<Vec<f32>>) = if c.aux {
         (
             i + a,
-            (0..4).map(|g| concat_rows(&w_x[g], i, &w_a[g], a)).collect(),
+            (0..4)
+                .map(|g| concat_rows(&w_x[g], i, &w_a[g], a))
+                .collect(),
         )
     } else {
         (i, w_x.clone())
@@ -397,7 +404,8 @@ fn check_lstm(c: &Case) {
             xs.to_vec()
         };
         let mut gates = vec![0.0; b * u * if c.cifg { 3 } else { 4 }];
-        let (mut h_next, mut c_next, mut y) = (vec![0.0; b * o], vec![0.0; b * u], vec![0.0; b * o]);
+        let (mut h_next, mut c_next, mut y) =
+            (vec![0.0; b * o], vec![0.0; b * u], vec![0.0; b * o]);
         lstm_f32(
             LstmDims {
                 input_size: width,

@@ -174,7 +174,8 @@ fn seq_dims(s: &SeqParams) -> SeqDims {
 
 /// The output count must fit `merge_outputs` and the optional state outputs (validation
 /// checks it when shapes are static; a deferred operation is checked here).
-fn check_outputs(c: &Call, n: usize) -> HalResult<()> {
+fn check_outputs(c: &Call) -> HalResult<()> {
+    let n = c.op.outputs.len();
     match c.params.output_counts() {
         Some(counts) if !counts.contains(&n) => Err(HalError::InvalidArgument(format!(
             "{}: {n} outputs, expected one of {counts:?} with these inputs",
@@ -221,7 +222,7 @@ fn sequence_rnn(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let Params::SeqRnn(p) = c.params else {
         return Err(mismatch(c));
     };
-    check_outputs(c, outs.len())?;
+    check_outputs(c)?;
     let seq = seq_dims(&p.seq);
     let batch = seq.batch;
     let bidirectional = p.bw_units > 0;
@@ -314,7 +315,7 @@ fn sequence_lstm(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let Params::SeqLstm(p) = c.params else {
         return Err(mismatch(c));
     };
-    check_outputs(c, outs.len())?;
+    check_outputs(c)?;
     let seq = seq_dims(&p.seq);
     let batch = seq.batch;
     let aux_size = p.aux_size as usize;

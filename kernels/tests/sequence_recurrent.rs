@@ -34,7 +34,7 @@ fn concat_rows(x: &[f32], a: usize, y: &[f32], b: usize) -> Vec<f32> {
     if a + b == 0 {
         return Vec::new();
     }
-    let rows = if a > 0 { x.len() / a } else { y.len() / b };
+    let rows = x.len().checked_div(a).unwrap_or_else(|| y.len() / b);
     (0..rows)
         .flat_map(|r| x[r * a..(r + 1) * a].iter().chain(&y[r * b..(r + 1) * b]))
         .copied()

@@ -482,7 +482,7 @@ fn bidirectional_sequence_lstm(ins: &Ins) -> Res<Inferred> {
     if linking == AuxLinking::Cross {
         for (first, p) in [(40, &fw), (44, &bw)] {
             check!(
-                ins.present(first) == !p.cifg,
+                ins.present(first) != p.cifg,
                 "auxiliary input weights (input {first}) must be given exactly when the direction has an input gate"
             );
             for i in first..first + 4 {

@@ -119,6 +119,18 @@ pub fn is_optional_input(op: OperationType, position: usize) -> bool {
         // CIFG group (1, 5, 12), peephole (9, 10, 11), projection (16, 17), layer norm (23–26).
         OperationType::Lstm => matches!(position, 1 | 5 | 9 | 10 | 11 | 12 | 16 | 17 | 23..=26),
         OperationType::Svdf => position == 3,
+        // UNIDIRECTIONAL_SEQUENCE_LSTM: LSTM's groups, layer norm at 24–27.
+        OperationType::UnidirectionalSequenceLstm => {
+            matches!(position, 1 | 5 | 9 | 10 | 11 | 12 | 16 | 17 | 24..=27)
+        }
+        // BIDIRECTIONAL_SEQUENCE_LSTM: both directions' LSTM groups (forward from 1, backward
+        // from 18), the auxiliary input and weights (39–47), layer norm (53–60).
+        OperationType::BidirectionalSequenceLstm => matches!(
+            position,
+            1 | 5 | 9..=12 | 16..=18 | 22 | 26..=29 | 33 | 34 | 39..=47 | 53..=60
+        ),
+        // BIDIRECTIONAL_SEQUENCE_RNN: the auxiliary input and weights.
+        OperationType::BidirectionalSequenceRnn => matches!(position, 9..=11),
         OperationType::LshProjection => position == 2,
         // SQUEEZE's dimensions (all of extent 1) and TRANSPOSE's permutation (reversed).
         OperationType::Squeeze | OperationType::Transpose => position == 1,

@@ -1112,6 +1112,14 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
         };
         match result {
             Ok(inferred) => {
+                if let Some(counts) = inferred.params.output_counts() {
+                    ensure!(
+                        counts.contains(&op.outputs.len()),
+                        "operation {k} ({}): {} outputs, expected one of {counts:?} with these inputs",
+                        op.ty,
+                        op.outputs.len()
+                    );
+                }
                 ensure!(
                     inferred.outputs.len() == op.outputs.len(),
                     "operation {k} ({}): {} outputs, the operation lists {}",

@@ -246,6 +246,7 @@ fn run_lstm(name: &str) {
             output_state_in: req(18),
             cell_state_in: req(19),
             layer_norm: None,
+            aux: None,
         };
         let params = LstmParams {
             activation: LstmActivation::from_code(v.scalar_i32(ex, ins[20])).unwrap(),

@@ -117,6 +117,57 @@ pub struct LstmParams {
     pub layer_norm: bool,
 }
 
+/// The time axis of a sequence operation (NNAPI 1.2 UNIDIRECTIONAL_ and
+/// BIDIRECTIONAL_SEQUENCE_RNN / _LSTM): input 0 is `[max_time, batch, input_size]` when
+/// `time_major`, else `[batch, max_time, input_size]`; the outputs follow the same layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeqParams {
+    pub max_time: u32,
+    pub batch: u32,
+    pub time_major: bool,
+    /// BIDIRECTIONAL_*: the backward output is concatenated to the forward one along the last
+    /// axis in output 0 instead of having an output of its own.
+    pub merge_outputs: bool,
+}
+
+/// How the auxiliary input of a BIDIRECTIONAL_SEQUENCE_* operation is used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuxLinking {
+    /// No auxiliary input and no auxiliary weights.
+    None,
+    /// An auxiliary input without weights: the backward direction reads it instead of input 0.
+    Parallel,
+    /// An auxiliary input with weights for both directions: each direction adds the
+    /// auxiliary weights times the auxiliary input to its gates.
+    Cross,
+}
+
+/// UNIDIRECTIONAL_ / BIDIRECTIONAL_SEQUENCE_RNN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeqRnnParams {
+    pub seq: SeqParams,
+    pub input_size: u32,
+    /// Width of the auxiliary input (0 without one).
+    pub aux_size: u32,
+    pub linking: AuxLinking,
+    pub fw_units: u32,
+    /// 0 for UNIDIRECTIONAL_SEQUENCE_RNN.
+    pub bw_units: u32,
+    pub act: FusedActivationFunc,
+}
+
+/// UNIDIRECTIONAL_ / BIDIRECTIONAL_SEQUENCE_LSTM: one [`LstmParams`] per direction (their
+/// `batch` is the sequence's, their `input_size` what that direction reads).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SeqLstmParams {
+    pub seq: SeqParams,
+    pub aux_size: u32,
+    pub linking: AuxLinking,
+    pub fw: LstmParams,
+    /// `None` for UNIDIRECTIONAL_SEQUENCE_LSTM.
+    pub bw: Option<LstmParams>,
+}
+
 /// Parameters resolved from scalar inputs and shapes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Params {
@@ -212,6 +263,10 @@ pub enum Params {
         units: u32,
         act: FusedActivationFunc,
     },
+    /// UNIDIRECTIONAL_ / BIDIRECTIONAL_SEQUENCE_RNN (NNAPI 1.2).
+    SeqRnn(SeqRnnParams),
+    /// UNIDIRECTIONAL_ / BIDIRECTIONAL_SEQUENCE_LSTM (NNAPI 1.2).
+    SeqLstm(SeqLstmParams),
     /// SOFTMAX (and NNAPI 1.2's LOG_SOFTMAX) along an axis: `depth` elements `inner` apart
     /// (`inner` = 1: the last axis).
     Softmax {
@@ -287,6 +342,13 @@ pub enum Params {
 }
 
 impl Params {
+    /// The output counts the operation allows with these parameters, where that depends on
+    /// more than the operand types (the sequence operations' `merge_outputs` and optional
+    /// state outputs); `None` when the signature alone decides.
+    pub fn output_counts(&self) -> Option<&'static [usize]> {
+        recurrent::output_counts(self)
+    }
+
     /// The parameters of the NHWC operation (the same, unless [`Params::Nchw`]).
     pub fn nhwc(&self) -> &Params {
         match self {

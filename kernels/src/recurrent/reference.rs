@@ -110,6 +110,17 @@ pub struct RnnInputs<'a> {
     pub hidden_state_in: &'a [f32],
 }
 
+/// The auxiliary input of a BIDIRECTIONAL_SEQUENCE_RNN step (NNAPI 1.2, cross-linking) with
+/// its weights.
+#[derive(Clone, Copy, Debug)]
+pub struct RnnAux<'a> {
+    /// `[batch, aux_size]`
+    pub input: &'a [f32],
+    /// `[num_units, aux_size]`
+    pub weights: &'a [f32],
+    pub aux_size: usize,
+}
+
 /// RNN: `output = activation(weights · input + recurrent_weights · hidden_state_in + bias)`,
 /// and `hidden_state_out = output`. Both outputs are `[batch, num_units]`.
 pub fn rnn_f32(
@@ -117,6 +128,19 @@ pub fn rnn_f32(
     inputs: &RnnInputs<'_>,
     activation: Activation,
     hidden_state_out: &mut [f32],
+    output: &mut [f32],
+) {
+    rnn_step_f32(dims, inputs, None, activation, output);
+    hidden_state_out.copy_from_slice(output);
+}
+
+/// One RNN step into `output` (`[batch, num_units]`), with an optional auxiliary input whose
+/// weighted sum is added after the input's and before the recurrent one.
+pub fn rnn_step_f32(
+    dims: RnnDims,
+    inputs: &RnnInputs<'_>,
+    aux: Option<RnnAux<'_>>,
+    activation: Activation,
     output: &mut [f32],
 ) {
     let RnnDims {
@@ -130,36 +154,35 @@ pub fn rnn_f32(
     debug_assert_eq!(inputs.bias.len(), num_units);
     debug_assert_eq!(inputs.hidden_state_in.len(), batch * num_units);
     debug_assert_eq!(output.len(), batch * num_units);
-    debug_assert_eq!(hidden_state_out.len(), batch * num_units);
     if num_units == 0 {
         return;
     }
+    // The reference accumulates straight into the output, element by element: input part,
+    // auxiliary part, recurrent part.
+    let accumulate = |out: &mut [f32], x: &[f32], weights: &[f32], width: usize| {
+        if width == 0 {
+            return;
+        }
+        for (o, w) in out.iter_mut().zip(weights.chunks_exact(width)) {
+            for (&xi, &wi) in x.iter().zip(w) {
+                *o += xi * wi;
+            }
+        }
+    };
     for (b, out) in output.chunks_exact_mut(num_units).enumerate().take(batch) {
-        let x = &inputs.input[b * input_size..(b + 1) * input_size];
-        let h = &inputs.hidden_state_in[b * num_units..(b + 1) * num_units];
         out.copy_from_slice(inputs.bias);
-        // The reference accumulates straight into the output, element by element, input
-        // part first and recurrent part second.
-        if input_size > 0 {
-            for (o, w) in out.iter_mut().zip(inputs.weights.chunks_exact(input_size)) {
-                for (&xi, &wi) in x.iter().zip(w) {
-                    *o += xi * wi;
-                }
-            }
+        let x = &inputs.input[b * input_size..(b + 1) * input_size];
+        accumulate(out, x, inputs.weights, input_size);
+        if let Some(a) = aux {
+            let xa = &a.input[b * a.aux_size..(b + 1) * a.aux_size];
+            accumulate(out, xa, a.weights, a.aux_size);
         }
-        for (o, r) in out
-            .iter_mut()
-            .zip(inputs.recurrent_weights.chunks_exact(num_units))
-        {
-            for (&hi, &ri) in h.iter().zip(r) {
-                *o += hi * ri;
-            }
-        }
+        let h = &inputs.hidden_state_in[b * num_units..(b + 1) * num_units];
+        accumulate(out, h, inputs.recurrent_weights, num_units);
         for o in out.iter_mut() {
             *o = activation.apply_f32(*o);
         }
     }
-    hidden_state_out.copy_from_slice(output);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -406,6 +429,22 @@ pub struct LstmInputs<'a> {
     pub cell_state_in: &'a [f32],
     /// 23–26 (NNAPI 1.2): layer normalisation of the gate pre-activations, when given.
     pub layer_norm: Option<LstmLayerNorm<'a>>,
+    /// BIDIRECTIONAL_SEQUENCE_LSTM's cross-linked auxiliary input (NNAPI 1.2), when given.
+    pub aux: Option<LstmAux<'a>>,
+}
+
+/// An auxiliary input with its own weights, added to every gate's pre-activation after the
+/// input's contribution and before the recurrent one (the reference's order).
+#[derive(Clone, Copy, Debug)]
+pub struct LstmAux<'a> {
+    /// `[batch, aux_size]`
+    pub input: &'a [f32],
+    pub aux_size: usize,
+    /// `[num_units, aux_size]`, absent with CIFG.
+    pub to_input: Option<&'a [f32]>,
+    pub to_forget: &'a [f32],
+    pub to_cell: &'a [f32],
+    pub to_output: &'a [f32],
 }
 
 /// The layer-norm weights of NNAPI 1.2's LSTM (inputs 23–26), each `[num_units]`.
@@ -534,16 +573,24 @@ pub fn lstm_f32(
     let x = inputs.input;
     let h = inputs.output_state_in;
     let ln = inputs.layer_norm;
-    let gate = |acc: &mut [f32], bias: Option<&[f32]>, w_x: &[f32], w_h: &[f32]| {
-        assign_per_batch(bias.filter(|_| ln.is_none()), num_units, acc);
-        matrix_batch_vector_multiply_accumulate(w_x, num_units, input_size, x, batch, acc, 1);
-        matrix_batch_vector_multiply_accumulate(w_h, num_units, output_size, h, batch, acc, 1);
-    };
+    let aux = inputs.aux;
+    let gate =
+        |acc: &mut [f32], bias: Option<&[f32]>, w_x: &[f32], w_aux: Option<&[f32]>, w_h: &[f32]| {
+            assign_per_batch(bias.filter(|_| ln.is_none()), num_units, acc);
+            matrix_batch_vector_multiply_accumulate(w_x, num_units, input_size, x, batch, acc, 1);
+            if let (Some(a), Some(w_a)) = (aux, w_aux) {
+                matrix_batch_vector_multiply_accumulate(
+                    w_a, num_units, a.aux_size, a.input, batch, acc, 1,
+                );
+            }
+            matrix_batch_vector_multiply_accumulate(w_h, num_units, output_size, h, batch, acc, 1);
+        };
     if let Some(w_xi) = inputs.input_to_input_weights {
         gate(
             input_gate,
             inputs.input_gate_bias,
             w_xi,
+            aux.and_then(|a| a.to_input),
             inputs.recurrent_to_input_weights.unwrap_or(&[]),
         );
     }
@@ -551,18 +598,21 @@ pub fn lstm_f32(
         forget_gate,
         Some(inputs.forget_gate_bias),
         inputs.input_to_forget_weights,
+        aux.map(|a| a.to_forget),
         inputs.recurrent_to_forget_weights,
     );
     gate(
         cell_gate,
         Some(inputs.cell_bias),
         inputs.input_to_cell_weights,
+        aux.map(|a| a.to_cell),
         inputs.recurrent_to_cell_weights,
     );
     gate(
         output_gate,
         Some(inputs.output_gate_bias),
         inputs.input_to_output_weights,
+        aux.map(|a| a.to_output),
         inputs.recurrent_to_output_weights,
     );
 
@@ -817,6 +867,7 @@ mod tests {
             output_state_in: &h,
             cell_state_in: &c,
             layer_norm: None,
+            aux: None,
         };
         let dims = LstmDims {
             batch,
@@ -1021,6 +1072,7 @@ mod tests {
                     cell: &self.ln[2],
                     output: &self.ln[3],
                 }),
+                aux: None,
             };
             let dims = LstmDims {
                 batch,

@@ -1,0 +1,434 @@
+//! The NNAPI 1.2 sequence operations (UNIDIRECTIONAL_ / BIDIRECTIONAL_SEQUENCE_RNN and
+//! _LSTM) at the driver's edge: well-formed float32 models are supported, and malformed ones
+//! (optional groups given in part, auxiliary weights without their input, sizes that do not
+//! fit, output counts that do not fit `merge_outputs`) are INVALID_ARGUMENT with a reason from
+//! both `supported_operations` and `prepare_model` (BI-36, BI-37 of docs/bad-inputs.md). The
+//! weights are constants, so the shapes are checked with the model (an optional tensor given
+//! as a model input defers them to execution).
+
+use nnhal::hal::memory::{create_memfd, Memory};
+use nnhal::hal::*;
+use nnhal::Driver;
+
+use OperandLifeTime::{ConstantCopy, ModelInput, ModelOutput, NoValue};
+use OperandType::{Bool, Float32, Int32, TensorFloat32};
+
+#[derive(Default)]
+struct Builder {
+    model: Model,
+}
+
+impl Builder {
+    fn operand(&mut self, ty: OperandType, dims: &[u32], lifetime: OperandLifeTime) -> u32 {
+        self.model.operands.push(Operand::new(ty, dims, lifetime));
+        let index = self.model.operands.len() as u32 - 1;
+        match lifetime {
+            ModelInput => self.model.input_indexes.push(index),
+            ModelOutput => self.model.output_indexes.push(index),
+            _ => {}
+        }
+        index
+    }
+
+    fn constant(&mut self, ty: OperandType, bytes: &[u8]) -> u32 {
+        self.constant_tensor(ty, &[], bytes)
+    }
+
+    fn constant_tensor(&mut self, ty: OperandType, dims: &[u32], bytes: &[u8]) -> u32 {
+        let index = self.operand(ty, dims, ConstantCopy);
+        let offset = self.model.operand_values.len().div_ceil(4) * 4;
+        self.model.operand_values.resize(offset, 0);
+        self.model.operand_values.extend_from_slice(bytes);
+        self.model.operands[index as usize].location = DataLocation {
+            pool_index: 0,
+            offset: offset as u32,
+            length: bytes.len() as u32,
+        };
+        index
+    }
+
+    /// A float32 constant of `dims` (zeros): its shape is known when the model is checked.
+    fn tensor(&mut self, dims: &[u32]) -> u32 {
+        let n: u32 = dims.iter().product();
+        self.constant_tensor(TensorFloat32, dims, &vec![0; 4 * n as usize])
+    }
+
+    fn input(&mut self, dims: &[u32]) -> u32 {
+        self.operand(TensorFloat32, dims, ModelInput)
+    }
+
+    /// A tensor input, or an omitted one (no value) when `dims` is `None`.
+    fn optional(&mut self, dims: Option<&[u32]>) -> u32 {
+        match dims {
+            Some(d) => self.tensor(d),
+            None => self.operand(TensorFloat32, &[0], NoValue),
+        }
+    }
+
+    fn op(&mut self, ty: OperationType, inputs: &[u32], outputs: &[u32]) {
+        for &i in inputs {
+            self.model.operands[i as usize].number_of_consumers += 1;
+        }
+        self.model.operations.push(Operation {
+            operation_type: ty.raw(),
+            inputs: inputs.to_vec(),
+            outputs: outputs.to_vec(),
+        });
+    }
+
+    /// `n` outputs of unspecified extents: the first `sequences` of rank 3, the states rank 2.
+    fn outputs(&mut self, n: usize, sequences: usize) -> Vec<u32> {
+        (0..n)
+            .map(|k| {
+                let dims: &[u32] = if k < sequences { &[0, 0, 0] } else { &[0, 0] };
+                self.operand(TensorFloat32, dims, ModelOutput)
+            })
+            .collect()
+    }
+}
+
+fn driver() -> Driver {
+    Driver::new(1).unwrap()
+}
+
+/// Supported, prepared and run.
+fn assert_supported(model: &Model, what: &str) {
+    let supported = driver()
+        .supported_operations(model)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(supported.iter().all(|&s| s), "{what}: {supported:?}");
+    execute(model.clone()).unwrap_or_else(|e| panic!("{what}: {e}"));
+}
+
+/// A malformed model is INVALID_ARGUMENT from `supported_operations` and `prepare_model`
+/// when its parameters are known then; the BOOL flags of the bidirectional and LSTM forms
+/// are read only when the operation runs, so there it is supported and every execution is
+/// INVALID_ARGUMENT.
+fn assert_invalid(model: Model, what: &str) {
+    let d = driver();
+    match d.supported_operations(&model) {
+        Err(e) => {
+            assert_eq!(e.status(), ErrorStatus::InvalidArgument, "{what}: {e}");
+            match d.prepare_model(model) {
+                Err(e) => assert_eq!(e.status(), ErrorStatus::InvalidArgument, "{what}: {e}"),
+                Ok(_) => panic!("{what}: prepared"),
+            }
+        }
+        Ok(s) => {
+            assert_eq!(s, vec![true], "{what}");
+            let e = execute(model).expect_err(what);
+            assert_eq!(e.status(), ErrorStatus::InvalidArgument, "{what}: {e}");
+            assert!(!e.to_string().is_empty(), "{what}: no reason");
+        }
+    }
+}
+
+/// Prepares `model` and runs it once on zero inputs, each output in a pool of its own.
+fn execute(model: Model) -> Result<(), HalError> {
+    let prepared = driver().prepare_model(model.clone())?;
+    let mut pools = Vec::new();
+    let argument = |bytes: usize, pools: &mut Vec<Memory>| {
+        let len = bytes.max(1) as u64;
+        pools.push(Memory::shared(
+            create_memfd("arg", &vec![0; bytes], len, true).unwrap(),
+            len,
+        ));
+        RequestArgument {
+            has_no_value: false,
+            location: DataLocation {
+                pool_index: pools.len() as u32 - 1,
+                offset: 0,
+                length: bytes as u32,
+            },
+            dimensions: vec![],
+        }
+    };
+    let inputs = model
+        .input_indexes
+        .iter()
+        .map(|&i| {
+            let n: u32 = model.operands[i as usize].dimensions.iter().product();
+            argument(4 * n as usize, &mut pools)
+        })
+        .collect();
+    let outputs = model
+        .output_indexes
+        .iter()
+        .map(|_| argument(4096, &mut pools))
+        .collect();
+    prepared.execute(&Request {
+        inputs,
+        outputs,
+        pools,
+    })?;
+    Ok(())
+}
+
+/// BIDIRECTIONAL_SEQUENCE_RNN, time-major, 3 steps, batch 2, input 4, 3 forward and 5
+/// backward units.
+struct BiRnn {
+    aux: Option<u32>,
+    fw_aux: bool,
+    bw_aux: bool,
+    bw_input: u32,
+    merge: bool,
+    outputs: usize,
+}
+
+impl BiRnn {
+    fn plain() -> Self {
+        BiRnn {
+            aux: None,
+            fw_aux: false,
+            bw_aux: false,
+            bw_input: 4,
+            merge: false,
+            outputs: 2,
+        }
+    }
+
+    fn model(&self) -> Model {
+        let (t, b, i, fw, bw) = (3, 2, 4, 3, 5);
+        let mut m = Builder::default();
+        let x = m.input(&[t, b, i]);
+        let fw_cell = [
+            m.tensor(&[fw, i]),
+            m.tensor(&[fw, fw]),
+            m.tensor(&[fw]),
+            m.tensor(&[b, fw]),
+        ];
+        let bw_cell = [
+            m.tensor(&[bw, self.bw_input]),
+            m.tensor(&[bw, bw]),
+            m.tensor(&[bw]),
+            m.tensor(&[b, bw]),
+        ];
+        let a = self.aux.unwrap_or(0);
+        let aux_dims = [t, b, a];
+        let aux = m.optional(self.aux.is_some().then_some(&aux_dims[..]));
+        let fw_aux = m.optional(self.fw_aux.then_some(&[fw, a][..]));
+        let bw_aux = m.optional(self.bw_aux.then_some(&[bw, a][..]));
+        let act = m.constant(Int32, &1i32.to_le_bytes());
+        let time_major = m.constant(Bool, &[1]);
+        let merge = m.constant(Bool, &[u8::from(self.merge)]);
+        let inputs: Vec<u32> = [x]
+            .into_iter()
+            .chain(fw_cell)
+            .chain(bw_cell)
+            .chain([aux, fw_aux, bw_aux, act, time_major, merge])
+            .collect();
+        let outputs = m.outputs(self.outputs, if self.merge { 1 } else { 2 });
+        m.op(OperationType::BidirectionalSequenceRnn, &inputs, &outputs);
+        m.model
+    }
+}
+
+#[test]
+fn bidirectional_rnn_forms_are_supported() {
+    assert_supported(&BiRnn::plain().model(), "no linking");
+    for outputs in [1, 3] {
+        let merged = BiRnn {
+            merge: true,
+            outputs,
+            ..BiRnn::plain()
+        };
+        assert_supported(&merged.model(), "merged");
+    }
+    let states = BiRnn {
+        outputs: 4,
+        ..BiRnn::plain()
+    };
+    assert_supported(&states.model(), "with final states");
+    let cross = BiRnn {
+        aux: Some(2),
+        fw_aux: true,
+        bw_aux: true,
+        ..BiRnn::plain()
+    };
+    assert_supported(&cross.model(), "cross-linked auxiliary input");
+    let parallel = BiRnn {
+        aux: Some(6),
+        bw_input: 6,
+        ..BiRnn::plain()
+    };
+    assert_supported(&parallel.model(), "parallel-linked auxiliary input");
+}
+
+#[test]
+fn bi37_bidirectional_rnn_malformed_groups_and_sizes() {
+    let cases = [
+        (
+            BiRnn {
+                merge: true,
+                outputs: 2,
+                ..BiRnn::plain()
+            },
+            "merged with a backward output",
+        ),
+        (
+            BiRnn {
+                outputs: 3,
+                ..BiRnn::plain()
+            },
+            "unmerged with 3 outputs",
+        ),
+        (
+            BiRnn {
+                merge: true,
+                outputs: 4,
+                ..BiRnn::plain()
+            },
+            "merged with 4 outputs",
+        ),
+        (
+            BiRnn {
+                fw_aux: true,
+                bw_aux: true,
+                ..BiRnn::plain()
+            },
+            "auxiliary weights without an auxiliary input",
+        ),
+        (
+            BiRnn {
+                aux: Some(2),
+                fw_aux: true,
+                ..BiRnn::plain()
+            },
+            "auxiliary weights for one direction",
+        ),
+        (
+            BiRnn {
+                bw_input: 5,
+                ..BiRnn::plain()
+            },
+            "backward weights of another input size",
+        ),
+        (
+            BiRnn {
+                aux: Some(6),
+                ..BiRnn::plain()
+            },
+            "parallel linking with backward weights of the main input's size",
+        ),
+    ];
+    for (case, what) in cases {
+        assert_invalid(case.model(), what);
+    }
+}
+
+/// UNIDIRECTIONAL_SEQUENCE_LSTM, batch-major, 2 steps, batch 1, input 3, 4 units; the
+/// optional tensors present as listed (LSTM's input numbering, 1..=17, and 24..=27).
+fn uni_lstm(present: &[usize], outputs: usize, output_state: u32) -> Model {
+    let (t, b, i, u) = (2, 1, 3, 4);
+    let mut m = Builder::default();
+    let x = m.input(&[b, t, i]);
+    let mut inputs = vec![x];
+    for k in 1..=17 {
+        let dims: Vec<u32> = match k {
+            1..=4 => vec![u, i],
+            5..=8 => vec![u, output_state],
+            16 => vec![output_state, u],
+            17 => vec![output_state],
+            _ => vec![u],
+        };
+        let required = matches!(k, 2..=4 | 6..=8 | 13..=15);
+        let given = required || present.contains(&k);
+        inputs.push(m.optional(given.then_some(&dims[..])));
+    }
+    inputs.push(m.tensor(&[b, output_state]));
+    inputs.push(m.tensor(&[b, u]));
+    inputs.push(m.constant(Int32, &4i32.to_le_bytes()));
+    inputs.push(m.constant(Float32, &0f32.to_le_bytes()));
+    inputs.push(m.constant(Float32, &0f32.to_le_bytes()));
+    inputs.push(m.constant(Bool, &[0]));
+    for k in 24..=27 {
+        inputs.push(m.optional(present.contains(&k).then_some(&[u][..])));
+    }
+    let outs = m.outputs(outputs, 1);
+    m.op(OperationType::UnidirectionalSequenceLstm, &inputs, &outs);
+    m.model
+}
+
+#[test]
+fn unidirectional_lstm_forms_are_supported() {
+    let full = [1, 5, 9, 10, 11, 12];
+    assert_supported(&uni_lstm(&full, 1, 4), "peephole");
+    assert_supported(
+        &uni_lstm(&[10, 11], 3, 4),
+        "CIFG peephole with final states",
+    );
+    assert_supported(&uni_lstm(&[1, 5, 12, 16, 17], 1, 2), "projection");
+    assert_supported(
+        &uni_lstm(&[25, 26, 27], 1, 4),
+        "CIFG with layer normalisation",
+    );
+    assert_supported(
+        &uni_lstm(&[1, 5, 12, 24, 25, 26, 27], 3, 4),
+        "layer normalisation",
+    );
+}
+
+#[test]
+fn bi36_unidirectional_lstm_partial_optional_groups() {
+    assert_invalid(
+        uni_lstm(&[1, 12], 1, 4),
+        "input gate without its recurrent weights",
+    );
+    assert_invalid(
+        uni_lstm(&[1, 5, 12, 9, 10], 1, 4),
+        "peephole without cell_to_output",
+    );
+    assert_invalid(uni_lstm(&[17], 1, 4), "projection bias without projection");
+    assert_invalid(
+        uni_lstm(&[1, 5, 12, 25, 26, 27], 1, 4),
+        "layer norm without the input gate's",
+    );
+    assert_invalid(
+        uni_lstm(&[24, 25, 26, 27], 1, 4),
+        "input layer norm with CIFG",
+    );
+    assert_invalid(uni_lstm(&[], 2, 4), "2 outputs");
+}
+
+#[test]
+fn bi37_unidirectional_lstm_inconsistent_sizes() {
+    // Without projection the output state must be as wide as the cell.
+    assert_invalid(
+        uni_lstm(&[], 1, 3),
+        "output size 3 without projection over 4 units",
+    );
+}
+
+/// UNIDIRECTIONAL_SEQUENCE_RNN (its time_major is INT32, so it is checked with the model):
+/// batch-major input [2, 3, 4], `units` units, weights of `weight_cols` columns.
+fn uni_rnn(units: u32, weight_cols: u32, outputs: usize) -> Model {
+    let mut m = Builder::default();
+    let x = m.input(&[2, 3, 4]);
+    let w = m.tensor(&[units, weight_cols]);
+    let r = m.tensor(&[units, units]);
+    let b = m.tensor(&[units]);
+    let h = m.tensor(&[2, units]);
+    let act = m.constant(Int32, &0i32.to_le_bytes());
+    let time_major = m.constant(Int32, &0i32.to_le_bytes());
+    let outs = m.outputs(outputs, 1);
+    m.op(
+        OperationType::UnidirectionalSequenceRnn,
+        &[x, w, r, b, h, act, time_major],
+        &outs,
+    );
+    m.model
+}
+
+#[test]
+fn bi37_unidirectional_rnn_sizes_and_outputs() {
+    assert_supported(&uni_rnn(5, 4, 1), "RNN");
+    assert_supported(&uni_rnn(5, 4, 2), "RNN with its final state");
+    let d = driver();
+    for (m, what) in [
+        (uni_rnn(5, 3, 1), "weights of another input size"),
+        (uni_rnn(5, 4, 3), "3 outputs"),
+    ] {
+        let e = d.supported_operations(&m).expect_err(what);
+        assert_eq!(e.status(), ErrorStatus::InvalidArgument, "{what}: {e}");
+    }
+}

@@ -599,7 +599,9 @@ impl Plan {
                 )))
             }
         };
-        if inferred.outputs.len() != op.outputs.len() {
+        // Operations with a variable number of outputs (the sequence RNN/LSTM) infer all they
+        // may have, and the validator has checked the count they list.
+        if inferred.params.output_counts().is_none() && inferred.outputs.len() != op.outputs.len() {
             return Err(HalError::InvalidArgument(format!(
                 "operation {k} ({}): {} outputs, the operation lists {}",
                 op.ty,

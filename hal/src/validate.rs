@@ -1121,7 +1121,8 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
                     );
                 }
                 ensure!(
-                    inferred.outputs.len() == op.outputs.len(),
+                    inferred.params.output_counts().is_some()
+                        || inferred.outputs.len() == op.outputs.len(),
                     "operation {k} ({}): {} outputs, the operation lists {}",
                     op.ty,
                     inferred.outputs.len(),

@@ -1101,6 +1101,8 @@ fn the_driver_depends_on_no_host_tool() {
     for tool in [
         "nnhal-onnx",
         "nnhal-coreml",
+        "nnhal-tflite",
+        "planus",
         "nnhal-cli",
         "nnhal-vts",
         "prost",

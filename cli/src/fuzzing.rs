@@ -558,3 +558,12 @@ pub fn run_coreml(data: &[u8]) {
         run_imported(imported);
     }
 }
+
+/// Target (g): the TensorFlow Lite importer (flatbuffer verifier, decoding and lowering), as (e)
+/// for ONNX: a model it accepts must validate and is run once in-process on a seeded random
+/// input when it is small.
+pub fn run_tflite(data: &[u8]) {
+    if let Ok(imported) = nnhal_tflite::import(data) {
+        run_imported(imported);
+    }
+}

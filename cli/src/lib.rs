@@ -5,7 +5,8 @@
 //!   through the service or in-process, the benchmarks;
 //! - [`bench`](mod@bench): the benchmark behind `nnhal bench`;
 //! - [`mobilenet`]: the built-in float32 MobileNet v1 workload;
-//! - [`modelfile`]: model files (ONNX through nnhal-onnx, CoreML through nnhal-coreml) and
+//! - [`modelfile`]: model files (ONNX through nnhal-onnx, CoreML through nnhal-coreml,
+//!   TensorFlow Lite through nnhal-tflite) and
 //!   their `.npy` inputs and outputs;
 //! - [`fuzzing`]: what the fuzz targets under `fuzz/` run, so that the tests replay the same
 //!   inputs.

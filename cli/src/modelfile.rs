@@ -1,6 +1,7 @@
-//! Model files through the HAL: `nnhal run MODEL.onnx|MODEL.mlmodel`, `nnhal import`, and the
-//! model-file form of `nnhal bench`. The importer (crate nnhal-onnx for ONNX `.onnx`,
-//! nnhal-coreml for CoreML `.mlmodel`) lowers the file to an NNAPI 1.0 model and says how each graph input and output maps to its operand
+//! Model files through the HAL: `nnhal run MODEL.onnx|MODEL.mlmodel|MODEL.tflite`, `nnhal
+//! import`, and the model-file form of `nnhal bench`. The importer (crate nnhal-onnx for ONNX
+//! `.onnx`, nnhal-coreml for CoreML `.mlmodel`, nnhal-tflite for TensorFlow Lite `.tflite`)
+//! lowers the file to an NNAPI model and says how each graph input and output maps to its operand
 //! ([`nnhal_hal::builder::Edge`]); this module does the host side of that contract: reads and
 //! writes NumPy `.npy` arrays in the source model's layout and type, converts NCHW ⇄ NHWC,
 //! quantizes inputs the model takes quantized, and builds the request (two sealed memfd pools,
@@ -36,6 +37,7 @@ pub struct Array {
 pub enum ArrayData {
     F32(Vec<f32>),
     U8(Vec<u8>),
+    I8(Vec<i8>),
 }
 
 impl ArrayData {
@@ -43,6 +45,7 @@ impl ArrayData {
         match self {
             ArrayData::F32(v) => v.len(),
             ArrayData::U8(v) => v.len(),
+            ArrayData::I8(v) => v.len(),
         }
     }
 
@@ -54,12 +57,13 @@ impl ArrayData {
         match self {
             ArrayData::F32(_) => "float32",
             ArrayData::U8(_) => "uint8",
+            ArrayData::I8(_) => "int8",
         }
     }
 }
 
-/// NumPy's `.npy` format (versions 1–3), little-endian float32 (`<f4`) and uint8 (`|u1`)
-/// arrays in C order: what the runner reads and writes.
+/// NumPy's `.npy` format (versions 1–3), little-endian float32 (`<f4`), uint8 (`|u1`) and
+/// int8 (`|i1`) arrays in C order: what the runner reads and writes.
 pub mod npy {
     use super::{Array, ArrayData};
 
@@ -137,9 +141,18 @@ pub mod npy {
                 }
                 ArrayData::U8(body.to_vec())
             }
+            "|i1" | "<i1" => {
+                if body.len() != count {
+                    return Err(format!(
+                        "shape {shape:?} needs {count} bytes of int8, the file has {}",
+                        body.len()
+                    ));
+                }
+                ArrayData::I8(body.iter().map(|&b| b as i8).collect())
+            }
             other => {
                 return Err(format!(
-                    "dtype {other:?}: only float32 ('<f4') and uint8 ('|u1')"
+                    "dtype {other:?}: only float32 ('<f4'), uint8 ('|u1') and int8 ('|i1')"
                 ))
             }
         };
@@ -151,6 +164,7 @@ pub mod npy {
         let descr = match a.data {
             ArrayData::F32(_) => "<f4",
             ArrayData::U8(_) => "|u1",
+            ArrayData::I8(_) => "|i1",
         };
         let shape = match a.shape.len() {
             1 => format!("({},)", a.shape[0]),
@@ -180,6 +194,7 @@ pub mod npy {
                 .iter()
                 .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
             ArrayData::U8(v) => out.extend_from_slice(v),
+            ArrayData::I8(v) => out.extend(v.iter().map(|&x| x as u8)),
         }
         out
     }
@@ -204,8 +219,10 @@ pub fn import(path: &Path) -> Result<ImportedModel, ModelFileError> {
         }
         Some("mlmodel") => nnhal_coreml::import_file(path)
             .map_err(|e| input_err(format!("{}: {e}", path.display()))),
+        Some("tflite") => nnhal_tflite::import_file(path)
+            .map_err(|e| input_err(format!("{}: {e}", path.display()))),
         _ => Err(input_err(format!(
-            "{}: not a model file this program imports (.onnx, .mlmodel)",
+            "{}: not a model file this program imports (.onnx, .mlmodel, .tflite)",
             path.display()
         ))),
     }
@@ -215,7 +232,7 @@ pub fn import(path: &Path) -> Result<ImportedModel, ModelFileError> {
 pub fn is_model_file(path: &Path) -> bool {
     matches!(
         path.extension().and_then(|e| e.to_str()),
-        Some("onnx" | "mlmodel")
+        Some("onnx" | "mlmodel" | "tflite")
     )
 }
 
@@ -267,6 +284,9 @@ pub fn input_bytes(edge: &Edge, array: &Array) -> Result<Vec<u8>, ModelFileError
             .map(|i| ((v[order(i)] / scale).round_ties_even() + zp as f32).clamp(0.0, 255.0) as u8)
             .collect()),
         (ArrayData::U8(v), SourceType::UInt8, _) => Ok((0..v.len()).map(|i| v[order(i)]).collect()),
+        (ArrayData::I8(v), SourceType::Int8, _) => {
+            Ok((0..v.len()).map(|i| v[order(i)] as u8).collect())
+        }
         (data, _, _) => Err(input_err(format!(
             "input '{}': {} data, the model takes {}",
             edge.name,
@@ -274,6 +294,7 @@ pub fn input_bytes(edge: &Edge, array: &Array) -> Result<Vec<u8>, ModelFileError
             match edge.source_type {
                 SourceType::Float32 => "float32",
                 SourceType::UInt8 => "uint8",
+                SourceType::Int8 => "int8",
             }
         ))),
     }
@@ -290,6 +311,13 @@ pub fn output_array(edge: &Edge, ty: OperandType, bytes: &[u8]) -> Array {
             }
             ArrayData::U8(out)
         }
+        OperandType::TensorQuant8AsymmSigned => {
+            let mut out = vec![0i8; bytes.len()];
+            for (i, &b) in bytes.iter().enumerate() {
+                out[perm.as_ref().map_or(i, |p| p[i])] = b as i8;
+            }
+            ArrayData::I8(out)
+        }
         _ => {
             let mut out = vec![0f32; bytes.len() / 4];
             for (i, c) in bytes.chunks_exact(4).enumerate() {
@@ -305,7 +333,8 @@ pub fn output_array(edge: &Edge, ty: OperandType, bytes: &[u8]) -> Array {
     }
 }
 
-/// A seeded pseudo-random input for an edge (xorshift; floats in [0, 1), bytes 0–255).
+/// A seeded pseudo-random input for an edge (xorshift; floats in [0, 1), bytes 0–255, int8
+/// −128–127).
 pub fn random_input(edge: &Edge, seed: u64) -> Array {
     let mut s = seed ^ 0x9E37_79B9_7F4A_7C15;
     let mut next = move || {
@@ -322,6 +351,7 @@ pub fn random_input(edge: &Edge, seed: u64) -> Array {
                 .collect(),
         ),
         SourceType::UInt8 => ArrayData::U8((0..n).map(|_| (next() >> 56) as u8).collect()),
+        SourceType::Int8 => ArrayData::I8((0..n).map(|_| (next() >> 56) as u8 as i8).collect()),
     };
     Array {
         shape: edge.shape.clone(),
@@ -440,6 +470,7 @@ pub fn describe(a: &Array) -> String {
     let values: Vec<f64> = match &a.data {
         ArrayData::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
         ArrayData::U8(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        ArrayData::I8(v) => v.iter().map(|&x| f64::from(x)).collect(),
     };
     let (lo, hi) = values
         .iter()
@@ -475,6 +506,10 @@ mod tests {
             Array {
                 shape: vec![5],
                 data: ArrayData::U8(vec![1, 2, 3, 4, 255]),
+            },
+            Array {
+                shape: vec![2, 2],
+                data: ArrayData::I8(vec![-128, -1, 0, 127]),
             },
         ] {
             assert_eq!(npy::parse(&npy::to_bytes(&a)).unwrap(), a);

@@ -89,6 +89,12 @@ fn fuzz_coreml_inputs_replay() {
     assert!(n >= 5, "only {n} coreml inputs committed");
 }
 
+#[test]
+fn fuzz_tflite_inputs_replay() {
+    let n = replay("tflite", fuzzing::run_tflite);
+    assert!(n >= 5, "only {n} tflite inputs committed");
+}
+
 /// The model codec gives back what it encoded, so the seeds are the vectors' real models.
 #[test]
 fn fuzz_model_codec_round_trips() {

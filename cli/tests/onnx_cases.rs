@@ -47,6 +47,7 @@ fn values(a: &Array) -> Vec<f64> {
     match &a.data {
         ArrayData::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
         ArrayData::U8(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        ArrayData::I8(v) => v.iter().map(|&x| f64::from(x)).collect(),
     }
 }
 

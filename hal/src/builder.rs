@@ -252,6 +252,8 @@ pub enum EdgeLayout {
 pub enum SourceType {
     Float32,
     UInt8,
+    /// Signed 8-bit (a TensorFlow Lite int8 model's edges, TENSOR_QUANT8_ASYMM_SIGNED).
+    Int8,
 }
 
 /// One graph input or output of an imported model.

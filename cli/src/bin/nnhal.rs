@@ -6,14 +6,14 @@
 //!                 VECTOR.json
 //!                                                        a golden vector's examples through the
 //!                                                        service, outputs and PASS/FAIL
-//! nnhal run       MODEL.onnx|MODEL.mlmodel [--input X.npy]... [--output-dir DIR] [--transport inproc|rpc]
-//!                 [--socket PATH]                        an ONNX or CoreML model, in-process or
+//! nnhal run       MODEL.onnx|MODEL.mlmodel|MODEL.tflite [--input X.npy]... [--output-dir DIR] [--transport inproc|rpc]
+//!                 [--socket PATH]                        an ONNX, CoreML or TFLite model, in-process or
 //!                                                        through the service; outputs as .npy
-//! nnhal import    MODEL.onnx|MODEL.mlmodel [--out MODEL.json]
+//! nnhal import    MODEL.onnx|MODEL.mlmodel|MODEL.tflite [--out MODEL.json]
 //!                                                        the lowered model and what each node
 //!                                                        became
 //! nnhal bench-rpc [--socket PATH] [--instance NAME] [-n N]  round-trip latency: ADD vs bare call
-//! nnhal bench     (--builtin mobilenet-v1-f32 | VECTOR.json | MODEL.onnx | MODEL.mlmodel)
+//! nnhal bench     (--builtin mobilenet-v1-f32 | VECTOR.json | MODEL.onnx | MODEL.mlmodel | MODEL.tflite)
 //!                 [--threads N] [--iterations K]
 //!                 [--warmup W] [--transport inproc|rpc] [--socket PATH] [--isa LEVEL]
 //!                 [--profile] [--json]
@@ -73,7 +73,7 @@ enum Command {
     },
     /// Run a golden vector's examples (.json) through the service: print each output and
     /// PASS/FAIL against the expected values (the AOSP harness tolerance); or run a model file,
-    /// ONNX (.onnx) or CoreML (.mlmodel), in-process or through the service
+    /// ONNX (.onnx), CoreML (.mlmodel) or TensorFlow Lite (.tflite), in-process or through the service
     #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Run {
         #[command(flatten)]
@@ -103,10 +103,10 @@ enum Command {
         /// Golden vector file (.json; format in docs/vector-format.md), e.g.
         /// vts_tests/vectors/conv_quant8.json, or a model file: ONNX (.onnx) or CoreML
         /// (.mlmodel)
-        #[arg(value_name = "VECTOR.json|MODEL.onnx|MODEL.mlmodel")]
+        #[arg(value_name = "VECTOR.json|MODEL.onnx|MODEL.mlmodel|MODEL.tflite")]
         vector: PathBuf,
     },
-    /// Lower a model file, ONNX (.onnx) or CoreML (.mlmodel), to an NNAPI 1.0 model: print
+    /// Lower a model file, ONNX (.onnx), CoreML (.mlmodel) or TensorFlow Lite (.tflite), to an NNAPI 1.0 model: print
     /// what each node or layer became and, with --out, write the model in the golden-vector
     /// JSON schema (.json)
     #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
@@ -114,8 +114,8 @@ enum Command {
         /// Where to write the lowered model (docs/vector-format.md; no examples)
         #[arg(long, value_name = "MODEL.json")]
         out: Option<PathBuf>,
-        /// The model file: ONNX (.onnx) or CoreML (.mlmodel)
-        #[arg(value_name = "MODEL.onnx|MODEL.mlmodel")]
+        /// The model file: ONNX (.onnx), CoreML (.mlmodel) or TensorFlow Lite (.tflite)
+        #[arg(value_name = "MODEL.onnx|MODEL.mlmodel|MODEL.tflite")]
         model: PathBuf,
     },
     /// Median round trip of a one-operation ADD ([1,2,2,1] float32) executed through the
@@ -132,7 +132,7 @@ enum Command {
         warmup: usize,
     },
     /// Latency of one model prepared once and executed repeatedly: the builtin MobileNet, a
-    /// golden vector (.json) or a model file, ONNX (.onnx) or CoreML (.mlmodel). The
+    /// golden vector (.json) or a model file, ONNX (.onnx), CoreML (.mlmodel) or TensorFlow Lite (.tflite). The
     /// output is checked: the builtin MobileNet against the reference output, a vector against
     /// its golden values and, when it has them, its golden logits bit for bit
     #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
@@ -157,8 +157,8 @@ struct Workload {
     #[arg(long, value_name = "NAME", value_parser = [nnhal_cli::bench::BUILTIN_MOBILENET_F32])]
     builtin: Option<String>,
     /// Golden vector file (.json; format in docs/vector-format.md), whose first example is
-    /// run, or a model file, ONNX (.onnx) or CoreML (.mlmodel), run on a seeded random input
-    #[arg(value_name = "VECTOR.json|MODEL.onnx|MODEL.mlmodel")]
+    /// run, or a model file, ONNX (.onnx), CoreML (.mlmodel) or TensorFlow Lite (.tflite), run on a seeded random input
+    #[arg(value_name = "VECTOR.json|MODEL.onnx|MODEL.mlmodel|MODEL.tflite")]
     vector: Option<PathBuf>,
 }
 
@@ -837,8 +837,13 @@ fn import(path: &Path, to: Option<&Path>, out: &mut String) -> Result<(), CliErr
     }
     outln!(
         out,
-        "{} ONNX nodes → {} NNAPI operations ({}), {} operands, {} bytes of constants",
+        "{} {} → {} NNAPI operations ({}), {} operands, {} bytes of constants",
         imported.summary.len(),
+        if path.extension().is_some_and(|e| e == "tflite") {
+            "TFLite operators"
+        } else {
+            "ONNX nodes"
+        },
         m.operations.len(),
         counts
             .iter()

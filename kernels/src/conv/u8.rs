@@ -27,7 +27,7 @@ use super::FilterShape;
 use crate::aligned::AlignedBuf;
 use crate::conv::reference::taps;
 use crate::parallel::MIN_U8_MACS;
-use crate::quant::Requantize;
+use crate::quant::{ChannelRequant, Requantize};
 use crate::ukernels::quant8::{Requant8, U8Gemm, U8GemmArgs, U8RowSum};
 use crate::ukernels::Ukernels;
 use crate::{Activation, KernelError, QuantParams, Window};
@@ -72,6 +72,47 @@ pub(crate) fn requant8(q: &ConvQuant) -> Result<Option<Requant8>, KernelError> {
         lo: rq.min - rq.zero_point,
         hi: rq.max - rq.zero_point,
     }))
+}
+
+/// The per-channel requantizers `rq` in the kernels' form: the shared zero point and bounds
+/// as a [`Requant8`] (its multiplier and shift those of channel 0), and the per-column
+/// constants in blocks of `width` columns ([`crate::ukernels::quant8::ColRequant`]; the
+/// columns past the last channel requantize with multiplier 0). `None` when the kernels cannot
+/// represent them (no channels, a zero point or bound outside 0..=255, a shift out of range).
+pub(crate) fn col_requant(
+    rq: &ChannelRequant,
+    width: usize,
+) -> Option<(Requant8, AlignedBuf<i32>)> {
+    let n = rq.channels();
+    let first = *rq.channel(n.checked_sub(1).map(|_| 0)?);
+    let byte = |z: i32| (0..=255).contains(&z);
+    if !(byte(first.zero_point) && byte(first.min) && byte(first.max) && first.min <= first.max) {
+        return None;
+    }
+    let mut cols = AlignedBuf::<i32>::zeroed(n.div_ceil(width) * 3 * width);
+    for c in 0..n {
+        let ch = rq.channel(c);
+        let shared = (ch.zero_point, ch.min, ch.max) == (first.zero_point, first.min, first.max);
+        if !(shared
+            && ch.multiplier >= 0
+            && (0..=30).contains(&ch.left_shift)
+            && (0..=31).contains(&ch.right_shift))
+        {
+            return None;
+        }
+        let base = (c / width) * 3 * width + c % width;
+        cols[base] = ch.multiplier;
+        cols[base + width] = ch.left_shift;
+        cols[base + 2 * width] = ch.right_shift;
+    }
+    let head = Requant8 {
+        multiplier: first.multiplier,
+        shift: first.right_shift as u32,
+        zero_point: first.zero_point,
+        lo: first.min - first.zero_point,
+        hi: first.max - first.zero_point,
+    };
+    Some((head, cols))
 }
 
 /// Output base pointer shared by the tasks of one operation, each of which writes a disjoint
@@ -144,6 +185,9 @@ struct FastConv {
     zw: i32,
     za: u8,
     rq: Requant8,
+    /// Per-channel requantization ([`crate::ukernels::quant8::ColRequant`] blocks of `nr`), or
+    /// `None` for the per-tensor `rq`.
+    cols: Option<AlignedBuf<i32>>,
 }
 
 impl PackedConvU8 {
@@ -170,6 +214,58 @@ impl PackedConvU8 {
                 },
             });
         };
+        Ok(Self::fast(uk, shape, filter, bias, &q, rq, None))
+    }
+
+    /// A convolution with a TENSOR_QUANT8_SYMM_PER_CHANNEL filter: `filter_image` is the
+    /// filter's unsigned image (`int8 + 128`, zero point 128), `rq` the per-channel
+    /// requantizers ([`ChannelRequant::per_channel`]). `None` when the kernels cannot represent
+    /// the parameters (the caller keeps the reference); bit-exact with
+    /// [`crate::conv::reference::conv2d_u8_channels`] otherwise.
+    pub fn pack_channels(
+        uk: &Ukernels,
+        shape: FilterShape,
+        filter_image: &[u8],
+        bias: &[i32],
+        input: QuantParams,
+        rq: &ChannelRequant,
+    ) -> Option<PackedConvU8> {
+        let (n, k) = (shape.out_c, shape.taps());
+        if filter_image.len() != n * k || bias.len() != n || rq.channels() != n {
+            return None;
+        }
+        if !(0..=255).contains(&input.zero_point) {
+            return None;
+        }
+        let (head, cols) = col_requant(rq, uk.u8_gemm.nr)?;
+        let q = ConvQuant {
+            input,
+            filter: QuantParams::new(1.0, 128),
+            output: QuantParams::new(1.0, head.zero_point),
+            act: Activation::None,
+        };
+        Some(Self::fast(
+            uk,
+            shape,
+            filter_image,
+            bias,
+            &q,
+            head,
+            Some(cols),
+        ))
+    }
+
+    /// Packs for the table's GEMM; only the zero points of `q` are read.
+    fn fast(
+        uk: &Ukernels,
+        shape: FilterShape,
+        filter: &[u8],
+        bias: &[i32],
+        q: &ConvQuant,
+        rq: Requant8,
+        cols: Option<AlignedBuf<i32>>,
+    ) -> PackedConvU8 {
+        let (n, k) = (shape.out_c, shape.taps());
         let g = uk.u8_gemm;
         let kp = k.div_ceil(4) * 4;
         let blocks = n.div_ceil(g.nr);
@@ -196,7 +292,7 @@ impl PackedConvU8 {
                 pb[oc] = b;
             }
         }
-        Ok(PackedConvU8 {
+        PackedConvU8 {
             shape,
             imp: ConvImpl::Fast(FastConv {
                 gemm: g,
@@ -208,8 +304,9 @@ impl PackedConvU8 {
                 zw,
                 za: za as u8,
                 rq,
+                cols,
             }),
-        })
+        }
     }
 
     /// The filter extents this was packed for.
@@ -521,10 +618,15 @@ fn panel_gemm(
                 out_stride: n,
                 cols,
                 rq: f.rq,
+                col_rq: f
+                    .cols
+                    .as_ref()
+                    .map_or(std::ptr::null(), |c| c[j * 3 * g.nr..].as_ptr()),
             };
             // SAFETY: rows t0..t0+rows of the panel are `k` bytes each inside `a` (asserted
             // above), the weight block and bias are whole packed blocks of this slot's layout,
-            // `corr` has a value per row, and the output rows p0+t0.. with `cols ≤ nr`
+            // `corr` has a value per row, `col_rq` is null or the block's 3·nr constants,
+            // and the output rows p0+t0.. with `cols ≤ nr`
             // columns from channel j·nr lie inside the `m × n` output that this task alone
             // writes (run_gemm splits disjoint row or block ranges).
             unsafe { (g.kernel)(&args) };

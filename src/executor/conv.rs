@@ -400,9 +400,10 @@ fn channel_requant(
     ChannelRequant::per_channel(quant(input), scales, quant(output), act).map_err(kernel_error)
 }
 
-/// Constant per-channel filter and bias: the filter's unsigned image, the bias and the
-/// requantizers, built once. Parameters the requantizer refuses are left to execution, which
-/// reports them as an unpacked model would.
+/// Constant per-channel filter and bias: without dilation, packed for the GEMM or depthwise
+/// micro-kernels with per-column requantization; otherwise the filter's unsigned image, the
+/// bias and the requantizers, built once for the reference loops. Parameters the requantizer
+/// refuses are left to execution, which reports them as an unpacked model would.
 fn pack_per_channel(a: &PackArgs) -> HalResult<Option<Packed>> {
     let (Some(filter), Some(bias)) = (a.constant(1), a.constant(2)) else {
         return Ok(None);
@@ -410,9 +411,28 @@ fn pack_per_channel(a: &PackArgs) -> HalResult<Option<Packed>> {
     let Ok(rq) = channel_requant(a.info(0), a.info(1), a.out_info(0), a.params) else {
         return Ok(None);
     };
+    let (image, bias) = (reference::filter_image(filter.u8()?), bias.i32()?);
+    if dilation(a.params).is_none() {
+        let input = quant(a.info(0));
+        let fast = match (a.params, filter.dims) {
+            (Params::Depthwise { .. }, &[1, kh, kw, out_c]) => {
+                let (kh, kw, out_c) = (kh as usize, kw as usize, out_c as usize);
+                PackedDwU8::pack_channels(a.kernels, kh, kw, out_c, &image, bias, input, &rq)
+                    .map(Packed::DwU8)
+            }
+            (Params::Conv { .. }, _) => constant_filter(a).and_then(|(shape, _, _)| {
+                PackedConvU8::pack_channels(a.kernels, shape, &image, bias, input, &rq)
+                    .map(Packed::ConvU8)
+            }),
+            _ => None,
+        };
+        if fast.is_some() {
+            return Ok(fast);
+        }
+    }
     Ok(Some(Packed::PerChannel {
-        filter: reference::filter_image(filter.u8()?),
-        bias: bias.i32()?.to_vec(),
+        filter: image,
+        bias: bias.to_vec(),
         rq,
     }))
 }
@@ -422,6 +442,17 @@ fn pack_per_channel(a: &PackArgs) -> HalResult<Option<Packed>> {
 fn per_channel(c: &Call, outs: &mut [TensorMut], depthwise: bool) -> HalResult<()> {
     let o = out0(outs)?;
     let win = call_window(c, o)?;
+    match c.packed {
+        Some(Packed::ConvU8(p)) if !depthwise => {
+            fast_u8::conv2d_u8(&win, p, c.u(0)?, o.u8_mut()?);
+            return Ok(());
+        }
+        Some(Packed::DwU8(p)) if depthwise => {
+            dw_u8::depthwise_conv2d_u8(&win, multiplier(c)?, p, c.u(0)?, o.u8_mut()?);
+            return Ok(());
+        }
+        _ => {}
+    }
     let built;
     let (filter, bias, rq) = match c.packed {
         Some(Packed::PerChannel { filter, bias, rq }) => (filter.as_slice(), bias.as_slice(), rq),

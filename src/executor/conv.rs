@@ -9,9 +9,14 @@
 //! quant8 as its unsigned image), with a per-tensor or a per-channel
 //! (TENSOR_QUANT8_SYMM_PER_CHANNEL) filter: GROUPED_CONV_2D runs one packed CONV_2D GEMM per
 //! group (`nnhal_kernels::conv::grouped`) and TRANSPOSE_CONV_2D float32 one GEMM with a col2im
-//! scatter (`nnhal_kernels::conv::transpose`). The quantized TRANSPOSE_CONV_2D and the
-//! per-channel filters run the reference loops, whose per-channel requantization of the int32
-//! image the uint8 GEMM epilogue (one multiplier per operation) does not express.
+//! scatter (`nnhal_kernels::conv::transpose`). The quantized TRANSPOSE_CONV_2D runs the
+//! reference loop.
+//!
+//! Per-channel filters of CONV_2D, DEPTHWISE_CONV_2D and GROUPED_CONV_2D are packed as their
+//! unsigned image (zero point 128) for the same micro-kernels, whose epilogue then takes one
+//! multiplier and shift pair per output column (including the left shift of a multiplier of 1
+//! or more, which also lets a per-tensor GROUPED_CONV_2D with such a multiplier run packed);
+//! dilated per-channel convolutions run the reference loops.
 
 use super::{
     act, call_window, elementwise_work, fused, kernel_error, mismatch, nhwc, out0, quant, window,
@@ -596,7 +601,24 @@ fn pack_grouped(a: &PackArgs) -> HalResult<Option<Packed>> {
                 output: quant(a.out_info(0)),
                 act,
             };
-            PackedGrouped::pack_u8(a.kernels, shape, groups, f, bias.i32()?, q)
+            let bias = bias.i32()?;
+            // A multiplier of 1 or more takes the per-column requantization.
+            PackedGrouped::pack_u8(a.kernels, shape, groups, f, bias, q).or_else(|| {
+                let fq = FilterQuant::Tensor(q.filter);
+                let rq = grouped::requantizers(q.input, fq, shape.out_c, q.output, act).ok()?;
+                let zf = q.filter.zero_point;
+                PackedGrouped::pack_u8_requant(a.kernels, shape, groups, f, zf, bias, q.input, &rq)
+            })
+        }
+        (DataRef::U8(f), OperandType::TensorQuant8SymmPerChannel) => {
+            let (input, output) = (quant(a.info(0)), quant(a.out_info(0)));
+            let fq = filter_quant(a.info(1));
+            let Ok(rq) = grouped::requantizers(input, fq, shape.out_c, output, act) else {
+                return Ok(None);
+            };
+            let image = reference::filter_image(f);
+            let bias = bias.i32()?;
+            PackedGrouped::pack_u8_requant(a.kernels, shape, groups, &image, 128, bias, input, &rq)
         }
         _ => None,
     }

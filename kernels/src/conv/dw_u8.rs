@@ -105,7 +105,7 @@ impl PackedDwU8 {
         if !(0..=255).contains(&input.zero_point) {
             return None;
         }
-        let (head, cols) = col_requant(rq, DW_BLOCK)?;
+        let (head, cols) = col_requant(rq.as_slice(), DW_BLOCK)?;
         let q = ConvQuant {
             input,
             filter: QuantParams::new(1.0, 128),

@@ -27,7 +27,7 @@ use super::FilterShape;
 use crate::aligned::AlignedBuf;
 use crate::conv::reference::taps;
 use crate::parallel::MIN_U8_MACS;
-use crate::quant::{ChannelRequant, Requantize};
+use crate::quant::{ChannelRequant, Requantize, RequantizeAny};
 use crate::ukernels::quant8::{Requant8, U8Gemm, U8GemmArgs, U8RowSum};
 use crate::ukernels::Ukernels;
 use crate::{Activation, KernelError, QuantParams, Window};
@@ -80,18 +80,17 @@ pub(crate) fn requant8(q: &ConvQuant) -> Result<Option<Requant8>, KernelError> {
 /// columns past the last channel requantize with multiplier 0). `None` when the kernels cannot
 /// represent them (no channels, a zero point or bound outside 0..=255, a shift out of range).
 pub(crate) fn col_requant(
-    rq: &ChannelRequant,
+    rq: &[RequantizeAny],
     width: usize,
 ) -> Option<(Requant8, AlignedBuf<i32>)> {
-    let n = rq.channels();
-    let first = *rq.channel(n.checked_sub(1).map(|_| 0)?);
+    let n = rq.len();
+    let first = *rq.first()?;
     let byte = |z: i32| (0..=255).contains(&z);
     if !(byte(first.zero_point) && byte(first.min) && byte(first.max) && first.min <= first.max) {
         return None;
     }
     let mut cols = AlignedBuf::<i32>::zeroed(n.div_ceil(width) * 3 * width);
-    for c in 0..n {
-        let ch = rq.channel(c);
+    for (c, ch) in rq.iter().enumerate() {
         let shared = (ch.zero_point, ch.min, ch.max) == (first.zero_point, first.min, first.max);
         if !(shared
             && ch.multiplier >= 0
@@ -230,17 +229,35 @@ impl PackedConvU8 {
         input: QuantParams,
         rq: &ChannelRequant,
     ) -> Option<PackedConvU8> {
+        Self::pack_requant(uk, shape, filter_image, 128, bias, input, rq.as_slice())
+    }
+
+    /// A uint8 filter with zero point `filter_zp` and one requantizer per output channel
+    /// (`rq[c]`, any multiplier a left shift of at most 30 holds; all with the same zero point
+    /// and bounds): the accumulator of channel `c` is `Σ (a − za)(w − filter_zp) + bias[c]`,
+    /// requantized by `rq[c]`. `None` when the kernels cannot represent the parameters.
+    pub fn pack_requant(
+        uk: &Ukernels,
+        shape: FilterShape,
+        filter: &[u8],
+        filter_zp: i32,
+        bias: &[i32],
+        input: QuantParams,
+        rq: &[RequantizeAny],
+    ) -> Option<PackedConvU8> {
         let (n, k) = (shape.out_c, shape.taps());
-        if filter_image.len() != n * k || bias.len() != n || rq.channels() != n {
+        if filter.len() != n * k || bias.len() != n || rq.len() != n {
             return None;
         }
-        if !(0..=255).contains(&input.zero_point) {
+        let byte = |z: i32| (0..=255).contains(&z);
+        if !(byte(input.zero_point) && byte(filter_zp)) {
             return None;
         }
         let (head, cols) = col_requant(rq, uk.u8_gemm.nr)?;
+        let filter_image = filter;
         let q = ConvQuant {
             input,
-            filter: QuantParams::new(1.0, 128),
+            filter: QuantParams::new(1.0, filter_zp),
             output: QuantParams::new(1.0, head.zero_point),
             act: Activation::None,
         };

@@ -9,8 +9,8 @@
 //! quant8 as its unsigned image), with a per-tensor or a per-channel
 //! (TENSOR_QUANT8_SYMM_PER_CHANNEL) filter: GROUPED_CONV_2D runs one packed CONV_2D GEMM per
 //! group (`nnhal_kernels::conv::grouped`) and TRANSPOSE_CONV_2D float32 one GEMM with a col2im
-//! scatter (`nnhal_kernels::conv::transpose`). The quantized TRANSPOSE_CONV_2D runs the
-//! reference loop.
+//! scatter (`nnhal_kernels::conv::transpose`), quant8 the same product on the uint8 GEMM with
+//! int32 sums, scattered, then requantized per channel.
 //!
 //! Per-channel filters of CONV_2D, DEPTHWISE_CONV_2D and GROUPED_CONV_2D are packed as their
 //! unsigned image (zero point 128) for the same micro-kernels, whose epilogue then takes one
@@ -30,7 +30,9 @@ use nnhal_kernels::conv::dw_f32::{self, PackedDwF32};
 use nnhal_kernels::conv::dw_u8::{self, PackedDwU8};
 use nnhal_kernels::conv::f32::{self as fast_f32, PackedConvF32};
 use nnhal_kernels::conv::grouped::{self, PackedGrouped};
-use nnhal_kernels::conv::transpose::{self, PackedTransposeF32, TransposeWindow};
+use nnhal_kernels::conv::transpose::{
+    self, PackedTransposeF32, PackedTransposeU8, TransposeWindow,
+};
 use nnhal_kernels::conv::u8::{self as fast_u8, ConvQuant, PackedConvU8};
 use nnhal_kernels::conv::FilterQuant;
 use nnhal_kernels::conv::{reference, FilterShape};
@@ -115,7 +117,14 @@ registration!(
     true,
     WEIGHTS
 );
-registration!(TRANSPOSE_U8, transpose_u8, transpose_work);
+registration!(
+    TRANSPOSE_U8,
+    pack_transpose_u8,
+    transpose_u8,
+    transpose_work,
+    true,
+    WEIGHTS
+);
 
 /// Filter and bias: what the convolution-like registrations pack.
 const WEIGHTS: &[usize] = &[1, 2];
@@ -737,10 +746,45 @@ fn transpose_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     Ok(())
 }
 
+/// A constant quant8 filter and bias packed for the uint8 GEMM; parameters the reference
+/// refuses are left to execution, which reports them as an unpacked model would.
+fn pack_transpose_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
+    let (Some((shape, filter, bias)), Params::TransposeConv { act: f, .. }) =
+        (constant_filter(a), a.params)
+    else {
+        return Ok(None);
+    };
+    let (iq, oq) = (quant(a.info(0)), quant(a.out_info(0)));
+    let fq = filter_quant(a.info(1));
+    Ok(PackedTransposeU8::pack(
+        a.kernels,
+        shape,
+        filter.u8()?,
+        fq,
+        bias.i32()?,
+        iq,
+        oq,
+        act(*f),
+    )
+    .map(Packed::TransposeU8))
+}
+
 fn transpose_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let oq = c.out_q(0);
     let o = out0(outs)?;
     let (w, a) = transpose_window(c, o)?;
+    if let Some(Packed::TransposeU8(p)) = c.packed {
+        let s = FilterShape {
+            out_c: w.output.c,
+            kh: w.filter_h,
+            kw: w.filter_w,
+            in_c: w.input.c,
+        };
+        if p.shape() == s {
+            transpose::transpose_conv2d_u8_fast(&w, p, c.u(0)?, o.u8_mut()?);
+            return Ok(());
+        }
+    }
     let fq = filter_quant(&c.model.operands[c.op.inputs[1]]);
     transpose::transpose_conv2d_u8(
         &w,

@@ -221,7 +221,7 @@ pub fn depthwise_conv2d_u8(
         return;
     }
     assert!(w.stride_h > 0 && w.stride_w > 0, "stride");
-    let out = super::u8::OutPtr(output.as_mut_ptr());
+    let out = super::u8::OutPtr(output.as_mut_ptr(), std::ptr::null_mut());
     // A depthwise multiply-add costs about ten GEMM ones (no dot product, a requantization
     // per nine of them).
     let work = w.output.len() * w.filter_h * w.filter_w * 10;

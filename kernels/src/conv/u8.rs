@@ -115,9 +115,10 @@ pub(crate) fn col_requant(
 }
 
 /// Output base pointer shared by the tasks of one operation, each of which writes a disjoint
-/// set of output elements.
+/// set of output elements: the requantized bytes, or (second pointer non-null) the raw int32
+/// sums at the same element offsets.
 #[derive(Clone, Copy)]
-pub(crate) struct OutPtr(pub *mut u8);
+pub(crate) struct OutPtr(pub *mut u8, pub *mut i32);
 // SAFETY: the pointer is only dereferenced by micro-kernels on output regions that the
 // operator loop hands to exactly one task, so sharing it between threads creates no aliasing.
 unsafe impl Send for OutPtr {}
@@ -130,6 +131,16 @@ impl OutPtr {
     #[inline]
     pub(crate) fn at(self, offset: usize) -> *mut u8 {
         self.0.wrapping_add(offset)
+    }
+
+    /// The raw-sum address `offset` values past the base, or null when there is none.
+    #[inline]
+    pub(crate) fn raw_at(self, offset: usize) -> *mut i32 {
+        if self.1.is_null() {
+            self.1
+        } else {
+            self.1.wrapping_add(offset)
+        }
     }
 }
 
@@ -272,6 +283,37 @@ impl PackedConvU8 {
         ))
     }
 
+    /// A GEMM without requantization ([`fully_connected_u8_raw`]): `filter` `[out_c, in_c]`
+    /// (`shape` with `kh = kw = 1`) with zero point `filter_zp`, input zero point `input_zp`.
+    /// `None` when a zero point is outside 0..=255.
+    pub fn pack_raw(
+        uk: &Ukernels,
+        shape: FilterShape,
+        filter: &[u8],
+        filter_zp: i32,
+        input_zp: i32,
+    ) -> Option<PackedConvU8> {
+        let byte = |z: i32| (0..=255).contains(&z);
+        if !(byte(filter_zp) && byte(input_zp)) || filter.len() != shape.out_c * shape.taps() {
+            return None;
+        }
+        let q = ConvQuant {
+            input: QuantParams::new(1.0, input_zp),
+            filter: QuantParams::new(1.0, filter_zp),
+            output: QuantParams::new(1.0, 0),
+            act: Activation::None,
+        };
+        let rq = Requant8 {
+            multiplier: 0,
+            shift: 0,
+            zero_point: 0,
+            lo: 0,
+            hi: 255,
+        };
+        let bias = vec![0; shape.out_c];
+        Some(Self::fast(uk, shape, filter, &bias, &q, rq, None))
+    }
+
     /// Packs for the table's GEMM; only the zero points of `q` are read.
     fn fast(
         uk: &Ukernels,
@@ -398,7 +440,8 @@ pub fn conv2d_u8(w: &Window, packed: &PackedConvU8, input: &[u8], output: &mut [
                 assert!(w.stride_h > 0 && w.stride_w > 0, "stride");
                 Source::Im2col { w, input }
             };
-            run_gemm(f, s.out_c, m, src, output);
+            let out = OutPtr(output.as_mut_ptr(), std::ptr::null_mut());
+            run_gemm(f, s.out_c, m, src, out);
         }
     }
 }
@@ -423,21 +466,44 @@ pub fn fully_connected_u8(packed: &PackedConvU8, rows: usize, input: &[u8], outp
                 a: input,
                 stride: k,
             },
-            output,
+            OutPtr(output.as_mut_ptr(), std::ptr::null_mut()),
         ),
     }
 }
 
+/// FULLY_CONNECTED without requantization, for a GEMM packed by
+/// [`PackedConvU8::pack_raw`]: `raw[r·out_c + n] = Σ_k (input[r][k] − za)·(w[n][k] − zw)`
+/// (wrapping int32), split over the pool like [`fully_connected_u8`].
+pub fn fully_connected_u8_raw(packed: &PackedConvU8, rows: usize, input: &[u8], raw: &mut [i32]) {
+    let s = packed.shape;
+    let k = s.taps();
+    assert_eq!(input.len(), rows * k, "input length");
+    assert_eq!(raw.len(), rows * s.out_c, "output length");
+    let ConvImpl::Fast(f) = &packed.imp else {
+        unreachable!("pack_raw packs for the GEMM only");
+    };
+    let src = Source::Direct {
+        a: input,
+        stride: k,
+    };
+    run_gemm(
+        f,
+        s.out_c,
+        rows,
+        src,
+        OutPtr(std::ptr::null_mut(), raw.as_mut_ptr()),
+    );
+}
+
 /// The whole `m × n` product, split once over the pool: along M when there are enough row
 /// tiles, along N (channel blocks) for the small late layers.
-fn run_gemm(f: &FastConv, n: usize, m: usize, src: Source<'_>, output: &mut [u8]) {
+fn run_gemm(f: &FastConv, n: usize, m: usize, src: Source<'_>, out: OutPtr) {
     if m == 0 || n == 0 {
         return;
     }
     let g = f.gemm;
     let tiles = m.div_ceil(g.mr);
     let blocks = n.div_ceil(g.nr);
-    let out = OutPtr(output.as_mut_ptr());
     let threads = crate::parallel::threads();
     let work = m * n * f.k;
     if tiles >= 4 * threads || tiles >= blocks {
@@ -632,6 +698,7 @@ fn panel_gemm(
                 bias: bias.as_ptr(),
                 row_corr: corr[t0..].as_ptr(),
                 out: out.at((p0 + t0) * n + j * g.nr),
+                raw: out.raw_at((p0 + t0) * n + j * g.nr),
                 out_stride: n,
                 cols,
                 rq: f.rq,

@@ -162,6 +162,13 @@ pub unsafe fn u8_gemm_generic_4x16(p: &U8GemmArgs) {
                 *slot = slot.wrapping_add(s);
             }
         }
+        if !p.raw.is_null() {
+            // SAFETY: the contract allows writing `cols` int32 values of raw row `r`.
+            let raw =
+                unsafe { std::slice::from_raw_parts_mut(p.raw.add(r * p.out_stride), p.cols) };
+            raw.copy_from_slice(&acc[..p.cols]);
+            continue;
+        }
         // SAFETY: the contract allows writing `cols` bytes of output row `r`.
         let out = unsafe { std::slice::from_raw_parts_mut(p.out.add(r * p.out_stride), p.cols) };
         if p.col_rq.is_null() {

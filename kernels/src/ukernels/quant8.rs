@@ -89,6 +89,10 @@ pub struct U8GemmArgs {
     pub rq: Requant8,
     /// Null, or this block's per-column constants ([`ColRequant`], `B = nr`).
     pub col_rq: ColRequant,
+    /// Null, or where the unrequantized sums go instead of `out`: for `r < rows`, `n < cols`,
+    /// `Σ_k a[r][k]·w[k][n] + bias[n] + row_corr[r]` (wrapping) at `raw + r·out_stride + n`
+    /// (`out_stride` then counts int32 values; `out`, `rq` and `col_rq` are unused).
+    pub raw: *mut i32,
 }
 
 /// A uint8 GEMM tile kernel. Callers uphold the memory contract of [`U8GemmArgs`].

@@ -367,7 +367,20 @@ pub(super) unsafe fn gemm_epilogue(p: &U8GemmArgs, acc: [[int32x4_t; 4]; 4]) {
         let corr = vdupq_n_s32(unsafe { *p.row_corr.add(r) });
         std::array::from_fn(|i| vaddq_s32(vaddq_s32(acc[r][i], bias[i]), corr))
     };
-    if p.col_rq.is_null() {
+    if !p.raw.is_null() {
+        for r in 0..p.rows.min(4) {
+            let x = sums(r);
+            let mut v = [0i32; 16];
+            for (i, &q) in x.iter().enumerate() {
+                // SAFETY: `v` has room for four values at 4i.
+                unsafe { vst1q_s32(v.as_mut_ptr().add(4 * i), q) };
+            }
+            // SAFETY: raw row r has `cols ≤ 16` writable values.
+            unsafe {
+                std::ptr::copy_nonoverlapping(v.as_ptr(), p.raw.add(r * p.out_stride), p.cols)
+            };
+        }
+    } else if p.col_rq.is_null() {
         let c = rq_neon(&p.rq);
         for r in 0..p.rows.min(4) {
             // SAFETY: row r of the output has `cols` writable bytes.

@@ -338,7 +338,17 @@ pub unsafe fn u8_gemm_avx2_4x8(p: &U8GemmArgs) {
         let corr = _mm256_set1_epi32(unsafe { *p.row_corr.add(r) });
         _mm256_add_epi32(_mm256_add_epi32(sums, bias), corr)
     };
-    if p.col_rq.is_null() {
+    if !p.raw.is_null() {
+        for r in 0..p.rows.min(MR) {
+            let mut v = [0i32; 8];
+            // SAFETY: `v` is 8 int32 values.
+            unsafe { _mm256_storeu_si256(v.as_mut_ptr().cast(), sums(r)) };
+            // SAFETY: raw row r has `cols ≤ 8` writable values.
+            unsafe {
+                std::ptr::copy_nonoverlapping(v.as_ptr(), p.raw.add(r * p.out_stride), p.cols)
+            };
+        }
+    } else if p.col_rq.is_null() {
         let c = rq256(&p.rq);
         for r in 0..p.rows.min(MR) {
             // SAFETY: row r of the output has `cols ≤ 8` writable bytes.

@@ -377,6 +377,21 @@ pub(super) unsafe fn store_row_cols32(
     }
 }
 
+/// Stores the 32 unrequantized sums `x` of one GEMM row at `dst` (only the first `cols`).
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL and the first `cols ≤ 32` values at `dst` are
+/// writable.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) unsafe fn store_row_raw32(dst: *mut i32, cols: usize, x: [__m512i; 2]) {
+    let masks = [mask16(cols), mask16(cols.saturating_sub(16))];
+    for v in 0..2 {
+        // SAFETY: the masked store writes values 16v..min(cols, 16v+16) only.
+        unsafe { _mm512_mask_storeu_epi32(dst.wrapping_add(16 * v).cast(), masks[v], x[v]) };
+    }
+}
+
 /// The per-column constants of a 32-column GEMM block.
 ///
 /// # Safety
@@ -634,9 +649,9 @@ pub unsafe fn u8_gemm_avx512_4x32(p: &U8GemmArgs) {
     };
     let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    if !p.col_rq.is_null() {
+    if !p.raw.is_null() || !p.col_rq.is_null() {
         // SAFETY: a non-null `col_rq` holds the block's 3·32 constants.
-        let c = unsafe { rq512_cols32(&p.rq, p.col_rq) };
+        let c = (p.raw.is_null()).then(|| unsafe { rq512_cols32(&p.rq, p.col_rq) });
         for (r, acc_r) in acc.iter().enumerate().take(p.rows) {
             // SAFETY: `row_corr` holds `rows` values.
             let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
@@ -648,8 +663,13 @@ pub unsafe fn u8_gemm_avx512_4x32(p: &U8GemmArgs) {
                 );
                 _mm512_add_epi32(_mm512_add_epi32(sums, bias[v]), corr)
             });
-            // SAFETY: row r of the output has `cols ≤ 32` writable bytes.
-            unsafe { store_row_cols32(p.out.wrapping_add(r * p.out_stride), p.cols, x, &c) };
+            // SAFETY: row r of the output (or of the raw sums) has `cols ≤ 32` writable values.
+            unsafe {
+                match &c {
+                    Some(c) => store_row_cols32(p.out.wrapping_add(r * p.out_stride), p.cols, x, c),
+                    None => store_row_raw32(p.raw.wrapping_add(r * p.out_stride), p.cols, x),
+                }
+            }
         }
         return;
     }

@@ -250,7 +250,7 @@ impl PackedGrouped {
         input: QuantParams,
         rq: &[RequantizeAny],
     ) -> Option<PackedGrouped> {
-        if groups == 0 || shape.out_c % groups != 0 || rq.len() != shape.out_c {
+        if groups == 0 || !shape.out_c.is_multiple_of(groups) || rq.len() != shape.out_c {
             return None;
         }
         let g_shape = FilterShape {

@@ -215,8 +215,8 @@ pub(super) struct RqColsNeon {
 /// The three runs of 16 values are readable.
 #[target_feature(enable = "neon")]
 pub(super) unsafe fn rq_neon_cols(rq: &Requant8, m: *const i32, stride: usize) -> RqColsNeon {
-    // SAFETY: the three runs of 16 values are readable (caller contract).
     let load = |o: usize| -> [int32x4_t; 4] {
+        // SAFETY: the three runs of 16 values are readable (caller contract).
         std::array::from_fn(|i| unsafe { vld1q_s32(m.add(o + 4 * i)) })
     };
     RqColsNeon {

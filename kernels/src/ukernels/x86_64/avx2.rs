@@ -358,8 +358,8 @@ pub unsafe fn u8_gemm_avx2_4x8(p: &U8GemmArgs) {
         // SAFETY: a non-null `col_rq` holds the block's 3·8 constants.
         let c = unsafe { rq256_cols(&p.rq, p.col_rq, 8) };
         for r in 0..p.rows.min(MR) {
-            // SAFETY: as above.
             let q = requant256_cols(sums(r), &c);
+            // SAFETY: row r of the output has `cols ≤ 8` writable bytes.
             unsafe { store8(p.out.add(r * p.out_stride), p.cols, q) };
         }
     }

@@ -345,6 +345,11 @@ impl ChannelRequant {
         self.channels.len()
     }
 
+    /// Every channel's requantizer, in channel order.
+    pub fn as_slice(&self) -> &[RequantizeAny] {
+        &self.channels
+    }
+
     /// The requantizer of channel `c`.
     pub fn channel(&self, c: usize) -> &RequantizeAny {
         &self.channels[c]

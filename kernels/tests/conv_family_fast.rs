@@ -9,7 +9,9 @@ mod support;
 
 use nnhal_kernels::conv::grouped::{self, PackedGrouped};
 use nnhal_kernels::conv::reference as conv;
-use nnhal_kernels::conv::transpose::{self, PackedTransposeF32, TransposeWindow};
+use nnhal_kernels::conv::transpose::{
+    self, PackedTransposeF32, PackedTransposeU8, TransposeWindow,
+};
 use nnhal_kernels::conv::u8::ConvQuant;
 use nnhal_kernels::conv::{FilterQuant, FilterShape};
 use nnhal_kernels::normalization::reference as norm;
@@ -199,6 +201,64 @@ fn grouped_u8_fast_matches_reference_at_every_level() {
     }
 }
 
+/// GROUPED_CONV_2D on the GEMMs with per-column requantization: per-channel filters (their
+/// unsigned image at zero point 128) and per-tensor filters whose multiplier is 1 or more,
+/// against the grouped reference at every level.
+#[test]
+fn grouped_u8_requant_fast_matches_reference_at_every_level() {
+    for uk in tables() {
+        let mut rng = Rng(0x6c0f_0005 ^ uk.isa as u64);
+        let mut ran = [0; 2];
+        for case in 0..80 {
+            let (w, groups) = grouped_window(&mut rng);
+            let s = filter_shape(&w, groups);
+            let zp = |rng: &mut Rng| rng.pick(&[0, 1, 127, 128, 200, 255]);
+            let iq = QuantParams::new(rng.pick(&[0.0078125f32, 0.5, 1.0]), zp(&mut rng));
+            let oq = QuantParams::new(rng.pick(&[0.01f32, 0.1, 1.0]), zp(&mut rng));
+            let act = rng.pick(&ACTIVATIONS);
+            let x = rng.bytes(w.input.len());
+            let f = rng.bytes(s.out_c * s.taps());
+            let b: Vec<i32> = (0..s.out_c)
+                .map(|_| rng.below(40001) as i32 - 20000)
+                .collect();
+            let per_channel = case % 2 == 0;
+            let scales: Vec<f32> = (0..s.out_c)
+                .map(|_| rng.pick(&[0.0001f32, 0.003, 0.05, 0.4, 2.0, 9.0]))
+                .collect();
+            let tq = QuantParams::new(rng.pick(&[0.05f32, 0.5, 4.0]), zp(&mut rng));
+            let fq = if per_channel {
+                FilterQuant::Channel(&scales)
+            } else {
+                FilterQuant::Tensor(tq)
+            };
+            let mut want = vec![0u8; w.output.len()];
+            let reference =
+                grouped::grouped_conv2d_u8(&w, groups, &x, iq, &f, fq, &b, oq, act, &mut want);
+            let Ok(rq) = grouped::requantizers(iq, fq, s.out_c, oq, act) else {
+                assert!(reference.is_err());
+                continue;
+            };
+            reference.unwrap();
+            let (filter, filter_zp) = if per_channel {
+                (conv::filter_image(&f), 128)
+            } else {
+                (f.clone(), tq.zero_point)
+            };
+            let p = PackedGrouped::pack_u8_requant(uk, s, groups, &filter, filter_zp, &b, iq, &rq)
+                .expect("representable");
+            ran[usize::from(per_channel)] += 1;
+            let mut got = vec![0u8; w.output.len()];
+            grouped::grouped_conv2d_u8_fast(&w, &p, &x, &mut got);
+            assert_eq!(
+                got, want,
+                "{} case {case} {w:?} groups {groups} per-channel {per_channel}",
+                uk.isa
+            );
+        }
+        assert!(ran[0] >= 25 && ran[1] >= 25, "{}: ran {ran:?}", uk.isa);
+    }
+}
+
 #[test]
 fn per_channel_with_equal_scales_is_the_uint8_filter_at_zero_point_128() {
     let mut rng = Rng(0x6c0f_0004);
@@ -251,6 +311,59 @@ fn per_channel_with_equal_scales_is_the_uint8_filter_at_zero_point_128() {
         transpose::transpose_conv2d_u8(&tw, &x, q.input, &f, pc, &b, q.output, q.act, &mut got)
             .unwrap();
         assert_eq!(got, want, "transpose");
+    }
+}
+
+/// Quant8 TRANSPOSE_CONV_2D on the uint8 GEMM (int32 sums, scatter, per-channel
+/// requantization) against the reference at every level: per-tensor filters (multipliers below
+/// and above 1) and per-channel ones.
+#[test]
+fn transpose_u8_fast_matches_reference_at_every_level() {
+    for uk in tables() {
+        let mut rng = Rng(0x6c0f_0006 ^ uk.isa as u64);
+        let mut ran = [0; 2];
+        for case in 0..80 {
+            let tw = transpose_window(&mut rng);
+            let s = FilterShape {
+                out_c: tw.output.c,
+                kh: tw.filter_h,
+                kw: tw.filter_w,
+                in_c: tw.input.c,
+            };
+            let zp = |rng: &mut Rng| rng.pick(&[0, 1, 127, 128, 200, 255]);
+            let iq = QuantParams::new(rng.pick(&[0.0078125f32, 0.5, 1.0]), zp(&mut rng));
+            let oq = QuantParams::new(rng.pick(&[0.01f32, 0.1, 1.0]), zp(&mut rng));
+            let act = rng.pick(&ACTIVATIONS);
+            let x = rng.bytes(tw.input.len());
+            let f = rng.bytes(s.out_c * s.taps());
+            let b: Vec<i32> = (0..s.out_c)
+                .map(|_| rng.below(40001) as i32 - 20000)
+                .collect();
+            let per_channel = case % 2 == 0;
+            let scales: Vec<f32> = (0..s.out_c)
+                .map(|_| rng.pick(&[0.0001f32, 0.003, 0.05, 0.4, 2.0, 9.0]))
+                .collect();
+            let tq = QuantParams::new(rng.pick(&[0.0005f32, 0.05, 0.5, 4.0]), zp(&mut rng));
+            let fq = if per_channel {
+                FilterQuant::Channel(&scales)
+            } else {
+                FilterQuant::Tensor(tq)
+            };
+            let mut want = vec![0u8; tw.output.len()];
+            let reference =
+                transpose::transpose_conv2d_u8(&tw, &x, iq, &f, fq, &b, oq, act, &mut want);
+            let packed = PackedTransposeU8::pack(uk, s, &f, fq, &b, iq, oq, act);
+            let Some(p) = packed else {
+                assert!(reference.is_err(), "case {case}: not packed");
+                continue;
+            };
+            reference.unwrap();
+            ran[usize::from(per_channel)] += 1;
+            let mut got = vec![0u8; tw.output.len()];
+            transpose::transpose_conv2d_u8_fast(&tw, &p, &x, &mut got);
+            assert_eq!(got, want, "{} case {case} {tw:?} {fq:?}", uk.isa);
+        }
+        assert!(ran[0] >= 25 && ran[1] >= 25, "{}: ran {ran:?}", uk.isa);
     }
 }
 

@@ -4,17 +4,22 @@
 //! `M_c = f64(input_scale · filter_scale[c]) / f64(output_scale)` split into a Q31 mantissa and
 //! a power of two, and taps outside the input skipped. Random shapes, channel counts (with
 //! tails), strides, paddings, dilations, depth multipliers, zero points, scales and
-//! activations; CONV_2D and DEPTHWISE_CONV_2D, with and without dilation.
+//! activations; CONV_2D and DEPTHWISE_CONV_2D, with and without dilation; and the fast paths
+//! (packed GEMM and depthwise micro-kernels with per-column requantization) against the same
+//! oracle at every instruction-set level the processor has.
 
 mod support;
 
+use nnhal_kernels::conv::dw_u8::{self, PackedDwU8};
 use nnhal_kernels::conv::reference::{self as conv, Dilation};
+use nnhal_kernels::conv::u8::{self as fast_u8, PackedConvU8};
+use nnhal_kernels::conv::FilterShape;
 use nnhal_kernels::quant::{
     quantize_multiplier, rounding_divide_by_pot, saturating_rounding_doubling_high_mul,
     ChannelRequant,
 };
 use nnhal_kernels::{Activation, Nhwc, Padding, QuantParams, Window};
-use support::{Rng, ACTIVATIONS};
+use support::{tables, Rng, ACTIVATIONS};
 
 /// The requantization of one accumulator in channel scale `fs`, from the definition.
 fn oracle_requant(
@@ -262,4 +267,153 @@ fn channel_requant_per_tensor_and_refusals() {
     assert!(ChannelRequant::per_channel(i, &[0.1], narrow, Activation::Relu1).is_ok());
     let below = QuantParams::new(1e-3, 0);
     assert!(ChannelRequant::per_channel(i, &[0.1], below, Activation::None).is_ok());
+}
+
+/// A case for the fast paths: [`random_case`] without dilation, with channel counts that leave
+/// tails in every block width (1, 3, 15, 17, 33, 47, 65 …), input zero points 0, 128 and 255
+/// among random ones, and every multiplier regime: all below 1, all at 1 or above, mixed.
+fn fast_case(rng: &mut Rng, depthwise: bool) -> (Case, usize) {
+    let (mut c, m) = random_case(rng, depthwise, false);
+    const WIDE: [usize; 9] = [1, 3, 15, 16, 17, 31, 33, 47, 65];
+    if !depthwise && rng.below(2) == 0 {
+        // Wider outputs, so several packed blocks and a tail.
+        let out_c = WIDE[rng.below(WIDE.len())];
+        let k = c.w.filter_h * c.w.filter_w * c.w.input.c;
+        c.w.output.c = out_c;
+        c.filter = (0..out_c * k).map(|_| rng.below(256) as u8 as i8).collect();
+        c.bias = (0..out_c)
+            .map(|_| rng.below(20_001) as i32 - 10_000)
+            .collect();
+    }
+    if depthwise && m == 1 && rng.below(2) == 0 {
+        let ch = WIDE[rng.below(WIDE.len())];
+        c.w.input.c = ch;
+        c.w.output.c = ch;
+        c.input = (0..c.w.input.len()).map(|_| rng.below(256) as u8).collect();
+        c.filter = (0..c.w.filter_h * c.w.filter_w * ch)
+            .map(|_| rng.below(256) as u8 as i8)
+            .collect();
+        c.bias = (0..ch).map(|_| rng.below(20_001) as i32 - 10_000).collect();
+    }
+    let zp = [0, 128, 255, rng.below(256) as i32][rng.below(4)];
+    c.iq = QuantParams::new(c.iq.scale, zp);
+    let out_c = c.w.output.c;
+    c.scales = match rng.below(3) {
+        // Every real multiplier below 1.
+        0 => (0..out_c)
+            .map(|_| c.oq.scale / c.iq.scale * (0.001 + 0.99 * rng.below(1000) as f32 / 1000.0))
+            .collect(),
+        // Every one at 1 or above (left shifts up to a few bits).
+        1 => (0..out_c)
+            .map(|_| c.oq.scale / c.iq.scale * (1.0 + rng.below(3000) as f32 / 100.0))
+            .collect(),
+        _ => (0..out_c)
+            .map(|_| 0.0005 * (1.0 + rng.below(2000) as f32))
+            .collect(),
+    };
+    (c, m)
+}
+
+/// The fast per-channel CONV_2D and DEPTHWISE_CONV_2D at every level against the oracle and
+/// the reference loops.
+fn fast_battery(seed: u64, depthwise: bool) {
+    for uk in tables() {
+        let mut rng = Rng(seed ^ ((uk.isa as u64) << 40));
+        let mut checked = 0;
+        for i in 0..120 {
+            let (c, m) = fast_case(&mut rng, depthwise);
+            let Ok(rq) = ChannelRequant::per_channel(c.iq, &c.scales, c.oq, c.act) else {
+                continue;
+            };
+            let bytes: Vec<u8> = c.filter.iter().map(|&v| v as u8).collect();
+            let image = conv::filter_image(&bytes);
+            let w = &c.w;
+            let mut got = vec![0u8; w.output.len()];
+            if depthwise {
+                let p = PackedDwU8::pack_channels(
+                    uk, w.filter_h, w.filter_w, w.output.c, &image, &c.bias, c.iq, &rq,
+                )
+                .expect("representable");
+                assert_eq!(p.kernel_name(), uk.u8_dw.name);
+                dw_u8::depthwise_conv2d_u8(w, m, &p, &c.input, &mut got);
+            } else {
+                let shape = FilterShape {
+                    out_c: w.output.c,
+                    kh: w.filter_h,
+                    kw: w.filter_w,
+                    in_c: w.input.c,
+                };
+                let p = PackedConvU8::pack_channels(uk, shape, &image, &c.bias, c.iq, &rq).unwrap();
+                assert_eq!(p.kernel_name(), uk.u8_gemm.name);
+                fast_u8::conv2d_u8(w, &p, &c.input, &mut got);
+            }
+            let want = oracle(&c, depthwise, m);
+            assert_eq!(
+                got, want,
+                "{} case {i}: {w:?} multiplier {m} {:?} {:?} {:?}",
+                uk.isa, c.iq, c.oq, c.act
+            );
+            assert_eq!(Some(got), run(&c, depthwise, m), "{} case {i}", uk.isa);
+            checked += 1;
+        }
+        assert!(checked >= 90, "{}: only {checked} cases ran", uk.isa);
+    }
+}
+
+#[test]
+fn conv2d_per_channel_fast_matches_the_oracle_at_every_level() {
+    fast_battery(0x5c_0001, false);
+}
+
+#[test]
+fn depthwise_per_channel_fast_matches_the_oracle_at_every_level() {
+    fast_battery(0x5c_0002, true);
+}
+
+/// Extreme accumulators through the per-column epilogue: every kernel agrees with the scalar
+/// [`ChannelRequant::apply`] on a 1×1 convolution whose single tap reaches near ±2^31 (left
+/// shifts then wrap, as the reference's do) for right shifts 0..=31 and left shifts 0..=30.
+#[test]
+fn per_column_requantization_extremes_at_every_level() {
+    let n = 40;
+    let iq = QuantParams::new(1.0, 0);
+    // Output scales giving exponents from +30 down to −31 across the channels.
+    let scales: Vec<f32> = (0..n)
+        .map(|c| 2f32.powi(30 - 61 * c as i32 / (n as i32 - 1)) * 0.75)
+        .collect();
+    for uk in tables() {
+        for act in ACTIVATIONS {
+            for oz in [0, 77, 128, 255] {
+                let oq = QuantParams::new(1.0, oz);
+                let rq = ChannelRequant::per_channel(iq, &scales, oq, act).unwrap();
+                let bias: Vec<i32> = (0..n as i32)
+                    .map(|c| c * 12_345_679 - 250_000_000)
+                    .collect();
+                let filter: Vec<u8> = (0..n).map(|c| [1i8, -1, 127, -128][c % 4] as u8).collect();
+                let image = conv::filter_image(&filter);
+                let input: Vec<u8> = vec![0, 1, 127, 128, 200, 255];
+                let w = Window {
+                    input: Nhwc::new(1, 1, input.len(), 1),
+                    output: Nhwc::new(1, 1, input.len(), n),
+                    filter_h: 1,
+                    filter_w: 1,
+                    stride_h: 1,
+                    stride_w: 1,
+                    padding: Padding::default(),
+                };
+                let shape = FilterShape {
+                    out_c: n,
+                    kh: 1,
+                    kw: 1,
+                    in_c: 1,
+                };
+                let p = PackedConvU8::pack_channels(uk, shape, &image, &bias, iq, &rq).unwrap();
+                let mut got = vec![0u8; w.output.len()];
+                fast_u8::conv2d_u8(&w, &p, &input, &mut got);
+                let mut want = vec![0u8; w.output.len()];
+                conv::conv2d_u8_channels(&w, &input, &image, (0, 128), &bias, &rq, &mut want);
+                assert_eq!(got, want, "{} {act:?} zero point {oz}", uk.isa);
+            }
+        }
+    }
 }

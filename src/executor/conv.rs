@@ -9,9 +9,14 @@
 //! quant8 as its unsigned image), with a per-tensor or a per-channel
 //! (TENSOR_QUANT8_SYMM_PER_CHANNEL) filter: GROUPED_CONV_2D runs one packed CONV_2D GEMM per
 //! group (`nnhal_kernels::conv::grouped`) and TRANSPOSE_CONV_2D float32 one GEMM with a col2im
-//! scatter (`nnhal_kernels::conv::transpose`). The quantized TRANSPOSE_CONV_2D and the
-//! per-channel filters run the reference loops, whose per-channel requantization of the int32
-//! image the uint8 GEMM epilogue (one multiplier per operation) does not express.
+//! scatter (`nnhal_kernels::conv::transpose`), quant8 the same product on the uint8 GEMM with
+//! int32 sums, scattered, then requantized per channel.
+//!
+//! Per-channel filters of CONV_2D, DEPTHWISE_CONV_2D and GROUPED_CONV_2D are packed as their
+//! unsigned image (zero point 128) for the same micro-kernels, whose epilogue then takes one
+//! multiplier and shift pair per output column (including the left shift of a multiplier of 1
+//! or more, which also lets a per-tensor GROUPED_CONV_2D with such a multiplier run packed);
+//! dilated per-channel convolutions run the reference loops.
 
 use super::{
     act, call_window, elementwise_work, fused, kernel_error, mismatch, nhwc, out0, quant, window,
@@ -25,7 +30,9 @@ use nnhal_kernels::conv::dw_f32::{self, PackedDwF32};
 use nnhal_kernels::conv::dw_u8::{self, PackedDwU8};
 use nnhal_kernels::conv::f32::{self as fast_f32, PackedConvF32};
 use nnhal_kernels::conv::grouped::{self, PackedGrouped};
-use nnhal_kernels::conv::transpose::{self, PackedTransposeF32, TransposeWindow};
+use nnhal_kernels::conv::transpose::{
+    self, PackedTransposeF32, PackedTransposeU8, TransposeWindow,
+};
 use nnhal_kernels::conv::u8::{self as fast_u8, ConvQuant, PackedConvU8};
 use nnhal_kernels::conv::FilterQuant;
 use nnhal_kernels::conv::{reference, FilterShape};
@@ -110,7 +117,14 @@ registration!(
     true,
     WEIGHTS
 );
-registration!(TRANSPOSE_U8, transpose_u8, transpose_work);
+registration!(
+    TRANSPOSE_U8,
+    pack_transpose_u8,
+    transpose_u8,
+    transpose_work,
+    true,
+    WEIGHTS
+);
 
 /// Filter and bias: what the convolution-like registrations pack.
 const WEIGHTS: &[usize] = &[1, 2];
@@ -400,9 +414,10 @@ fn channel_requant(
     ChannelRequant::per_channel(quant(input), scales, quant(output), act).map_err(kernel_error)
 }
 
-/// Constant per-channel filter and bias: the filter's unsigned image, the bias and the
-/// requantizers, built once. Parameters the requantizer refuses are left to execution, which
-/// reports them as an unpacked model would.
+/// Constant per-channel filter and bias: without dilation, packed for the GEMM or depthwise
+/// micro-kernels with per-column requantization; otherwise the filter's unsigned image, the
+/// bias and the requantizers, built once for the reference loops. Parameters the requantizer
+/// refuses are left to execution, which reports them as an unpacked model would.
 fn pack_per_channel(a: &PackArgs) -> HalResult<Option<Packed>> {
     let (Some(filter), Some(bias)) = (a.constant(1), a.constant(2)) else {
         return Ok(None);
@@ -410,9 +425,28 @@ fn pack_per_channel(a: &PackArgs) -> HalResult<Option<Packed>> {
     let Ok(rq) = channel_requant(a.info(0), a.info(1), a.out_info(0), a.params) else {
         return Ok(None);
     };
+    let (image, bias) = (reference::filter_image(filter.u8()?), bias.i32()?);
+    if dilation(a.params).is_none() {
+        let input = quant(a.info(0));
+        let fast = match (a.params, filter.dims) {
+            (Params::Depthwise { .. }, &[1, kh, kw, out_c]) => {
+                let (kh, kw, out_c) = (kh as usize, kw as usize, out_c as usize);
+                PackedDwU8::pack_channels(a.kernels, kh, kw, out_c, &image, bias, input, &rq)
+                    .map(Packed::DwU8)
+            }
+            (Params::Conv { .. }, _) => constant_filter(a).and_then(|(shape, _, _)| {
+                PackedConvU8::pack_channels(a.kernels, shape, &image, bias, input, &rq)
+                    .map(Packed::ConvU8)
+            }),
+            _ => None,
+        };
+        if fast.is_some() {
+            return Ok(fast);
+        }
+    }
     Ok(Some(Packed::PerChannel {
-        filter: reference::filter_image(filter.u8()?),
-        bias: bias.i32()?.to_vec(),
+        filter: image,
+        bias: bias.to_vec(),
         rq,
     }))
 }
@@ -422,6 +456,17 @@ fn pack_per_channel(a: &PackArgs) -> HalResult<Option<Packed>> {
 fn per_channel(c: &Call, outs: &mut [TensorMut], depthwise: bool) -> HalResult<()> {
     let o = out0(outs)?;
     let win = call_window(c, o)?;
+    match c.packed {
+        Some(Packed::ConvU8(p)) if !depthwise => {
+            fast_u8::conv2d_u8(&win, p, c.u(0)?, o.u8_mut()?);
+            return Ok(());
+        }
+        Some(Packed::DwU8(p)) if depthwise => {
+            dw_u8::depthwise_conv2d_u8(&win, multiplier(c)?, p, c.u(0)?, o.u8_mut()?);
+            return Ok(());
+        }
+        _ => {}
+    }
     let built;
     let (filter, bias, rq) = match c.packed {
         Some(Packed::PerChannel { filter, bias, rq }) => (filter.as_slice(), bias.as_slice(), rq),
@@ -565,7 +610,24 @@ fn pack_grouped(a: &PackArgs) -> HalResult<Option<Packed>> {
                 output: quant(a.out_info(0)),
                 act,
             };
-            PackedGrouped::pack_u8(a.kernels, shape, groups, f, bias.i32()?, q)
+            let bias = bias.i32()?;
+            // A multiplier of 1 or more takes the per-column requantization.
+            PackedGrouped::pack_u8(a.kernels, shape, groups, f, bias, q).or_else(|| {
+                let fq = FilterQuant::Tensor(q.filter);
+                let rq = grouped::requantizers(q.input, fq, shape.out_c, q.output, act).ok()?;
+                let zf = q.filter.zero_point;
+                PackedGrouped::pack_u8_requant(a.kernels, shape, groups, f, zf, bias, q.input, &rq)
+            })
+        }
+        (DataRef::U8(f), OperandType::TensorQuant8SymmPerChannel) => {
+            let (input, output) = (quant(a.info(0)), quant(a.out_info(0)));
+            let fq = filter_quant(a.info(1));
+            let Ok(rq) = grouped::requantizers(input, fq, shape.out_c, output, act) else {
+                return Ok(None);
+            };
+            let image = reference::filter_image(f);
+            let bias = bias.i32()?;
+            PackedGrouped::pack_u8_requant(a.kernels, shape, groups, &image, 128, bias, input, &rq)
         }
         _ => None,
     }
@@ -684,10 +746,45 @@ fn transpose_f32(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     Ok(())
 }
 
+/// A constant quant8 filter and bias packed for the uint8 GEMM; parameters the reference
+/// refuses are left to execution, which reports them as an unpacked model would.
+fn pack_transpose_u8(a: &PackArgs) -> HalResult<Option<Packed>> {
+    let (Some((shape, filter, bias)), Params::TransposeConv { act: f, .. }) =
+        (constant_filter(a), a.params)
+    else {
+        return Ok(None);
+    };
+    let (iq, oq) = (quant(a.info(0)), quant(a.out_info(0)));
+    let fq = filter_quant(a.info(1));
+    Ok(PackedTransposeU8::pack(
+        a.kernels,
+        shape,
+        filter.u8()?,
+        fq,
+        bias.i32()?,
+        iq,
+        oq,
+        act(*f),
+    )
+    .map(Packed::TransposeU8))
+}
+
 fn transpose_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let oq = c.out_q(0);
     let o = out0(outs)?;
     let (w, a) = transpose_window(c, o)?;
+    if let Some(Packed::TransposeU8(p)) = c.packed {
+        let s = FilterShape {
+            out_c: w.output.c,
+            kh: w.filter_h,
+            kw: w.filter_w,
+            in_c: w.input.c,
+        };
+        if p.shape() == s {
+            transpose::transpose_conv2d_u8_fast(&w, p, c.u(0)?, o.u8_mut()?);
+            return Ok(());
+        }
+    }
     let fq = filter_quant(&c.model.operands[c.op.inputs[1]]);
     transpose::transpose_conv2d_u8(
         &w,

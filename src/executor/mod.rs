@@ -47,6 +47,9 @@ pub enum Packed {
     Grouped(nnhal_kernels::conv::grouped::PackedGrouped),
     /// TRANSPOSE_CONV_2D float32: the filter as one GEMM over input pixels.
     TransposeF32(nnhal_kernels::conv::transpose::PackedTransposeF32),
+    /// TRANSPOSE_CONV_2D quant8: the filter as one uint8 GEMM with int32 sums, the bias and the
+    /// per-channel requantizers.
+    TransposeU8(nnhal_kernels::conv::transpose::PackedTransposeU8),
     /// CONV_2D / DEPTHWISE_CONV_2D with a TENSOR_QUANT8_SYMM_PER_CHANNEL filter: the filter's
     /// unsigned image (zero point 128), the bias and one requantizer per output channel.
     PerChannel {

@@ -16,11 +16,12 @@
 
 use std::cell::RefCell;
 
-use super::u8::{requant8, split_units, ConvQuant};
+use super::u8::{col_requant, requant8, split_units, ConvQuant};
 use crate::aligned::AlignedBuf;
+use crate::quant::ChannelRequant;
 use crate::ukernels::quant8::{Requant8, U8Dw, U8DwArgs, DW_BLOCK};
 use crate::ukernels::Ukernels;
-use crate::{KernelError, Window};
+use crate::{KernelError, QuantParams, Window};
 
 /// Packed weights of a uint8 DEPTHWISE_CONV_2D for one kernel table.
 #[derive(Debug)]
@@ -48,6 +49,9 @@ struct FastDw {
     w: AlignedBuf<i32>,
     za: u8,
     rq: Requant8,
+    /// Per-channel requantization ([`crate::ukernels::quant8::ColRequant`] blocks of
+    /// `DW_BLOCK`), or `None` for the per-tensor `rq`.
+    cols: Option<AlignedBuf<i32>>,
 }
 
 impl PackedDwU8 {
@@ -76,6 +80,64 @@ impl PackedDwU8 {
                 },
             });
         };
+        Ok(Self::fast(uk, kh, kw, out_c, filter, bias, &q, rq, None))
+    }
+
+    /// A depthwise convolution with a TENSOR_QUANT8_SYMM_PER_CHANNEL filter `[1, kh, kw,
+    /// out_c]`: `filter_image` is its unsigned image (zero point 128), `rq` the per-channel
+    /// requantizers. `None` when the kernels cannot represent the parameters (the caller keeps
+    /// the reference); bit-exact with
+    /// [`crate::conv::reference::depthwise_conv2d_u8_channels`] otherwise.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pack_channels(
+        uk: &Ukernels,
+        kh: usize,
+        kw: usize,
+        out_c: usize,
+        filter_image: &[u8],
+        bias: &[i32],
+        input: QuantParams,
+        rq: &ChannelRequant,
+    ) -> Option<PackedDwU8> {
+        if filter_image.len() != kh * kw * out_c || bias.len() != out_c || rq.channels() != out_c {
+            return None;
+        }
+        if !(0..=255).contains(&input.zero_point) {
+            return None;
+        }
+        let (head, cols) = col_requant(rq.as_slice(), DW_BLOCK)?;
+        let q = ConvQuant {
+            input,
+            filter: QuantParams::new(1.0, 128),
+            output: QuantParams::new(1.0, head.zero_point),
+            act: crate::Activation::None,
+        };
+        Some(Self::fast(
+            uk,
+            kh,
+            kw,
+            out_c,
+            filter_image,
+            bias,
+            &q,
+            head,
+            Some(cols),
+        ))
+    }
+
+    /// Packs for the table's depthwise kernel; only the zero points of `q` are read.
+    #[allow(clippy::too_many_arguments)]
+    fn fast(
+        uk: &Ukernels,
+        kh: usize,
+        kw: usize,
+        out_c: usize,
+        filter: &[u8],
+        bias: &[i32],
+        q: &ConvQuant,
+        rq: Requant8,
+        cols: Option<AlignedBuf<i32>>,
+    ) -> PackedDwU8 {
         let ntaps = kh * kw;
         let per_block = (1 + ntaps) * DW_BLOCK;
         let mut w = AlignedBuf::<i32>::zeroed(out_c.div_ceil(DW_BLOCK) * per_block);
@@ -90,7 +152,7 @@ impl PackedDwU8 {
             }
             w[base] = b.wrapping_sub(za.wrapping_mul(sum));
         }
-        Ok(PackedDwU8 {
+        PackedDwU8 {
             kh,
             kw,
             out_c,
@@ -99,8 +161,9 @@ impl PackedDwU8 {
                 w,
                 za: za as u8,
                 rq,
+                cols,
             }),
-        })
+        }
     }
 
     /// The micro-kernel that runs this convolution, or `"reference"`.
@@ -158,7 +221,7 @@ pub fn depthwise_conv2d_u8(
         return;
     }
     assert!(w.stride_h > 0 && w.stride_w > 0, "stride");
-    let out = super::u8::OutPtr(output.as_mut_ptr());
+    let out = super::u8::OutPtr(output.as_mut_ptr(), std::ptr::null_mut());
     // A depthwise multiply-add costs about ten GEMM ones (no dot product, a requantization
     // per nine of them).
     let work = w.output.len() * w.filter_h * w.filter_w * 10;
@@ -247,14 +310,16 @@ fn row_fast(w: &Window, f: &FastDw, input: &[u8], b: usize, oy: usize, row: &mut
                 out: out.as_mut_ptr(),
                 out_stride: c,
                 rq: f.rq,
+                col_rq: f.cols.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
             };
             // SAFETY: `taps` holds `ntaps` pointers. For a single pixel each addresses `c`
             // readable bytes. For the interior run every pixel's window is inside the input
             // horizontally, so an in-bounds tap advanced by `p·stride_w·c` stays inside its
             // input row, and a padding tap stays inside the zero row (`ow·step + c` bytes; an
             // interior run only exists when that length was allocated).
-            // The packed weights cover `ceil(c/16)` blocks of `1 + ntaps` groups, and `out`
-            // holds `width` pixels of `c` bytes.
+            // The packed weights cover `ceil(c/16)` blocks of `1 + ntaps` groups, `col_rq` is
+            // null or `ceil(c/16)` blocks of constants, and `out` holds `width` pixels of `c`
+            // bytes.
             unsafe { (f.dw.kernel)(&args) };
         };
         let taps = &mut s.taps;
@@ -293,7 +358,14 @@ fn row_multiplier(
                     acc = acc.wrapping_add(i32::from(a) * f.w[base + (1 + t) * DW_BLOCK]);
                 }
             }
-            *o = f.rq.apply(acc);
+            *o = match &f.cols {
+                None => f.rq.apply(acc),
+                Some(cols) => {
+                    let base = (oc / DW_BLOCK) * 3 * DW_BLOCK + oc % DW_BLOCK;
+                    let (m, l, r) = (cols[base], cols[base + DW_BLOCK], cols[base + 2 * DW_BLOCK]);
+                    f.rq.apply_col(acc, m, l, r)
+                }
+            };
         }
     }
 }

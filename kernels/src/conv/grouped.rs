@@ -235,6 +235,52 @@ impl PackedGrouped {
         })
     }
 
+    /// Packs a uint8 filter `[out_c, kh, kw, in_c / groups]` with zero point `filter_zp` and
+    /// one requantizer per output channel ([`requantizers`]): a per-channel filter passed as
+    /// its unsigned image with zero point 128, or a per-tensor filter whose multiplier is 1 or
+    /// more. `None` when the GEMM cannot represent the parameters.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pack_u8_requant(
+        uk: &Ukernels,
+        shape: FilterShape,
+        groups: usize,
+        filter: &[u8],
+        filter_zp: i32,
+        bias: &[i32],
+        input: QuantParams,
+        rq: &[RequantizeAny],
+    ) -> Option<PackedGrouped> {
+        if groups == 0 || !shape.out_c.is_multiple_of(groups) || rq.len() != shape.out_c {
+            return None;
+        }
+        let g_shape = FilterShape {
+            out_c: shape.out_c / groups,
+            ..shape
+        };
+        let (per_f, per_b) = (g_shape.out_c * g_shape.taps(), g_shape.out_c);
+        if filter.len() != groups * per_f || bias.len() != groups * per_b {
+            return None;
+        }
+        let groups = (0..groups)
+            .map(|g| {
+                PackedConvU8::pack_requant(
+                    uk,
+                    g_shape,
+                    &filter[g * per_f..(g + 1) * per_f],
+                    filter_zp,
+                    &bias[g * per_b..(g + 1) * per_b],
+                    input,
+                    &rq[g * per_b..(g + 1) * per_b],
+                )
+                .map(GroupGemm::U8)
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(PackedGrouped {
+            groups,
+            shape: g_shape,
+        })
+    }
+
     /// The number of groups.
     pub fn groups(&self) -> usize {
         self.groups.len()
@@ -252,7 +298,7 @@ impl PackedGrouped {
 /// Runs every group of `packed` on `w` (the whole operation's window): the group's input
 /// channels are gathered into a contiguous NHWC image, convolved by its GEMM into a scratch
 /// image and scattered into the output channels.
-fn run_groups<T: Copy + Default>(
+fn run_groups<T: GroupScratch>(
     w: &Window,
     packed: &PackedGrouped,
     input: &[T],
@@ -266,21 +312,63 @@ fn run_groups<T: Copy + Default>(
         ..*w
     };
     let (in_c, out_c) = (w.input.c, w.output.c);
-    let mut gin = vec![T::default(); gw.input.len()];
-    let mut gout = vec![T::default(); gw.output.len()];
-    for (g, gemm) in packed.groups.iter().enumerate() {
-        for (dst, src) in gin.chunks_exact_mut(s.in_c).zip(input.chunks_exact(in_c)) {
-            dst.copy_from_slice(&src[g * s.in_c..(g + 1) * s.in_c]);
+    T::with_scratch(gw.input.len(), gw.output.len(), |gin, gout| {
+        for (g, gemm) in packed.groups.iter().enumerate() {
+            for (dst, src) in gin.chunks_exact_mut(s.in_c).zip(input.chunks_exact(in_c)) {
+                dst.copy_from_slice(&src[g * s.in_c..(g + 1) * s.in_c]);
+            }
+            conv(gemm, &gw, gin, gout);
+            for (src, dst) in gout
+                .chunks_exact(s.out_c)
+                .zip(output.chunks_exact_mut(out_c))
+            {
+                dst[g * s.out_c..(g + 1) * s.out_c].copy_from_slice(src);
+            }
         }
-        conv(gemm, &gw, &gin, &mut gout);
-        for (src, dst) in gout
-            .chunks_exact(s.out_c)
-            .zip(output.chunks_exact_mut(out_c))
-        {
-            dst[g * s.out_c..(g + 1) * s.out_c].copy_from_slice(src);
-        }
-    }
+    });
 }
+
+/// Element types whose per-group gather and scatter images live in a per-thread buffer that
+/// grows to the largest operation seen and is then reused, so the steady state allocates
+/// nothing.
+trait GroupScratch: Copy + Default + 'static {
+    /// Runs `f` on an input image of `n_in` and an output image of `n_out` elements (contents
+    /// unspecified: `f` overwrites both).
+    fn with_scratch(n_in: usize, n_out: usize, f: impl FnOnce(&mut [Self], &mut [Self]));
+}
+
+macro_rules! group_scratch {
+    ($t:ty, $key:ident) => {
+        thread_local! {
+            static $key: std::cell::RefCell<(Vec<$t>, Vec<$t>)> =
+                const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+        }
+        impl GroupScratch for $t {
+            fn with_scratch(n_in: usize, n_out: usize, f: impl FnOnce(&mut [Self], &mut [Self])) {
+                $key.with(|s| {
+                    // A nested call on this thread (none today) would find the buffers
+                    // borrowed; it gets fresh ones instead of a panic.
+                    let Ok(mut s) = s.try_borrow_mut() else {
+                        return f(
+                            &mut vec![<$t>::default(); n_in],
+                            &mut vec![<$t>::default(); n_out],
+                        );
+                    };
+                    let (a, b) = &mut *s;
+                    if a.len() < n_in {
+                        a.resize(n_in, <$t>::default());
+                    }
+                    if b.len() < n_out {
+                        b.resize(n_out, <$t>::default());
+                    }
+                    f(&mut a[..n_in], &mut b[..n_out])
+                })
+            }
+        }
+    };
+}
+group_scratch!(f32, GROUP_SCRATCH_F32);
+group_scratch!(u8, GROUP_SCRATCH_U8);
 
 /// GROUPED_CONV_2D float32 on the packed GEMMs; equal to [`grouped_conv2d_f32`] up to the
 /// order of the float sums.
@@ -298,8 +386,8 @@ pub fn grouped_conv2d_f32_fast(
     });
 }
 
-/// GROUPED_CONV_2D uint8 (one filter zero point) on the packed GEMMs; bit-exact with
-/// [`grouped_conv2d_u8`].
+/// GROUPED_CONV_2D uint8 on the packed GEMMs (per-tensor or per-channel filter); bit-exact
+/// with [`grouped_conv2d_u8`].
 pub fn grouped_conv2d_u8_fast(w: &Window, packed: &PackedGrouped, input: &[u8], output: &mut [u8]) {
     run_groups(w, packed, input, output, |gemm, gw, x, y| {
         if let GroupGemm::U8(p) = gemm {

@@ -10,11 +10,19 @@
 //! The reference loops here are the test oracles. The fast float32 form is one GEMM on the
 //! packed micro-kernels of [`crate::conv::f32`] (input pixels × the filter laid out as
 //! `[(fy, fx, oc), in_c]`, a FULLY_CONNECTED without bias) followed by the col2im scatter-add of
-//! its rows into the output, the bias and the activation.
+//! its rows into the output, the bias and the activation. The fast quant8 form is the same
+//! product on the uint8 GEMM of [`crate::conv::u8`] with its int32 sums kept (no epilogue
+//! requantization; the zero-point algebra of that module makes each sum the exact
+//! `Σ (a − za)(w − zw)`), scattered into an int32 image with wrapping adds, then the bias and
+//! the per-channel requantization: the reference's values, so bit-exact.
+
+use std::cell::RefCell;
 
 use super::{FilterQuant, FilterShape};
 use crate::conv::f32::{self as fast_f32, PackedConvF32};
 use crate::conv::grouped::requantizers;
+use crate::conv::u8::{self as fast_u8, PackedConvU8};
+use crate::quant::RequantizeAny;
 use crate::ukernels::Ukernels;
 use crate::{Activation, KernelError, Nhwc, QuantParams};
 
@@ -233,4 +241,140 @@ pub fn transpose_conv2d_f32_fast(
         }
     }
     finish_f32(output, out_c, &packed.bias, act);
+}
+
+/// The filter `[out_c, kh, kw, in_c]` re-laid as GEMM rows `[(fy, fx, oc), in_c]`.
+fn transpose_rows<T: Copy + Default>(shape: FilterShape, filter: &[T]) -> Vec<T> {
+    let FilterShape {
+        out_c,
+        kh,
+        kw,
+        in_c,
+    } = shape;
+    let mut rows = vec![T::default(); kh * kw * out_c * in_c];
+    for oc in 0..out_c {
+        for fy in 0..kh {
+            for fx in 0..kw {
+                let src = ((oc * kh + fy) * kw + fx) * in_c;
+                let dst = ((fy * kw + fx) * out_c + oc) * in_c;
+                rows[dst..dst + in_c].copy_from_slice(&filter[src..src + in_c]);
+            }
+        }
+    }
+    rows
+}
+
+/// A quant8 TRANSPOSE_CONV_2D filter packed for the uint8 GEMM (rows `[(fy, fx, oc), in_c]`,
+/// int32 sums), with the bias and the per-channel requantizers.
+#[derive(Debug)]
+pub struct PackedTransposeU8 {
+    gemm: PackedConvU8,
+    bias: Vec<i32>,
+    rq: Vec<RequantizeAny>,
+    shape: FilterShape,
+}
+
+impl PackedTransposeU8 {
+    /// `filter` is `[out_c, kh, kw, in_c]` (uint8 with one zero point, or int8 per channel),
+    /// `bias` `[out_c]`. `None` where the reference would fail (it then reports the error) or
+    /// the GEMM cannot represent the zero points.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pack(
+        uk: &Ukernels,
+        shape: FilterShape,
+        filter: &[u8],
+        filter_q: FilterQuant,
+        bias: &[i32],
+        input_q: QuantParams,
+        output_q: QuantParams,
+        act: Activation,
+    ) -> Option<Self> {
+        if filter.len() != shape.out_c * shape.taps() || bias.len() != shape.out_c {
+            return None;
+        }
+        let rq = requantizers(input_q, filter_q, shape.out_c, output_q, act).ok()?;
+        let (bytes, zw) = match filter_q {
+            FilterQuant::Tensor(q) => (filter.to_vec(), q.zero_point),
+            FilterQuant::Channel(_) => (crate::conv::reference::filter_image(filter), 128),
+        };
+        let gemm_shape = FilterShape {
+            out_c: shape.kh * shape.kw * shape.out_c,
+            kh: 1,
+            kw: 1,
+            in_c: shape.in_c,
+        };
+        let rows = transpose_rows(shape, &bytes);
+        let gemm = PackedConvU8::pack_raw(uk, gemm_shape, &rows, zw, input_q.zero_point)?;
+        Some(PackedTransposeU8 {
+            gemm,
+            bias: bias.to_vec(),
+            rq,
+            shape,
+        })
+    }
+
+    /// The filter extents this was packed for.
+    pub fn shape(&self) -> FilterShape {
+        self.shape
+    }
+}
+
+thread_local! {
+    /// Per-thread int32 images of the quant8 fast form (GEMM rows, scattered sums), grown to
+    /// the largest operation seen and reused.
+    static TRANSPOSE_SCRATCH: RefCell<(Vec<i32>, Vec<i32>)> =
+        const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// TRANSPOSE_CONV_2D quant8 on the packed uint8 GEMM; bit-exact with [`transpose_conv2d_u8`].
+pub fn transpose_conv2d_u8_fast(
+    w: &TransposeWindow,
+    packed: &PackedTransposeU8,
+    input: &[u8],
+    output: &mut [u8],
+) {
+    let s = packed.shape;
+    assert_eq!(
+        (s.out_c, s.kh, s.kw, s.in_c),
+        (w.output.c, w.filter_h, w.filter_w, w.input.c),
+        "filter shape does not match the window"
+    );
+    let pixels = w.input.n * w.input.h * w.input.w;
+    let cols = s.kh * s.kw * s.out_c;
+    let out_c = s.out_c;
+    TRANSPOSE_SCRATCH.with(|scratch| {
+        let mut fresh = (Vec::new(), Vec::new());
+        let mut held = scratch.try_borrow_mut();
+        let (rows, acc) = match held.as_mut() {
+            Ok(s) => &mut **s,
+            Err(_) => &mut fresh,
+        };
+        rows.resize(pixels * cols, 0);
+        acc.clear();
+        acc.resize(output.len(), 0);
+        fast_u8::fully_connected_u8_raw(&packed.gemm, pixels, input, &mut rows[..pixels * cols]);
+        let mut p = 0;
+        for b in 0..w.input.n {
+            for y in 0..w.input.h {
+                for x in 0..w.input.w {
+                    let row = &rows[p * cols..(p + 1) * cols];
+                    w.for_each_tap(y, x, |fy, fx, oy, ox| {
+                        let o0 = w.output.offset(b, oy, ox, 0);
+                        let r0 = (fy * s.kw + fx) * out_c;
+                        for (o, &v) in acc[o0..o0 + out_c].iter_mut().zip(&row[r0..r0 + out_c]) {
+                            *o = o.wrapping_add(v);
+                        }
+                    });
+                    p += 1;
+                }
+            }
+        }
+        if out_c > 0 {
+            for (px, apx) in output.chunks_exact_mut(out_c).zip(acc.chunks_exact(out_c)) {
+                for (((o, &a), &b), r) in px.iter_mut().zip(apx).zip(&packed.bias).zip(&packed.rq) {
+                    *o = r.apply(a.wrapping_add(b));
+                }
+            }
+        }
+    });
 }

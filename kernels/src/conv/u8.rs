@@ -27,7 +27,7 @@ use super::FilterShape;
 use crate::aligned::AlignedBuf;
 use crate::conv::reference::taps;
 use crate::parallel::MIN_U8_MACS;
-use crate::quant::Requantize;
+use crate::quant::{ChannelRequant, Requantize, RequantizeAny};
 use crate::ukernels::quant8::{Requant8, U8Gemm, U8GemmArgs, U8RowSum};
 use crate::ukernels::Ukernels;
 use crate::{Activation, KernelError, QuantParams, Window};
@@ -74,10 +74,51 @@ pub(crate) fn requant8(q: &ConvQuant) -> Result<Option<Requant8>, KernelError> {
     }))
 }
 
+/// The per-channel requantizers `rq` in the kernels' form: the shared zero point and bounds
+/// as a [`Requant8`] (its multiplier and shift those of channel 0), and the per-column
+/// constants in blocks of `width` columns ([`crate::ukernels::quant8::ColRequant`]; the
+/// columns past the last channel requantize with multiplier 0). `None` when the kernels cannot
+/// represent them (no channels, a zero point or bound outside 0..=255, a shift out of range).
+pub(crate) fn col_requant(
+    rq: &[RequantizeAny],
+    width: usize,
+) -> Option<(Requant8, AlignedBuf<i32>)> {
+    let n = rq.len();
+    let first = *rq.first()?;
+    let byte = |z: i32| (0..=255).contains(&z);
+    if !(byte(first.zero_point) && byte(first.min) && byte(first.max) && first.min <= first.max) {
+        return None;
+    }
+    let mut cols = AlignedBuf::<i32>::zeroed(n.div_ceil(width) * 3 * width);
+    for (c, ch) in rq.iter().enumerate() {
+        let shared = (ch.zero_point, ch.min, ch.max) == (first.zero_point, first.min, first.max);
+        if !(shared
+            && ch.multiplier >= 0
+            && (0..=30).contains(&ch.left_shift)
+            && (0..=31).contains(&ch.right_shift))
+        {
+            return None;
+        }
+        let base = (c / width) * 3 * width + c % width;
+        cols[base] = ch.multiplier;
+        cols[base + width] = ch.left_shift;
+        cols[base + 2 * width] = ch.right_shift;
+    }
+    let head = Requant8 {
+        multiplier: first.multiplier,
+        shift: first.right_shift as u32,
+        zero_point: first.zero_point,
+        lo: first.min - first.zero_point,
+        hi: first.max - first.zero_point,
+    };
+    Some((head, cols))
+}
+
 /// Output base pointer shared by the tasks of one operation, each of which writes a disjoint
-/// set of output elements.
+/// set of output elements: the requantized bytes, or (second pointer non-null) the raw int32
+/// sums at the same element offsets.
 #[derive(Clone, Copy)]
-pub(crate) struct OutPtr(pub *mut u8);
+pub(crate) struct OutPtr(pub *mut u8, pub *mut i32);
 // SAFETY: the pointer is only dereferenced by micro-kernels on output regions that the
 // operator loop hands to exactly one task, so sharing it between threads creates no aliasing.
 unsafe impl Send for OutPtr {}
@@ -90,6 +131,16 @@ impl OutPtr {
     #[inline]
     pub(crate) fn at(self, offset: usize) -> *mut u8 {
         self.0.wrapping_add(offset)
+    }
+
+    /// The raw-sum address `offset` values past the base, or null when there is none.
+    #[inline]
+    pub(crate) fn raw_at(self, offset: usize) -> *mut i32 {
+        if self.1.is_null() {
+            self.1
+        } else {
+            self.1.wrapping_add(offset)
+        }
     }
 }
 
@@ -144,6 +195,9 @@ struct FastConv {
     zw: i32,
     za: u8,
     rq: Requant8,
+    /// Per-channel requantization ([`crate::ukernels::quant8::ColRequant`] blocks of `nr`), or
+    /// `None` for the per-tensor `rq`.
+    cols: Option<AlignedBuf<i32>>,
 }
 
 impl PackedConvU8 {
@@ -170,6 +224,107 @@ impl PackedConvU8 {
                 },
             });
         };
+        Ok(Self::fast(uk, shape, filter, bias, &q, rq, None))
+    }
+
+    /// A convolution with a TENSOR_QUANT8_SYMM_PER_CHANNEL filter: `filter_image` is the
+    /// filter's unsigned image (`int8 + 128`, zero point 128), `rq` the per-channel
+    /// requantizers ([`ChannelRequant::per_channel`]). `None` when the kernels cannot represent
+    /// the parameters (the caller keeps the reference); bit-exact with
+    /// [`crate::conv::reference::conv2d_u8_channels`] otherwise.
+    pub fn pack_channels(
+        uk: &Ukernels,
+        shape: FilterShape,
+        filter_image: &[u8],
+        bias: &[i32],
+        input: QuantParams,
+        rq: &ChannelRequant,
+    ) -> Option<PackedConvU8> {
+        Self::pack_requant(uk, shape, filter_image, 128, bias, input, rq.as_slice())
+    }
+
+    /// A uint8 filter with zero point `filter_zp` and one requantizer per output channel
+    /// (`rq[c]`, any multiplier a left shift of at most 30 holds; all with the same zero point
+    /// and bounds): the accumulator of channel `c` is `Σ (a − za)(w − filter_zp) + bias[c]`,
+    /// requantized by `rq[c]`. `None` when the kernels cannot represent the parameters.
+    pub fn pack_requant(
+        uk: &Ukernels,
+        shape: FilterShape,
+        filter: &[u8],
+        filter_zp: i32,
+        bias: &[i32],
+        input: QuantParams,
+        rq: &[RequantizeAny],
+    ) -> Option<PackedConvU8> {
+        let (n, k) = (shape.out_c, shape.taps());
+        if filter.len() != n * k || bias.len() != n || rq.len() != n {
+            return None;
+        }
+        let byte = |z: i32| (0..=255).contains(&z);
+        if !(byte(input.zero_point) && byte(filter_zp)) {
+            return None;
+        }
+        let (head, cols) = col_requant(rq, uk.u8_gemm.nr)?;
+        let filter_image = filter;
+        let q = ConvQuant {
+            input,
+            filter: QuantParams::new(1.0, filter_zp),
+            output: QuantParams::new(1.0, head.zero_point),
+            act: Activation::None,
+        };
+        Some(Self::fast(
+            uk,
+            shape,
+            filter_image,
+            bias,
+            &q,
+            head,
+            Some(cols),
+        ))
+    }
+
+    /// A GEMM without requantization ([`fully_connected_u8_raw`]): `filter` `[out_c, in_c]`
+    /// (`shape` with `kh = kw = 1`) with zero point `filter_zp`, input zero point `input_zp`.
+    /// `None` when a zero point is outside 0..=255.
+    pub fn pack_raw(
+        uk: &Ukernels,
+        shape: FilterShape,
+        filter: &[u8],
+        filter_zp: i32,
+        input_zp: i32,
+    ) -> Option<PackedConvU8> {
+        let byte = |z: i32| (0..=255).contains(&z);
+        if !(byte(filter_zp) && byte(input_zp)) || filter.len() != shape.out_c * shape.taps() {
+            return None;
+        }
+        let q = ConvQuant {
+            input: QuantParams::new(1.0, input_zp),
+            filter: QuantParams::new(1.0, filter_zp),
+            output: QuantParams::new(1.0, 0),
+            act: Activation::None,
+        };
+        let rq = Requant8 {
+            multiplier: 0,
+            shift: 0,
+            zero_point: 0,
+            lo: 0,
+            hi: 255,
+        };
+        let bias = vec![0; shape.out_c];
+        Some(Self::fast(uk, shape, filter, &bias, &q, rq, None))
+    }
+
+    /// Packs for the table's GEMM; only the zero points of `q` are read.
+    fn fast(
+        uk: &Ukernels,
+        shape: FilterShape,
+        filter: &[u8],
+        bias: &[i32],
+        q: &ConvQuant,
+        rq: Requant8,
+        cols: Option<AlignedBuf<i32>>,
+    ) -> PackedConvU8 {
+        let (n, k) = (shape.out_c, shape.taps());
         let g = uk.u8_gemm;
         let kp = k.div_ceil(4) * 4;
         let blocks = n.div_ceil(g.nr);
@@ -196,7 +351,7 @@ impl PackedConvU8 {
                 pb[oc] = b;
             }
         }
-        Ok(PackedConvU8 {
+        PackedConvU8 {
             shape,
             imp: ConvImpl::Fast(FastConv {
                 gemm: g,
@@ -208,8 +363,9 @@ impl PackedConvU8 {
                 zw,
                 za: za as u8,
                 rq,
+                cols,
             }),
-        })
+        }
     }
 
     /// The filter extents this was packed for.
@@ -284,7 +440,8 @@ pub fn conv2d_u8(w: &Window, packed: &PackedConvU8, input: &[u8], output: &mut [
                 assert!(w.stride_h > 0 && w.stride_w > 0, "stride");
                 Source::Im2col { w, input }
             };
-            run_gemm(f, s.out_c, m, src, output);
+            let out = OutPtr(output.as_mut_ptr(), std::ptr::null_mut());
+            run_gemm(f, s.out_c, m, src, out);
         }
     }
 }
@@ -309,21 +466,44 @@ pub fn fully_connected_u8(packed: &PackedConvU8, rows: usize, input: &[u8], outp
                 a: input,
                 stride: k,
             },
-            output,
+            OutPtr(output.as_mut_ptr(), std::ptr::null_mut()),
         ),
     }
 }
 
+/// FULLY_CONNECTED without requantization, for a GEMM packed by
+/// [`PackedConvU8::pack_raw`]: `raw[r·out_c + n] = Σ_k (input[r][k] − za)·(w[n][k] − zw)`
+/// (wrapping int32), split over the pool like [`fully_connected_u8`].
+pub fn fully_connected_u8_raw(packed: &PackedConvU8, rows: usize, input: &[u8], raw: &mut [i32]) {
+    let s = packed.shape;
+    let k = s.taps();
+    assert_eq!(input.len(), rows * k, "input length");
+    assert_eq!(raw.len(), rows * s.out_c, "output length");
+    let ConvImpl::Fast(f) = &packed.imp else {
+        unreachable!("pack_raw packs for the GEMM only");
+    };
+    let src = Source::Direct {
+        a: input,
+        stride: k,
+    };
+    run_gemm(
+        f,
+        s.out_c,
+        rows,
+        src,
+        OutPtr(std::ptr::null_mut(), raw.as_mut_ptr()),
+    );
+}
+
 /// The whole `m × n` product, split once over the pool: along M when there are enough row
 /// tiles, along N (channel blocks) for the small late layers.
-fn run_gemm(f: &FastConv, n: usize, m: usize, src: Source<'_>, output: &mut [u8]) {
+fn run_gemm(f: &FastConv, n: usize, m: usize, src: Source<'_>, out: OutPtr) {
     if m == 0 || n == 0 {
         return;
     }
     let g = f.gemm;
     let tiles = m.div_ceil(g.mr);
     let blocks = n.div_ceil(g.nr);
-    let out = OutPtr(output.as_mut_ptr());
     let threads = crate::parallel::threads();
     let work = m * n * f.k;
     if tiles >= 4 * threads || tiles >= blocks {
@@ -518,13 +698,19 @@ fn panel_gemm(
                 bias: bias.as_ptr(),
                 row_corr: corr[t0..].as_ptr(),
                 out: out.at((p0 + t0) * n + j * g.nr),
+                raw: out.raw_at((p0 + t0) * n + j * g.nr),
                 out_stride: n,
                 cols,
                 rq: f.rq,
+                col_rq: f
+                    .cols
+                    .as_ref()
+                    .map_or(std::ptr::null(), |c| c[j * 3 * g.nr..].as_ptr()),
             };
             // SAFETY: rows t0..t0+rows of the panel are `k` bytes each inside `a` (asserted
             // above), the weight block and bias are whole packed blocks of this slot's layout,
-            // `corr` has a value per row, and the output rows p0+t0.. with `cols ≤ nr`
+            // `corr` has a value per row, `col_rq` is null or the block's 3·nr constants,
+            // and the output rows p0+t0.. with `cols ≤ nr`
             // columns from channel j·nr lie inside the `m × n` output that this task alone
             // writes (run_gemm splits disjoint row or block ranges).
             unsafe { (g.kernel)(&args) };

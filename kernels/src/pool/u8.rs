@@ -40,7 +40,7 @@ fn for_each_pixel(
     if row_len == 0 || units == 0 {
         return;
     }
-    let out = OutPtr(output.as_mut_ptr());
+    let out = OutPtr(output.as_mut_ptr(), std::ptr::null_mut());
     // Each window element costs about as much as ten GEMM multiply-adds.
     let work = w.output.len() * w.filter_h * w.filter_w * 10;
     split_units(units, work, |rows| {

@@ -162,10 +162,25 @@ pub unsafe fn u8_gemm_generic_4x16(p: &U8GemmArgs) {
                 *slot = slot.wrapping_add(s);
             }
         }
+        if !p.raw.is_null() {
+            // SAFETY: the contract allows writing `cols` int32 values of raw row `r`.
+            let raw =
+                unsafe { std::slice::from_raw_parts_mut(p.raw.add(r * p.out_stride), p.cols) };
+            raw.copy_from_slice(&acc[..p.cols]);
+            continue;
+        }
         // SAFETY: the contract allows writing `cols` bytes of output row `r`.
         let out = unsafe { std::slice::from_raw_parts_mut(p.out.add(r * p.out_stride), p.cols) };
-        for (o, &v) in out.iter_mut().zip(&acc) {
-            *o = p.rq.apply(v);
+        if p.col_rq.is_null() {
+            for (o, &v) in out.iter_mut().zip(&acc) {
+                *o = p.rq.apply(v);
+            }
+        } else {
+            // SAFETY: a non-null `col_rq` holds this block's `3·NR` constants.
+            let cq = unsafe { std::slice::from_raw_parts(p.col_rq, 3 * NR) };
+            for (n, (o, &v)) in out.iter_mut().zip(&acc).enumerate() {
+                *o = p.rq.apply_col(v, cq[n], cq[NR + n], cq[2 * NR + n]);
+            }
         }
     }
 }
@@ -228,8 +243,19 @@ pub unsafe fn u8_dw_generic_16c(p: &U8DwArgs) {
                     *a = a.wrapping_add(i32::from(x) * f);
                 }
             }
-            for (o, &v) in out_blk.iter_mut().zip(&acc) {
-                *o = p.rq.apply(v);
+            if p.col_rq.is_null() {
+                for (o, &v) in out_blk.iter_mut().zip(&acc) {
+                    *o = p.rq.apply(v);
+                }
+            } else {
+                // SAFETY: a non-null `col_rq` holds `3·DW_BLOCK` constants per block.
+                let cq = unsafe {
+                    std::slice::from_raw_parts(p.col_rq.add(b * 3 * DW_BLOCK), 3 * DW_BLOCK)
+                };
+                for (j, (o, &v)) in out_blk.iter_mut().zip(&acc).enumerate() {
+                    *o =
+                        p.rq.apply_col(v, cq[j], cq[DW_BLOCK + j], cq[2 * DW_BLOCK + j]);
+                }
             }
         }
     }

@@ -39,7 +39,28 @@ impl Requant8 {
         );
         (x.clamp(self.lo, self.hi) + self.zero_point) as u8
     }
+
+    /// The per-column form every vector kernel must agree with when the arguments carry
+    /// per-column constants ([`ColRequant`]): `acc` is first multiplied by `2^left` (wrapping,
+    /// the reference's left shift for a real multiplier of 1 or more), then scaled by
+    /// `multiplier` and rounded right by `right`; the zero point and bounds are this one's.
+    #[inline]
+    pub fn apply_col(&self, acc: i32, multiplier: i32, left: i32, right: i32) -> u8 {
+        let x = rounding_divide_by_pot(
+            saturating_rounding_doubling_high_mul(acc.wrapping_shl(left as u32), multiplier),
+            right,
+        );
+        (x.clamp(self.lo, self.hi) + self.zero_point) as u8
+    }
 }
+
+/// Per-column requantization constants of one packed block of `B` columns (`B` is the GEMM's
+/// `nr`, or [`DW_BLOCK`] for the depthwise rows), as `3·B` int32 values laid out
+/// `[multiplier; B][left shift; B][right shift; B]`: column `j` of the block is requantized by
+/// [`Requant8::apply_col`]`(acc, multiplier[j], left[j], right[j])`. Multipliers are Q31 in
+/// `[2^30, 2^31)` or 0, left shifts 0..=30, right shifts 0..=31. A null pointer in the kernel
+/// arguments means every column uses the per-tensor [`Requant8`] instead.
+pub type ColRequant = *const i32;
 
 /// One register tile of the uint8 GEMM: `rows ≤ mr` rows of A times one packed block of `nr`
 /// output channels.
@@ -66,6 +87,12 @@ pub struct U8GemmArgs {
     pub out_stride: usize,
     pub cols: usize,
     pub rq: Requant8,
+    /// Null, or this block's per-column constants ([`ColRequant`], `B = nr`).
+    pub col_rq: ColRequant,
+    /// Null, or where the unrequantized sums go instead of `out`: for `r < rows`, `n < cols`,
+    /// `Σ_k a[r][k]·w[k][n] + bias[n] + row_corr[r]` (wrapping) at `raw + r·out_stride + n`
+    /// (`out_stride` then counts int32 values; `out`, `rq` and `col_rq` are unused).
+    pub raw: *mut i32,
 }
 
 /// A uint8 GEMM tile kernel. Callers uphold the memory contract of [`U8GemmArgs`].
@@ -121,6 +148,9 @@ pub struct U8DwArgs {
     pub out: *mut u8,
     pub out_stride: usize,
     pub rq: Requant8,
+    /// Null, or per-column constants for all `ceil(channels / DW_BLOCK)` blocks, one
+    /// [`ColRequant`] block (`B = DW_BLOCK`) after the other.
+    pub col_rq: ColRequant,
 }
 
 /// A uint8 depthwise row kernel. Callers uphold the memory contract of [`U8DwArgs`].

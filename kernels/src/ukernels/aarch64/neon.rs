@@ -196,6 +196,56 @@ pub(super) fn requant16(acc: [int32x4_t; 4], c: &RqNeon) -> uint8x16_t {
     vreinterpretq_u8_s8(vcombine_s8(vmovn_s16(lo), vmovn_s16(hi)))
 }
 
+/// Per-column constants ([`crate::ukernels::quant8::ColRequant`]) of 16 lanes in registers,
+/// with the per-tensor zero point and bounds of a [`Requant8`].
+#[derive(Clone, Copy)]
+pub(super) struct RqColsNeon {
+    mult: [int32x4_t; 4],
+    left: [int32x4_t; 4],
+    neg_right: [int32x4_t; 4],
+    lo: int32x4_t,
+    hi: int32x4_t,
+    zp: int32x4_t,
+}
+
+/// Loads 16 lanes of per-column constants: multipliers at `m`, left shifts at `m + stride`,
+/// right shifts at `m + 2·stride`.
+///
+/// # Safety
+/// The three runs of 16 values are readable.
+#[target_feature(enable = "neon")]
+pub(super) unsafe fn rq_neon_cols(rq: &Requant8, m: *const i32, stride: usize) -> RqColsNeon {
+    let load = |o: usize| -> [int32x4_t; 4] {
+        // SAFETY: the three runs of 16 values are readable (caller contract).
+        std::array::from_fn(|i| unsafe { vld1q_s32(m.add(o + 4 * i)) })
+    };
+    RqColsNeon {
+        mult: load(0),
+        left: load(stride),
+        neg_right: load(2 * stride).map(|v| vnegq_s32(v)),
+        lo: vdupq_n_s32(rq.lo),
+        hi: vdupq_n_s32(rq.hi),
+        zp: vdupq_n_s32(rq.zero_point),
+    }
+}
+
+/// [`Requant8::apply_col`] on 16 lanes, narrowed to 16 bytes: [`requant4`] per quarter with a
+/// per-lane wrapping left shift first (`SSHL` by a non-negative count does not saturate) and
+/// per-lane multipliers and right shifts.
+#[target_feature(enable = "neon")]
+#[inline]
+pub(super) fn requant16_cols(acc: [int32x4_t; 4], c: &RqColsNeon) -> uint8x16_t {
+    let q: [int32x4_t; 4] = std::array::from_fn(|i| {
+        let x = vqrdmulhq_s32(vshlq_s32(acc[i], c.left[i]), c.mult[i]);
+        let fix = vshrq_n_s32::<31>(vandq_s32(x, c.neg_right[i]));
+        let x = vrshlq_s32(vqaddq_s32(x, fix), c.neg_right[i]);
+        vaddq_s32(vminq_s32(vmaxq_s32(x, c.lo), c.hi), c.zp)
+    });
+    let lo = vcombine_s16(vmovn_s32(q[0]), vmovn_s32(q[1]));
+    let hi = vcombine_s16(vmovn_s32(q[2]), vmovn_s32(q[3]));
+    vreinterpretq_u8_s8(vcombine_s8(vmovn_s16(lo), vmovn_s16(hi)))
+}
+
 /// Stores the first `n ≤ 16` bytes of `v` at `dst`.
 ///
 /// # Safety
@@ -310,15 +360,40 @@ pub unsafe fn u8_gemm_neon_4x16(p: &U8GemmArgs) {
 /// `p` satisfies the contract of [`U8GemmArgs`] with `nr = 16` and `rows ≤ 4`.
 #[target_feature(enable = "neon")]
 pub(super) unsafe fn gemm_epilogue(p: &U8GemmArgs, acc: [[int32x4_t; 4]; 4]) {
-    let c = rq_neon(&p.rq);
     // SAFETY: the bias block holds 16 values.
     let bias: [int32x4_t; 4] = std::array::from_fn(|i| unsafe { vld1q_s32(p.bias.add(4 * i)) });
-    for (r, acc_r) in acc.iter().enumerate().take(p.rows) {
+    let sums = |r: usize| -> [int32x4_t; 4] {
         // SAFETY: `row_corr` holds `rows` values.
         let corr = vdupq_n_s32(unsafe { *p.row_corr.add(r) });
-        let x = std::array::from_fn(|i| vaddq_s32(vaddq_s32(acc_r[i], bias[i]), corr));
-        // SAFETY: row r of the output has `cols` writable bytes.
-        unsafe { store_n(p.out.add(r * p.out_stride), p.cols, requant16(x, &c)) };
+        std::array::from_fn(|i| vaddq_s32(vaddq_s32(acc[r][i], bias[i]), corr))
+    };
+    if !p.raw.is_null() {
+        for r in 0..p.rows.min(4) {
+            let x = sums(r);
+            let mut v = [0i32; 16];
+            for (i, &q) in x.iter().enumerate() {
+                // SAFETY: `v` has room for four values at 4i.
+                unsafe { vst1q_s32(v.as_mut_ptr().add(4 * i), q) };
+            }
+            // SAFETY: raw row r has `cols ≤ 16` writable values.
+            unsafe {
+                std::ptr::copy_nonoverlapping(v.as_ptr(), p.raw.add(r * p.out_stride), p.cols)
+            };
+        }
+    } else if p.col_rq.is_null() {
+        let c = rq_neon(&p.rq);
+        for r in 0..p.rows.min(4) {
+            // SAFETY: row r of the output has `cols` writable bytes.
+            unsafe { store_n(p.out.add(r * p.out_stride), p.cols, requant16(sums(r), &c)) };
+        }
+    } else {
+        // SAFETY: a non-null `col_rq` holds the block's 3·16 constants.
+        let c = unsafe { rq_neon_cols(&p.rq, p.col_rq, 16) };
+        for r in 0..p.rows.min(4) {
+            let q = requant16_cols(sums(r), &c);
+            // SAFETY: row r of the output has `cols` writable bytes.
+            unsafe { store_n(p.out.add(r * p.out_stride), p.cols, q) };
+        }
     }
 }
 
@@ -328,9 +403,35 @@ pub(super) unsafe fn gemm_epilogue(p: &U8GemmArgs, acc: [[int32x4_t; 4]; 4]) {
 /// `p` satisfies the contract of [`U8DwArgs`].
 #[target_feature(enable = "neon")]
 pub unsafe fn u8_dw_neon_16c(p: &U8DwArgs) {
-    let c = rq_neon(&p.rq);
+    if p.col_rq.is_null() {
+        let c = rq_neon(&p.rq);
+        // SAFETY: the caller's contract.
+        unsafe { dw_neon(p, |_| c, |x, c: &RqNeon| requant16(x, c)) }
+    } else {
+        let cols = |blk: usize| {
+            // SAFETY: a non-null `col_rq` holds 3·16 constants per block of 16 channels.
+            unsafe { rq_neon_cols(&p.rq, p.col_rq.add(blk * 3 * DW_BLOCK), DW_BLOCK) }
+        };
+        // SAFETY: the caller's contract.
+        unsafe { dw_neon(p, cols, |x, c: &RqColsNeon| requant16_cols(x, c)) }
+    }
+}
+
+/// The depthwise run of [`u8_dw_neon_16c`] with the requantization constants `consts(block)`
+/// of each 16-channel block applied by `requant`.
+///
+/// # Safety
+/// As for [`u8_dw_neon_16c`].
+#[target_feature(enable = "neon")]
+#[inline]
+unsafe fn dw_neon<C: Copy>(
+    p: &U8DwArgs,
+    consts: impl Fn(usize) -> C,
+    requant: impl Fn([int32x4_t; 4], &C) -> uint8x16_t,
+) {
     let per_block = (1 + p.ntaps) * DW_BLOCK;
     for blk in 0..p.channels.div_ceil(DW_BLOCK) {
+        let c = consts(blk);
         let off = blk * DW_BLOCK;
         let n = (p.channels - off).min(DW_BLOCK);
         let wb = p.w.wrapping_add(blk * per_block);
@@ -356,7 +457,7 @@ pub unsafe fn u8_dw_neon_16c(p: &U8DwArgs) {
                 }
             }
             // SAFETY: `channels` writable bytes at each output pixel; `n` are written.
-            unsafe { store_n(p.out.add(px * p.out_stride + off), n, requant16(acc, &c)) };
+            unsafe { store_n(p.out.add(px * p.out_stride + off), n, requant(acc, &c)) };
         }
     }
 }

@@ -197,6 +197,77 @@ fn requant256(x: __m256i, c: &Rq256) -> __m128i {
     _mm_packus_epi16(w, w)
 }
 
+/// Per-column constants ([`crate::ukernels::quant8::ColRequant`]) of 8 lanes in registers,
+/// with the per-tensor zero point and bounds of a [`Requant8`].
+#[derive(Clone, Copy)]
+struct RqCols256 {
+    mult: __m256i,
+    /// The odd lanes' multipliers moved to the even positions, for `vpmuldq`.
+    mult_odd: __m256i,
+    left: __m256i,
+    right: __m256i,
+    mask: __m256i,
+    half: __m256i,
+    round: __m256i,
+    lo: __m256i,
+    hi: __m256i,
+    zp: __m256i,
+}
+
+/// Loads 8 lanes of per-column constants: multipliers at `m`, left shifts at `m + stride`,
+/// right shifts at `m + 2·stride`.
+///
+/// # Safety
+/// The processor supports AVX2 and the three runs of 8 values are readable.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rq256_cols(rq: &Requant8, m: *const i32, stride: usize) -> RqCols256 {
+    // SAFETY: the three runs of 8 values are readable (caller contract).
+    let (mult, left, right) = unsafe {
+        (
+            _mm256_loadu_si256(m.cast()),
+            _mm256_loadu_si256(m.add(stride).cast()),
+            _mm256_loadu_si256(m.add(2 * stride).cast()),
+        )
+    };
+    let one = _mm256_set1_epi32(1);
+    // 2^right − 1 per lane; right = 31 gives i32::MIN − 1 = i32::MAX, the wanted mask.
+    let mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
+    RqCols256 {
+        mult,
+        mult_odd: _mm256_srli_epi64::<32>(mult),
+        left,
+        right,
+        mask,
+        half: _mm256_srli_epi32::<1>(mask),
+        round: _mm256_set1_epi64x(1 << 30),
+        lo: _mm256_set1_epi32(rq.lo),
+        hi: _mm256_set1_epi32(rq.hi),
+        zp: _mm256_set1_epi32(rq.zero_point),
+    }
+}
+
+/// [`Requant8::apply_col`] on 8 lanes, narrowed to the low 8 bytes: [`requant256`] with a
+/// per-lane wrapping left shift first (`vpsllvd`) and per-lane multipliers and right shifts
+/// (`vpsravd`; a right shift of 0 has mask and threshold 0, so nothing is added).
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn requant256_cols(x: __m256i, c: &RqCols256) -> __m128i {
+    let x = _mm256_sllv_epi32(x, c.left);
+    let even = _mm256_mul_epi32(x, c.mult);
+    let odd = _mm256_mul_epi32(_mm256_srli_epi64::<32>(x), c.mult_odd);
+    let even = _mm256_srli_epi64::<31>(_mm256_add_epi64(even, c.round));
+    let odd = _mm256_slli_epi64::<1>(_mm256_add_epi64(odd, c.round));
+    let h = _mm256_blend_epi32::<0xAA>(even, odd);
+    let rem = _mm256_and_si256(h, c.mask);
+    let threshold = _mm256_add_epi32(c.half, _mm256_srli_epi32::<31>(h));
+    let q = _mm256_srav_epi32(h, c.right);
+    let q = _mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, threshold));
+    let q = _mm256_min_epi32(_mm256_max_epi32(q, c.lo), c.hi);
+    let q = _mm256_add_epi32(q, c.zp);
+    let w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
+    _mm_packus_epi16(w, w)
+}
+
 /// Stores the low `n ≤ 8` bytes of `v` at `dst`.
 ///
 /// # Safety
@@ -257,21 +328,40 @@ pub unsafe fn u8_gemm_avx2_4x8(p: &U8GemmArgs) {
             acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(w1, av));
         }
     }
-    let c = rq256(&p.rq);
     // SAFETY: the bias block holds 8 values.
     let bias = unsafe { _mm256_loadu_si256(p.bias.cast()) };
     let order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
-    for (r, acc_r) in acc.iter().enumerate() {
-        if r >= p.rows {
-            break;
-        }
+    let sums = |r: usize| {
         // hadd per 128-bit lane gives channels (0, 1, 4, 5 | 2, 3, 6, 7).
-        let sums = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(acc_r[0], acc_r[1]), order);
+        let sums = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(acc[r][0], acc[r][1]), order);
         // SAFETY: `row_corr` holds `rows` values.
         let corr = _mm256_set1_epi32(unsafe { *p.row_corr.add(r) });
-        let x = _mm256_add_epi32(_mm256_add_epi32(sums, bias), corr);
-        // SAFETY: row r of the output has `cols ≤ 8` writable bytes.
-        unsafe { store8(p.out.add(r * p.out_stride), p.cols, requant256(x, &c)) };
+        _mm256_add_epi32(_mm256_add_epi32(sums, bias), corr)
+    };
+    if !p.raw.is_null() {
+        for r in 0..p.rows.min(MR) {
+            let mut v = [0i32; 8];
+            // SAFETY: `v` is 8 int32 values.
+            unsafe { _mm256_storeu_si256(v.as_mut_ptr().cast(), sums(r)) };
+            // SAFETY: raw row r has `cols ≤ 8` writable values.
+            unsafe {
+                std::ptr::copy_nonoverlapping(v.as_ptr(), p.raw.add(r * p.out_stride), p.cols)
+            };
+        }
+    } else if p.col_rq.is_null() {
+        let c = rq256(&p.rq);
+        for r in 0..p.rows.min(MR) {
+            // SAFETY: row r of the output has `cols ≤ 8` writable bytes.
+            unsafe { store8(p.out.add(r * p.out_stride), p.cols, requant256(sums(r), &c)) };
+        }
+    } else {
+        // SAFETY: a non-null `col_rq` holds the block's 3·8 constants.
+        let c = unsafe { rq256_cols(&p.rq, p.col_rq, 8) };
+        for r in 0..p.rows.min(MR) {
+            let q = requant256_cols(sums(r), &c);
+            // SAFETY: row r of the output has `cols ≤ 8` writable bytes.
+            unsafe { store8(p.out.add(r * p.out_stride), p.cols, q) };
+        }
     }
 }
 
@@ -281,11 +371,38 @@ pub unsafe fn u8_gemm_avx2_4x8(p: &U8GemmArgs) {
 /// The processor supports AVX2 and `p` satisfies the contract of [`U8DwArgs`].
 #[target_feature(enable = "avx2,fma")]
 pub unsafe fn u8_dw_avx2_16c(p: &U8DwArgs) {
-    let c = rq256(&p.rq);
+    if p.col_rq.is_null() {
+        let c = rq256(&p.rq);
+        // SAFETY: the caller's contract.
+        unsafe { dw_avx2(p, |_| c, |x, c: &Rq256| requant256(x, c)) }
+    } else {
+        let cols = |half: usize| {
+            let (blk, lane) = (half / 2, (half % 2) * 8);
+            // SAFETY: a non-null `col_rq` holds 3·16 constants per block of 16 channels.
+            unsafe { rq256_cols(&p.rq, p.col_rq.add(blk * 3 * DW_BLOCK + lane), DW_BLOCK) }
+        };
+        // SAFETY: the caller's contract.
+        unsafe { dw_avx2(p, cols, |x, c: &RqCols256| requant256_cols(x, c)) }
+    }
+}
+
+/// The depthwise run of [`u8_dw_avx2_16c`] with the requantization constants `consts(half)`
+/// of each 8-channel half applied by `requant`.
+///
+/// # Safety
+/// As for [`u8_dw_avx2_16c`].
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn dw_avx2<C: Copy>(
+    p: &U8DwArgs,
+    consts: impl Fn(usize) -> C,
+    requant: impl Fn(__m256i, &C) -> __m128i,
+) {
     let per_block = (1 + p.ntaps) * DW_BLOCK;
     for half in 0..p.channels.div_ceil(8) {
         let off = half * 8;
         let n = (p.channels - off).min(8);
+        let c = consts(half);
         let (blk, lane) = (half / 2, (half % 2) * 8);
         let wb = p.w.wrapping_add(blk * per_block + lane);
         // Input bytes of tap `t` of pixel `px`, zero-extended to int32 lanes.
@@ -321,12 +438,8 @@ pub unsafe fn u8_dw_avx2_16c(p: &U8DwArgs) {
             }
             // SAFETY: `channels` writable bytes at each output pixel; `n` are written.
             unsafe {
-                store8(p.out.add(px * p.out_stride + off), n, requant256(a0, &c));
-                store8(
-                    p.out.add((px + 1) * p.out_stride + off),
-                    n,
-                    requant256(a1, &c),
-                );
+                store8(p.out.add(px * p.out_stride + off), n, requant(a0, &c));
+                store8(p.out.add((px + 1) * p.out_stride + off), n, requant(a1, &c));
             }
             px += 2;
         }
@@ -336,7 +449,7 @@ pub unsafe fn u8_dw_avx2_16c(p: &U8DwArgs) {
                 acc = mac(acc, load(px, t), weight(t));
             }
             // SAFETY: as above.
-            unsafe { store8(p.out.add(px * p.out_stride + off), n, requant256(acc, &c)) };
+            unsafe { store8(p.out.add(px * p.out_stride + off), n, requant(acc, &c)) };
         }
     }
 }

@@ -279,6 +279,135 @@ pub(super) fn requant512(x: __m512i, c: &Rq512) -> __m128i {
     _mm512_cvtepi32_epi8(_mm512_add_epi32(q, c.zp))
 }
 
+/// Per-column constants ([`crate::ukernels::quant8::ColRequant`]) of 16 lanes in registers,
+/// with the per-tensor zero point and bounds of a [`Requant8`].
+#[derive(Clone, Copy)]
+pub(super) struct RqCols512 {
+    mult: __m512i,
+    /// The odd lanes' multipliers moved to the even positions, for `vpmuldq`.
+    mult_odd: __m512i,
+    left: __m512i,
+    right: __m512i,
+    mask: __m512i,
+    half: __m512i,
+    round: __m512i,
+    lo: __m512i,
+    hi: __m512i,
+    zp: __m512i,
+}
+
+/// Loads 16 lanes of per-column constants: multipliers at `m`, left shifts at `m + stride`,
+/// right shifts at `m + 2·stride`.
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL and the three runs of 16 values are readable.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+pub(super) unsafe fn rq512_cols(rq: &Requant8, m: *const i32, stride: usize) -> RqCols512 {
+    // SAFETY: the three runs of 16 values are readable (caller contract).
+    let (mult, left, right) = unsafe {
+        (
+            _mm512_loadu_si512(m.cast()),
+            _mm512_loadu_si512(m.add(stride).cast()),
+            _mm512_loadu_si512(m.add(2 * stride).cast()),
+        )
+    };
+    let one = _mm512_set1_epi32(1);
+    // 2^right − 1 per lane; right = 31 gives i32::MIN − 1 = i32::MAX, the wanted mask.
+    let mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
+    RqCols512 {
+        mult,
+        mult_odd: _mm512_srli_epi64::<32>(mult),
+        left,
+        right,
+        mask,
+        half: _mm512_srli_epi32::<1>(mask),
+        round: _mm512_set1_epi64(1 << 30),
+        lo: _mm512_set1_epi32(rq.lo),
+        hi: _mm512_set1_epi32(rq.hi),
+        zp: _mm512_set1_epi32(rq.zero_point),
+    }
+}
+
+/// [`Requant8::apply_col`] on 16 lanes, narrowed to 16 bytes: [`requant512`] with a per-lane
+/// wrapping left shift first (`vpsllvd`) and per-lane multipliers and right shifts
+/// (`vpsravd`; a right shift of 0 has mask and threshold 0, so nothing is added).
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn requant512_cols(x: __m512i, c: &RqCols512) -> __m128i {
+    let x = _mm512_sllv_epi32(x, c.left);
+    let even = _mm512_mul_epi32(x, c.mult);
+    let odd = _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), c.mult_odd);
+    let even = _mm512_srli_epi64::<31>(_mm512_add_epi64(even, c.round));
+    let odd = _mm512_slli_epi64::<1>(_mm512_add_epi64(odd, c.round));
+    let h = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    let rem = _mm512_and_si512(h, c.mask);
+    let threshold = _mm512_add_epi32(c.half, _mm512_srli_epi32::<31>(h));
+    let q = _mm512_srav_epi32(h, c.right);
+    let q = _mm512_sub_epi32(q, _mm512_srai_epi32::<31>(_mm512_sub_epi32(threshold, rem)));
+    let q = _mm512_min_epi32(_mm512_max_epi32(q, c.lo), c.hi);
+    _mm512_cvtepi32_epi8(_mm512_add_epi32(q, c.zp))
+}
+
+/// Requantizes and stores the 32 columns `x` of one GEMM output row at `dst` (only the first
+/// `cols`) with the per-column constants `c` of columns 0..16 and 16..32.
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL and the first `cols ≤ 32` bytes at `dst` are
+/// writable.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) unsafe fn store_row_cols32(
+    dst: *mut u8,
+    cols: usize,
+    x: [__m512i; 2],
+    c: &[RqCols512; 2],
+) {
+    let masks = [mask16(cols), mask16(cols.saturating_sub(16))];
+    for v in 0..2 {
+        if masks[v] != 0 {
+            // SAFETY: the store writes columns 16v..min(cols, 16v+16) only.
+            unsafe {
+                store16(
+                    dst.wrapping_add(16 * v),
+                    masks[v],
+                    requant512_cols(x[v], &c[v]),
+                )
+            };
+        }
+    }
+}
+
+/// Stores the 32 unrequantized sums `x` of one GEMM row at `dst` (only the first `cols`).
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL and the first `cols ≤ 32` values at `dst` are
+/// writable.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) unsafe fn store_row_raw32(dst: *mut i32, cols: usize, x: [__m512i; 2]) {
+    let masks = [mask16(cols), mask16(cols.saturating_sub(16))];
+    for v in 0..2 {
+        // SAFETY: the masked store writes values 16v..min(cols, 16v+16) only.
+        unsafe { _mm512_mask_storeu_epi32(dst.wrapping_add(16 * v).cast(), masks[v], x[v]) };
+    }
+}
+
+/// The per-column constants of a 32-column GEMM block.
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL and `col_rq` holds the block's 3·32 constants.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) unsafe fn rq512_cols32(rq: &Requant8, col_rq: *const i32) -> [RqCols512; 2] {
+    // SAFETY: columns 0..16 and 16..32 of each of the three runs of 32 (caller contract).
+    unsafe {
+        [
+            rq512_cols(rq, col_rq, 32),
+            rq512_cols(rq, col_rq.add(16), 32),
+        ]
+    }
+}
+
 /// Stores the 16 bytes of `v` at `dst`, only the lanes of `m`. A full mask takes a plain
 /// store (masked stores to memory are slow on some cores).
 ///
@@ -312,10 +441,25 @@ pub(super) fn mask16(n: usize) -> u16 {
 macro_rules! dw_row_512 {
     ($p:expr, $mac:ident) => {{
         let p: &U8DwArgs = $p;
-        let c = rq512(&p.rq);
+        if p.col_rq.is_null() {
+            let c = rq512(&p.rq);
+            dw_row_512!(@rows p, $mac, |_blk: usize| c, |x, c: &Rq512| requant512(x, c));
+        } else {
+            let cols = |blk: usize| {
+                // SAFETY: a non-null `col_rq` holds 3·16 constants per block of 16 channels.
+                unsafe { rq512_cols(&p.rq, p.col_rq.add(blk * 3 * DW_BLOCK), DW_BLOCK) }
+            };
+            dw_row_512!(@rows p, $mac, cols, |x, c: &RqCols512| requant512_cols(x, c));
+        }
+    }};
+    (@rows $p:ident, $mac:ident, $consts:expr, $requant:expr) => {{
+        let p: &U8DwArgs = $p;
+        let consts = $consts;
+        let requant512 = $requant;
         let nt = p.ntaps;
         let per_block = (1 + nt) * DW_BLOCK;
         for blk in 0..p.channels.div_ceil(DW_BLOCK) {
+            let c = consts(blk);
             let off = blk * DW_BLOCK;
             let m = mask16(p.channels - off);
             let wb = p.w.wrapping_add(blk * per_block);
@@ -496,7 +640,6 @@ pub unsafe fn u8_gemm_avx512_4x32(p: &U8GemmArgs) {
             }
         }
     }
-    let c = rq512(&p.rq);
     // SAFETY: the bias block holds 32 values.
     let bias = unsafe {
         [
@@ -506,6 +649,31 @@ pub unsafe fn u8_gemm_avx512_4x32(p: &U8GemmArgs) {
     };
     let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    if !p.raw.is_null() || !p.col_rq.is_null() {
+        // SAFETY: a non-null `col_rq` holds the block's 3·32 constants.
+        let c = (p.raw.is_null()).then(|| unsafe { rq512_cols32(&p.rq, p.col_rq) });
+        for (r, acc_r) in acc.iter().enumerate().take(p.rows) {
+            // SAFETY: `row_corr` holds `rows` values.
+            let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
+            let x: [__m512i; 2] = std::array::from_fn(|v| {
+                let (x0, x1) = (acc_r[2 * v], acc_r[2 * v + 1]);
+                let sums = _mm512_add_epi32(
+                    _mm512_permutex2var_epi32(x0, even, x1),
+                    _mm512_permutex2var_epi32(x0, odd, x1),
+                );
+                _mm512_add_epi32(_mm512_add_epi32(sums, bias[v]), corr)
+            });
+            // SAFETY: row r of the output (or of the raw sums) has `cols ≤ 32` writable values.
+            unsafe {
+                match &c {
+                    Some(c) => store_row_cols32(p.out.wrapping_add(r * p.out_stride), p.cols, x, c),
+                    None => store_row_raw32(p.raw.wrapping_add(r * p.out_stride), p.cols, x),
+                }
+            }
+        }
+        return;
+    }
+    let c = rq512(&p.rq);
     let masks = [mask16(p.cols), mask16(p.cols.saturating_sub(16))];
     for (r, acc_r) in acc.iter().enumerate() {
         if r >= p.rows {

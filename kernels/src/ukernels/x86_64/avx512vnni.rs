@@ -4,7 +4,8 @@
 use std::arch::x86_64::*;
 
 use super::avx512::{
-    dw_row_512, mask16, narrow2_512, requant512, requant_q512, rq512, store16, store32,
+    dw_row_512, mask16, narrow2_512, requant512, requant512_cols, requant_q512, rq512, rq512_cols,
+    rq512_cols32, store16, store32, store_row_cols32, store_row_raw32, Rq512, RqCols512,
 };
 use crate::ukernels::quant8::{U8Dw, U8DwArgs, U8Gemm, U8GemmArgs, DW_BLOCK};
 use crate::ukernels::Ukernels;
@@ -44,7 +45,6 @@ pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
         // SAFETY: the caller's contract.
         unsafe { seven_rows(p) }
     };
-    let c = rq512(&p.rq);
     // SAFETY: the bias block holds 32 values.
     let bias = unsafe {
         [
@@ -52,6 +52,26 @@ pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
             _mm512_loadu_si512(p.bias.add(16).cast()),
         ]
     };
+    if !p.raw.is_null() || !p.col_rq.is_null() {
+        // SAFETY: a non-null `col_rq` holds the block's 3·32 constants.
+        let c = (p.raw.is_null()).then(|| unsafe { rq512_cols32(&p.rq, p.col_rq) });
+        for (r, acc_r) in acc.iter().enumerate().take(p.rows) {
+            // SAFETY: `row_corr` holds `rows` values.
+            let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
+            let x = std::array::from_fn(|v| {
+                _mm512_add_epi32(_mm512_add_epi32(acc_r[v], bias[v]), corr)
+            });
+            // SAFETY: row r of the output (or of the raw sums) has `cols ≤ 32` writable values.
+            unsafe {
+                match &c {
+                    Some(c) => store_row_cols32(p.out.wrapping_add(r * p.out_stride), p.cols, x, c),
+                    None => store_row_raw32(p.raw.wrapping_add(r * p.out_stride), p.cols, x),
+                }
+            }
+        }
+        return;
+    }
+    let c = rq512(&p.rq);
     for (r, acc_r) in acc.iter().enumerate() {
         if r >= p.rows {
             break;

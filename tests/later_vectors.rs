@@ -96,6 +96,9 @@ const LATER_TYPES: &[&str] = &[
     // quantize: DEQUANTIZE's symmetric input (the specification allows it nowhere else
     // among the operations above).
     "TENSOR_QUANT8_SYMM",
+    // math (CAST identity), recurrent: the 16-bit quantized cell state and its storage.
+    "TENSOR_QUANT16_SYMM",
+    "TENSOR_QUANT16_ASYMM",
 ];
 
 /// The operations that take a TENSOR_QUANT8_SYMM_PER_CHANNEL filter: a file with such an

@@ -16,7 +16,8 @@
 
 use crate::executor::{self, Call, OpImpl, PackArgs, Packed, WorkArgs};
 use crate::tensor::{
-    read_words, write_words, Data, DataMut, DataRef, Tensor, TensorMut, TensorRef,
+    read_halves, read_words, write_halves, write_words, Data, DataMut, DataRef, Tensor, TensorMut,
+    TensorRef,
 };
 use crossbeam_queue::ArrayQueue;
 use nnhal_hal::memory::MappedPool;
@@ -49,6 +50,7 @@ enum Elem {
     F32,
     I32,
     U8,
+    I16,
 }
 
 impl Elem {
@@ -62,6 +64,7 @@ impl Elem {
             | OperandType::TensorBool8
             | OperandType::TensorQuant8Symm
             | OperandType::TensorQuant8SymmPerChannel => Elem::U8,
+            OperandType::TensorQuant16Symm | OperandType::TensorQuant16Asymm => Elem::I16,
             _ => {
                 return Err(HalError::GeneralFailure(format!(
                     "{ty} operands cannot be executed"
@@ -73,6 +76,7 @@ impl Elem {
     fn size(self) -> usize {
         match self {
             Elem::F32 | Elem::I32 => 4,
+            Elem::I16 => 2,
             Elem::U8 => 1,
         }
     }
@@ -766,6 +770,7 @@ fn write_output(
         DataRef::F32(v) => v.len() * 4,
         DataRef::I32(v) => v.len() * 4,
         DataRef::U8(v) => v.len(),
+        DataRef::I16(v) => v.len() * 2,
     };
     if need as u64 > arg.length {
         return Err(HalError::OutputInsufficientSize(format!(
@@ -777,6 +782,7 @@ fn write_output(
     match value {
         DataRef::F32(v) => write_words(pool, arg.offset, v),
         DataRef::I32(v) => write_words(pool, arg.offset, v),
+        DataRef::I16(v) => write_halves(pool, arg.offset, v),
         DataRef::U8(v) if signed => {
             let mut shifted = v.to_vec();
             flip_sign(&mut shifted);
@@ -948,6 +954,7 @@ fn read_input(
     let one = |offset: u64, bytes: &mut [u8]| match elem {
         Elem::F32 => read_words(pool, offset, cast_mut::<f32>(bytes)?),
         Elem::I32 => read_words(pool, offset, cast_mut::<i32>(bytes)?),
+        Elem::I16 => read_halves(pool, offset, cast_mut::<i16>(bytes)?),
         Elem::U8 => {
             pool.read(offset, bytes)?;
             if signed {
@@ -985,6 +992,7 @@ fn view(bytes: &[u8], elem: Elem) -> HalResult<DataRef<'_>> {
     Ok(match elem {
         Elem::F32 => DataRef::F32(bytemuck::try_cast_slice(bytes).map_err(cast)?),
         Elem::I32 => DataRef::I32(bytemuck::try_cast_slice(bytes).map_err(cast)?),
+        Elem::I16 => DataRef::I16(bytemuck::try_cast_slice(bytes).map_err(cast)?),
         Elem::U8 => DataRef::U8(bytes),
     })
 }
@@ -993,6 +1001,7 @@ fn view_mut(bytes: &mut [u8], elem: Elem) -> HalResult<DataMut<'_>> {
     Ok(match elem {
         Elem::F32 => DataMut::F32(cast_mut(bytes)?),
         Elem::I32 => DataMut::I32(cast_mut(bytes)?),
+        Elem::I16 => DataMut::I16(cast_mut(bytes)?),
         Elem::U8 => DataMut::U8(bytes),
     })
 }

@@ -40,6 +40,25 @@ pub fn read_words<T: LeWord>(pool: &MappedPool, offset: u64, out: &mut [T]) -> H
     }
 }
 
+/// Fills `out` with the little-endian 16-bit values stored in `pool` from `offset` on (the
+/// TENSOR_QUANT16 types), like [`read_words`].
+pub fn read_halves(pool: &MappedPool, offset: u64, out: &mut [i16]) -> HalResult<()> {
+    if cfg!(target_endian = "little") {
+        pool.read(offset, bytemuck::cast_slice_mut(out))
+    } else {
+        pool.read_values(offset, out, i16::from_le_bytes)
+    }
+}
+
+/// Stores 16-bit `values` little-endian into `pool` from `offset` on.
+pub fn write_halves(pool: &MappedPool, offset: u64, values: &[i16]) -> HalResult<()> {
+    if cfg!(target_endian = "little") {
+        pool.write(offset, bytemuck::cast_slice(values))
+    } else {
+        pool.write_values(offset, values, |v| v.to_le_bytes())
+    }
+}
+
 /// Stores `values` little-endian into `pool` from `offset` on (see [`read_words`]).
 pub fn write_words<T: LeWord>(pool: &MappedPool, offset: u64, values: &[T]) -> HalResult<()> {
     if cfg!(target_endian = "little") {
@@ -54,6 +73,8 @@ pub enum Data {
     F32(Vec<f32>),
     I32(Vec<i32>),
     U8(Vec<u8>),
+    /// TENSOR_QUANT16_SYMM (and TENSOR_QUANT16_ASYMM, whose values are read as the same bits).
+    I16(Vec<i16>),
 }
 
 /// A value with its dimensions (empty for scalars).
@@ -92,6 +113,9 @@ impl Data {
             | OperandType::TensorBool8
             | OperandType::TensorQuant8Symm
             | OperandType::TensorQuant8SymmPerChannel => Data::U8(try_vec(len, 0)?),
+            OperandType::TensorQuant16Symm | OperandType::TensorQuant16Asymm => {
+                Data::I16(try_vec(len, 0)?)
+            }
             // OEM and post-1.0 types only ever reach opaque (unsupported) operations.
             _ => {
                 return Err(HalError::GeneralFailure(format!(
@@ -123,6 +147,13 @@ impl Data {
                 v.copy_from_slice(bytes);
                 Data::U8(v)
             }
+            Data::I16(_) => {
+                let mut v = try_vec(bytes.len() / 2, 0i16)?;
+                for (d, c) in v.iter_mut().zip(bytes.chunks_exact(2)) {
+                    *d = i16::from_le_bytes([c[0], c[1]]);
+                }
+                Data::I16(v)
+            }
         })
     }
 
@@ -134,6 +165,7 @@ impl Data {
             Data::F32(v) => read_words(pool, offset, v)?,
             Data::I32(v) => read_words(pool, offset, v)?,
             Data::U8(v) => pool.read(offset, v)?,
+            Data::I16(v) => read_halves(pool, offset, v)?,
         }
         Ok(data)
     }
@@ -144,6 +176,7 @@ impl Data {
             Data::F32(v) => write_words(pool, offset, v),
             Data::I32(v) => write_words(pool, offset, v),
             Data::U8(v) => pool.write(offset, v),
+            Data::I16(v) => write_halves(pool, offset, v),
         }
     }
 
@@ -153,6 +186,7 @@ impl Data {
             Data::F32(v) => v.len() * 4,
             Data::I32(v) => v.len() * 4,
             Data::U8(v) => v.len(),
+            Data::I16(v) => v.len() * 2,
         }
     }
 
@@ -161,6 +195,7 @@ impl Data {
             Data::F32(v) => v.len(),
             Data::I32(v) => v.len(),
             Data::U8(v) => v.len(),
+            Data::I16(v) => v.len(),
         }
     }
 
@@ -170,6 +205,7 @@ impl Data {
             Data::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
             Data::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
             Data::U8(v) => v.clone(),
+            Data::I16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         }
     }
 }
@@ -225,6 +261,7 @@ pub enum DataRef<'a> {
     F32(&'a [f32]),
     I32(&'a [i32]),
     U8(&'a [u8]),
+    I16(&'a [i16]),
 }
 
 /// The writable counterpart of [`DataRef`], for operation outputs.
@@ -233,6 +270,7 @@ pub enum DataMut<'a> {
     F32(&'a mut [f32]),
     I32(&'a mut [i32]),
     U8(&'a mut [u8]),
+    I16(&'a mut [i16]),
 }
 
 /// Operand values with their dimensions, borrowed.
@@ -260,6 +298,7 @@ impl<'a> DataRef<'a> {
             DataRef::F32(v) => v.len(),
             DataRef::I32(v) => v.len(),
             DataRef::U8(v) => v.len(),
+            DataRef::I16(v) => v.len(),
         }
     }
 
@@ -269,6 +308,7 @@ impl<'a> DataRef<'a> {
             DataRef::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
             DataRef::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
             DataRef::U8(v) => v.to_vec(),
+            DataRef::I16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         }
     }
 }
@@ -292,6 +332,13 @@ impl<'a> TensorRef<'a> {
         match self.data {
             DataRef::U8(v) => Ok(v),
             _ => Err(wrong("uint8")),
+        }
+    }
+
+    pub fn i16(&self) -> HalResult<&'a [i16]> {
+        match self.data {
+            DataRef::I16(v) => Ok(v),
+            _ => Err(wrong("int16")),
         }
     }
 }
@@ -318,12 +365,20 @@ impl TensorMut<'_> {
         }
     }
 
+    pub fn i16_mut(&mut self) -> HalResult<&mut [i16]> {
+        match &mut self.data {
+            DataMut::I16(v) => Ok(v),
+            _ => Err(wrong("int16")),
+        }
+    }
+
     /// Copies `src` (of the same type and length) into this output.
     pub fn copy_from(&mut self, src: DataRef<'_>) -> HalResult<()> {
         match (&mut self.data, src) {
             (DataMut::F32(d), DataRef::F32(s)) if d.len() == s.len() => d.copy_from_slice(s),
             (DataMut::I32(d), DataRef::I32(s)) if d.len() == s.len() => d.copy_from_slice(s),
             (DataMut::U8(d), DataRef::U8(s)) if d.len() == s.len() => d.copy_from_slice(s),
+            (DataMut::I16(d), DataRef::I16(s)) if d.len() == s.len() => d.copy_from_slice(s),
             _ => return Err(wrong("same-typed, same-sized")),
         }
         Ok(())
@@ -338,6 +393,7 @@ impl Tensor {
                 Data::F32(v) => DataRef::F32(v),
                 Data::I32(v) => DataRef::I32(v),
                 Data::U8(v) => DataRef::U8(v),
+                Data::I16(v) => DataRef::I16(v),
             },
         }
     }
@@ -349,6 +405,7 @@ impl Tensor {
                 Data::F32(v) => DataMut::F32(v),
                 Data::I32(v) => DataMut::I32(v),
                 Data::U8(v) => DataMut::U8(v),
+                Data::I16(v) => DataMut::I16(v),
             },
         }
     }
@@ -373,6 +430,12 @@ mod tests {
         assert_eq!(
             Data::decode(OperandType::TensorQuant8Asymm, &[1, 2]).unwrap(),
             Data::U8(vec![1, 2])
+        );
+        let d = Data::I16(vec![-32768, 2047, -3]);
+        assert_eq!(d.to_le_bytes(), [0, 0x80, 0xff, 0x07, 0xfd, 0xff]);
+        assert_eq!(
+            Data::decode(OperandType::TensorQuant16Symm, &d.to_le_bytes()).unwrap(),
+            d
         );
     }
 

@@ -4,7 +4,8 @@
 //! fit, output counts that do not fit `merge_outputs`) are INVALID_ARGUMENT with a reason from
 //! both `supported_operations` and `prepare_model` (BI-36, BI-37 of docs/bad-inputs.md). The
 //! weights are constants, so the shapes are checked with the model (an optional tensor given
-//! as a model input defers them to execution).
+//! as a model input defers them to execution). QUANTIZED_16BIT_LSTM with scales or sizes other
+//! than its fixed ones is INVALID_ARGUMENT alike.
 
 use nnhal::hal::memory::{create_memfd, Memory};
 use nnhal::hal::*;
@@ -430,5 +431,81 @@ fn bi37_unidirectional_rnn_sizes_and_outputs() {
     ] {
         let e = d.supported_operations(&m).expect_err(what);
         assert_eq!(e.status(), ErrorStatus::InvalidArgument, "{what}: {e}");
+    }
+}
+
+/// QUANTIZED_16BIT_LSTM with its fixed quantization: quant8 input and previous output (1/128,
+/// 128), eight weight matrices (scale 0.004, zero point 100; the recurrent ones
+/// `[units, recurrent_cols]`), int32 biases of `bias_scale`, the 16-bit cell state of
+/// `cell_scale`. The weights are constants, so their shapes are checked with the model.
+fn qlstm16(recurrent_cols: u32, bias_scale: f32, cell_scale: f32) -> Model {
+    let (batch, input_size, units) = (2u32, 3u32, 4u32);
+    let mut m = Builder::default();
+    let quant = |m: &mut Builder, i: u32, scale: f32, zero_point: i32| {
+        let o = &mut m.model.operands[i as usize];
+        o.scale = scale;
+        o.zero_point = zero_point;
+        i
+    };
+    let x = m.operand(
+        OperandType::TensorQuant8Asymm,
+        &[batch, input_size],
+        ModelInput,
+    );
+    let x = quant(&mut m, x, 1.0 / 128.0, 128);
+    let mut weights = Vec::new();
+    for k in 0..8 {
+        let cols = if k < 4 { input_size } else { recurrent_cols };
+        let w = m.constant_tensor(
+            OperandType::TensorQuant8Asymm,
+            &[units, cols],
+            &vec![100 + k as u8; (units * cols) as usize],
+        );
+        weights.push(quant(&mut m, w, 0.004, 100));
+    }
+    let mut biases = Vec::new();
+    for _ in 0..4 {
+        let b = m.constant_tensor(
+            OperandType::TensorInt32,
+            &[units],
+            &vec![0; 4 * units as usize],
+        );
+        biases.push(quant(&mut m, b, bias_scale, 0));
+    }
+    let c = m.operand(OperandType::TensorQuant16Symm, &[batch, units], ModelInput);
+    let c = quant(&mut m, c, cell_scale, 0);
+    let h = m.operand(OperandType::TensorQuant8Asymm, &[batch, units], ModelInput);
+    let h = quant(&mut m, h, 1.0 / 128.0, 128);
+    let c_out = m.operand(OperandType::TensorQuant16Symm, &[0, 0], ModelOutput);
+    let c_out = quant(&mut m, c_out, 1.0 / 2048.0, 0);
+    let out = m.operand(OperandType::TensorQuant8Asymm, &[0, 0], ModelOutput);
+    let out = quant(&mut m, out, 1.0 / 128.0, 128);
+    let inputs: Vec<u32> = [vec![x], weights, biases, vec![c, h]].concat();
+    m.op(OperationType::Quantized16bitLstm, &inputs, &[c_out, out]);
+    m.model
+}
+
+#[test]
+fn bi37_quantized_16bit_lstm_scales_and_sizes() {
+    let bias_scale = 0.004 / 128.0;
+    assert_supported(
+        &qlstm16(4, bias_scale, 1.0 / 2048.0),
+        "QUANTIZED_16BIT_LSTM",
+    );
+    for (m, what) in [
+        (
+            qlstm16(3, bias_scale, 1.0 / 2048.0),
+            "recurrent weights of another width",
+        ),
+        (
+            qlstm16(4, bias_scale * 2.0, 1.0 / 2048.0),
+            "biases of another scale",
+        ),
+        (
+            qlstm16(4, bias_scale, 1.0 / 1024.0),
+            "a cell state of 5 integer bits",
+        ),
+    ] {
+        assert_invalid(m, what);
     }
 }

@@ -17,8 +17,8 @@ use nnhal_kernels::math::{fast, reference};
 /// The registration of `op` on inputs of type `ty`, for the operations of this family.
 pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
     use OperandType::{
-        TensorBool8 as B8, TensorFloat32 as F, TensorInt32 as I, TensorQuant8Asymm as Q,
-        TensorQuant8Symm as Q8S,
+        TensorBool8 as B8, TensorFloat32 as F, TensorInt32 as I, TensorQuant16Asymm as Q16,
+        TensorQuant16Symm as Q16S, TensorQuant8Asymm as Q, TensorQuant8Symm as Q8S,
     };
     use OperationType::*;
     Some(match (op, ty) {
@@ -32,7 +32,7 @@ pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpIm
         (Maximum | Minimum, I) => &BINARY_I32,
         (Maximum | Minimum, Q) => &MAX_MIN_U8,
         (Prelu, Q) => &PRELU_U8,
-        (Cast, F | I | Q | B8 | Q8S) => &CAST,
+        (Cast, F | I | Q | B8 | Q8S | Q16S | Q16) => &CAST,
         _ => return None,
     })
 }
@@ -206,6 +206,8 @@ fn cast(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
         (DataRef::U8(x), DataMut::F32(o)) => fast::map(x, o, f32::from),
         (DataRef::U8(x), DataMut::I32(o)) => fast::map(x, o, i32::from),
         (DataRef::U8(x), DataMut::U8(o)) => o.copy_from_slice(x),
+        (DataRef::I16(x), DataMut::I16(o)) => o.copy_from_slice(x),
+        _ => return Err(mismatch(c)),
     }
     Ok(())
 }

@@ -203,8 +203,8 @@ pub fn run_nchw(imp: &OpImpl, call: &Call, nhwc: &Params, outs: &mut [TensorMut]
                 layout::nchw_to_nhwc(v, xs, &mut t);
                 Data::U8(t)
             }
-            DataRef::I32(_) => {
-                return Err(HalError::GeneralFailure("no NCHW int32 operation".into()))
+            DataRef::I32(_) | DataRef::I16(_) => {
+                return Err(HalError::GeneralFailure("no NCHW integer operation".into()))
             }
         },
     };
@@ -217,8 +217,8 @@ pub fn run_nchw(imp: &OpImpl, call: &Call, nhwc: &Params, outs: &mut [TensorMut]
         data: match &out.data {
             DataMut::F32(v) => Data::F32(vec![0.0; v.len()]),
             DataMut::U8(v) => Data::U8(vec![0; v.len()]),
-            DataMut::I32(_) => {
-                return Err(HalError::GeneralFailure("no NCHW int32 operation".into()))
+            DataMut::I32(_) | DataMut::I16(_) => {
+                return Err(HalError::GeneralFailure("no NCHW integer operation".into()))
             }
         },
     };

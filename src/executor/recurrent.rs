@@ -2,19 +2,21 @@
 //! NNAPI 1.2's layer normalisation, RNN (24) and SVDF (27), float32, one time step each; and
 //! NNAPI 1.2's UNIDIRECTIONAL_ / BIDIRECTIONAL_SEQUENCE_RNN and _LSTM (float32, with NNAPI
 //! 1.3's final-state outputs), whose step scratch is a per-thread buffer that grows to the
-//! largest operation once and is reused after.
+//! largest operation once and is reused after; QUANTIZED_16BIT_LSTM (NNAPI 1.2), one
+//! quantized step with a TENSOR_QUANT16_SYMM cell state.
 
 use super::{act, elementwise_work, mismatch, Call, OpImpl, WorkArgs};
 use crate::tensor::TensorMut;
 use nnhal_hal::shape::{AuxLinking, LstmParams, Params, SeqParams};
 use nnhal_hal::{HalError, HalResult, OperandType, OperationType};
+use nnhal_kernels::recurrent::quantized::{quantized_16bit_lstm, QLstm16Dims, QLstm16Inputs};
 use nnhal_kernels::recurrent::reference as recurrent;
 use nnhal_kernels::recurrent::sequence::{self, SeqAux, SeqDims, SeqOutput};
 use std::cell::RefCell;
 
 /// The registration of `op` on inputs of type `ty`, for the operations of this family.
 pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
-    use OperandType::TensorFloat32 as F;
+    use OperandType::{TensorFloat32 as F, TensorQuant8Asymm as Q};
     use OperationType::*;
     Some(match (op, ty) {
         (Lstm, F) => &LSTM,
@@ -22,6 +24,7 @@ pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpIm
         (Svdf, F) => &SVDF,
         (UnidirectionalSequenceRnn | BidirectionalSequenceRnn, F) => &SEQUENCE_RNN,
         (UnidirectionalSequenceLstm | BidirectionalSequenceLstm, F) => &SEQUENCE_LSTM,
+        (Quantized16bitLstm, Q) => &QUANTIZED_LSTM_16,
         _ => return None,
     })
 }
@@ -31,12 +34,20 @@ registration!(RNN, rnn, recurrent_work, partial);
 registration!(SVDF, svdf, recurrent_work, partial);
 registration!(SEQUENCE_RNN, sequence_rnn, recurrent_work, partial);
 registration!(SEQUENCE_LSTM, sequence_lstm, recurrent_work, partial);
+registration!(
+    QUANTIZED_LSTM_16,
+    quantized_lstm_16,
+    recurrent_work,
+    partial
+);
 
 /// Recurrent cells multiply every weight once per batch row.
 fn recurrent_work(w: &WorkArgs) -> u64 {
     let batch = match w.params {
         Params::Lstm(p) => p.batch,
-        Params::Rnn { batch, .. } | Params::Svdf { batch, .. } => *batch,
+        Params::Rnn { batch, .. }
+        | Params::Svdf { batch, .. }
+        | Params::QuantizedLstm16 { batch, .. } => *batch,
         Params::SeqRnn(p) => p.seq.batch.saturating_mul(p.seq.max_time),
         Params::SeqLstm(p) => p.seq.batch.saturating_mul(p.seq.max_time),
         _ => 1,
@@ -490,4 +501,48 @@ fn svdf(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     };
     recurrent::svdf_f32(dims, &inputs, act(*a), state.f32_mut()?, output.f32_mut()?);
     Ok(())
+}
+
+fn quantized_lstm_16(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::QuantizedLstm16 {
+        batch,
+        input_size,
+        units,
+        weights_zero_point,
+        bias_scale,
+    } = *c.params
+    else {
+        return Err(mismatch(c));
+    };
+    let d = QLstm16Dims {
+        batch: batch as usize,
+        input_size: input_size as usize,
+        units: units as usize,
+        weights_zero_point,
+        bias_scale,
+    };
+    let inputs = QLstm16Inputs {
+        input: c.u(0)?,
+        input_weights: [c.u(1)?, c.u(2)?, c.u(3)?, c.u(4)?],
+        recurrent_weights: [c.u(5)?, c.u(6)?, c.u(7)?, c.u(8)?],
+        biases: [c.i(9)?, c.i(10)?, c.i(11)?, c.i(12)?],
+        prev_cell: c.t(13)?.i16()?,
+        prev_output: c.u(14)?,
+    };
+    let [cell, output] = outs else {
+        return Err(mismatch(c));
+    };
+    QLSTM_GATES.with(|gates| {
+        let mut gates = gates.borrow_mut();
+        if gates.len() < 4 * d.units {
+            gates.resize(4 * d.units, 0);
+        }
+        quantized_16bit_lstm(d, &inputs, &mut gates, cell.i16_mut()?, output.u8_mut()?);
+        Ok(())
+    })
+}
+
+thread_local! {
+    /// The gate pre-activations of one batch row (grows to the widest cell once).
+    static QLSTM_GATES: RefCell<Vec<i16>> = const { RefCell::new(Vec::new()) };
 }

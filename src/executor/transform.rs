@@ -295,7 +295,7 @@ fn concatenation(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
                 .collect::<HalResult<_>>()?;
             transform::concatenation(&parts, *axis, out);
         }
-        DataMut::I32(_) => return Err(mismatch(c)),
+        DataMut::I32(_) | DataMut::I16(_) => return Err(mismatch(c)),
     }
     Ok(())
 }

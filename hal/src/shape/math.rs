@@ -14,7 +14,8 @@ use crate::types::OperationType;
 
 use crate::types::OperandType::{
     Float32 as SF, Int32 as SI, TensorBool8 as B8, TensorFloat32 as F, TensorInt32 as I,
-    TensorQuant8Asymm as Q, TensorQuant8Symm as Q8S,
+    TensorQuant16Asymm as Q16, TensorQuant16Symm as Q16S, TensorQuant8Asymm as Q,
+    TensorQuant8Symm as Q8S,
 };
 
 /// The signatures this driver runs, for the operations of this family.
@@ -64,9 +65,11 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
                 sig(&[Q], &[F]),
                 sig(&[Q], &[I]),
                 sig(&[Q], &[Q]),
-                // NNAPI 1.3's identity casts of the types stored as bytes.
+                // NNAPI 1.3's identity casts of the types stored as bytes and 16-bit words.
                 sig(&[B8], &[B8]),
                 sig(&[Q8S], &[Q8S]),
+                sig(&[Q16S], &[Q16S]),
+                sig(&[Q16], &[Q16]),
             ];
             S
         }

@@ -265,6 +265,15 @@ pub enum Params {
     },
     /// UNIDIRECTIONAL_ / BIDIRECTIONAL_SEQUENCE_RNN (NNAPI 1.2).
     SeqRnn(SeqRnnParams),
+    /// QUANTIZED_16BIT_LSTM (NNAPI 1.2): sizes, the weights' shared zero point and the
+    /// biases' scale.
+    QuantizedLstm16 {
+        batch: u32,
+        input_size: u32,
+        units: u32,
+        weights_zero_point: i32,
+        bias_scale: f32,
+    },
     /// UNIDIRECTIONAL_ / BIDIRECTIONAL_SEQUENCE_LSTM (NNAPI 1.2).
     SeqLstm(SeqLstmParams),
     /// SOFTMAX (and NNAPI 1.2's LOG_SOFTMAX) along an axis: `depth` elements `inner` apart

@@ -3,7 +3,7 @@
 //! each; and NNAPI 1.2's sequence forms (NeuralNetworks.h `ANEURALNETWORKS_*`):
 //! BIDIRECTIONAL_SEQUENCE_LSTM (42), BIDIRECTIONAL_SEQUENCE_RNN (43),
 //! UNIDIRECTIONAL_SEQUENCE_LSTM (92) and UNIDIRECTIONAL_SEQUENCE_RNN (93), with NNAPI 1.3's
-//! final-state outputs.
+//! final-state outputs; QUANTIZED_16BIT_LSTM (73, NNAPI 1.2), one quantized step.
 
 use super::{
     mul, AuxLinking, InferError, Inferred, Ins, LstmParams, Params, Res, SeqLstmParams, SeqParams,
@@ -12,7 +12,13 @@ use super::{
 use crate::ops::{sig, Arity, Signature};
 use crate::types::{OperandType, OperationType};
 
-use crate::types::OperandType::{Bool as B, Float32 as SF, Int32 as SI, TensorFloat32 as F};
+use crate::types::OperandType::{
+    Bool as B, Float32 as SF, Int32 as SI, TensorFloat32 as F, TensorInt32 as I,
+    TensorQuant16Symm as Q16S, TensorQuant8Asymm as Q,
+};
+
+// QUANTIZED_16BIT_LSTM: input, 8 weight matrices, 4 biases, previous cell state and output.
+const QLSTM16: &[OperandType] = &[Q, Q, Q, Q, Q, Q, Q, Q, Q, I, I, I, I, Q16S, Q];
 
 const LSTM_INPUTS: &[OperandType] = &[
     F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, SI, SF, SF,
@@ -84,6 +90,10 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
             ];
             S
         }
+        Quantized16bitLstm => {
+            const S: &[Signature] = &[sig(QLSTM16, &[Q16S, Q])];
+            S
+        }
         _ => return None,
     }))
 }
@@ -99,6 +109,7 @@ pub(super) fn infer(op: OperationType, ins: &Ins) -> Option<Res<Inferred>> {
         BidirectionalSequenceRnn => bidirectional_sequence_rnn(ins),
         UnidirectionalSequenceLstm => unidirectional_sequence_lstm(ins),
         BidirectionalSequenceLstm => bidirectional_sequence_lstm(ins),
+        Quantized16bitLstm => quantized_16bit_lstm(ins),
         _ => return None,
     })
 }
@@ -619,6 +630,75 @@ fn svdf(ins: &Ins) -> Res<Inferred> {
             rank,
             units,
             act,
+        },
+    })
+}
+
+/// QUANTIZED_16BIT_LSTM's shapes and its fixed quantization (NeuralNetworks.h): input and
+/// previous output at scale 1/128 and zero point 128, one scale and zero point for the eight
+/// weight matrices, biases at the weights' scale / 128 with zero point 0, and a cell state of
+/// scale 2^-11 (4 integer bits, the only state format the cell computes in).
+fn quantized_16bit_lstm(ins: &Ins) -> Res<Inferred> {
+    let x = ins.dims_rank(0, 2, "input")?;
+    let h = ins.dims_rank(14, 2, "previous output")?;
+    let (batch, input_size, units) = (x[0], x[1], h[1]);
+    check!(
+        h[0] == batch,
+        "previous output {h:?} must have {batch} rows"
+    );
+    let state_q = |i: usize, what: &str| -> Res<()> {
+        let a = ins.get(i)?;
+        check!(
+            a.scale == 1.0 / 128.0 && a.zero_point == 128,
+            "{what} must have scale 1/128 and zero point 128"
+        );
+        Ok(())
+    };
+    state_q(0, "input")?;
+    state_q(14, "previous output")?;
+    let w0 = ins.get(1)?;
+    let (w_scale, w_zero) = (w0.scale, w0.zero_point);
+    check!(w_scale != 0.0, "weights scale must be nonzero");
+    for (i, cols) in (1..=8).map(|i| (i, if i <= 4 { input_size } else { units })) {
+        let w = ins.dims_rank(i, 2, "weights")?;
+        check!(
+            w == [units, cols],
+            "weights {i} {w:?} must be [{units}, {cols}]"
+        );
+        let a = ins.get(i)?;
+        check!(
+            a.scale == w_scale && a.zero_point == w_zero,
+            "weights {i} must share the first weights' scale and zero point"
+        );
+    }
+    let bias_scale = w_scale / 128.0;
+    for i in 9..=12 {
+        let b = ins.dims_rank(i, 1, "bias")?;
+        check!(b[0] == units, "bias {i} {b:?} must have {units} entries");
+        let a = ins.get(i)?;
+        check!(
+            a.scale == bias_scale && a.zero_point == 0,
+            "bias {i} must have scale weights scale / 128 and zero point 0"
+        );
+    }
+    let c = ins.dims_rank(13, 2, "previous cell state")?;
+    check!(
+        c == [batch, units],
+        "previous cell state {c:?} must be [{batch}, {units}]"
+    );
+    let a = ins.get(13)?;
+    check!(
+        a.scale == 1.0 / 2048.0 && a.zero_point == 0,
+        "cell state must have scale 2^-11 and zero point 0"
+    );
+    Ok(Inferred {
+        outputs: vec![vec![batch, units], vec![batch, units]],
+        params: Params::QuantizedLstm16 {
+            batch,
+            input_size,
+            units,
+            weights_zero_point: w_zero,
+            bias_scale,
         },
     })
 }

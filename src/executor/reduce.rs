@@ -105,6 +105,7 @@ fn arg_min_max(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
         DataRef::F32(x) => index::arg_min_max(x, &dims, axis, min, y),
         DataRef::I32(x) => index::arg_min_max(x, &dims, axis, min, y),
         DataRef::U8(x) => index::arg_min_max(x, &dims, axis, min, y),
+        DataRef::I16(_) => return Err(mismatch(c)),
     }
     Ok(())
 }

@@ -171,6 +171,7 @@ fn split(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
                 .collect::<HalResult<SmallVec<[_; 8]>>>()?;
             blocks::split(x, &d, k, &mut parts)
         }
+        DataRef::I16(_) => return Err(mismatch(c)),
     }
     Ok(())
 }

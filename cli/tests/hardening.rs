@@ -466,8 +466,8 @@ fn add_model_with_constants(bytes: usize) -> Model {
     model
 }
 
-/// `--max-model-bytes`: a model declaring more constant bytes is refused before its
-/// constants are copied or validated; one under the limit is served.
+/// `--max-model-bytes`: a valid model declaring more constant bytes is refused before it is
+/// prepared; one under the limit is served.
 #[test]
 fn limit_max_model_bytes_refuses_before_allocating() {
     let service = Service::start(&["--max-model-bytes", "65536"]);
@@ -519,6 +519,34 @@ fn limit_max_operands_refuses_a_huge_model() {
     assert_eq!(err.status(), ErrorStatus::GeneralFailure, "{err}");
     assert!(err.message().contains("--max-operands"), "{err}");
     run_add(&device);
+}
+
+/// Validation before limits: a model past `--max-operands` whose extra operands are
+/// TEMPORARY_VARIABLEs no operation writes is malformed, and malformed is INVALID_ARGUMENT
+/// whatever the size (at the default limit too, with 100,000 of them); the same count of valid
+/// extra operands is GENERAL_FAILURE (`limit_max_operands_refuses_a_huge_model`).
+#[test]
+fn invalid_model_is_invalid_argument_whatever_its_size() {
+    for (flags, extra) in [(&["--max-operands", "100"][..], 200), (&[][..], 100_000)] {
+        let service = Service::start(flags);
+        let device = service.connect();
+        let mut model = probe::add_model();
+        for _ in 0..extra {
+            model.operands.push(nnhal::hal::Operand::new(
+                OperandType::TensorFloat32,
+                &[1],
+                nnhal::hal::OperandLifeTime::TemporaryVariable,
+            ));
+        }
+        let err = device
+            .supported_operations(&model)
+            .expect_err("an unwritten temporary");
+        assert_eq!(err.status(), ErrorStatus::InvalidArgument, "{err}");
+        assert!(err.message().contains("never written"), "{err}");
+        let err = device.prepare_model(model).err().expect("invalid model");
+        assert_eq!(err.status(), ErrorStatus::InvalidArgument, "{err}");
+        run_add(&device);
+    }
 }
 
 /// A model whose one constant is a float tensor of `elements` values: out = in + weights.

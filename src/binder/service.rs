@@ -374,8 +374,9 @@ pub fn dump_text(driver: &Driver, counters: &CountersSnapshot, limits: &Limits) 
     text
 }
 
-/// The sizes a model declares, checked against the limits before it is converted (which
-/// copies its constants) or validated.
+/// The sizes a valid model declares, checked against the limits before it is prepared. The
+/// check follows validation so that a malformed model is INVALID_ARGUMENT whatever its size;
+/// what validating an oversized model costs is bounded by the transport's frame size.
 fn check_model_limits(limits: &Limits, model: &AidlModel) -> HalResult<()> {
     let pools = model.pools.iter().map(|pool| {
         use super::aidl::android::hardware::neuralnetworks::Memory::Memory as M;
@@ -437,9 +438,13 @@ impl IDevice for Device {
 
     fn getSupportedOperations(&self, model: &AidlModel) -> BinderResult<Vec<bool>> {
         let call = "getSupportedOperations";
+        // Validation first: a malformed model is INVALID_ARGUMENT whatever its size; only a
+        // valid one is then measured against the limits (docs/limits.md).
+        let canonical = convert::model_from_aidl(model).map_err(|e| to_status(&e, call))?;
+        let supported = guarded(call, || self.driver.supported_operations(&canonical))
+            .map_err(|e| to_status(&e, call))?;
         check_model_limits(self.budget.limits(), model).map_err(|e| to_status(&e, call))?;
-        let model = convert::model_from_aidl(model).map_err(|e| to_status(&e, call))?;
-        guarded(call, || self.driver.supported_operations(&model)).map_err(|e| to_status(&e, call))
+        Ok(supported)
     }
 
     fn getType(&self) -> BinderResult<DeviceType> {
@@ -480,9 +485,12 @@ impl IDevice for Device {
             }
             check_optional_ns(deadline_ns, "deadlineNs")?;
             check_cache_token(token)?;
+            // Validation before the limits: an invalid model is INVALID_ARGUMENT whatever its
+            // size; a valid one past a limit is GENERAL_FAILURE (docs/limits.md).
+            let canonical = convert::model_from_aidl(model)?;
+            let valid = guarded(call, || self.driver.validate_model(canonical))?;
             check_model_limits(self.budget.limits(), model)?;
-            let model = convert::model_from_aidl(model)?;
-            guarded(call, || self.driver.validate_model(model))
+            Ok(valid)
         })()
         .and_then(|model| {
             // Reserved before the preparation allocates; held as long as the prepared model.

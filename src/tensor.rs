@@ -3,6 +3,8 @@
 //! outputs). Copying at this boundary is what lets kernels take `&[f32]` safely: nothing typed
 //! ever points into shared memory.
 
+use half::f16;
+use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 use nnhal_hal::{HalError, HalResult, MappedPool, OperandType};
 
 /// A 4-byte value type stored little-endian in pools (`f32`, `i32`).
@@ -65,6 +67,59 @@ pub fn write_words<T: LeWord>(pool: &MappedPool, offset: u64, values: &[T]) -> H
         pool.write(offset, bytemuck::cast_slice(values))
     } else {
         pool.write_values(offset, values, T::to_le)
+    }
+}
+
+/// Elements converted per step between binary16 request memory and float32 buffers: the
+/// staging buffer stays on the stack (2 KiB), so the edges allocate nothing.
+const HALF_CHUNK: usize = 1024;
+
+/// Fills `out` with the little-endian binary16 values stored in `pool` from `offset` on,
+/// widened to float32 (exact). The conversion runs over whole slices (`half`'s F16C path on
+/// x86-64 when the processor has it, detected at run time).
+pub fn read_f16(pool: &MappedPool, offset: u64, out: &mut [f32]) -> HalResult<()> {
+    let mut bits = [0u16; HALF_CHUNK];
+    for (k, chunk) in out.chunks_mut(HALF_CHUNK).enumerate() {
+        let bits = &mut bits[..chunk.len()];
+        pool.read(
+            offset + (k * HALF_CHUNK * 2) as u64,
+            bytemuck::cast_slice_mut(bits),
+        )?;
+        if cfg!(target_endian = "big") {
+            bits.iter_mut().for_each(|b| *b = u16::from_le(*b));
+        }
+        bits.reinterpret_cast::<f16>().convert_to_f32_slice(chunk);
+    }
+    Ok(())
+}
+
+/// Stores `values` into `pool` from `offset` on as little-endian binary16, each rounded to the
+/// nearest (ties to even; beyond the range to infinity, NaN kept NaN).
+pub fn write_f16(pool: &MappedPool, offset: u64, values: &[f32]) -> HalResult<()> {
+    let mut halves = [f16::ZERO; HALF_CHUNK];
+    for (k, chunk) in values.chunks(HALF_CHUNK).enumerate() {
+        let halves = &mut halves[..chunk.len()];
+        halves.convert_from_f32_slice(chunk);
+        let bits = halves.reinterpret_cast_mut();
+        if cfg!(target_endian = "big") {
+            bits.iter_mut().for_each(|b| *b = b.to_le());
+        }
+        pool.write(
+            offset + (k * HALF_CHUNK * 2) as u64,
+            bytemuck::cast_slice(bits),
+        )?;
+    }
+    Ok(())
+}
+
+/// Rounds float32 values in place to the nearest binary16 value (as [`write_f16`] stores
+/// them), so a float16 operand computed in float32 holds only values its type can hold.
+pub fn round_to_f16(values: &mut [f32]) {
+    let mut halves = [f16::ZERO; HALF_CHUNK];
+    for chunk in values.chunks_mut(HALF_CHUNK) {
+        let halves = &mut halves[..chunk.len()];
+        halves.convert_from_f32_slice(chunk);
+        halves.convert_to_f32_slice(chunk);
     }
 }
 

@@ -473,7 +473,7 @@ fn later_version_types_are_valid_through_binder() {
     // A float16 operand with a scale is malformed, through binder too.
     model.operands[0].scale = 0.5;
     assert_eq!(
-        status_of(device.supported_operations(&model).err().expect("refused")),
+        status_of(device.supported_operations(&model).expect_err("refused")),
         ErrorStatus::InvalidArgument
     );
     run_add(&device, [0.0; 4], [1.0; 4]);

@@ -18,7 +18,8 @@ use crate::tensor::{Data, Tensor};
 use nnhal_hal::memory::PoolCache;
 use nnhal_hal::validate::{self, BoundRequest, ValidModel};
 use nnhal_hal::{
-    Capabilities, HalError, HalResult, Model, OperandLifeTime, PerformanceInfo, Request,
+    Capabilities, HalError, HalResult, Model, OperandLifeTime, OperationType, PerformanceInfo,
+    Request,
 };
 use nnhal_kernels::parallel;
 use nnhal_kernels::ukernels::{self, Isa, Ukernels};
@@ -134,7 +135,7 @@ impl Driver {
     /// this driver can run it.
     pub fn supported_operations(&self, model: &Model) -> HalResult<Vec<bool>> {
         let valid = validate::validate_model(model)?;
-        Ok(match unsigned_image(model) {
+        Ok(match run_image(model) {
             Some((_, image)) => image.supported,
             None => valid.supported,
         })
@@ -143,7 +144,7 @@ impl Driver {
     /// Validates `model` (the synchronous part of prepareModel).
     pub fn validate_model(&self, model: Model) -> HalResult<ValidatedModel> {
         let valid = validate::validate_model(&model)?;
-        Ok(match unsigned_image(&model) {
+        Ok(match run_image(&model) {
             Some((model, valid)) => ValidatedModel { model, valid },
             None => ValidatedModel { model, valid },
         })
@@ -189,12 +190,37 @@ impl Driver {
     }
 }
 
-/// A valid model with TENSOR_QUANT8_ASYMM_SIGNED operands runs as its unsigned image (an
-/// exact shift by 128 into the uint8 kernels), validated in that form too.
-fn unsigned_image(model: &Model) -> Option<(Model, validate::ValidModel)> {
-    let (image, signed) = validate::signed_as_unsigned(model)?;
-    let mut valid = validate::validate_model(&image).ok()?;
-    valid.signed = signed;
+/// The model a valid model runs as, validated in that form: float16 operands as float32
+/// ([`validate::float16_as_float32`]), then TENSOR_QUANT8_ASYMM_SIGNED operands as their
+/// unsigned image (an exact shift by 128 into the uint8 kernels). `None`: the model runs as
+/// given.
+fn run_image(model: &Model) -> Option<(Model, validate::ValidModel)> {
+    let (model, half) = match validate::float16_as_float32(model) {
+        Some((image, half)) => (std::borrow::Cow::Owned(image), Some(half)),
+        None => (std::borrow::Cow::Borrowed(model), None),
+    };
+    let (image, mut valid) = match validate::signed_as_unsigned(&model) {
+        Some((image, signed)) => {
+            let mut valid = validate::validate_model(&image).ok()?;
+            valid.signed = signed;
+            (image, valid)
+        }
+        None if half.is_some() => {
+            let valid = validate::validate_model(&model).ok()?;
+            (model.into_owned(), valid)
+        }
+        None => return None,
+    };
+    if let Some(half) = half {
+        // LSH_PROJECTION hashes the bytes of its input's elements: a float16 input hashes 2
+        // bytes an element, which its float32 image cannot reproduce.
+        for (k, op) in valid.operations.iter().enumerate() {
+            if op.ty == OperationType::LshProjection && op.inputs.get(1).is_some_and(|&i| half[i]) {
+                valid.supported[k] = false;
+            }
+        }
+        valid.half = half;
+    }
     Some((image, valid))
 }
 

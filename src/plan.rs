@@ -16,8 +16,8 @@
 
 use crate::executor::{self, Call, OpImpl, PackArgs, Packed, WorkArgs};
 use crate::tensor::{
-    read_halves, read_words, write_halves, write_words, Data, DataMut, DataRef, Tensor, TensorMut,
-    TensorRef,
+    read_f16, read_halves, read_words, round_to_f16, write_f16, write_halves, write_words, Data,
+    DataMut, DataRef, Tensor, TensorMut, TensorRef,
 };
 use crossbeam_queue::ArrayQueue;
 use nnhal_hal::memory::MappedPool;
@@ -471,7 +471,7 @@ impl Plan {
                 arg.offset,
                 &mut arena[r.offset..r.end()],
                 r.elem,
-                m.signed[m.inputs[pos]],
+                Edge::of(m, m.inputs[pos]),
             )?;
         }
         for step in &self.steps {
@@ -510,6 +510,7 @@ impl Plan {
                 });
             }
             self.invoke(step, &inferred.params, &values, &mut out_views)?;
+            round_half_outputs(m, &op.outputs, &mut out_views)?;
             if let (Some(times), Some(t0)) = (profile.as_deref_mut(), started) {
                 times.push(t0.elapsed());
             }
@@ -528,7 +529,7 @@ impl Plan {
                     )))
                 }
             };
-            write_output(pos, &dims, value, arg, bound, m.signed[o])?;
+            write_output(pos, &dims, value, arg, bound, Edge::of(m, o))?;
             shapes.push(dims);
         }
         Ok(shapes)
@@ -635,8 +636,18 @@ impl Plan {
             let need = validate::byte_size(info.ty, &arg.dims)?;
             held = charge(held, need)?;
             let count = shape::element_count(&arg.dims).map_err(HalError::InvalidArgument)?;
-            let mut data = Data::read(info.ty, &bound.pools[arg.pool], arg.offset, count as usize)?;
-            if let (true, Data::U8(v)) = (m.signed[m.inputs[pos]], &mut data) {
+            let pool = &bound.pools[arg.pool];
+            let mut data = match Edge::of(m, m.inputs[pos]) {
+                Edge::Half => {
+                    let mut data = Data::zeros(info.ty, count as usize)?;
+                    if let Data::F32(v) = &mut data {
+                        read_f16(pool, arg.offset, v)?;
+                    }
+                    data
+                }
+                _ => Data::read(info.ty, pool, arg.offset, count as usize)?,
+            };
+            if let (Edge::Signed, Data::U8(v)) = (Edge::of(m, m.inputs[pos]), &mut data) {
                 flip_sign(v);
             }
             slots[m.inputs[pos]] = Some(Arc::new(Tensor {
@@ -677,6 +688,7 @@ impl Plan {
                 let mut out_views: SmallVec<[TensorMut; 4]> =
                     outs.iter_mut().map(Tensor::view_mut).collect();
                 self.invoke(step, &inferred.params, &values, &mut out_views)?;
+                round_half_outputs(m, &op.outputs, &mut out_views)?;
                 if let (Some(times), Some(t0)) = (profile.as_deref_mut(), started) {
                     times.push(t0.elapsed());
                 }
@@ -712,7 +724,7 @@ impl Plan {
                 t.view().data,
                 arg,
                 bound,
-                m.signed[m.outputs[pos]],
+                Edge::of(m, m.outputs[pos]),
             )?;
             shapes.push(t.dims.clone());
         }
@@ -732,7 +744,7 @@ fn check_sufficient<'a>(
         let Some(dims) = dims_of(pos) else {
             return true; // reported as "not computed" by the writer
         };
-        let elem = m.operands[m.outputs[pos]].ty.element_size().unwrap_or(1) as u64;
+        let elem = m.request_element_size(m.outputs[pos]) as u64;
         shape::element_count(dims).map_or(true, |n| n * elem <= bound.outputs[pos].length)
     };
     if (0..bound.outputs.len()).all(fits) {
@@ -755,7 +767,7 @@ fn write_output(
     value: DataRef,
     arg: &validate::BoundArg,
     bound: &BoundRequest,
-    signed: bool,
+    edge: Edge,
 ) -> HalResult<()> {
     // Unspecified (0) requested dimensions take the computed extent (dynamic output shapes).
     let agrees =
@@ -767,6 +779,7 @@ fn write_output(
         )));
     }
     let need = match value {
+        DataRef::F32(v) if edge == Edge::Half => v.len() * 2,
         DataRef::F32(v) => v.len() * 4,
         DataRef::I32(v) => v.len() * 4,
         DataRef::U8(v) => v.len(),
@@ -780,16 +793,51 @@ fn write_output(
     }
     let pool = &bound.pools[arg.pool];
     match value {
+        DataRef::F32(v) if edge == Edge::Half => write_f16(pool, arg.offset, v),
         DataRef::F32(v) => write_words(pool, arg.offset, v),
         DataRef::I32(v) => write_words(pool, arg.offset, v),
         DataRef::I16(v) => write_halves(pool, arg.offset, v),
-        DataRef::U8(v) if signed => {
+        DataRef::U8(v) if edge == Edge::Signed => {
             let mut shifted = v.to_vec();
             flip_sign(&mut shifted);
             pool.write(arg.offset, &shifted)
         }
         DataRef::U8(v) => pool.write(arg.offset, v),
     }
+}
+
+/// How a model input or output is encoded in request memory beside its value in the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Edge {
+    /// As the plan holds it.
+    Same,
+    /// TENSOR_QUANT8_ASYMM_SIGNED held as its unsigned image.
+    Signed,
+    /// Binary16 (TENSOR_FLOAT16 / FLOAT16) held as float32.
+    Half,
+}
+
+impl Edge {
+    fn of(m: &ValidModel, operand: usize) -> Edge {
+        if m.half.get(operand).copied().unwrap_or(false) {
+            Edge::Half
+        } else if m.signed.get(operand).copied().unwrap_or(false) {
+            Edge::Signed
+        } else {
+            Edge::Same
+        }
+    }
+}
+
+/// Rounds the float16 outputs of one operation (computed in float32) to binary16, as the
+/// specification stores them between operations. Float32 models skip this entirely.
+fn round_half_outputs(m: &ValidModel, outputs: &[usize], views: &mut [TensorMut]) -> HalResult<()> {
+    for (&o, view) in outputs.iter().zip(views.iter_mut()) {
+        if m.half.get(o).copied().unwrap_or(false) {
+            round_to_f16(view.f32_mut()?);
+        }
+    }
+    Ok(())
 }
 
 /// Shifts quant8 bytes by 128 between the signed and unsigned encodings of one value
@@ -943,21 +991,25 @@ const PARALLEL_INPUT_BYTES: usize = 128 << 10;
 /// Copies an input's values from its request pool into its arena bytes. A large input (an
 /// image) is split over the threads, in parts ordered like the first operation's rows, so the
 /// copy is not a single-thread stretch at the start of every execution.
-/// A signed quant8 input is flipped into its unsigned image as it arrives.
+/// A signed quant8 input is flipped into its unsigned image as it arrives, a float16 one
+/// widened to float32.
 fn read_input(
     pool: &MappedPool,
     offset: u64,
     bytes: &mut [u8],
     elem: Elem,
-    signed: bool,
+    edge: Edge,
 ) -> HalResult<()> {
+    // Request bytes per arena byte, in halves: binary16 takes half the room of its float32.
+    let narrow = edge == Edge::Half;
     let one = |offset: u64, bytes: &mut [u8]| match elem {
+        Elem::F32 if narrow => read_f16(pool, offset, cast_mut::<f32>(bytes)?),
         Elem::F32 => read_words(pool, offset, cast_mut::<f32>(bytes)?),
         Elem::I32 => read_words(pool, offset, cast_mut::<i32>(bytes)?),
         Elem::I16 => read_halves(pool, offset, cast_mut::<i16>(bytes)?),
         Elem::U8 => {
             pool.read(offset, bytes)?;
-            if signed {
+            if edge == Edge::Signed {
                 flip_sign(bytes);
             }
             Ok(())
@@ -973,7 +1025,8 @@ fn read_input(
     let failed: Mutex<Option<HalError>> = Mutex::new(None);
     nnhal_kernels::parallel::for_parts(parts.len(), |i| {
         let mut chunk = parts[i].lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(e) = one(offset + (i * part) as u64, &mut chunk) {
+        let at = if narrow { i * part / 2 } else { i * part };
+        if let Err(e) = one(offset + at as u64, &mut chunk) {
             *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
         }
     });

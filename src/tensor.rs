@@ -3,6 +3,8 @@
 //! outputs). Copying at this boundary is what lets kernels take `&[f32]` safely: nothing typed
 //! ever points into shared memory.
 
+use half::f16;
+use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 use nnhal_hal::{HalError, HalResult, MappedPool, OperandType};
 
 /// A 4-byte value type stored little-endian in pools (`f32`, `i32`).
@@ -65,6 +67,59 @@ pub fn write_words<T: LeWord>(pool: &MappedPool, offset: u64, values: &[T]) -> H
         pool.write(offset, bytemuck::cast_slice(values))
     } else {
         pool.write_values(offset, values, T::to_le)
+    }
+}
+
+/// Elements converted per step between binary16 request memory and float32 buffers: the
+/// staging buffer stays on the stack (2 KiB), so the edges allocate nothing.
+const HALF_CHUNK: usize = 1024;
+
+/// Fills `out` with the little-endian binary16 values stored in `pool` from `offset` on,
+/// widened to float32 (exact). The conversion runs over whole slices (`half`'s F16C path on
+/// x86-64 when the processor has it, detected at run time).
+pub fn read_f16(pool: &MappedPool, offset: u64, out: &mut [f32]) -> HalResult<()> {
+    let mut bits = [0u16; HALF_CHUNK];
+    for (k, chunk) in out.chunks_mut(HALF_CHUNK).enumerate() {
+        let bits = &mut bits[..chunk.len()];
+        pool.read(
+            offset + (k * HALF_CHUNK * 2) as u64,
+            bytemuck::cast_slice_mut(bits),
+        )?;
+        if cfg!(target_endian = "big") {
+            bits.iter_mut().for_each(|b| *b = u16::from_le(*b));
+        }
+        bits.reinterpret_cast::<f16>().convert_to_f32_slice(chunk);
+    }
+    Ok(())
+}
+
+/// Stores `values` into `pool` from `offset` on as little-endian binary16, each rounded to the
+/// nearest (ties to even; beyond the range to infinity, NaN kept NaN).
+pub fn write_f16(pool: &MappedPool, offset: u64, values: &[f32]) -> HalResult<()> {
+    let mut halves = [f16::ZERO; HALF_CHUNK];
+    for (k, chunk) in values.chunks(HALF_CHUNK).enumerate() {
+        let halves = &mut halves[..chunk.len()];
+        halves.convert_from_f32_slice(chunk);
+        let bits = halves.reinterpret_cast_mut();
+        if cfg!(target_endian = "big") {
+            bits.iter_mut().for_each(|b| *b = b.to_le());
+        }
+        pool.write(
+            offset + (k * HALF_CHUNK * 2) as u64,
+            bytemuck::cast_slice(bits),
+        )?;
+    }
+    Ok(())
+}
+
+/// Rounds float32 values in place to the nearest binary16 value (as [`write_f16`] stores
+/// them), so a float16 operand computed in float32 holds only values its type can hold.
+pub fn round_to_f16(values: &mut [f32]) {
+    let mut halves = [f16::ZERO; HALF_CHUNK];
+    for chunk in values.chunks_mut(HALF_CHUNK) {
+        let halves = &mut halves[..chunk.len()];
+        halves.convert_from_f32_slice(chunk);
+        halves.convert_to_f32_slice(chunk);
     }
 }
 
@@ -437,6 +492,141 @@ mod tests {
             Data::decode(OperandType::TensorQuant16Symm, &d.to_le_bytes()).unwrap(),
             d
         );
+    }
+
+    /// Values at the edges of binary16 and their bits, worked out by hand: the largest
+    /// finite value, the halfway point above it (a tie, rounded to even: infinity), the
+    /// subnormals and their ties, ties to even among normals, signed zero, infinities.
+    const EDGES: &[(f32, u16)] = &[
+        (65504.0, 0x7bff),
+        (65519.0, 0x7bff),
+        (65520.0, 0x7c00),
+        (1.0e6, 0x7c00),
+        (-1.0e6, 0xfc00),
+        (f32::INFINITY, 0x7c00),
+        (f32::NEG_INFINITY, 0xfc00),
+        (6.103_515_6e-5, 0x0400), // 2^-14, the smallest normal
+        (6.097_555e-5, 0x03ff),   // 1023 · 2^-24, the largest subnormal
+        (5.960_464_5e-8, 0x0001), // 2^-24, the smallest subnormal
+        (2.980_232_2e-8, 0x0000), // 2^-25: a tie, to even (zero)
+        (4.470_348_4e-8, 0x0001), // 1.5 · 2^-25: above the tie
+        (1.788_139_3e-7, 0x0003), // 3 · 2^-24, exact
+        (8.940_697e-8, 0x0002),   // 1.5 · 2^-24: a tie, to even (2)
+        (1.000_488_3, 0x3c00),    // 1 + 2^-11: a tie, to even (1)
+        (1.001_464_8, 0x3c02),    // 1 + 3 · 2^-11: a tie, to even
+        (-0.0, 0x8000),
+        (-2.0, 0xc000),
+        (0.333_333_34, 0x3555),
+    ];
+
+    #[test]
+    fn rounding_to_f16_at_the_edges_of_the_range() {
+        for &(x, bits) in EDGES {
+            assert_eq!(f16::from_f32(x).to_bits(), bits, "{x:e} (scalar)");
+            let mut v = [x];
+            round_to_f16(&mut v);
+            assert_eq!(
+                v[0].to_bits(),
+                f16::from_bits(bits).to_f32().to_bits(),
+                "{x:e}"
+            );
+        }
+        let mut nan = [f32::NAN, -f32::NAN];
+        round_to_f16(&mut nan);
+        assert!(nan.iter().all(|v| v.is_nan()));
+    }
+
+    /// A spread of float32 bit patterns: every exponent, several mantissas (the ties included),
+    /// both signs.
+    fn spread(n: usize) -> Vec<f32> {
+        let mut s = 0x9e37_79b9u32;
+        (0..n)
+            .map(|i| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                let exp = (i as u32 * 7) % 256;
+                let man = match i % 4 {
+                    0 => 0x1000, // a tie at the binary16 cut
+                    1 => 0x3000, // a tie, odd side
+                    _ => s & 0x7f_ffff,
+                };
+                f32::from_bits(((s & 1) << 31) | (exp << 23) | man)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bulk_rounding_matches_the_scalar_conversion_past_chunk_edges() {
+        for n in [
+            0,
+            1,
+            7,
+            8,
+            9,
+            HALF_CHUNK - 1,
+            HALF_CHUNK,
+            HALF_CHUNK + 3,
+            2 * HALF_CHUNK + 517,
+        ] {
+            let x = spread(n);
+            let mut v = x.clone();
+            round_to_f16(&mut v);
+            for (i, (&a, &r)) in x.iter().zip(&v).enumerate() {
+                let want = f16::from_f32(a).to_f32();
+                assert!(
+                    want.to_bits() == r.to_bits() || (want.is_nan() && r.is_nan()),
+                    "n {n}, element {i}: {a:e} rounded to {r:e}, the scalar conversion {want:e}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn float16_request_memory_round_trips_at_an_offset() {
+        use nnhal_hal::memory::{create_memfd, Memory};
+        let n = 2 * HALF_CHUNK + 77;
+        let offset = 6u64;
+        let size = offset + 2 * n as u64;
+        let memory = Memory::shared(create_memfd("f16", &[], size, false).unwrap(), size);
+        let pool = MappedPool::map(&memory, "f16").unwrap();
+        let x = spread(n);
+        write_f16(&pool, offset, &x).unwrap();
+        let bytes = pool.read_vec(offset, 2 * n).unwrap();
+        for (i, (c, &a)) in bytes.chunks_exact(2).zip(&x).enumerate() {
+            let got = u16::from_le_bytes([c[0], c[1]]);
+            let want = f16::from_f32(a);
+            assert!(
+                got == want.to_bits() || (want.is_nan() && f16::from_bits(got).is_nan()),
+                "element {i}: {a:e} stored as {got:#06x}, want {:#06x}",
+                want.to_bits()
+            );
+        }
+        let mut back = vec![0f32; n];
+        read_f16(&pool, offset, &mut back).unwrap();
+        for (i, (&r, &a)) in back.iter().zip(&x).enumerate() {
+            let want = f16::from_f32(a).to_f32();
+            assert!(
+                r.to_bits() == want.to_bits() || (want.is_nan() && r.is_nan()),
+                "element {i}"
+            );
+        }
+        // Every binary16 value widens exactly and narrows back to its own bits.
+        let all: Vec<u8> = (0..=u16::MAX).flat_map(|b| b.to_le_bytes()).collect();
+        let size = all.len() as u64;
+        let memory = Memory::shared(create_memfd("all", &all, size, true).unwrap(), size);
+        let pool = MappedPool::map(&memory, "all").unwrap();
+        let mut wide = vec![0f32; 1 << 16];
+        read_f16(&pool, 0, &mut wide).unwrap();
+        for (b, &w) in (0..=u16::MAX).zip(&wide) {
+            let h = f16::from_bits(b);
+            if h.is_nan() {
+                assert!(w.is_nan());
+            } else {
+                assert_eq!(w.to_bits(), h.to_f32().to_bits());
+                assert_eq!(f16::from_f32(w).to_bits(), b);
+            }
+        }
     }
 
     #[test]

@@ -120,6 +120,9 @@ const LATER_TYPES: &[&str] = &[
     // math (CAST identity), recurrent: the 16-bit quantized cell state and its storage.
     "TENSOR_QUANT16_SYMM",
     "TENSOR_QUANT16_ASYMM",
+    // float16 on every operation above (held as float32, rounded to binary16 per operation).
+    "TENSOR_FLOAT16",
+    "FLOAT16",
 ];
 
 /// The operations that take a TENSOR_QUANT8_SYMM_PER_CHANNEL filter: a file with such an
@@ -174,9 +177,9 @@ fn is_target(v: &Vector) -> bool {
 /// expectFailure depthwise files), and the two identity CASTs of TENSOR_QUANT8_SYMM; the
 /// shape and indexing operations of the transform and index families 891; the float32
 /// sequence RNN and LSTM operations 220; the 16-bit quantized types' identity CASTs 4 and
-/// QUANTIZED_16BIT_LSTM 24.
-const TARGETS: usize = 12139;
-const PASSED: usize = 12158;
+/// QUANTIZED_16BIT_LSTM 24; float16 on every operation above 2,532.
+const TARGETS: usize = 14671;
+const PASSED: usize = 14682;
 
 fn run(device: &dyn Device, files: &[PathBuf]) -> Counts {
     let mut c = Counts::default();
@@ -244,11 +247,13 @@ fn every_later_vector_passes_or_is_reported_unsupported() {
 }
 
 #[test]
-fn every_tenth_quantized_target_at_every_isa_level() {
+fn every_tenth_quantized_and_float16_target_at_every_isa_level() {
     // The quantized kernels differ per level (VNNI, AVX-512, AVX2, generic; NEON and dotprod on
     // aarch64) and must agree with the goldens on each: every 10th target file with a quantized
     // operand, on every level this processor runs.
     use nnhal::kernels::ukernels::{table, Isa};
+    // Float16 files too: their float32 image runs every level's float kernels, and the
+    // edges convert with the processor's F16C where it has it.
     let quantized = |v: &Vector| {
         v.model.operands.iter().any(|o| {
             matches!(
@@ -257,6 +262,7 @@ fn every_tenth_quantized_target_at_every_isa_level() {
                     | "TENSOR_QUANT8_ASYMM_SIGNED"
                     | "TENSOR_QUANT8_SYMM"
                     | "TENSOR_QUANT8_SYMM_PER_CHANNEL"
+                    | "TENSOR_FLOAT16"
             )
         })
     };
@@ -272,7 +278,7 @@ fn every_tenth_quantized_target_at_every_isa_level() {
         .collect();
     assert!(
         sample.len() >= 300,
-        "{} quantized target files",
+        "{} quantized and float16 target files",
         sample.len()
     );
     let levels: Vec<Isa> = Isa::levels()
@@ -284,7 +290,7 @@ fn every_tenth_quantized_target_at_every_isa_level() {
         let device = InProcessDevice::with_kernels(2, table(isa).unwrap()).unwrap();
         let c = run(&device, &sample);
         eprintln!(
-            "{}: {} of {} quantized target files passed",
+            "{}: {} of {} quantized and float16 target files passed",
             isa.name(),
             c.passed,
             sample.len()

@@ -65,15 +65,11 @@ fn status<T>(result: HalResult<T>) -> ErrorStatus {
 }
 
 #[test]
-fn a_later_operand_type_on_a_1_0_operation_is_valid_and_unsupported() {
+fn float16_on_a_1_0_operation_runs_as_its_float32_image() {
     let driver = Driver::new(1).unwrap();
-    // (TENSOR_INT32 ADD, NNAPI 1.3, runs: see int32_add_runs.)
     let model = one_op(OperationType::Add, TensorFloat16, 2, true);
-    assert_eq!(driver.supported_operations(&model).unwrap(), vec![false]);
-    assert_eq!(
-        status(driver.prepare_model(model)),
-        ErrorStatus::GeneralFailure
-    );
+    assert_eq!(driver.supported_operations(&model).unwrap(), vec![true]);
+    assert!(driver.prepare_model(model).is_ok());
 }
 
 #[test]
@@ -95,8 +91,24 @@ fn signed_quant8_on_a_1_0_operation_runs_as_its_unsigned_image() {
 #[test]
 fn a_later_operation_is_valid_and_unsupported() {
     let driver = Driver::new(1).unwrap();
-    // ABS runs on float32 and int32 (the math family); float16 waits for its own issue.
-    let model = one_op(OperationType::Abs, TensorFloat16, 1, false);
+    // RANDOM_MULTINOMIAL (NNAPI 1.2): logits, the sample count, two seeds; int32 samples.
+    let mut model = one_op(OperationType::RandomMultinomial, TensorFloat32, 1, true);
+    let output = model.output_indexes[0] as usize;
+    model.operands[output].operand_type = TensorInt32.raw();
+    let mut seeds = operand(TensorInt32, &[2], ConstantCopy);
+    seeds.location = DataLocation {
+        pool_index: 0,
+        offset: 4,
+        length: 8,
+    };
+    seeds.number_of_consumers = 1;
+    model
+        .operand_values
+        .extend_from_slice(&[1, 0, 0, 0, 2, 0, 0, 0]);
+    model.operands.push(seeds);
+    model.operations[0]
+        .inputs
+        .push(model.operands.len() as u32 - 1);
     assert_eq!(driver.supported_operations(&model).unwrap(), vec![false]);
     assert_eq!(
         status(driver.prepare_model(model)),
@@ -105,8 +117,9 @@ fn a_later_operation_is_valid_and_unsupported() {
 }
 
 #[test]
-fn a_mixed_model_marks_only_the_later_operation() {
-    // ADD (1.0) writes a temporary that CAST (1.2) turns into float16, which nothing runs.
+fn a_cast_to_float16_after_a_1_0_operation_runs() {
+    // ADD (1.0) writes a temporary that CAST (1.2) turns into float16: both run, the CAST as
+    // its float32 image (an identity whose output is rounded to float16).
     let mut model = one_op(OperationType::Add, TensorFloat32, 2, true);
     let add_out = model.output_indexes[0];
     model.operands[add_out as usize].lifetime = TemporaryVariable.raw();
@@ -124,7 +137,7 @@ fn a_mixed_model_marks_only_the_later_operation() {
     let driver = Driver::new(1).unwrap();
     assert_eq!(
         driver.supported_operations(&model).unwrap(),
-        vec![true, false]
+        vec![true, true]
     );
 }
 

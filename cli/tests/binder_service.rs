@@ -459,19 +459,23 @@ fn client_handles_are_send_and_sync() {
 }
 
 #[test]
-fn later_version_types_are_valid_but_unsupported_through_binder() {
+fn later_version_types_are_valid_through_binder() {
     let service = Service::start();
     let device = service.connect();
     let mut model = probe::add_model();
-    // TENSOR_FLOAT16 (AIDL value 8) is a later version's type: ADD on it is a valid model this
-    // driver does not run.
+    // TENSOR_FLOAT16 (AIDL value 8) is a later version's type: ADD on it runs as its float32
+    // image (tests/float16.rs runs such models over binder).
     for &i in &[0usize, 1, 3] {
         model.operands[i].operand_type = OperandType::TensorFloat16.raw();
     }
-    assert_eq!(device.supported_operations(&model).unwrap(), vec![false]);
-    // prepareModel launches (the model is valid), then the callback reports the failure.
-    let err = device.prepare_model(model).err().expect("prepared");
-    assert_eq!(status_of(err), ErrorStatus::GeneralFailure);
+    assert_eq!(device.supported_operations(&model).unwrap(), vec![true]);
+    assert!(device.prepare_model(model.clone()).is_ok());
+    // A float16 operand with a scale is malformed, through binder too.
+    model.operands[0].scale = 0.5;
+    assert_eq!(
+        status_of(device.supported_operations(&model).expect_err("refused")),
+        ErrorStatus::InvalidArgument
+    );
     run_add(&device, [0.0; 4], [1.0; 4]);
 }
 

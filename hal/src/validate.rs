@@ -64,6 +64,11 @@ pub struct ValidModel {
     /// run as its exact TENSOR_QUANT8_ASYMM image (see [`signed_as_unsigned`]); request data
     /// of such a model input or output is shifted by 128 on the way in and out.
     pub signed: Vec<bool>,
+    /// Per operand: a TENSOR_FLOAT16 / FLOAT16 operand of the model as given, validated and
+    /// run as float32 (see [`float16_as_float32`]); request data of such a model input or
+    /// output is binary16 (2 bytes an element), widened on the way in and narrowed on the way
+    /// out, and every operation writing one rounds its values to binary16.
+    pub half: Vec<bool>,
 }
 
 /// A request argument bound to a pool region with its resolved, fully-specified dimensions.
@@ -730,6 +735,72 @@ pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
     Ok(valid)
 }
 
+/// The float32 image of a model with TENSOR_FLOAT16 / FLOAT16 operands in its main graph:
+/// float16 is a storage type here (docs/hal-contract.md, "Float16"). Each such operand becomes
+/// its float32 counterpart and its constant values are widened (exactly: every binary16 value
+/// is a binary32 value), so every float32 signature and kernel runs it unchanged; the executor
+/// narrows request data at the edges and rounds every float16 operation output to binary16
+/// (see [`ValidModel::half`]). Widened constants become CONSTANT_COPY. `None` when there is
+/// no float16 operand or a constant cannot be read. The second value marks the retyped
+/// operands.
+pub fn float16_as_float32(model: &Model) -> Option<(Model, Vec<bool>)> {
+    let half: Vec<bool> = model
+        .operands
+        .iter()
+        .map(|o| {
+            o.operand_type == OperandType::TensorFloat16.raw()
+                || o.operand_type == OperandType::Float16.raw()
+        })
+        .collect();
+    if !half.contains(&true) {
+        return None;
+    }
+    let mut out = model.clone();
+    for (i, o) in out.operands.iter_mut().enumerate() {
+        if !half[i] {
+            continue;
+        }
+        o.operand_type = if o.operand_type == OperandType::Float16.raw() {
+            OperandType::Float32.raw()
+        } else {
+            OperandType::TensorFloat32.raw()
+        };
+        let loc = o.location;
+        let bytes = match OperandLifeTime::from_raw(o.lifetime) {
+            Some(OperandLifeTime::ConstantCopy) => model
+                .operand_values
+                .get(loc.offset as usize..loc.end() as usize)?
+                .to_vec(),
+            Some(OperandLifeTime::ConstantReference) => {
+                let memory = model.pools.get(loc.pool_index as usize)?;
+                MappedPool::map(memory, "model pool")
+                    .ok()?
+                    .read_vec(u64::from(loc.offset), loc.length as usize)
+                    .ok()?
+            }
+            _ => continue,
+        };
+        let halves: Vec<half::f16> = bytes
+            .chunks_exact(2)
+            .map(|c| half::f16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        let mut wide = vec![0f32; halves.len()];
+        half::slice::HalfFloatSliceExt::convert_to_f32_slice(&halves[..], &mut wide);
+        let offset = out.operand_values.len().div_ceil(4) * 4;
+        out.operand_values.resize(offset, 0);
+        out.operand_values
+            .extend(wide.iter().flat_map(|v| v.to_le_bytes()));
+        o.lifetime = OperandLifeTime::ConstantCopy.raw();
+        o.location = DataLocation {
+            pool_index: 0,
+            offset: u32::try_from(offset).ok()?,
+            // An odd byte count is malformed; the original model's validation refused it.
+            length: u32::try_from(wide.len() * 4).ok()?,
+        };
+    }
+    Some((out, half))
+}
+
 /// The exact TENSOR_QUANT8_ASYMM image of a model with TENSOR_QUANT8_ASYMM_SIGNED operands in
 /// its main graph: each such operand becomes unsigned with zero point + 128 and its constant
 /// bytes shifted by 128 (x ⊕ 0x80), so every value it stands for is unchanged and the uint8
@@ -1032,12 +1103,29 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
         static_dims: Vec::new(),
         static_params: Vec::new(),
         signed: vec![false; n],
+        half: vec![false; n],
     };
     infer_static(model, &mut valid)?;
     Ok(valid)
 }
 
 impl ValidModel {
+    /// Bytes of an element of operand `i` in request memory: 2 for a float16 operand held as
+    /// float32 (see [`ValidModel::half`]), else its type's size.
+    pub fn request_element_size(&self, i: usize) -> usize {
+        if self.half.get(i).copied().unwrap_or(false) {
+            2
+        } else {
+            self.operands[i].ty.element_size().unwrap_or(1)
+        }
+    }
+
+    /// Bytes operand `i` with fully-specified `dims` takes in request memory.
+    pub fn request_bytes(&self, i: usize, dims: &[u32]) -> HalResult<u64> {
+        let n = shape::element_count(dims).map_err(HalError::InvalidArgument)?;
+        Ok(n * self.request_element_size(i) as u64)
+    }
+
     /// The bytes of constant operand `i`.
     pub fn constant_bytes(&self, model: &Model, i: usize) -> HalResult<Vec<u8>> {
         let o = &self.operands[i];
@@ -1250,7 +1338,7 @@ pub fn validate_request(
             pool.size()
         );
         let need = if fully_specified(&dims) {
-            byte_size(o.ty, &dims)?
+            model.request_bytes(operand, &dims)?
         } else {
             0
         };

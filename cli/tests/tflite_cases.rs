@@ -30,6 +30,12 @@ const CASES: &[&str] = &[
     "shapes_f32",
     "shapes_int8",
     "misc_f32",
+    "layers_f32",
+    "layers_int8",
+    "layers_uint8",
+    "moves_f32",
+    "moves_int8",
+    "math_f32",
 ];
 
 fn values(a: &Array) -> Vec<f64> {

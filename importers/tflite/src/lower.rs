@@ -457,15 +457,15 @@ impl Lowering<'_> {
         if tensor.shape == dims {
             return self.operand(t);
         }
-        let n: u32 = tensor.shape.iter().product();
+        let n: u64 = tensor.shape.iter().map(|&d| u64::from(d)).product();
+        let total: u64 = dims.iter().map(|&d| u64::from(d)).product();
         match &tensor.data {
-            Some(data) if n == 1 => {
-                let width = data.len();
+            Some(data) if n == 1 && total <= 1 << 24 => {
                 let bytes: Vec<u8> = data
                     .iter()
                     .copied()
                     .cycle()
-                    .take(width * dims.iter().product::<u32>() as usize)
+                    .take(data.len() * total as usize)
                     .collect();
                 let mut o = describe(tensor)?;
                 o.dimensions = dims.to_vec();
@@ -1138,7 +1138,10 @@ fn lower_operator(l: &mut Lowering, code: i32, op: &Operator) -> R<()> {
                     let mut begin = vec![0i32; rank];
                     begin[axis] = offset;
                     let extent: Vec<i32> = l.tensor(t).shape.iter().map(|&d| d as i32).collect();
-                    offset += size as i32;
+                    offset = i32::try_from(size)
+                        .ok()
+                        .and_then(|z| offset.checked_add(z))
+                        .ok_or_else(|| format!("SPLIT_V parts overflow at {offset}"))?;
                     let b = l.b.i32_tensor(&[rank as u32], &begin, 0.0);
                     let e = l.b.i32_tensor(&[rank as u32], &extent, 0.0);
                     let y = l.result(t)?;
@@ -1152,7 +1155,9 @@ fn lower_operator(l: &mut Lowering, code: i32, op: &Operator) -> R<()> {
             };
             let out_t = l.output(op, 0)?;
             let out_shape = l.tensor(out_t).shape.clone();
-            let rank = out_shape.len() - 1;
+            let Some(rank) = out_shape.len().checked_sub(1) else {
+                bail!("PACK with a rank-0 result")
+            };
             let axis = l.axis(o.axis, rank + 1)? as usize;
             let n = op.inputs.len() as u32;
             let mut parts = Vec::new();
@@ -1166,7 +1171,9 @@ fn lower_operator(l: &mut Lowering, code: i32, op: &Operator) -> R<()> {
             let (cat_axis, joined_dims) = if axis < rank {
                 let mut d = out_shape.clone();
                 d.remove(axis);
-                d[axis] *= n;
+                d[axis] = d[axis]
+                    .checked_mul(n)
+                    .ok_or_else(|| format!("PACK of {n} parts overflows dimension {axis}"))?;
                 (axis, d)
             } else {
                 let mut inner = out_shape.clone();

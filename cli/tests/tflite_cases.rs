@@ -9,7 +9,10 @@
 //! different orders); int8 two output steps: each of the up to 17 requantizing operations of a
 //! fixture may round one step apart from LiteRT's fixed-point multipliers, and the int8
 //! HARD_SWISH and LOGISTIC follow NNAPI's reference formulas, not LiteRT's tables (measured
-//! worst: 2 steps, one element of shapes_int8).
+//! worst: 2 steps, one element of shapes_int8). uint8 outputs take the same two steps; in
+//! layers_int8 and layers_uint8, 12 of 640 elements are one step off, all in the channels of the
+//! quantized RESIZE_BILINEAR (NNAPI interpolates in float and rounds once, LiteRT's int8
+//! kernel in fixed point); moves_int8 matches exactly.
 
 mod common;
 
@@ -30,6 +33,12 @@ const CASES: &[&str] = &[
     "shapes_f32",
     "shapes_int8",
     "misc_f32",
+    "layers_f32",
+    "layers_int8",
+    "layers_uint8",
+    "moves_f32",
+    "moves_int8",
+    "math_f32",
 ];
 
 fn values(a: &Array) -> Vec<f64> {

@@ -5,19 +5,19 @@ const _: () = ::planus::check_version_compatibility("planus-1.3.0");
 /// The root namespace
 ///
 /// Generated from these locations:
-/// * File `/work/wt/tflite/importers/tflite/schema/tflite.fbs`
+/// * File `/work/wt/tfl2/importers/tflite/schema/tflite.fbs`
 #[no_implicit_prelude]
 #[allow(clippy::needless_lifetimes)]
 mod root {
     /// The namespace `tflite`
     ///
     /// Generated from these locations:
-    /// * File `/work/wt/tflite/importers/tflite/schema/tflite.fbs`
+    /// * File `/work/wt/tfl2/importers/tflite/schema/tflite.fbs`
     pub mod tflite {
         /// The enum `TensorType` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Enum `TensorType` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:16`
+        /// * Enum `TensorType` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:16`
         #[derive(
             Copy,
             Clone,
@@ -274,7 +274,7 @@ mod root {
         /// The table `CustomQuantization` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `CustomQuantization` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:39`
+        /// * Table `CustomQuantization` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:39`
         #[derive(
             Clone,
             Debug,
@@ -557,7 +557,7 @@ mod root {
         /// The union `QuantizationDetails` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Union `QuantizationDetails` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:43`
+        /// * Union `QuantizationDetails` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:43`
         #[derive(
             Clone,
             Debug,
@@ -720,7 +720,7 @@ mod root {
         /// The table `QuantizationParameters` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `QuantizationParameters` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:49`
+        /// * Table `QuantizationParameters` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:49`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub struct QuantizationParameters {
             /// The field `min` in the table `QuantizationParameters`
@@ -1292,7 +1292,7 @@ mod root {
         /// The table `SparsityParameters` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SparsityParameters` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:59`
+        /// * Table `SparsityParameters` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:59`
         #[derive(
             Clone,
             Debug,
@@ -1587,7 +1587,7 @@ mod root {
         /// The table `Tensor` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Tensor` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:63`
+        /// * Table `Tensor` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:63`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub struct Tensor {
             /// The field `shape` in the table `Tensor`
@@ -2221,7 +2221,7 @@ mod root {
         /// The enum `Padding` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Enum `Padding` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:77`
+        /// * Enum `Padding` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:77`
         #[derive(
             Copy,
             Clone,
@@ -2387,7 +2387,7 @@ mod root {
         /// The enum `ActivationFunctionType` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Enum `ActivationFunctionType` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:79`
+        /// * Enum `ActivationFunctionType` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:79`
         #[derive(
             Copy,
             Clone,
@@ -2581,7 +2581,7 @@ mod root {
         /// The enum `FullyConnectedOptionsWeightsFormat` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Enum `FullyConnectedOptionsWeightsFormat` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:88`
+        /// * Enum `FullyConnectedOptionsWeightsFormat` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:88`
         #[derive(
             Copy,
             Clone,
@@ -2766,7 +2766,7 @@ mod root {
         /// The union `BuiltinOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Union `BuiltinOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:94`
+        /// * Union `BuiltinOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:94`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub enum BuiltinOptions {
             /// The variant of type `Conv2DOptions` in the union `BuiltinOptions`
@@ -10676,7 +10676,7 @@ mod root {
         /// The table `Conv2DOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Conv2DOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:223`
+        /// * Table `Conv2DOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:223`
         #[derive(
             Clone,
             Debug,
@@ -11295,7 +11295,7 @@ mod root {
         /// The table `DepthwiseConv2DOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `DepthwiseConv2DOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:234`
+        /// * Table `DepthwiseConv2DOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:234`
         #[derive(
             Clone,
             Debug,
@@ -11941,7 +11941,7 @@ mod root {
         /// The table `ConcatEmbeddingsOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ConcatEmbeddingsOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:245`
+        /// * Table `ConcatEmbeddingsOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:245`
         #[derive(
             Clone,
             Debug,
@@ -12181,7 +12181,7 @@ mod root {
         /// The table `LSHProjectionOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LSHProjectionOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:246`
+        /// * Table `LSHProjectionOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:246`
         #[derive(
             Clone,
             Debug,
@@ -12411,7 +12411,7 @@ mod root {
         /// The table `Pool2DOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Pool2DOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:247`
+        /// * Table `Pool2DOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:247`
         #[derive(
             Clone,
             Debug,
@@ -12959,7 +12959,7 @@ mod root {
         /// The table `SVDFOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SVDFOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:256`
+        /// * Table `SVDFOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:256`
         #[derive(
             Clone,
             Debug,
@@ -13170,7 +13170,7 @@ mod root {
         /// The table `RNNOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `RNNOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:257`
+        /// * Table `RNNOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:257`
         #[derive(
             Clone,
             Debug,
@@ -13381,7 +13381,7 @@ mod root {
         /// The table `FullyConnectedOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `FullyConnectedOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:258`
+        /// * Table `FullyConnectedOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:258`
         #[derive(
             Clone,
             Debug,
@@ -13948,7 +13948,7 @@ mod root {
         /// The table `SoftmaxOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SoftmaxOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:269`
+        /// * Table `SoftmaxOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:269`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub struct SoftmaxOptions {
             /// The field `beta` in the table `SoftmaxOptions`
@@ -14203,7 +14203,7 @@ mod root {
         /// The table `ConcatenationOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ConcatenationOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:273`
+        /// * Table `ConcatenationOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:273`
         #[derive(
             Clone,
             Debug,
@@ -14570,7 +14570,7 @@ mod root {
         /// The table `AddOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `AddOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:278`
+        /// * Table `AddOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:278`
         #[derive(
             Clone,
             Debug,
@@ -14923,7 +14923,7 @@ mod root {
         /// The table `L2NormOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `L2NormOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:283`
+        /// * Table `L2NormOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:283`
         #[derive(
             Clone,
             Debug,
@@ -14935,12 +14935,17 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct L2NormOptions {}
+        pub struct L2NormOptions {
+            /// The field `fused_activation_function` in the table `L2NormOptions`
+            pub fused_activation_function: self::ActivationFunctionType,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for L2NormOptions {
             fn default() -> Self {
-                Self {}
+                Self {
+                    fused_activation_function: self::ActivationFunctionType::None,
+                }
             }
         }
 
@@ -14952,11 +14957,30 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_fused_activation_function: impl ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            ) -> ::planus::Offset<Self> {
+                let prepared_fused_activation_function = field_fused_activation_function
+                    .prepare(builder, &self::ActivationFunctionType::None);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<6> =
                     ::core::default::Default::default();
+                if prepared_fused_activation_function.is_some() {
+                    table_writer.write_entry::<self::ActivationFunctionType>(0);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_fused_activation_function) =
+                            prepared_fused_activation_function
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_fused_activation_function);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -14986,7 +15010,7 @@ mod root {
         impl ::planus::WriteAsOffset<L2NormOptions> for L2NormOptions {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<L2NormOptions> {
-                L2NormOptions::create(builder)
+                L2NormOptions::create(builder, self.fused_activation_function)
             }
         }
 
@@ -14998,6 +15022,30 @@ mod root {
         pub struct L2NormOptionsBuilder<State>(State);
 
         impl L2NormOptionsBuilder<()> {
+            /// Setter for the [`fused_activation_function` field](L2NormOptions#structfield.fused_activation_function).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function<T0>(self, value: T0) -> L2NormOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            {
+                L2NormOptionsBuilder((value,))
+            }
+
+            /// Sets the [`fused_activation_function` field](L2NormOptions#structfield.fused_activation_function) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function_as_default(
+                self,
+            ) -> L2NormOptionsBuilder<(::planus::DefaultValue,)> {
+                self.fused_activation_function(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> L2NormOptionsBuilder<(T0,)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [L2NormOptions].
             #[inline]
             pub fn finish(self, builder: &mut ::planus::Builder) -> ::planus::Offset<L2NormOptions>
@@ -15008,7 +15056,13 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<L2NormOptions>> for L2NormOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            > ::planus::WriteAs<::planus::Offset<L2NormOptions>> for L2NormOptionsBuilder<(T0,)>
+        {
             type Prepared = ::planus::Offset<L2NormOptions>;
 
             #[inline]
@@ -15017,7 +15071,14 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<L2NormOptions>> for L2NormOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            > ::planus::WriteAsOptional<::planus::Offset<L2NormOptions>>
+            for L2NormOptionsBuilder<(T0,)>
+        {
             type Prepared = ::planus::Offset<L2NormOptions>;
 
             #[inline]
@@ -15029,10 +15090,17 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<L2NormOptions> for L2NormOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            > ::planus::WriteAsOffset<L2NormOptions> for L2NormOptionsBuilder<(T0,)>
+        {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<L2NormOptions> {
-                L2NormOptions::create(builder)
+                let (v0,) = &self.0;
+                L2NormOptions::create(builder, v0)
             }
         }
 
@@ -15040,12 +15108,27 @@ mod root {
         #[derive(Copy, Clone)]
         pub struct L2NormOptionsRef<'a>(#[allow(dead_code)] ::planus::table_reader::Table<'a>);
 
-        impl<'a> L2NormOptionsRef<'a> {}
+        impl<'a> L2NormOptionsRef<'a> {
+            /// Getter for the [`fused_activation_function` field](L2NormOptions#structfield.fused_activation_function).
+            #[inline]
+            pub fn fused_activation_function(
+                &self,
+            ) -> ::planus::Result<self::ActivationFunctionType> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(0, "L2NormOptions", "fused_activation_function")?
+                        .unwrap_or(self::ActivationFunctionType::None),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for L2NormOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("L2NormOptionsRef");
-
+                f.field(
+                    "fused_activation_function",
+                    &self.fused_activation_function(),
+                );
                 f.finish()
             }
         }
@@ -15053,8 +15136,13 @@ mod root {
         impl<'a> ::core::convert::TryFrom<L2NormOptionsRef<'a>> for L2NormOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: L2NormOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: L2NormOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    fused_activation_function: ::core::convert::TryInto::try_into(
+                        value.fused_activation_function()?,
+                    )?,
+                })
             }
         }
 
@@ -15134,24 +15222,28 @@ mod root {
         /// The table `LocalResponseNormalizationOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LocalResponseNormalizationOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:284`
-        #[derive(
-            Clone,
-            Debug,
-            PartialEq,
-            PartialOrd,
-            Eq,
-            Ord,
-            Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
-        )]
-        pub struct LocalResponseNormalizationOptions {}
+        /// * Table `LocalResponseNormalizationOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:286`
+        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        pub struct LocalResponseNormalizationOptions {
+            /// The field `radius` in the table `LocalResponseNormalizationOptions`
+            pub radius: i32,
+            /// The field `bias` in the table `LocalResponseNormalizationOptions`
+            pub bias: f32,
+            /// The field `alpha` in the table `LocalResponseNormalizationOptions`
+            pub alpha: f32,
+            /// The field `beta` in the table `LocalResponseNormalizationOptions`
+            pub beta: f32,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for LocalResponseNormalizationOptions {
             fn default() -> Self {
-                Self {}
+                Self {
+                    radius: 0,
+                    bias: 0.0,
+                    alpha: 0.0,
+                    beta: 0.0,
+                }
             }
         }
 
@@ -15163,11 +15255,48 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_radius: impl ::planus::WriteAsDefault<i32, i32>,
+                field_bias: impl ::planus::WriteAsDefault<f32, f32>,
+                field_alpha: impl ::planus::WriteAsDefault<f32, f32>,
+                field_beta: impl ::planus::WriteAsDefault<f32, f32>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_radius = field_radius.prepare(builder, &0);
+                let prepared_bias = field_bias.prepare(builder, &0.0);
+                let prepared_alpha = field_alpha.prepare(builder, &0.0);
+                let prepared_beta = field_beta.prepare(builder, &0.0);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<12> =
                     ::core::default::Default::default();
+                if prepared_radius.is_some() {
+                    table_writer.write_entry::<i32>(0);
+                }
+                if prepared_bias.is_some() {
+                    table_writer.write_entry::<f32>(1);
+                }
+                if prepared_alpha.is_some() {
+                    table_writer.write_entry::<f32>(2);
+                }
+                if prepared_beta.is_some() {
+                    table_writer.write_entry::<f32>(3);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_radius) = prepared_radius {
+                            object_writer.write::<_, _, 4>(&prepared_radius);
+                        }
+                        if let ::core::option::Option::Some(prepared_bias) = prepared_bias {
+                            object_writer.write::<_, _, 4>(&prepared_bias);
+                        }
+                        if let ::core::option::Option::Some(prepared_alpha) = prepared_alpha {
+                            object_writer.write::<_, _, 4>(&prepared_alpha);
+                        }
+                        if let ::core::option::Option::Some(prepared_beta) = prepared_beta {
+                            object_writer.write::<_, _, 4>(&prepared_beta);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -15210,7 +15339,13 @@ mod root {
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<LocalResponseNormalizationOptions> {
-                LocalResponseNormalizationOptions::create(builder)
+                LocalResponseNormalizationOptions::create(
+                    builder,
+                    self.radius,
+                    self.bias,
+                    self.alpha,
+                    self.beta,
+                )
             }
         }
 
@@ -15222,6 +15357,102 @@ mod root {
         pub struct LocalResponseNormalizationOptionsBuilder<State>(State);
 
         impl LocalResponseNormalizationOptionsBuilder<()> {
+            /// Setter for the [`radius` field](LocalResponseNormalizationOptions#structfield.radius).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn radius<T0>(self, value: T0) -> LocalResponseNormalizationOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<i32, i32>,
+            {
+                LocalResponseNormalizationOptionsBuilder((value,))
+            }
+
+            /// Sets the [`radius` field](LocalResponseNormalizationOptions#structfield.radius) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn radius_as_default(
+                self,
+            ) -> LocalResponseNormalizationOptionsBuilder<(::planus::DefaultValue,)> {
+                self.radius(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> LocalResponseNormalizationOptionsBuilder<(T0,)> {
+            /// Setter for the [`bias` field](LocalResponseNormalizationOptions#structfield.bias).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn bias<T1>(self, value: T1) -> LocalResponseNormalizationOptionsBuilder<(T0, T1)>
+            where
+                T1: ::planus::WriteAsDefault<f32, f32>,
+            {
+                let (v0,) = self.0;
+                LocalResponseNormalizationOptionsBuilder((v0, value))
+            }
+
+            /// Sets the [`bias` field](LocalResponseNormalizationOptions#structfield.bias) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn bias_as_default(
+                self,
+            ) -> LocalResponseNormalizationOptionsBuilder<(T0, ::planus::DefaultValue)>
+            {
+                self.bias(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1> LocalResponseNormalizationOptionsBuilder<(T0, T1)> {
+            /// Setter for the [`alpha` field](LocalResponseNormalizationOptions#structfield.alpha).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn alpha<T2>(
+                self,
+                value: T2,
+            ) -> LocalResponseNormalizationOptionsBuilder<(T0, T1, T2)>
+            where
+                T2: ::planus::WriteAsDefault<f32, f32>,
+            {
+                let (v0, v1) = self.0;
+                LocalResponseNormalizationOptionsBuilder((v0, v1, value))
+            }
+
+            /// Sets the [`alpha` field](LocalResponseNormalizationOptions#structfield.alpha) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn alpha_as_default(
+                self,
+            ) -> LocalResponseNormalizationOptionsBuilder<(T0, T1, ::planus::DefaultValue)>
+            {
+                self.alpha(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2> LocalResponseNormalizationOptionsBuilder<(T0, T1, T2)> {
+            /// Setter for the [`beta` field](LocalResponseNormalizationOptions#structfield.beta).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn beta<T3>(
+                self,
+                value: T3,
+            ) -> LocalResponseNormalizationOptionsBuilder<(T0, T1, T2, T3)>
+            where
+                T3: ::planus::WriteAsDefault<f32, f32>,
+            {
+                let (v0, v1, v2) = self.0;
+                LocalResponseNormalizationOptionsBuilder((v0, v1, v2, value))
+            }
+
+            /// Sets the [`beta` field](LocalResponseNormalizationOptions#structfield.beta) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn beta_as_default(
+                self,
+            ) -> LocalResponseNormalizationOptionsBuilder<(T0, T1, T2, ::planus::DefaultValue)>
+            {
+                self.beta(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2, T3> LocalResponseNormalizationOptionsBuilder<(T0, T1, T2, T3)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [LocalResponseNormalizationOptions].
             #[inline]
             pub fn finish(
@@ -15235,8 +15466,13 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<LocalResponseNormalizationOptions>>
-            for LocalResponseNormalizationOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<i32, i32>,
+                T1: ::planus::WriteAsDefault<f32, f32>,
+                T2: ::planus::WriteAsDefault<f32, f32>,
+                T3: ::planus::WriteAsDefault<f32, f32>,
+            > ::planus::WriteAs<::planus::Offset<LocalResponseNormalizationOptions>>
+            for LocalResponseNormalizationOptionsBuilder<(T0, T1, T2, T3)>
         {
             type Prepared = ::planus::Offset<LocalResponseNormalizationOptions>;
 
@@ -15249,8 +15485,13 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<LocalResponseNormalizationOptions>>
-            for LocalResponseNormalizationOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<i32, i32>,
+                T1: ::planus::WriteAsDefault<f32, f32>,
+                T2: ::planus::WriteAsDefault<f32, f32>,
+                T3: ::planus::WriteAsDefault<f32, f32>,
+            > ::planus::WriteAsOptional<::planus::Offset<LocalResponseNormalizationOptions>>
+            for LocalResponseNormalizationOptionsBuilder<(T0, T1, T2, T3)>
         {
             type Prepared = ::planus::Offset<LocalResponseNormalizationOptions>;
 
@@ -15264,15 +15505,21 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<LocalResponseNormalizationOptions>
-            for LocalResponseNormalizationOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<i32, i32>,
+                T1: ::planus::WriteAsDefault<f32, f32>,
+                T2: ::planus::WriteAsDefault<f32, f32>,
+                T3: ::planus::WriteAsDefault<f32, f32>,
+            > ::planus::WriteAsOffset<LocalResponseNormalizationOptions>
+            for LocalResponseNormalizationOptionsBuilder<(T0, T1, T2, T3)>
         {
             #[inline]
             fn prepare(
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<LocalResponseNormalizationOptions> {
-                LocalResponseNormalizationOptions::create(builder)
+                let (v0, v1, v2, v3) = &self.0;
+                LocalResponseNormalizationOptions::create(builder, v0, v1, v2, v3)
             }
         }
 
@@ -15282,12 +15529,55 @@ mod root {
             #[allow(dead_code)] ::planus::table_reader::Table<'a>,
         );
 
-        impl<'a> LocalResponseNormalizationOptionsRef<'a> {}
+        impl<'a> LocalResponseNormalizationOptionsRef<'a> {
+            /// Getter for the [`radius` field](LocalResponseNormalizationOptions#structfield.radius).
+            #[inline]
+            pub fn radius(&self) -> ::planus::Result<i32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(0, "LocalResponseNormalizationOptions", "radius")?
+                        .unwrap_or(0),
+                )
+            }
+
+            /// Getter for the [`bias` field](LocalResponseNormalizationOptions#structfield.bias).
+            #[inline]
+            pub fn bias(&self) -> ::planus::Result<f32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(1, "LocalResponseNormalizationOptions", "bias")?
+                        .unwrap_or(0.0),
+                )
+            }
+
+            /// Getter for the [`alpha` field](LocalResponseNormalizationOptions#structfield.alpha).
+            #[inline]
+            pub fn alpha(&self) -> ::planus::Result<f32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(2, "LocalResponseNormalizationOptions", "alpha")?
+                        .unwrap_or(0.0),
+                )
+            }
+
+            /// Getter for the [`beta` field](LocalResponseNormalizationOptions#structfield.beta).
+            #[inline]
+            pub fn beta(&self) -> ::planus::Result<f32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(3, "LocalResponseNormalizationOptions", "beta")?
+                        .unwrap_or(0.0),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for LocalResponseNormalizationOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("LocalResponseNormalizationOptionsRef");
-
+                f.field("radius", &self.radius());
+                f.field("bias", &self.bias());
+                f.field("alpha", &self.alpha());
+                f.field("beta", &self.beta());
                 f.finish()
             }
         }
@@ -15297,10 +15587,14 @@ mod root {
         {
             type Error = ::planus::Error;
 
-            fn try_from(
-                _value: LocalResponseNormalizationOptionsRef<'a>,
-            ) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: LocalResponseNormalizationOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    radius: ::core::convert::TryInto::try_into(value.radius()?)?,
+                    bias: ::core::convert::TryInto::try_into(value.bias()?)?,
+                    alpha: ::core::convert::TryInto::try_into(value.alpha()?)?,
+                    beta: ::core::convert::TryInto::try_into(value.beta()?)?,
+                })
             }
         }
 
@@ -15386,7 +15680,7 @@ mod root {
         /// The table `LSTMOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LSTMOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:285`
+        /// * Table `LSTMOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:292`
         #[derive(
             Clone,
             Debug,
@@ -15597,7 +15891,7 @@ mod root {
         /// The table `ResizeBilinearOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ResizeBilinearOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:286`
+        /// * Table `ResizeBilinearOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:293`
         #[derive(
             Clone,
             Debug,
@@ -15609,12 +15903,20 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct ResizeBilinearOptions {}
+        pub struct ResizeBilinearOptions {
+            /// The field `align_corners` in the table `ResizeBilinearOptions`
+            pub align_corners: bool,
+            /// The field `half_pixel_centers` in the table `ResizeBilinearOptions`
+            pub half_pixel_centers: bool,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for ResizeBilinearOptions {
             fn default() -> Self {
-                Self {}
+                Self {
+                    align_corners: false,
+                    half_pixel_centers: false,
+                }
             }
         }
 
@@ -15626,11 +15928,36 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_align_corners: impl ::planus::WriteAsDefault<bool, bool>,
+                field_half_pixel_centers: impl ::planus::WriteAsDefault<bool, bool>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_align_corners = field_align_corners.prepare(builder, &false);
+                let prepared_half_pixel_centers = field_half_pixel_centers.prepare(builder, &false);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<12> =
                     ::core::default::Default::default();
+                if prepared_align_corners.is_some() {
+                    table_writer.write_entry::<bool>(2);
+                }
+                if prepared_half_pixel_centers.is_some() {
+                    table_writer.write_entry::<bool>(3);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_align_corners) =
+                            prepared_align_corners
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_align_corners);
+                        }
+                        if let ::core::option::Option::Some(prepared_half_pixel_centers) =
+                            prepared_half_pixel_centers
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_half_pixel_centers);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -15666,7 +15993,7 @@ mod root {
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<ResizeBilinearOptions> {
-                ResizeBilinearOptions::create(builder)
+                ResizeBilinearOptions::create(builder, self.align_corners, self.half_pixel_centers)
             }
         }
 
@@ -15678,6 +16005,49 @@ mod root {
         pub struct ResizeBilinearOptionsBuilder<State>(State);
 
         impl ResizeBilinearOptionsBuilder<()> {
+            /// Setter for the [`align_corners` field](ResizeBilinearOptions#structfield.align_corners).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn align_corners<T0>(self, value: T0) -> ResizeBilinearOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<bool, bool>,
+            {
+                ResizeBilinearOptionsBuilder((value,))
+            }
+
+            /// Sets the [`align_corners` field](ResizeBilinearOptions#structfield.align_corners) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn align_corners_as_default(
+                self,
+            ) -> ResizeBilinearOptionsBuilder<(::planus::DefaultValue,)> {
+                self.align_corners(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> ResizeBilinearOptionsBuilder<(T0,)> {
+            /// Setter for the [`half_pixel_centers` field](ResizeBilinearOptions#structfield.half_pixel_centers).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn half_pixel_centers<T1>(self, value: T1) -> ResizeBilinearOptionsBuilder<(T0, T1)>
+            where
+                T1: ::planus::WriteAsDefault<bool, bool>,
+            {
+                let (v0,) = self.0;
+                ResizeBilinearOptionsBuilder((v0, value))
+            }
+
+            /// Sets the [`half_pixel_centers` field](ResizeBilinearOptions#structfield.half_pixel_centers) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn half_pixel_centers_as_default(
+                self,
+            ) -> ResizeBilinearOptionsBuilder<(T0, ::planus::DefaultValue)> {
+                self.half_pixel_centers(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1> ResizeBilinearOptionsBuilder<(T0, T1)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [ResizeBilinearOptions].
             #[inline]
             pub fn finish(
@@ -15691,8 +16061,11 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<ResizeBilinearOptions>>
-            for ResizeBilinearOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<bool, bool>,
+                T1: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAs<::planus::Offset<ResizeBilinearOptions>>
+            for ResizeBilinearOptionsBuilder<(T0, T1)>
         {
             type Prepared = ::planus::Offset<ResizeBilinearOptions>;
 
@@ -15705,8 +16078,11 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<ResizeBilinearOptions>>
-            for ResizeBilinearOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<bool, bool>,
+                T1: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOptional<::planus::Offset<ResizeBilinearOptions>>
+            for ResizeBilinearOptionsBuilder<(T0, T1)>
         {
             type Prepared = ::planus::Offset<ResizeBilinearOptions>;
 
@@ -15719,13 +16095,19 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<ResizeBilinearOptions> for ResizeBilinearOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<bool, bool>,
+                T1: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOffset<ResizeBilinearOptions>
+            for ResizeBilinearOptionsBuilder<(T0, T1)>
+        {
             #[inline]
             fn prepare(
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<ResizeBilinearOptions> {
-                ResizeBilinearOptions::create(builder)
+                let (v0, v1) = &self.0;
+                ResizeBilinearOptions::create(builder, v0, v1)
             }
         }
 
@@ -15735,12 +16117,33 @@ mod root {
             #[allow(dead_code)] ::planus::table_reader::Table<'a>,
         );
 
-        impl<'a> ResizeBilinearOptionsRef<'a> {}
+        impl<'a> ResizeBilinearOptionsRef<'a> {
+            /// Getter for the [`align_corners` field](ResizeBilinearOptions#structfield.align_corners).
+            #[inline]
+            pub fn align_corners(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(2, "ResizeBilinearOptions", "align_corners")?
+                        .unwrap_or(false),
+                )
+            }
+
+            /// Getter for the [`half_pixel_centers` field](ResizeBilinearOptions#structfield.half_pixel_centers).
+            #[inline]
+            pub fn half_pixel_centers(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(3, "ResizeBilinearOptions", "half_pixel_centers")?
+                        .unwrap_or(false),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for ResizeBilinearOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("ResizeBilinearOptionsRef");
-
+                f.field("align_corners", &self.align_corners());
+                f.field("half_pixel_centers", &self.half_pixel_centers());
                 f.finish()
             }
         }
@@ -15748,8 +16151,14 @@ mod root {
         impl<'a> ::core::convert::TryFrom<ResizeBilinearOptionsRef<'a>> for ResizeBilinearOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: ResizeBilinearOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: ResizeBilinearOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    align_corners: ::core::convert::TryInto::try_into(value.align_corners()?)?,
+                    half_pixel_centers: ::core::convert::TryInto::try_into(
+                        value.half_pixel_centers()?,
+                    )?,
+                })
             }
         }
 
@@ -15831,7 +16240,7 @@ mod root {
         /// The table `CallOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `CallOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:287`
+        /// * Table `CallOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:299`
         #[derive(
             Clone,
             Debug,
@@ -16042,7 +16451,7 @@ mod root {
         /// The table `ReshapeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ReshapeOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:288`
+        /// * Table `ReshapeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:300`
         #[derive(
             Clone,
             Debug,
@@ -16317,7 +16726,7 @@ mod root {
         /// The table `SkipGramOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SkipGramOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:292`
+        /// * Table `SkipGramOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:304`
         #[derive(
             Clone,
             Debug,
@@ -16543,7 +16952,7 @@ mod root {
         /// The table `SpaceToDepthOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SpaceToDepthOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:293`
+        /// * Table `SpaceToDepthOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:305`
         #[derive(
             Clone,
             Debug,
@@ -16555,12 +16964,15 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct SpaceToDepthOptions {}
+        pub struct SpaceToDepthOptions {
+            /// The field `block_size` in the table `SpaceToDepthOptions`
+            pub block_size: i32,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for SpaceToDepthOptions {
             fn default() -> Self {
-                Self {}
+                Self { block_size: 0 }
             }
         }
 
@@ -16572,11 +16984,26 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_block_size: impl ::planus::WriteAsDefault<i32, i32>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_block_size = field_block_size.prepare(builder, &0);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<6> =
                     ::core::default::Default::default();
+                if prepared_block_size.is_some() {
+                    table_writer.write_entry::<i32>(0);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_block_size) =
+                            prepared_block_size
+                        {
+                            object_writer.write::<_, _, 4>(&prepared_block_size);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -16612,7 +17039,7 @@ mod root {
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<SpaceToDepthOptions> {
-                SpaceToDepthOptions::create(builder)
+                SpaceToDepthOptions::create(builder, self.block_size)
             }
         }
 
@@ -16624,6 +17051,27 @@ mod root {
         pub struct SpaceToDepthOptionsBuilder<State>(State);
 
         impl SpaceToDepthOptionsBuilder<()> {
+            /// Setter for the [`block_size` field](SpaceToDepthOptions#structfield.block_size).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn block_size<T0>(self, value: T0) -> SpaceToDepthOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<i32, i32>,
+            {
+                SpaceToDepthOptionsBuilder((value,))
+            }
+
+            /// Sets the [`block_size` field](SpaceToDepthOptions#structfield.block_size) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn block_size_as_default(
+                self,
+            ) -> SpaceToDepthOptionsBuilder<(::planus::DefaultValue,)> {
+                self.block_size(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> SpaceToDepthOptionsBuilder<(T0,)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [SpaceToDepthOptions].
             #[inline]
             pub fn finish(
@@ -16637,7 +17085,10 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<SpaceToDepthOptions>> for SpaceToDepthOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAs<::planus::Offset<SpaceToDepthOptions>>
+            for SpaceToDepthOptionsBuilder<(T0,)>
+        {
             type Prepared = ::planus::Offset<SpaceToDepthOptions>;
 
             #[inline]
@@ -16649,8 +17100,9 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<SpaceToDepthOptions>>
-            for SpaceToDepthOptionsBuilder<()>
+        impl<T0: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAsOptional<::planus::Offset<SpaceToDepthOptions>>
+            for SpaceToDepthOptionsBuilder<(T0,)>
         {
             type Prepared = ::planus::Offset<SpaceToDepthOptions>;
 
@@ -16663,13 +17115,16 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<SpaceToDepthOptions> for SpaceToDepthOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>> ::planus::WriteAsOffset<SpaceToDepthOptions>
+            for SpaceToDepthOptionsBuilder<(T0,)>
+        {
             #[inline]
             fn prepare(
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<SpaceToDepthOptions> {
-                SpaceToDepthOptions::create(builder)
+                let (v0,) = &self.0;
+                SpaceToDepthOptions::create(builder, v0)
             }
         }
 
@@ -16679,12 +17134,22 @@ mod root {
             #[allow(dead_code)] ::planus::table_reader::Table<'a>,
         );
 
-        impl<'a> SpaceToDepthOptionsRef<'a> {}
+        impl<'a> SpaceToDepthOptionsRef<'a> {
+            /// Getter for the [`block_size` field](SpaceToDepthOptions#structfield.block_size).
+            #[inline]
+            pub fn block_size(&self) -> ::planus::Result<i32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(0, "SpaceToDepthOptions", "block_size")?
+                        .unwrap_or(0),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for SpaceToDepthOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("SpaceToDepthOptionsRef");
-
+                f.field("block_size", &self.block_size());
                 f.finish()
             }
         }
@@ -16692,8 +17157,11 @@ mod root {
         impl<'a> ::core::convert::TryFrom<SpaceToDepthOptionsRef<'a>> for SpaceToDepthOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: SpaceToDepthOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: SpaceToDepthOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    block_size: ::core::convert::TryInto::try_into(value.block_size()?)?,
+                })
             }
         }
 
@@ -16773,7 +17241,7 @@ mod root {
         /// The table `EmbeddingLookupSparseOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `EmbeddingLookupSparseOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:294`
+        /// * Table `EmbeddingLookupSparseOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:308`
         #[derive(
             Clone,
             Debug,
@@ -17021,7 +17489,7 @@ mod root {
         /// The table `MulOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `MulOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:295`
+        /// * Table `MulOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:309`
         #[derive(
             Clone,
             Debug,
@@ -17319,7 +17787,7 @@ mod root {
         /// The table `PadOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `PadOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:299`
+        /// * Table `PadOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:313`
         #[derive(
             Clone,
             Debug,
@@ -17530,7 +17998,7 @@ mod root {
         /// The table `GatherOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `GatherOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:300`
+        /// * Table `GatherOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:314`
         #[derive(
             Clone,
             Debug,
@@ -17542,12 +18010,20 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct GatherOptions {}
+        pub struct GatherOptions {
+            /// The field `axis` in the table `GatherOptions`
+            pub axis: i32,
+            /// The field `batch_dims` in the table `GatherOptions`
+            pub batch_dims: i32,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for GatherOptions {
             fn default() -> Self {
-                Self {}
+                Self {
+                    axis: 0,
+                    batch_dims: 0,
+                }
             }
         }
 
@@ -17559,11 +18035,34 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_axis: impl ::planus::WriteAsDefault<i32, i32>,
+                field_batch_dims: impl ::planus::WriteAsDefault<i32, i32>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_axis = field_axis.prepare(builder, &0);
+                let prepared_batch_dims = field_batch_dims.prepare(builder, &0);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<8> =
                     ::core::default::Default::default();
+                if prepared_axis.is_some() {
+                    table_writer.write_entry::<i32>(0);
+                }
+                if prepared_batch_dims.is_some() {
+                    table_writer.write_entry::<i32>(1);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_axis) = prepared_axis {
+                            object_writer.write::<_, _, 4>(&prepared_axis);
+                        }
+                        if let ::core::option::Option::Some(prepared_batch_dims) =
+                            prepared_batch_dims
+                        {
+                            object_writer.write::<_, _, 4>(&prepared_batch_dims);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -17593,7 +18092,7 @@ mod root {
         impl ::planus::WriteAsOffset<GatherOptions> for GatherOptions {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<GatherOptions> {
-                GatherOptions::create(builder)
+                GatherOptions::create(builder, self.axis, self.batch_dims)
             }
         }
 
@@ -17605,6 +18104,47 @@ mod root {
         pub struct GatherOptionsBuilder<State>(State);
 
         impl GatherOptionsBuilder<()> {
+            /// Setter for the [`axis` field](GatherOptions#structfield.axis).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn axis<T0>(self, value: T0) -> GatherOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<i32, i32>,
+            {
+                GatherOptionsBuilder((value,))
+            }
+
+            /// Sets the [`axis` field](GatherOptions#structfield.axis) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn axis_as_default(self) -> GatherOptionsBuilder<(::planus::DefaultValue,)> {
+                self.axis(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> GatherOptionsBuilder<(T0,)> {
+            /// Setter for the [`batch_dims` field](GatherOptions#structfield.batch_dims).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn batch_dims<T1>(self, value: T1) -> GatherOptionsBuilder<(T0, T1)>
+            where
+                T1: ::planus::WriteAsDefault<i32, i32>,
+            {
+                let (v0,) = self.0;
+                GatherOptionsBuilder((v0, value))
+            }
+
+            /// Sets the [`batch_dims` field](GatherOptions#structfield.batch_dims) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn batch_dims_as_default(
+                self,
+            ) -> GatherOptionsBuilder<(T0, ::planus::DefaultValue)> {
+                self.batch_dims(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1> GatherOptionsBuilder<(T0, T1)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [GatherOptions].
             #[inline]
             pub fn finish(self, builder: &mut ::planus::Builder) -> ::planus::Offset<GatherOptions>
@@ -17615,7 +18155,9 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<GatherOptions>> for GatherOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>, T1: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAs<::planus::Offset<GatherOptions>> for GatherOptionsBuilder<(T0, T1)>
+        {
             type Prepared = ::planus::Offset<GatherOptions>;
 
             #[inline]
@@ -17624,7 +18166,10 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<GatherOptions>> for GatherOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>, T1: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAsOptional<::planus::Offset<GatherOptions>>
+            for GatherOptionsBuilder<(T0, T1)>
+        {
             type Prepared = ::planus::Offset<GatherOptions>;
 
             #[inline]
@@ -17636,10 +18181,13 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<GatherOptions> for GatherOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>, T1: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAsOffset<GatherOptions> for GatherOptionsBuilder<(T0, T1)>
+        {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<GatherOptions> {
-                GatherOptions::create(builder)
+                let (v0, v1) = &self.0;
+                GatherOptions::create(builder, v0, v1)
             }
         }
 
@@ -17647,12 +18195,29 @@ mod root {
         #[derive(Copy, Clone)]
         pub struct GatherOptionsRef<'a>(#[allow(dead_code)] ::planus::table_reader::Table<'a>);
 
-        impl<'a> GatherOptionsRef<'a> {}
+        impl<'a> GatherOptionsRef<'a> {
+            /// Getter for the [`axis` field](GatherOptions#structfield.axis).
+            #[inline]
+            pub fn axis(&self) -> ::planus::Result<i32> {
+                ::core::result::Result::Ok(self.0.access(0, "GatherOptions", "axis")?.unwrap_or(0))
+            }
+
+            /// Getter for the [`batch_dims` field](GatherOptions#structfield.batch_dims).
+            #[inline]
+            pub fn batch_dims(&self) -> ::planus::Result<i32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(1, "GatherOptions", "batch_dims")?
+                        .unwrap_or(0),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for GatherOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("GatherOptionsRef");
-
+                f.field("axis", &self.axis());
+                f.field("batch_dims", &self.batch_dims());
                 f.finish()
             }
         }
@@ -17660,8 +18225,12 @@ mod root {
         impl<'a> ::core::convert::TryFrom<GatherOptionsRef<'a>> for GatherOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: GatherOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: GatherOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    axis: ::core::convert::TryInto::try_into(value.axis()?)?,
+                    batch_dims: ::core::convert::TryInto::try_into(value.batch_dims()?)?,
+                })
             }
         }
 
@@ -17741,7 +18310,7 @@ mod root {
         /// The table `BatchToSpaceNDOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BatchToSpaceNDOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:301`
+        /// * Table `BatchToSpaceNDOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:318`
         #[derive(
             Clone,
             Debug,
@@ -17975,7 +18544,7 @@ mod root {
         /// The table `SpaceToBatchNDOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SpaceToBatchNDOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:302`
+        /// * Table `SpaceToBatchNDOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:319`
         #[derive(
             Clone,
             Debug,
@@ -18209,7 +18778,7 @@ mod root {
         /// The table `TransposeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `TransposeOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:303`
+        /// * Table `TransposeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:320`
         #[derive(
             Clone,
             Debug,
@@ -18435,7 +19004,7 @@ mod root {
         /// The table `ReducerOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ReducerOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:304`
+        /// * Table `ReducerOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:321`
         #[derive(
             Clone,
             Debug,
@@ -18703,7 +19272,7 @@ mod root {
         /// The table `SubOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SubOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:308`
+        /// * Table `SubOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:325`
         #[derive(
             Clone,
             Debug,
@@ -19056,7 +19625,7 @@ mod root {
         /// The table `DivOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `DivOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:313`
+        /// * Table `DivOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:330`
         #[derive(
             Clone,
             Debug,
@@ -19354,7 +19923,7 @@ mod root {
         /// The table `SqueezeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SqueezeOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:317`
+        /// * Table `SqueezeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:334`
         #[derive(
             Clone,
             Debug,
@@ -19633,7 +20202,7 @@ mod root {
         /// The table `SequenceRNNOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SequenceRNNOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:321`
+        /// * Table `SequenceRNNOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:338`
         #[derive(
             Clone,
             Debug,
@@ -19861,7 +20430,7 @@ mod root {
         /// The table `StridedSliceOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `StridedSliceOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:322`
+        /// * Table `StridedSliceOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:339`
         #[derive(
             Clone,
             Debug,
@@ -20422,7 +20991,7 @@ mod root {
         /// The table `ExpOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ExpOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:332`
+        /// * Table `ExpOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:349`
         #[derive(
             Clone,
             Debug,
@@ -20633,7 +21202,7 @@ mod root {
         /// The table `TopKV2Options` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `TopKV2Options` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:333`
+        /// * Table `TopKV2Options` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:350`
         #[derive(
             Clone,
             Debug,
@@ -20844,7 +21413,7 @@ mod root {
         /// The table `SplitOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SplitOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:334`
+        /// * Table `SplitOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:351`
         #[derive(
             Clone,
             Debug,
@@ -20856,12 +21425,15 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct SplitOptions {}
+        pub struct SplitOptions {
+            /// The field `num_splits` in the table `SplitOptions`
+            pub num_splits: i32,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for SplitOptions {
             fn default() -> Self {
-                Self {}
+                Self { num_splits: 0 }
             }
         }
 
@@ -20873,11 +21445,26 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_num_splits: impl ::planus::WriteAsDefault<i32, i32>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_num_splits = field_num_splits.prepare(builder, &0);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<6> =
                     ::core::default::Default::default();
+                if prepared_num_splits.is_some() {
+                    table_writer.write_entry::<i32>(0);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_num_splits) =
+                            prepared_num_splits
+                        {
+                            object_writer.write::<_, _, 4>(&prepared_num_splits);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -20907,7 +21494,7 @@ mod root {
         impl ::planus::WriteAsOffset<SplitOptions> for SplitOptions {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<SplitOptions> {
-                SplitOptions::create(builder)
+                SplitOptions::create(builder, self.num_splits)
             }
         }
 
@@ -20919,6 +21506,25 @@ mod root {
         pub struct SplitOptionsBuilder<State>(State);
 
         impl SplitOptionsBuilder<()> {
+            /// Setter for the [`num_splits` field](SplitOptions#structfield.num_splits).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn num_splits<T0>(self, value: T0) -> SplitOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<i32, i32>,
+            {
+                SplitOptionsBuilder((value,))
+            }
+
+            /// Sets the [`num_splits` field](SplitOptions#structfield.num_splits) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn num_splits_as_default(self) -> SplitOptionsBuilder<(::planus::DefaultValue,)> {
+                self.num_splits(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> SplitOptionsBuilder<(T0,)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [SplitOptions].
             #[inline]
             pub fn finish(self, builder: &mut ::planus::Builder) -> ::planus::Offset<SplitOptions>
@@ -20929,7 +21535,9 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<SplitOptions>> for SplitOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAs<::planus::Offset<SplitOptions>> for SplitOptionsBuilder<(T0,)>
+        {
             type Prepared = ::planus::Offset<SplitOptions>;
 
             #[inline]
@@ -20938,7 +21546,10 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<SplitOptions>> for SplitOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAsOptional<::planus::Offset<SplitOptions>>
+            for SplitOptionsBuilder<(T0,)>
+        {
             type Prepared = ::planus::Offset<SplitOptions>;
 
             #[inline]
@@ -20950,10 +21561,13 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<SplitOptions> for SplitOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>> ::planus::WriteAsOffset<SplitOptions>
+            for SplitOptionsBuilder<(T0,)>
+        {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<SplitOptions> {
-                SplitOptions::create(builder)
+                let (v0,) = &self.0;
+                SplitOptions::create(builder, v0)
             }
         }
 
@@ -20961,12 +21575,20 @@ mod root {
         #[derive(Copy, Clone)]
         pub struct SplitOptionsRef<'a>(#[allow(dead_code)] ::planus::table_reader::Table<'a>);
 
-        impl<'a> SplitOptionsRef<'a> {}
+        impl<'a> SplitOptionsRef<'a> {
+            /// Getter for the [`num_splits` field](SplitOptions#structfield.num_splits).
+            #[inline]
+            pub fn num_splits(&self) -> ::planus::Result<i32> {
+                ::core::result::Result::Ok(
+                    self.0.access(0, "SplitOptions", "num_splits")?.unwrap_or(0),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for SplitOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("SplitOptionsRef");
-
+                f.field("num_splits", &self.num_splits());
                 f.finish()
             }
         }
@@ -20974,8 +21596,11 @@ mod root {
         impl<'a> ::core::convert::TryFrom<SplitOptionsRef<'a>> for SplitOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: SplitOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: SplitOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    num_splits: ::core::convert::TryInto::try_into(value.num_splits()?)?,
+                })
             }
         }
 
@@ -21055,7 +21680,7 @@ mod root {
         /// The table `LogSoftmaxOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LogSoftmaxOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:335`
+        /// * Table `LogSoftmaxOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:354`
         #[derive(
             Clone,
             Debug,
@@ -21283,7 +21908,7 @@ mod root {
         /// The table `CastOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `CastOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:336`
+        /// * Table `CastOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:355`
         #[derive(
             Clone,
             Debug,
@@ -21494,7 +22119,7 @@ mod root {
         /// The table `DequantizeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `DequantizeOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:337`
+        /// * Table `DequantizeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:356`
         #[derive(
             Clone,
             Debug,
@@ -21722,7 +22347,7 @@ mod root {
         /// The table `MaximumMinimumOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `MaximumMinimumOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:338`
+        /// * Table `MaximumMinimumOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:357`
         #[derive(
             Clone,
             Debug,
@@ -21956,7 +22581,7 @@ mod root {
         /// The table `ArgMaxOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ArgMaxOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:339`
+        /// * Table `ArgMaxOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:358`
         #[derive(
             Clone,
             Debug,
@@ -22167,7 +22792,7 @@ mod root {
         /// The table `LessOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LessOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:340`
+        /// * Table `LessOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:359`
         #[derive(
             Clone,
             Debug,
@@ -22378,7 +23003,7 @@ mod root {
         /// The table `NegOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `NegOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:341`
+        /// * Table `NegOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:360`
         #[derive(
             Clone,
             Debug,
@@ -22589,7 +23214,7 @@ mod root {
         /// The table `PadV2Options` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `PadV2Options` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:342`
+        /// * Table `PadV2Options` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:361`
         #[derive(
             Clone,
             Debug,
@@ -22800,7 +23425,7 @@ mod root {
         /// The table `GreaterOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `GreaterOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:343`
+        /// * Table `GreaterOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:362`
         #[derive(
             Clone,
             Debug,
@@ -23011,7 +23636,7 @@ mod root {
         /// The table `GreaterEqualOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `GreaterEqualOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:344`
+        /// * Table `GreaterEqualOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:363`
         #[derive(
             Clone,
             Debug,
@@ -23241,7 +23866,7 @@ mod root {
         /// The table `LessEqualOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LessEqualOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:345`
+        /// * Table `LessEqualOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:364`
         #[derive(
             Clone,
             Debug,
@@ -23467,7 +24092,7 @@ mod root {
         /// The table `SelectOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SelectOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:346`
+        /// * Table `SelectOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:365`
         #[derive(
             Clone,
             Debug,
@@ -23678,7 +24303,7 @@ mod root {
         /// The table `SliceOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SliceOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:347`
+        /// * Table `SliceOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:366`
         #[derive(
             Clone,
             Debug,
@@ -23889,7 +24514,7 @@ mod root {
         /// The table `TransposeConvOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `TransposeConvOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:348`
+        /// * Table `TransposeConvOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:367`
         #[derive(
             Clone,
             Debug,
@@ -23901,12 +24526,26 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct TransposeConvOptions {}
+        pub struct TransposeConvOptions {
+            /// The field `padding` in the table `TransposeConvOptions`
+            pub padding: self::Padding,
+            /// The field `stride_w` in the table `TransposeConvOptions`
+            pub stride_w: i32,
+            /// The field `stride_h` in the table `TransposeConvOptions`
+            pub stride_h: i32,
+            /// The field `fused_activation_function` in the table `TransposeConvOptions`
+            pub fused_activation_function: self::ActivationFunctionType,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for TransposeConvOptions {
             fn default() -> Self {
-                Self {}
+                Self {
+                    padding: self::Padding::Same,
+                    stride_w: 0,
+                    stride_h: 0,
+                    fused_activation_function: self::ActivationFunctionType::None,
+                }
             }
         }
 
@@ -23918,11 +24557,54 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_padding: impl ::planus::WriteAsDefault<self::Padding, self::Padding>,
+                field_stride_w: impl ::planus::WriteAsDefault<i32, i32>,
+                field_stride_h: impl ::planus::WriteAsDefault<i32, i32>,
+                field_fused_activation_function: impl ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            ) -> ::planus::Offset<Self> {
+                let prepared_padding = field_padding.prepare(builder, &self::Padding::Same);
+                let prepared_stride_w = field_stride_w.prepare(builder, &0);
+                let prepared_stride_h = field_stride_h.prepare(builder, &0);
+                let prepared_fused_activation_function = field_fused_activation_function
+                    .prepare(builder, &self::ActivationFunctionType::None);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<12> =
                     ::core::default::Default::default();
+                if prepared_stride_w.is_some() {
+                    table_writer.write_entry::<i32>(1);
+                }
+                if prepared_stride_h.is_some() {
+                    table_writer.write_entry::<i32>(2);
+                }
+                if prepared_padding.is_some() {
+                    table_writer.write_entry::<self::Padding>(0);
+                }
+                if prepared_fused_activation_function.is_some() {
+                    table_writer.write_entry::<self::ActivationFunctionType>(3);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_stride_w) = prepared_stride_w {
+                            object_writer.write::<_, _, 4>(&prepared_stride_w);
+                        }
+                        if let ::core::option::Option::Some(prepared_stride_h) = prepared_stride_h {
+                            object_writer.write::<_, _, 4>(&prepared_stride_h);
+                        }
+                        if let ::core::option::Option::Some(prepared_padding) = prepared_padding {
+                            object_writer.write::<_, _, 1>(&prepared_padding);
+                        }
+                        if let ::core::option::Option::Some(prepared_fused_activation_function) =
+                            prepared_fused_activation_function
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_fused_activation_function);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -23958,7 +24640,13 @@ mod root {
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<TransposeConvOptions> {
-                TransposeConvOptions::create(builder)
+                TransposeConvOptions::create(
+                    builder,
+                    self.padding,
+                    self.stride_w,
+                    self.stride_h,
+                    self.fused_activation_function,
+                )
             }
         }
 
@@ -23970,6 +24658,99 @@ mod root {
         pub struct TransposeConvOptionsBuilder<State>(State);
 
         impl TransposeConvOptionsBuilder<()> {
+            /// Setter for the [`padding` field](TransposeConvOptions#structfield.padding).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn padding<T0>(self, value: T0) -> TransposeConvOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<self::Padding, self::Padding>,
+            {
+                TransposeConvOptionsBuilder((value,))
+            }
+
+            /// Sets the [`padding` field](TransposeConvOptions#structfield.padding) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn padding_as_default(
+                self,
+            ) -> TransposeConvOptionsBuilder<(::planus::DefaultValue,)> {
+                self.padding(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> TransposeConvOptionsBuilder<(T0,)> {
+            /// Setter for the [`stride_w` field](TransposeConvOptions#structfield.stride_w).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn stride_w<T1>(self, value: T1) -> TransposeConvOptionsBuilder<(T0, T1)>
+            where
+                T1: ::planus::WriteAsDefault<i32, i32>,
+            {
+                let (v0,) = self.0;
+                TransposeConvOptionsBuilder((v0, value))
+            }
+
+            /// Sets the [`stride_w` field](TransposeConvOptions#structfield.stride_w) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn stride_w_as_default(
+                self,
+            ) -> TransposeConvOptionsBuilder<(T0, ::planus::DefaultValue)> {
+                self.stride_w(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1> TransposeConvOptionsBuilder<(T0, T1)> {
+            /// Setter for the [`stride_h` field](TransposeConvOptions#structfield.stride_h).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn stride_h<T2>(self, value: T2) -> TransposeConvOptionsBuilder<(T0, T1, T2)>
+            where
+                T2: ::planus::WriteAsDefault<i32, i32>,
+            {
+                let (v0, v1) = self.0;
+                TransposeConvOptionsBuilder((v0, v1, value))
+            }
+
+            /// Sets the [`stride_h` field](TransposeConvOptions#structfield.stride_h) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn stride_h_as_default(
+                self,
+            ) -> TransposeConvOptionsBuilder<(T0, T1, ::planus::DefaultValue)> {
+                self.stride_h(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2> TransposeConvOptionsBuilder<(T0, T1, T2)> {
+            /// Setter for the [`fused_activation_function` field](TransposeConvOptions#structfield.fused_activation_function).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function<T3>(
+                self,
+                value: T3,
+            ) -> TransposeConvOptionsBuilder<(T0, T1, T2, T3)>
+            where
+                T3: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            {
+                let (v0, v1, v2) = self.0;
+                TransposeConvOptionsBuilder((v0, v1, v2, value))
+            }
+
+            /// Sets the [`fused_activation_function` field](TransposeConvOptions#structfield.fused_activation_function) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function_as_default(
+                self,
+            ) -> TransposeConvOptionsBuilder<(T0, T1, T2, ::planus::DefaultValue)> {
+                self.fused_activation_function(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2, T3> TransposeConvOptionsBuilder<(T0, T1, T2, T3)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [TransposeConvOptions].
             #[inline]
             pub fn finish(
@@ -23983,7 +24764,17 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<TransposeConvOptions>> for TransposeConvOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<self::Padding, self::Padding>,
+                T1: ::planus::WriteAsDefault<i32, i32>,
+                T2: ::planus::WriteAsDefault<i32, i32>,
+                T3: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            > ::planus::WriteAs<::planus::Offset<TransposeConvOptions>>
+            for TransposeConvOptionsBuilder<(T0, T1, T2, T3)>
+        {
             type Prepared = ::planus::Offset<TransposeConvOptions>;
 
             #[inline]
@@ -23995,8 +24786,16 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<TransposeConvOptions>>
-            for TransposeConvOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<self::Padding, self::Padding>,
+                T1: ::planus::WriteAsDefault<i32, i32>,
+                T2: ::planus::WriteAsDefault<i32, i32>,
+                T3: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            > ::planus::WriteAsOptional<::planus::Offset<TransposeConvOptions>>
+            for TransposeConvOptionsBuilder<(T0, T1, T2, T3)>
         {
             type Prepared = ::planus::Offset<TransposeConvOptions>;
 
@@ -24009,13 +24808,24 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<TransposeConvOptions> for TransposeConvOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<self::Padding, self::Padding>,
+                T1: ::planus::WriteAsDefault<i32, i32>,
+                T2: ::planus::WriteAsDefault<i32, i32>,
+                T3: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            > ::planus::WriteAsOffset<TransposeConvOptions>
+            for TransposeConvOptionsBuilder<(T0, T1, T2, T3)>
+        {
             #[inline]
             fn prepare(
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<TransposeConvOptions> {
-                TransposeConvOptions::create(builder)
+                let (v0, v1, v2, v3) = &self.0;
+                TransposeConvOptions::create(builder, v0, v1, v2, v3)
             }
         }
 
@@ -24025,12 +24835,60 @@ mod root {
             #[allow(dead_code)] ::planus::table_reader::Table<'a>,
         );
 
-        impl<'a> TransposeConvOptionsRef<'a> {}
+        impl<'a> TransposeConvOptionsRef<'a> {
+            /// Getter for the [`padding` field](TransposeConvOptions#structfield.padding).
+            #[inline]
+            pub fn padding(&self) -> ::planus::Result<self::Padding> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(0, "TransposeConvOptions", "padding")?
+                        .unwrap_or(self::Padding::Same),
+                )
+            }
+
+            /// Getter for the [`stride_w` field](TransposeConvOptions#structfield.stride_w).
+            #[inline]
+            pub fn stride_w(&self) -> ::planus::Result<i32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(1, "TransposeConvOptions", "stride_w")?
+                        .unwrap_or(0),
+                )
+            }
+
+            /// Getter for the [`stride_h` field](TransposeConvOptions#structfield.stride_h).
+            #[inline]
+            pub fn stride_h(&self) -> ::planus::Result<i32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(2, "TransposeConvOptions", "stride_h")?
+                        .unwrap_or(0),
+                )
+            }
+
+            /// Getter for the [`fused_activation_function` field](TransposeConvOptions#structfield.fused_activation_function).
+            #[inline]
+            pub fn fused_activation_function(
+                &self,
+            ) -> ::planus::Result<self::ActivationFunctionType> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(3, "TransposeConvOptions", "fused_activation_function")?
+                        .unwrap_or(self::ActivationFunctionType::None),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for TransposeConvOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("TransposeConvOptionsRef");
-
+                f.field("padding", &self.padding());
+                f.field("stride_w", &self.stride_w());
+                f.field("stride_h", &self.stride_h());
+                f.field(
+                    "fused_activation_function",
+                    &self.fused_activation_function(),
+                );
                 f.finish()
             }
         }
@@ -24038,8 +24896,16 @@ mod root {
         impl<'a> ::core::convert::TryFrom<TransposeConvOptionsRef<'a>> for TransposeConvOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: TransposeConvOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: TransposeConvOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    padding: ::core::convert::TryInto::try_into(value.padding()?)?,
+                    stride_w: ::core::convert::TryInto::try_into(value.stride_w()?)?,
+                    stride_h: ::core::convert::TryInto::try_into(value.stride_h()?)?,
+                    fused_activation_function: ::core::convert::TryInto::try_into(
+                        value.fused_activation_function()?,
+                    )?,
+                })
             }
         }
 
@@ -24119,7 +24985,7 @@ mod root {
         /// The table `SparseToDenseOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SparseToDenseOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:349`
+        /// * Table `SparseToDenseOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:373`
         #[derive(
             Clone,
             Debug,
@@ -24349,7 +25215,7 @@ mod root {
         /// The table `TileOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `TileOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:350`
+        /// * Table `TileOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:374`
         #[derive(
             Clone,
             Debug,
@@ -24560,7 +25426,7 @@ mod root {
         /// The table `ExpandDimsOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ExpandDimsOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:351`
+        /// * Table `ExpandDimsOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:375`
         #[derive(
             Clone,
             Debug,
@@ -24788,7 +25654,7 @@ mod root {
         /// The table `EqualOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `EqualOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:352`
+        /// * Table `EqualOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:376`
         #[derive(
             Clone,
             Debug,
@@ -24999,7 +25865,7 @@ mod root {
         /// The table `NotEqualOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `NotEqualOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:353`
+        /// * Table `NotEqualOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:377`
         #[derive(
             Clone,
             Debug,
@@ -25225,7 +26091,7 @@ mod root {
         /// The table `ShapeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ShapeOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:354`
+        /// * Table `ShapeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:378`
         #[derive(
             Clone,
             Debug,
@@ -25436,7 +26302,7 @@ mod root {
         /// The table `PowOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `PowOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:355`
+        /// * Table `PowOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:379`
         #[derive(
             Clone,
             Debug,
@@ -25647,7 +26513,7 @@ mod root {
         /// The table `ArgMinOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ArgMinOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:356`
+        /// * Table `ArgMinOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:380`
         #[derive(
             Clone,
             Debug,
@@ -25858,7 +26724,7 @@ mod root {
         /// The table `FakeQuantOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `FakeQuantOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:357`
+        /// * Table `FakeQuantOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:381`
         #[derive(
             Clone,
             Debug,
@@ -26084,7 +26950,7 @@ mod root {
         /// The table `PackOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `PackOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:358`
+        /// * Table `PackOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:382`
         #[derive(
             Clone,
             Debug,
@@ -26096,12 +26962,20 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct PackOptions {}
+        pub struct PackOptions {
+            /// The field `values_count` in the table `PackOptions`
+            pub values_count: i32,
+            /// The field `axis` in the table `PackOptions`
+            pub axis: i32,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for PackOptions {
             fn default() -> Self {
-                Self {}
+                Self {
+                    values_count: 0,
+                    axis: 0,
+                }
             }
         }
 
@@ -26113,11 +26987,34 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_values_count: impl ::planus::WriteAsDefault<i32, i32>,
+                field_axis: impl ::planus::WriteAsDefault<i32, i32>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_values_count = field_values_count.prepare(builder, &0);
+                let prepared_axis = field_axis.prepare(builder, &0);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<8> =
                     ::core::default::Default::default();
+                if prepared_values_count.is_some() {
+                    table_writer.write_entry::<i32>(0);
+                }
+                if prepared_axis.is_some() {
+                    table_writer.write_entry::<i32>(1);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_values_count) =
+                            prepared_values_count
+                        {
+                            object_writer.write::<_, _, 4>(&prepared_values_count);
+                        }
+                        if let ::core::option::Option::Some(prepared_axis) = prepared_axis {
+                            object_writer.write::<_, _, 4>(&prepared_axis);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -26147,7 +27044,7 @@ mod root {
         impl ::planus::WriteAsOffset<PackOptions> for PackOptions {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<PackOptions> {
-                PackOptions::create(builder)
+                PackOptions::create(builder, self.values_count, self.axis)
             }
         }
 
@@ -26159,6 +27056,45 @@ mod root {
         pub struct PackOptionsBuilder<State>(State);
 
         impl PackOptionsBuilder<()> {
+            /// Setter for the [`values_count` field](PackOptions#structfield.values_count).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn values_count<T0>(self, value: T0) -> PackOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<i32, i32>,
+            {
+                PackOptionsBuilder((value,))
+            }
+
+            /// Sets the [`values_count` field](PackOptions#structfield.values_count) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn values_count_as_default(self) -> PackOptionsBuilder<(::planus::DefaultValue,)> {
+                self.values_count(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> PackOptionsBuilder<(T0,)> {
+            /// Setter for the [`axis` field](PackOptions#structfield.axis).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn axis<T1>(self, value: T1) -> PackOptionsBuilder<(T0, T1)>
+            where
+                T1: ::planus::WriteAsDefault<i32, i32>,
+            {
+                let (v0,) = self.0;
+                PackOptionsBuilder((v0, value))
+            }
+
+            /// Sets the [`axis` field](PackOptions#structfield.axis) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn axis_as_default(self) -> PackOptionsBuilder<(T0, ::planus::DefaultValue)> {
+                self.axis(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1> PackOptionsBuilder<(T0, T1)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [PackOptions].
             #[inline]
             pub fn finish(self, builder: &mut ::planus::Builder) -> ::planus::Offset<PackOptions>
@@ -26169,7 +27105,9 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<PackOptions>> for PackOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>, T1: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAs<::planus::Offset<PackOptions>> for PackOptionsBuilder<(T0, T1)>
+        {
             type Prepared = ::planus::Offset<PackOptions>;
 
             #[inline]
@@ -26178,7 +27116,10 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<PackOptions>> for PackOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>, T1: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAsOptional<::planus::Offset<PackOptions>>
+            for PackOptionsBuilder<(T0, T1)>
+        {
             type Prepared = ::planus::Offset<PackOptions>;
 
             #[inline]
@@ -26190,10 +27131,13 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<PackOptions> for PackOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>, T1: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAsOffset<PackOptions> for PackOptionsBuilder<(T0, T1)>
+        {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<PackOptions> {
-                PackOptions::create(builder)
+                let (v0, v1) = &self.0;
+                PackOptions::create(builder, v0, v1)
             }
         }
 
@@ -26201,12 +27145,29 @@ mod root {
         #[derive(Copy, Clone)]
         pub struct PackOptionsRef<'a>(#[allow(dead_code)] ::planus::table_reader::Table<'a>);
 
-        impl<'a> PackOptionsRef<'a> {}
+        impl<'a> PackOptionsRef<'a> {
+            /// Getter for the [`values_count` field](PackOptions#structfield.values_count).
+            #[inline]
+            pub fn values_count(&self) -> ::planus::Result<i32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(0, "PackOptions", "values_count")?
+                        .unwrap_or(0),
+                )
+            }
+
+            /// Getter for the [`axis` field](PackOptions#structfield.axis).
+            #[inline]
+            pub fn axis(&self) -> ::planus::Result<i32> {
+                ::core::result::Result::Ok(self.0.access(1, "PackOptions", "axis")?.unwrap_or(0))
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for PackOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("PackOptionsRef");
-
+                f.field("values_count", &self.values_count());
+                f.field("axis", &self.axis());
                 f.finish()
             }
         }
@@ -26214,8 +27175,12 @@ mod root {
         impl<'a> ::core::convert::TryFrom<PackOptionsRef<'a>> for PackOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: PackOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: PackOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    values_count: ::core::convert::TryInto::try_into(value.values_count()?)?,
+                    axis: ::core::convert::TryInto::try_into(value.axis()?)?,
+                })
             }
         }
 
@@ -26295,7 +27260,7 @@ mod root {
         /// The table `LogicalOrOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LogicalOrOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:359`
+        /// * Table `LogicalOrOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:386`
         #[derive(
             Clone,
             Debug,
@@ -26521,7 +27486,7 @@ mod root {
         /// The table `OneHotOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `OneHotOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:360`
+        /// * Table `OneHotOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:387`
         #[derive(
             Clone,
             Debug,
@@ -26732,7 +27697,7 @@ mod root {
         /// The table `LogicalAndOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LogicalAndOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:361`
+        /// * Table `LogicalAndOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:388`
         #[derive(
             Clone,
             Debug,
@@ -26960,7 +27925,7 @@ mod root {
         /// The table `LogicalNotOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LogicalNotOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:362`
+        /// * Table `LogicalNotOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:389`
         #[derive(
             Clone,
             Debug,
@@ -27188,7 +28153,7 @@ mod root {
         /// The table `UnpackOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `UnpackOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:363`
+        /// * Table `UnpackOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:390`
         #[derive(
             Clone,
             Debug,
@@ -27200,12 +28165,17 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct UnpackOptions {}
+        pub struct UnpackOptions {
+            /// The field `num` in the table `UnpackOptions`
+            pub num: i32,
+            /// The field `axis` in the table `UnpackOptions`
+            pub axis: i32,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for UnpackOptions {
             fn default() -> Self {
-                Self {}
+                Self { num: 0, axis: 0 }
             }
         }
 
@@ -27217,11 +28187,32 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_num: impl ::planus::WriteAsDefault<i32, i32>,
+                field_axis: impl ::planus::WriteAsDefault<i32, i32>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_num = field_num.prepare(builder, &0);
+                let prepared_axis = field_axis.prepare(builder, &0);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<8> =
                     ::core::default::Default::default();
+                if prepared_num.is_some() {
+                    table_writer.write_entry::<i32>(0);
+                }
+                if prepared_axis.is_some() {
+                    table_writer.write_entry::<i32>(1);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_num) = prepared_num {
+                            object_writer.write::<_, _, 4>(&prepared_num);
+                        }
+                        if let ::core::option::Option::Some(prepared_axis) = prepared_axis {
+                            object_writer.write::<_, _, 4>(&prepared_axis);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -27251,7 +28242,7 @@ mod root {
         impl ::planus::WriteAsOffset<UnpackOptions> for UnpackOptions {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<UnpackOptions> {
-                UnpackOptions::create(builder)
+                UnpackOptions::create(builder, self.num, self.axis)
             }
         }
 
@@ -27263,6 +28254,45 @@ mod root {
         pub struct UnpackOptionsBuilder<State>(State);
 
         impl UnpackOptionsBuilder<()> {
+            /// Setter for the [`num` field](UnpackOptions#structfield.num).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn num<T0>(self, value: T0) -> UnpackOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<i32, i32>,
+            {
+                UnpackOptionsBuilder((value,))
+            }
+
+            /// Sets the [`num` field](UnpackOptions#structfield.num) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn num_as_default(self) -> UnpackOptionsBuilder<(::planus::DefaultValue,)> {
+                self.num(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> UnpackOptionsBuilder<(T0,)> {
+            /// Setter for the [`axis` field](UnpackOptions#structfield.axis).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn axis<T1>(self, value: T1) -> UnpackOptionsBuilder<(T0, T1)>
+            where
+                T1: ::planus::WriteAsDefault<i32, i32>,
+            {
+                let (v0,) = self.0;
+                UnpackOptionsBuilder((v0, value))
+            }
+
+            /// Sets the [`axis` field](UnpackOptions#structfield.axis) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn axis_as_default(self) -> UnpackOptionsBuilder<(T0, ::planus::DefaultValue)> {
+                self.axis(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1> UnpackOptionsBuilder<(T0, T1)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [UnpackOptions].
             #[inline]
             pub fn finish(self, builder: &mut ::planus::Builder) -> ::planus::Offset<UnpackOptions>
@@ -27273,7 +28303,9 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<UnpackOptions>> for UnpackOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>, T1: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAs<::planus::Offset<UnpackOptions>> for UnpackOptionsBuilder<(T0, T1)>
+        {
             type Prepared = ::planus::Offset<UnpackOptions>;
 
             #[inline]
@@ -27282,7 +28314,10 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<UnpackOptions>> for UnpackOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>, T1: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAsOptional<::planus::Offset<UnpackOptions>>
+            for UnpackOptionsBuilder<(T0, T1)>
+        {
             type Prepared = ::planus::Offset<UnpackOptions>;
 
             #[inline]
@@ -27294,10 +28329,13 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<UnpackOptions> for UnpackOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>, T1: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAsOffset<UnpackOptions> for UnpackOptionsBuilder<(T0, T1)>
+        {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<UnpackOptions> {
-                UnpackOptions::create(builder)
+                let (v0, v1) = &self.0;
+                UnpackOptions::create(builder, v0, v1)
             }
         }
 
@@ -27305,12 +28343,25 @@ mod root {
         #[derive(Copy, Clone)]
         pub struct UnpackOptionsRef<'a>(#[allow(dead_code)] ::planus::table_reader::Table<'a>);
 
-        impl<'a> UnpackOptionsRef<'a> {}
+        impl<'a> UnpackOptionsRef<'a> {
+            /// Getter for the [`num` field](UnpackOptions#structfield.num).
+            #[inline]
+            pub fn num(&self) -> ::planus::Result<i32> {
+                ::core::result::Result::Ok(self.0.access(0, "UnpackOptions", "num")?.unwrap_or(0))
+            }
+
+            /// Getter for the [`axis` field](UnpackOptions#structfield.axis).
+            #[inline]
+            pub fn axis(&self) -> ::planus::Result<i32> {
+                ::core::result::Result::Ok(self.0.access(1, "UnpackOptions", "axis")?.unwrap_or(0))
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for UnpackOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("UnpackOptionsRef");
-
+                f.field("num", &self.num());
+                f.field("axis", &self.axis());
                 f.finish()
             }
         }
@@ -27318,8 +28369,12 @@ mod root {
         impl<'a> ::core::convert::TryFrom<UnpackOptionsRef<'a>> for UnpackOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: UnpackOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: UnpackOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    num: ::core::convert::TryInto::try_into(value.num()?)?,
+                    axis: ::core::convert::TryInto::try_into(value.axis()?)?,
+                })
             }
         }
 
@@ -27399,7 +28454,7 @@ mod root {
         /// The table `FloorDivOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `FloorDivOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:364`
+        /// * Table `FloorDivOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:394`
         #[derive(
             Clone,
             Debug,
@@ -27625,7 +28680,7 @@ mod root {
         /// The table `SquareOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SquareOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:365`
+        /// * Table `SquareOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:395`
         #[derive(
             Clone,
             Debug,
@@ -27836,7 +28891,7 @@ mod root {
         /// The table `ZerosLikeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ZerosLikeOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:366`
+        /// * Table `ZerosLikeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:396`
         #[derive(
             Clone,
             Debug,
@@ -28062,7 +29117,7 @@ mod root {
         /// The table `FillOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `FillOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:367`
+        /// * Table `FillOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:397`
         #[derive(
             Clone,
             Debug,
@@ -28273,7 +29328,7 @@ mod root {
         /// The table `BidirectionalSequenceLSTMOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BidirectionalSequenceLSTMOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:368`
+        /// * Table `BidirectionalSequenceLSTMOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:398`
         #[derive(
             Clone,
             Debug,
@@ -28523,7 +29578,7 @@ mod root {
         /// The table `BidirectionalSequenceRNNOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BidirectionalSequenceRNNOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:369`
+        /// * Table `BidirectionalSequenceRNNOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:399`
         #[derive(
             Clone,
             Debug,
@@ -28771,24 +29826,34 @@ mod root {
         /// The table `UnidirectionalSequenceLSTMOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `UnidirectionalSequenceLSTMOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:370`
-        #[derive(
-            Clone,
-            Debug,
-            PartialEq,
-            PartialOrd,
-            Eq,
-            Ord,
-            Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
-        )]
-        pub struct UnidirectionalSequenceLstmOptions {}
+        /// * Table `UnidirectionalSequenceLSTMOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:400`
+        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        pub struct UnidirectionalSequenceLstmOptions {
+            /// The field `fused_activation_function` in the table `UnidirectionalSequenceLSTMOptions`
+            pub fused_activation_function: self::ActivationFunctionType,
+            /// The field `cell_clip` in the table `UnidirectionalSequenceLSTMOptions`
+            pub cell_clip: f32,
+            /// The field `proj_clip` in the table `UnidirectionalSequenceLSTMOptions`
+            pub proj_clip: f32,
+            /// The field `time_major` in the table `UnidirectionalSequenceLSTMOptions`
+            pub time_major: bool,
+            /// The field `asymmetric_quantize_inputs` in the table `UnidirectionalSequenceLSTMOptions`
+            pub asymmetric_quantize_inputs: bool,
+            /// The field `diagonal_recurrent_tensors` in the table `UnidirectionalSequenceLSTMOptions`
+            pub diagonal_recurrent_tensors: bool,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for UnidirectionalSequenceLstmOptions {
             fn default() -> Self {
-                Self {}
+                Self {
+                    fused_activation_function: self::ActivationFunctionType::None,
+                    cell_clip: 0.0,
+                    proj_clip: 0.0,
+                    time_major: false,
+                    asymmetric_quantize_inputs: false,
+                    diagonal_recurrent_tensors: false,
+                }
             }
         }
 
@@ -28800,11 +29865,80 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_fused_activation_function: impl ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                field_cell_clip: impl ::planus::WriteAsDefault<f32, f32>,
+                field_proj_clip: impl ::planus::WriteAsDefault<f32, f32>,
+                field_time_major: impl ::planus::WriteAsDefault<bool, bool>,
+                field_asymmetric_quantize_inputs: impl ::planus::WriteAsDefault<bool, bool>,
+                field_diagonal_recurrent_tensors: impl ::planus::WriteAsDefault<bool, bool>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_fused_activation_function = field_fused_activation_function
+                    .prepare(builder, &self::ActivationFunctionType::None);
+                let prepared_cell_clip = field_cell_clip.prepare(builder, &0.0);
+                let prepared_proj_clip = field_proj_clip.prepare(builder, &0.0);
+                let prepared_time_major = field_time_major.prepare(builder, &false);
+                let prepared_asymmetric_quantize_inputs =
+                    field_asymmetric_quantize_inputs.prepare(builder, &false);
+                let prepared_diagonal_recurrent_tensors =
+                    field_diagonal_recurrent_tensors.prepare(builder, &false);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<16> =
                     ::core::default::Default::default();
+                if prepared_cell_clip.is_some() {
+                    table_writer.write_entry::<f32>(1);
+                }
+                if prepared_proj_clip.is_some() {
+                    table_writer.write_entry::<f32>(2);
+                }
+                if prepared_fused_activation_function.is_some() {
+                    table_writer.write_entry::<self::ActivationFunctionType>(0);
+                }
+                if prepared_time_major.is_some() {
+                    table_writer.write_entry::<bool>(3);
+                }
+                if prepared_asymmetric_quantize_inputs.is_some() {
+                    table_writer.write_entry::<bool>(4);
+                }
+                if prepared_diagonal_recurrent_tensors.is_some() {
+                    table_writer.write_entry::<bool>(5);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_cell_clip) = prepared_cell_clip
+                        {
+                            object_writer.write::<_, _, 4>(&prepared_cell_clip);
+                        }
+                        if let ::core::option::Option::Some(prepared_proj_clip) = prepared_proj_clip
+                        {
+                            object_writer.write::<_, _, 4>(&prepared_proj_clip);
+                        }
+                        if let ::core::option::Option::Some(prepared_fused_activation_function) =
+                            prepared_fused_activation_function
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_fused_activation_function);
+                        }
+                        if let ::core::option::Option::Some(prepared_time_major) =
+                            prepared_time_major
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_time_major);
+                        }
+                        if let ::core::option::Option::Some(prepared_asymmetric_quantize_inputs) =
+                            prepared_asymmetric_quantize_inputs
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_asymmetric_quantize_inputs);
+                        }
+                        if let ::core::option::Option::Some(prepared_diagonal_recurrent_tensors) =
+                            prepared_diagonal_recurrent_tensors
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_diagonal_recurrent_tensors);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -28847,7 +29981,15 @@ mod root {
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<UnidirectionalSequenceLstmOptions> {
-                UnidirectionalSequenceLstmOptions::create(builder)
+                UnidirectionalSequenceLstmOptions::create(
+                    builder,
+                    self.fused_activation_function,
+                    self.cell_clip,
+                    self.proj_clip,
+                    self.time_major,
+                    self.asymmetric_quantize_inputs,
+                    self.diagonal_recurrent_tensors,
+                )
             }
         }
 
@@ -28859,6 +30001,169 @@ mod root {
         pub struct UnidirectionalSequenceLstmOptionsBuilder<State>(State);
 
         impl UnidirectionalSequenceLstmOptionsBuilder<()> {
+            /// Setter for the [`fused_activation_function` field](UnidirectionalSequenceLstmOptions#structfield.fused_activation_function).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function<T0>(
+                self,
+                value: T0,
+            ) -> UnidirectionalSequenceLstmOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            {
+                UnidirectionalSequenceLstmOptionsBuilder((value,))
+            }
+
+            /// Sets the [`fused_activation_function` field](UnidirectionalSequenceLstmOptions#structfield.fused_activation_function) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function_as_default(
+                self,
+            ) -> UnidirectionalSequenceLstmOptionsBuilder<(::planus::DefaultValue,)> {
+                self.fused_activation_function(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> UnidirectionalSequenceLstmOptionsBuilder<(T0,)> {
+            /// Setter for the [`cell_clip` field](UnidirectionalSequenceLstmOptions#structfield.cell_clip).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn cell_clip<T1>(
+                self,
+                value: T1,
+            ) -> UnidirectionalSequenceLstmOptionsBuilder<(T0, T1)>
+            where
+                T1: ::planus::WriteAsDefault<f32, f32>,
+            {
+                let (v0,) = self.0;
+                UnidirectionalSequenceLstmOptionsBuilder((v0, value))
+            }
+
+            /// Sets the [`cell_clip` field](UnidirectionalSequenceLstmOptions#structfield.cell_clip) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn cell_clip_as_default(
+                self,
+            ) -> UnidirectionalSequenceLstmOptionsBuilder<(T0, ::planus::DefaultValue)>
+            {
+                self.cell_clip(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1> UnidirectionalSequenceLstmOptionsBuilder<(T0, T1)> {
+            /// Setter for the [`proj_clip` field](UnidirectionalSequenceLstmOptions#structfield.proj_clip).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn proj_clip<T2>(
+                self,
+                value: T2,
+            ) -> UnidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2)>
+            where
+                T2: ::planus::WriteAsDefault<f32, f32>,
+            {
+                let (v0, v1) = self.0;
+                UnidirectionalSequenceLstmOptionsBuilder((v0, v1, value))
+            }
+
+            /// Sets the [`proj_clip` field](UnidirectionalSequenceLstmOptions#structfield.proj_clip) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn proj_clip_as_default(
+                self,
+            ) -> UnidirectionalSequenceLstmOptionsBuilder<(T0, T1, ::planus::DefaultValue)>
+            {
+                self.proj_clip(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2> UnidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2)> {
+            /// Setter for the [`time_major` field](UnidirectionalSequenceLstmOptions#structfield.time_major).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn time_major<T3>(
+                self,
+                value: T3,
+            ) -> UnidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3)>
+            where
+                T3: ::planus::WriteAsDefault<bool, bool>,
+            {
+                let (v0, v1, v2) = self.0;
+                UnidirectionalSequenceLstmOptionsBuilder((v0, v1, v2, value))
+            }
+
+            /// Sets the [`time_major` field](UnidirectionalSequenceLstmOptions#structfield.time_major) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn time_major_as_default(
+                self,
+            ) -> UnidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, ::planus::DefaultValue)>
+            {
+                self.time_major(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2, T3> UnidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3)> {
+            /// Setter for the [`asymmetric_quantize_inputs` field](UnidirectionalSequenceLstmOptions#structfield.asymmetric_quantize_inputs).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn asymmetric_quantize_inputs<T4>(
+                self,
+                value: T4,
+            ) -> UnidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, T4)>
+            where
+                T4: ::planus::WriteAsDefault<bool, bool>,
+            {
+                let (v0, v1, v2, v3) = self.0;
+                UnidirectionalSequenceLstmOptionsBuilder((v0, v1, v2, v3, value))
+            }
+
+            /// Sets the [`asymmetric_quantize_inputs` field](UnidirectionalSequenceLstmOptions#structfield.asymmetric_quantize_inputs) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn asymmetric_quantize_inputs_as_default(
+                self,
+            ) -> UnidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, ::planus::DefaultValue)>
+            {
+                self.asymmetric_quantize_inputs(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2, T3, T4> UnidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, T4)> {
+            /// Setter for the [`diagonal_recurrent_tensors` field](UnidirectionalSequenceLstmOptions#structfield.diagonal_recurrent_tensors).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn diagonal_recurrent_tensors<T5>(
+                self,
+                value: T5,
+            ) -> UnidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, T4, T5)>
+            where
+                T5: ::planus::WriteAsDefault<bool, bool>,
+            {
+                let (v0, v1, v2, v3, v4) = self.0;
+                UnidirectionalSequenceLstmOptionsBuilder((v0, v1, v2, v3, v4, value))
+            }
+
+            /// Sets the [`diagonal_recurrent_tensors` field](UnidirectionalSequenceLstmOptions#structfield.diagonal_recurrent_tensors) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn diagonal_recurrent_tensors_as_default(
+                self,
+            ) -> UnidirectionalSequenceLstmOptionsBuilder<(
+                T0,
+                T1,
+                T2,
+                T3,
+                T4,
+                ::planus::DefaultValue,
+            )> {
+                self.diagonal_recurrent_tensors(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2, T3, T4, T5> UnidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, T4, T5)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [UnidirectionalSequenceLstmOptions].
             #[inline]
             pub fn finish(
@@ -28872,8 +30177,18 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<UnidirectionalSequenceLstmOptions>>
-            for UnidirectionalSequenceLstmOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T1: ::planus::WriteAsDefault<f32, f32>,
+                T2: ::planus::WriteAsDefault<f32, f32>,
+                T3: ::planus::WriteAsDefault<bool, bool>,
+                T4: ::planus::WriteAsDefault<bool, bool>,
+                T5: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAs<::planus::Offset<UnidirectionalSequenceLstmOptions>>
+            for UnidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, T4, T5)>
         {
             type Prepared = ::planus::Offset<UnidirectionalSequenceLstmOptions>;
 
@@ -28886,8 +30201,18 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<UnidirectionalSequenceLstmOptions>>
-            for UnidirectionalSequenceLstmOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T1: ::planus::WriteAsDefault<f32, f32>,
+                T2: ::planus::WriteAsDefault<f32, f32>,
+                T3: ::planus::WriteAsDefault<bool, bool>,
+                T4: ::planus::WriteAsDefault<bool, bool>,
+                T5: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOptional<::planus::Offset<UnidirectionalSequenceLstmOptions>>
+            for UnidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, T4, T5)>
         {
             type Prepared = ::planus::Offset<UnidirectionalSequenceLstmOptions>;
 
@@ -28901,15 +30226,26 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<UnidirectionalSequenceLstmOptions>
-            for UnidirectionalSequenceLstmOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T1: ::planus::WriteAsDefault<f32, f32>,
+                T2: ::planus::WriteAsDefault<f32, f32>,
+                T3: ::planus::WriteAsDefault<bool, bool>,
+                T4: ::planus::WriteAsDefault<bool, bool>,
+                T5: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOffset<UnidirectionalSequenceLstmOptions>
+            for UnidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, T4, T5)>
         {
             #[inline]
             fn prepare(
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<UnidirectionalSequenceLstmOptions> {
-                UnidirectionalSequenceLstmOptions::create(builder)
+                let (v0, v1, v2, v3, v4, v5) = &self.0;
+                UnidirectionalSequenceLstmOptions::create(builder, v0, v1, v2, v3, v4, v5)
             }
         }
 
@@ -28919,12 +30255,100 @@ mod root {
             #[allow(dead_code)] ::planus::table_reader::Table<'a>,
         );
 
-        impl<'a> UnidirectionalSequenceLstmOptionsRef<'a> {}
+        impl<'a> UnidirectionalSequenceLstmOptionsRef<'a> {
+            /// Getter for the [`fused_activation_function` field](UnidirectionalSequenceLstmOptions#structfield.fused_activation_function).
+            #[inline]
+            pub fn fused_activation_function(
+                &self,
+            ) -> ::planus::Result<self::ActivationFunctionType> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(
+                            0,
+                            "UnidirectionalSequenceLstmOptions",
+                            "fused_activation_function",
+                        )?
+                        .unwrap_or(self::ActivationFunctionType::None),
+                )
+            }
+
+            /// Getter for the [`cell_clip` field](UnidirectionalSequenceLstmOptions#structfield.cell_clip).
+            #[inline]
+            pub fn cell_clip(&self) -> ::planus::Result<f32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(1, "UnidirectionalSequenceLstmOptions", "cell_clip")?
+                        .unwrap_or(0.0),
+                )
+            }
+
+            /// Getter for the [`proj_clip` field](UnidirectionalSequenceLstmOptions#structfield.proj_clip).
+            #[inline]
+            pub fn proj_clip(&self) -> ::planus::Result<f32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(2, "UnidirectionalSequenceLstmOptions", "proj_clip")?
+                        .unwrap_or(0.0),
+                )
+            }
+
+            /// Getter for the [`time_major` field](UnidirectionalSequenceLstmOptions#structfield.time_major).
+            #[inline]
+            pub fn time_major(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(3, "UnidirectionalSequenceLstmOptions", "time_major")?
+                        .unwrap_or(false),
+                )
+            }
+
+            /// Getter for the [`asymmetric_quantize_inputs` field](UnidirectionalSequenceLstmOptions#structfield.asymmetric_quantize_inputs).
+            #[inline]
+            pub fn asymmetric_quantize_inputs(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(
+                            4,
+                            "UnidirectionalSequenceLstmOptions",
+                            "asymmetric_quantize_inputs",
+                        )?
+                        .unwrap_or(false),
+                )
+            }
+
+            /// Getter for the [`diagonal_recurrent_tensors` field](UnidirectionalSequenceLstmOptions#structfield.diagonal_recurrent_tensors).
+            #[inline]
+            pub fn diagonal_recurrent_tensors(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(
+                            5,
+                            "UnidirectionalSequenceLstmOptions",
+                            "diagonal_recurrent_tensors",
+                        )?
+                        .unwrap_or(false),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for UnidirectionalSequenceLstmOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("UnidirectionalSequenceLstmOptionsRef");
-
+                f.field(
+                    "fused_activation_function",
+                    &self.fused_activation_function(),
+                );
+                f.field("cell_clip", &self.cell_clip());
+                f.field("proj_clip", &self.proj_clip());
+                f.field("time_major", &self.time_major());
+                f.field(
+                    "asymmetric_quantize_inputs",
+                    &self.asymmetric_quantize_inputs(),
+                );
+                f.field(
+                    "diagonal_recurrent_tensors",
+                    &self.diagonal_recurrent_tensors(),
+                );
                 f.finish()
             }
         }
@@ -28934,10 +30358,22 @@ mod root {
         {
             type Error = ::planus::Error;
 
-            fn try_from(
-                _value: UnidirectionalSequenceLstmOptionsRef<'a>,
-            ) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: UnidirectionalSequenceLstmOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    fused_activation_function: ::core::convert::TryInto::try_into(
+                        value.fused_activation_function()?,
+                    )?,
+                    cell_clip: ::core::convert::TryInto::try_into(value.cell_clip()?)?,
+                    proj_clip: ::core::convert::TryInto::try_into(value.proj_clip()?)?,
+                    time_major: ::core::convert::TryInto::try_into(value.time_major()?)?,
+                    asymmetric_quantize_inputs: ::core::convert::TryInto::try_into(
+                        value.asymmetric_quantize_inputs()?,
+                    )?,
+                    diagonal_recurrent_tensors: ::core::convert::TryInto::try_into(
+                        value.diagonal_recurrent_tensors()?,
+                    )?,
+                })
             }
         }
 
@@ -29023,7 +30459,7 @@ mod root {
         /// The table `FloorModOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `FloorModOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:371`
+        /// * Table `FloorModOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:408`
         #[derive(
             Clone,
             Debug,
@@ -29249,7 +30685,7 @@ mod root {
         /// The table `RangeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `RangeOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:372`
+        /// * Table `RangeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:409`
         #[derive(
             Clone,
             Debug,
@@ -29460,7 +30896,7 @@ mod root {
         /// The table `ResizeNearestNeighborOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ResizeNearestNeighborOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:373`
+        /// * Table `ResizeNearestNeighborOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:410`
         #[derive(
             Clone,
             Debug,
@@ -29472,12 +30908,20 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct ResizeNearestNeighborOptions {}
+        pub struct ResizeNearestNeighborOptions {
+            /// The field `align_corners` in the table `ResizeNearestNeighborOptions`
+            pub align_corners: bool,
+            /// The field `half_pixel_centers` in the table `ResizeNearestNeighborOptions`
+            pub half_pixel_centers: bool,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for ResizeNearestNeighborOptions {
             fn default() -> Self {
-                Self {}
+                Self {
+                    align_corners: false,
+                    half_pixel_centers: false,
+                }
             }
         }
 
@@ -29489,11 +30933,36 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_align_corners: impl ::planus::WriteAsDefault<bool, bool>,
+                field_half_pixel_centers: impl ::planus::WriteAsDefault<bool, bool>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_align_corners = field_align_corners.prepare(builder, &false);
+                let prepared_half_pixel_centers = field_half_pixel_centers.prepare(builder, &false);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<8> =
                     ::core::default::Default::default();
+                if prepared_align_corners.is_some() {
+                    table_writer.write_entry::<bool>(0);
+                }
+                if prepared_half_pixel_centers.is_some() {
+                    table_writer.write_entry::<bool>(1);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_align_corners) =
+                            prepared_align_corners
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_align_corners);
+                        }
+                        if let ::core::option::Option::Some(prepared_half_pixel_centers) =
+                            prepared_half_pixel_centers
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_half_pixel_centers);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -29534,7 +31003,11 @@ mod root {
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<ResizeNearestNeighborOptions> {
-                ResizeNearestNeighborOptions::create(builder)
+                ResizeNearestNeighborOptions::create(
+                    builder,
+                    self.align_corners,
+                    self.half_pixel_centers,
+                )
             }
         }
 
@@ -29546,6 +31019,52 @@ mod root {
         pub struct ResizeNearestNeighborOptionsBuilder<State>(State);
 
         impl ResizeNearestNeighborOptionsBuilder<()> {
+            /// Setter for the [`align_corners` field](ResizeNearestNeighborOptions#structfield.align_corners).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn align_corners<T0>(self, value: T0) -> ResizeNearestNeighborOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<bool, bool>,
+            {
+                ResizeNearestNeighborOptionsBuilder((value,))
+            }
+
+            /// Sets the [`align_corners` field](ResizeNearestNeighborOptions#structfield.align_corners) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn align_corners_as_default(
+                self,
+            ) -> ResizeNearestNeighborOptionsBuilder<(::planus::DefaultValue,)> {
+                self.align_corners(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> ResizeNearestNeighborOptionsBuilder<(T0,)> {
+            /// Setter for the [`half_pixel_centers` field](ResizeNearestNeighborOptions#structfield.half_pixel_centers).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn half_pixel_centers<T1>(
+                self,
+                value: T1,
+            ) -> ResizeNearestNeighborOptionsBuilder<(T0, T1)>
+            where
+                T1: ::planus::WriteAsDefault<bool, bool>,
+            {
+                let (v0,) = self.0;
+                ResizeNearestNeighborOptionsBuilder((v0, value))
+            }
+
+            /// Sets the [`half_pixel_centers` field](ResizeNearestNeighborOptions#structfield.half_pixel_centers) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn half_pixel_centers_as_default(
+                self,
+            ) -> ResizeNearestNeighborOptionsBuilder<(T0, ::planus::DefaultValue)> {
+                self.half_pixel_centers(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1> ResizeNearestNeighborOptionsBuilder<(T0, T1)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [ResizeNearestNeighborOptions].
             #[inline]
             pub fn finish(
@@ -29559,8 +31078,11 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<ResizeNearestNeighborOptions>>
-            for ResizeNearestNeighborOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<bool, bool>,
+                T1: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAs<::planus::Offset<ResizeNearestNeighborOptions>>
+            for ResizeNearestNeighborOptionsBuilder<(T0, T1)>
         {
             type Prepared = ::planus::Offset<ResizeNearestNeighborOptions>;
 
@@ -29573,8 +31095,11 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<ResizeNearestNeighborOptions>>
-            for ResizeNearestNeighborOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<bool, bool>,
+                T1: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOptional<::planus::Offset<ResizeNearestNeighborOptions>>
+            for ResizeNearestNeighborOptionsBuilder<(T0, T1)>
         {
             type Prepared = ::planus::Offset<ResizeNearestNeighborOptions>;
 
@@ -29588,15 +31113,19 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<ResizeNearestNeighborOptions>
-            for ResizeNearestNeighborOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<bool, bool>,
+                T1: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOffset<ResizeNearestNeighborOptions>
+            for ResizeNearestNeighborOptionsBuilder<(T0, T1)>
         {
             #[inline]
             fn prepare(
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<ResizeNearestNeighborOptions> {
-                ResizeNearestNeighborOptions::create(builder)
+                let (v0, v1) = &self.0;
+                ResizeNearestNeighborOptions::create(builder, v0, v1)
             }
         }
 
@@ -29606,12 +31135,33 @@ mod root {
             #[allow(dead_code)] ::planus::table_reader::Table<'a>,
         );
 
-        impl<'a> ResizeNearestNeighborOptionsRef<'a> {}
+        impl<'a> ResizeNearestNeighborOptionsRef<'a> {
+            /// Getter for the [`align_corners` field](ResizeNearestNeighborOptions#structfield.align_corners).
+            #[inline]
+            pub fn align_corners(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(0, "ResizeNearestNeighborOptions", "align_corners")?
+                        .unwrap_or(false),
+                )
+            }
+
+            /// Getter for the [`half_pixel_centers` field](ResizeNearestNeighborOptions#structfield.half_pixel_centers).
+            #[inline]
+            pub fn half_pixel_centers(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(1, "ResizeNearestNeighborOptions", "half_pixel_centers")?
+                        .unwrap_or(false),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for ResizeNearestNeighborOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("ResizeNearestNeighborOptionsRef");
-
+                f.field("align_corners", &self.align_corners());
+                f.field("half_pixel_centers", &self.half_pixel_centers());
                 f.finish()
             }
         }
@@ -29621,8 +31171,14 @@ mod root {
         {
             type Error = ::planus::Error;
 
-            fn try_from(_value: ResizeNearestNeighborOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: ResizeNearestNeighborOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    align_corners: ::core::convert::TryInto::try_into(value.align_corners()?)?,
+                    half_pixel_centers: ::core::convert::TryInto::try_into(
+                        value.half_pixel_centers()?,
+                    )?,
+                })
             }
         }
 
@@ -29708,24 +31264,17 @@ mod root {
         /// The table `LeakyReluOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LeakyReluOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:374`
-        #[derive(
-            Clone,
-            Debug,
-            PartialEq,
-            PartialOrd,
-            Eq,
-            Ord,
-            Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
-        )]
-        pub struct LeakyReluOptions {}
+        /// * Table `LeakyReluOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:414`
+        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        pub struct LeakyReluOptions {
+            /// The field `alpha` in the table `LeakyReluOptions`
+            pub alpha: f32,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for LeakyReluOptions {
             fn default() -> Self {
-                Self {}
+                Self { alpha: 0.0 }
             }
         }
 
@@ -29737,11 +31286,24 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_alpha: impl ::planus::WriteAsDefault<f32, f32>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_alpha = field_alpha.prepare(builder, &0.0);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<6> =
                     ::core::default::Default::default();
+                if prepared_alpha.is_some() {
+                    table_writer.write_entry::<f32>(0);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_alpha) = prepared_alpha {
+                            object_writer.write::<_, _, 4>(&prepared_alpha);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -29777,7 +31339,7 @@ mod root {
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<LeakyReluOptions> {
-                LeakyReluOptions::create(builder)
+                LeakyReluOptions::create(builder, self.alpha)
             }
         }
 
@@ -29789,6 +31351,25 @@ mod root {
         pub struct LeakyReluOptionsBuilder<State>(State);
 
         impl LeakyReluOptionsBuilder<()> {
+            /// Setter for the [`alpha` field](LeakyReluOptions#structfield.alpha).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn alpha<T0>(self, value: T0) -> LeakyReluOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<f32, f32>,
+            {
+                LeakyReluOptionsBuilder((value,))
+            }
+
+            /// Sets the [`alpha` field](LeakyReluOptions#structfield.alpha) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn alpha_as_default(self) -> LeakyReluOptionsBuilder<(::planus::DefaultValue,)> {
+                self.alpha(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> LeakyReluOptionsBuilder<(T0,)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [LeakyReluOptions].
             #[inline]
             pub fn finish(
@@ -29802,7 +31383,10 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<LeakyReluOptions>> for LeakyReluOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<f32, f32>>
+            ::planus::WriteAs<::planus::Offset<LeakyReluOptions>>
+            for LeakyReluOptionsBuilder<(T0,)>
+        {
             type Prepared = ::planus::Offset<LeakyReluOptions>;
 
             #[inline]
@@ -29814,7 +31398,10 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<LeakyReluOptions>> for LeakyReluOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<f32, f32>>
+            ::planus::WriteAsOptional<::planus::Offset<LeakyReluOptions>>
+            for LeakyReluOptionsBuilder<(T0,)>
+        {
             type Prepared = ::planus::Offset<LeakyReluOptions>;
 
             #[inline]
@@ -29826,13 +31413,16 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<LeakyReluOptions> for LeakyReluOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<f32, f32>> ::planus::WriteAsOffset<LeakyReluOptions>
+            for LeakyReluOptionsBuilder<(T0,)>
+        {
             #[inline]
             fn prepare(
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<LeakyReluOptions> {
-                LeakyReluOptions::create(builder)
+                let (v0,) = &self.0;
+                LeakyReluOptions::create(builder, v0)
             }
         }
 
@@ -29840,12 +31430,22 @@ mod root {
         #[derive(Copy, Clone)]
         pub struct LeakyReluOptionsRef<'a>(#[allow(dead_code)] ::planus::table_reader::Table<'a>);
 
-        impl<'a> LeakyReluOptionsRef<'a> {}
+        impl<'a> LeakyReluOptionsRef<'a> {
+            /// Getter for the [`alpha` field](LeakyReluOptions#structfield.alpha).
+            #[inline]
+            pub fn alpha(&self) -> ::planus::Result<f32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(0, "LeakyReluOptions", "alpha")?
+                        .unwrap_or(0.0),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for LeakyReluOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("LeakyReluOptionsRef");
-
+                f.field("alpha", &self.alpha());
                 f.finish()
             }
         }
@@ -29853,8 +31453,11 @@ mod root {
         impl<'a> ::core::convert::TryFrom<LeakyReluOptionsRef<'a>> for LeakyReluOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: LeakyReluOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: LeakyReluOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    alpha: ::core::convert::TryInto::try_into(value.alpha()?)?,
+                })
             }
         }
 
@@ -29934,7 +31537,7 @@ mod root {
         /// The table `SquaredDifferenceOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SquaredDifferenceOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:375`
+        /// * Table `SquaredDifferenceOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:417`
         #[derive(
             Clone,
             Debug,
@@ -30174,7 +31777,7 @@ mod root {
         /// The table `MirrorPadOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `MirrorPadOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:376`
+        /// * Table `MirrorPadOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:418`
         #[derive(
             Clone,
             Debug,
@@ -30400,7 +32003,7 @@ mod root {
         /// The table `AbsOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `AbsOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:377`
+        /// * Table `AbsOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:419`
         #[derive(
             Clone,
             Debug,
@@ -30611,7 +32214,7 @@ mod root {
         /// The table `SplitVOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SplitVOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:378`
+        /// * Table `SplitVOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:420`
         #[derive(
             Clone,
             Debug,
@@ -30623,12 +32226,15 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct SplitVOptions {}
+        pub struct SplitVOptions {
+            /// The field `num_splits` in the table `SplitVOptions`
+            pub num_splits: i32,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for SplitVOptions {
             fn default() -> Self {
-                Self {}
+                Self { num_splits: 0 }
             }
         }
 
@@ -30640,11 +32246,26 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_num_splits: impl ::planus::WriteAsDefault<i32, i32>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_num_splits = field_num_splits.prepare(builder, &0);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<6> =
                     ::core::default::Default::default();
+                if prepared_num_splits.is_some() {
+                    table_writer.write_entry::<i32>(0);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_num_splits) =
+                            prepared_num_splits
+                        {
+                            object_writer.write::<_, _, 4>(&prepared_num_splits);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -30674,7 +32295,7 @@ mod root {
         impl ::planus::WriteAsOffset<SplitVOptions> for SplitVOptions {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<SplitVOptions> {
-                SplitVOptions::create(builder)
+                SplitVOptions::create(builder, self.num_splits)
             }
         }
 
@@ -30686,6 +32307,25 @@ mod root {
         pub struct SplitVOptionsBuilder<State>(State);
 
         impl SplitVOptionsBuilder<()> {
+            /// Setter for the [`num_splits` field](SplitVOptions#structfield.num_splits).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn num_splits<T0>(self, value: T0) -> SplitVOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<i32, i32>,
+            {
+                SplitVOptionsBuilder((value,))
+            }
+
+            /// Sets the [`num_splits` field](SplitVOptions#structfield.num_splits) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn num_splits_as_default(self) -> SplitVOptionsBuilder<(::planus::DefaultValue,)> {
+                self.num_splits(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> SplitVOptionsBuilder<(T0,)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [SplitVOptions].
             #[inline]
             pub fn finish(self, builder: &mut ::planus::Builder) -> ::planus::Offset<SplitVOptions>
@@ -30696,7 +32336,9 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<SplitVOptions>> for SplitVOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAs<::planus::Offset<SplitVOptions>> for SplitVOptionsBuilder<(T0,)>
+        {
             type Prepared = ::planus::Offset<SplitVOptions>;
 
             #[inline]
@@ -30705,7 +32347,10 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<SplitVOptions>> for SplitVOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAsOptional<::planus::Offset<SplitVOptions>>
+            for SplitVOptionsBuilder<(T0,)>
+        {
             type Prepared = ::planus::Offset<SplitVOptions>;
 
             #[inline]
@@ -30717,10 +32362,13 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<SplitVOptions> for SplitVOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>> ::planus::WriteAsOffset<SplitVOptions>
+            for SplitVOptionsBuilder<(T0,)>
+        {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<SplitVOptions> {
-                SplitVOptions::create(builder)
+                let (v0,) = &self.0;
+                SplitVOptions::create(builder, v0)
             }
         }
 
@@ -30728,12 +32376,22 @@ mod root {
         #[derive(Copy, Clone)]
         pub struct SplitVOptionsRef<'a>(#[allow(dead_code)] ::planus::table_reader::Table<'a>);
 
-        impl<'a> SplitVOptionsRef<'a> {}
+        impl<'a> SplitVOptionsRef<'a> {
+            /// Getter for the [`num_splits` field](SplitVOptions#structfield.num_splits).
+            #[inline]
+            pub fn num_splits(&self) -> ::planus::Result<i32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(0, "SplitVOptions", "num_splits")?
+                        .unwrap_or(0),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for SplitVOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("SplitVOptionsRef");
-
+                f.field("num_splits", &self.num_splits());
                 f.finish()
             }
         }
@@ -30741,8 +32399,11 @@ mod root {
         impl<'a> ::core::convert::TryFrom<SplitVOptionsRef<'a>> for SplitVOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: SplitVOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: SplitVOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    num_splits: ::core::convert::TryInto::try_into(value.num_splits()?)?,
+                })
             }
         }
 
@@ -30822,7 +32483,7 @@ mod root {
         /// The table `UniqueOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `UniqueOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:379`
+        /// * Table `UniqueOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:423`
         #[derive(
             Clone,
             Debug,
@@ -31033,7 +32694,7 @@ mod root {
         /// The table `ReverseV2Options` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ReverseV2Options` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:380`
+        /// * Table `ReverseV2Options` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:424`
         #[derive(
             Clone,
             Debug,
@@ -31259,7 +32920,7 @@ mod root {
         /// The table `AddNOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `AddNOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:381`
+        /// * Table `AddNOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:425`
         #[derive(
             Clone,
             Debug,
@@ -31470,7 +33131,7 @@ mod root {
         /// The table `GatherNdOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `GatherNdOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:382`
+        /// * Table `GatherNdOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:426`
         #[derive(
             Clone,
             Debug,
@@ -31696,7 +33357,7 @@ mod root {
         /// The table `CosOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `CosOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:383`
+        /// * Table `CosOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:427`
         #[derive(
             Clone,
             Debug,
@@ -31907,7 +33568,7 @@ mod root {
         /// The table `WhereOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `WhereOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:384`
+        /// * Table `WhereOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:428`
         #[derive(
             Clone,
             Debug,
@@ -32118,7 +33779,7 @@ mod root {
         /// The table `RankOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `RankOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:385`
+        /// * Table `RankOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:429`
         #[derive(
             Clone,
             Debug,
@@ -32329,7 +33990,7 @@ mod root {
         /// The table `ReverseSequenceOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ReverseSequenceOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:386`
+        /// * Table `ReverseSequenceOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:430`
         #[derive(
             Clone,
             Debug,
@@ -32565,7 +34226,7 @@ mod root {
         /// The table `MatrixDiagOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `MatrixDiagOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:387`
+        /// * Table `MatrixDiagOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:431`
         #[derive(
             Clone,
             Debug,
@@ -32793,7 +34454,7 @@ mod root {
         /// The table `QuantizeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `QuantizeOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:388`
+        /// * Table `QuantizeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:432`
         #[derive(
             Clone,
             Debug,
@@ -33019,7 +34680,7 @@ mod root {
         /// The table `MatrixSetDiagOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `MatrixSetDiagOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:389`
+        /// * Table `MatrixSetDiagOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:433`
         #[derive(
             Clone,
             Debug,
@@ -33249,7 +34910,7 @@ mod root {
         /// The table `HardSwishOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `HardSwishOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:390`
+        /// * Table `HardSwishOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:434`
         #[derive(
             Clone,
             Debug,
@@ -33475,7 +35136,7 @@ mod root {
         /// The table `IfOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `IfOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:391`
+        /// * Table `IfOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:435`
         #[derive(
             Clone,
             Debug,
@@ -33686,7 +35347,7 @@ mod root {
         /// The table `WhileOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `WhileOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:392`
+        /// * Table `WhileOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:436`
         #[derive(
             Clone,
             Debug,
@@ -33897,7 +35558,7 @@ mod root {
         /// The table `DepthToSpaceOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `DepthToSpaceOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:393`
+        /// * Table `DepthToSpaceOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:437`
         #[derive(
             Clone,
             Debug,
@@ -33909,12 +35570,15 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct DepthToSpaceOptions {}
+        pub struct DepthToSpaceOptions {
+            /// The field `block_size` in the table `DepthToSpaceOptions`
+            pub block_size: i32,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for DepthToSpaceOptions {
             fn default() -> Self {
-                Self {}
+                Self { block_size: 0 }
             }
         }
 
@@ -33926,11 +35590,26 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_block_size: impl ::planus::WriteAsDefault<i32, i32>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_block_size = field_block_size.prepare(builder, &0);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<6> =
                     ::core::default::Default::default();
+                if prepared_block_size.is_some() {
+                    table_writer.write_entry::<i32>(0);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_block_size) =
+                            prepared_block_size
+                        {
+                            object_writer.write::<_, _, 4>(&prepared_block_size);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -33966,7 +35645,7 @@ mod root {
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<DepthToSpaceOptions> {
-                DepthToSpaceOptions::create(builder)
+                DepthToSpaceOptions::create(builder, self.block_size)
             }
         }
 
@@ -33978,6 +35657,27 @@ mod root {
         pub struct DepthToSpaceOptionsBuilder<State>(State);
 
         impl DepthToSpaceOptionsBuilder<()> {
+            /// Setter for the [`block_size` field](DepthToSpaceOptions#structfield.block_size).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn block_size<T0>(self, value: T0) -> DepthToSpaceOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<i32, i32>,
+            {
+                DepthToSpaceOptionsBuilder((value,))
+            }
+
+            /// Sets the [`block_size` field](DepthToSpaceOptions#structfield.block_size) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn block_size_as_default(
+                self,
+            ) -> DepthToSpaceOptionsBuilder<(::planus::DefaultValue,)> {
+                self.block_size(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> DepthToSpaceOptionsBuilder<(T0,)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [DepthToSpaceOptions].
             #[inline]
             pub fn finish(
@@ -33991,7 +35691,10 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<DepthToSpaceOptions>> for DepthToSpaceOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAs<::planus::Offset<DepthToSpaceOptions>>
+            for DepthToSpaceOptionsBuilder<(T0,)>
+        {
             type Prepared = ::planus::Offset<DepthToSpaceOptions>;
 
             #[inline]
@@ -34003,8 +35706,9 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<DepthToSpaceOptions>>
-            for DepthToSpaceOptionsBuilder<()>
+        impl<T0: ::planus::WriteAsDefault<i32, i32>>
+            ::planus::WriteAsOptional<::planus::Offset<DepthToSpaceOptions>>
+            for DepthToSpaceOptionsBuilder<(T0,)>
         {
             type Prepared = ::planus::Offset<DepthToSpaceOptions>;
 
@@ -34017,13 +35721,16 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<DepthToSpaceOptions> for DepthToSpaceOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<i32, i32>> ::planus::WriteAsOffset<DepthToSpaceOptions>
+            for DepthToSpaceOptionsBuilder<(T0,)>
+        {
             #[inline]
             fn prepare(
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<DepthToSpaceOptions> {
-                DepthToSpaceOptions::create(builder)
+                let (v0,) = &self.0;
+                DepthToSpaceOptions::create(builder, v0)
             }
         }
 
@@ -34033,12 +35740,22 @@ mod root {
             #[allow(dead_code)] ::planus::table_reader::Table<'a>,
         );
 
-        impl<'a> DepthToSpaceOptionsRef<'a> {}
+        impl<'a> DepthToSpaceOptionsRef<'a> {
+            /// Getter for the [`block_size` field](DepthToSpaceOptions#structfield.block_size).
+            #[inline]
+            pub fn block_size(&self) -> ::planus::Result<i32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(0, "DepthToSpaceOptions", "block_size")?
+                        .unwrap_or(0),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for DepthToSpaceOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("DepthToSpaceOptionsRef");
-
+                f.field("block_size", &self.block_size());
                 f.finish()
             }
         }
@@ -34046,8 +35763,11 @@ mod root {
         impl<'a> ::core::convert::TryFrom<DepthToSpaceOptionsRef<'a>> for DepthToSpaceOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: DepthToSpaceOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: DepthToSpaceOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    block_size: ::core::convert::TryInto::try_into(value.block_size()?)?,
+                })
             }
         }
 
@@ -34127,7 +35847,7 @@ mod root {
         /// The table `NonMaxSuppressionV4Options` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `NonMaxSuppressionV4Options` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:394`
+        /// * Table `NonMaxSuppressionV4Options` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:440`
         #[derive(
             Clone,
             Debug,
@@ -34371,7 +36091,7 @@ mod root {
         /// The table `NonMaxSuppressionV5Options` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `NonMaxSuppressionV5Options` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:395`
+        /// * Table `NonMaxSuppressionV5Options` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:441`
         #[derive(
             Clone,
             Debug,
@@ -34615,7 +36335,7 @@ mod root {
         /// The table `ScatterNdOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ScatterNdOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:396`
+        /// * Table `ScatterNdOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:442`
         #[derive(
             Clone,
             Debug,
@@ -34841,7 +36561,7 @@ mod root {
         /// The table `SelectV2Options` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SelectV2Options` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:397`
+        /// * Table `SelectV2Options` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:443`
         #[derive(
             Clone,
             Debug,
@@ -35067,7 +36787,7 @@ mod root {
         /// The table `DensifyOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `DensifyOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:398`
+        /// * Table `DensifyOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:444`
         #[derive(
             Clone,
             Debug,
@@ -35278,7 +36998,7 @@ mod root {
         /// The table `SegmentSumOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SegmentSumOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:399`
+        /// * Table `SegmentSumOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:445`
         #[derive(
             Clone,
             Debug,
@@ -35506,7 +37226,7 @@ mod root {
         /// The table `BatchMatMulOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BatchMatMulOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:400`
+        /// * Table `BatchMatMulOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:446`
         #[derive(
             Clone,
             Debug,
@@ -35734,7 +37454,7 @@ mod root {
         /// The table `CumsumOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `CumsumOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:401`
+        /// * Table `CumsumOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:447`
         #[derive(
             Clone,
             Debug,
@@ -35945,7 +37665,7 @@ mod root {
         /// The table `CallOnceOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `CallOnceOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:402`
+        /// * Table `CallOnceOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:448`
         #[derive(
             Clone,
             Debug,
@@ -36171,7 +37891,7 @@ mod root {
         /// The table `BroadcastToOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BroadcastToOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:403`
+        /// * Table `BroadcastToOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:449`
         #[derive(
             Clone,
             Debug,
@@ -36399,7 +38119,7 @@ mod root {
         /// The table `Rfft2dOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Rfft2dOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:404`
+        /// * Table `Rfft2dOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:450`
         #[derive(
             Clone,
             Debug,
@@ -36610,7 +38330,7 @@ mod root {
         /// The table `Conv3DOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Conv3DOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:405`
+        /// * Table `Conv3DOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:451`
         #[derive(
             Clone,
             Debug,
@@ -36821,7 +38541,7 @@ mod root {
         /// The table `HashtableOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `HashtableOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:406`
+        /// * Table `HashtableOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:452`
         #[derive(
             Clone,
             Debug,
@@ -37047,7 +38767,7 @@ mod root {
         /// The table `HashtableFindOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `HashtableFindOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:407`
+        /// * Table `HashtableFindOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:453`
         #[derive(
             Clone,
             Debug,
@@ -37277,7 +38997,7 @@ mod root {
         /// The table `HashtableImportOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `HashtableImportOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:408`
+        /// * Table `HashtableImportOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:454`
         #[derive(
             Clone,
             Debug,
@@ -37513,7 +39233,7 @@ mod root {
         /// The table `HashtableSizeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `HashtableSizeOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:409`
+        /// * Table `HashtableSizeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:455`
         #[derive(
             Clone,
             Debug,
@@ -37743,7 +39463,7 @@ mod root {
         /// The table `VarHandleOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `VarHandleOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:410`
+        /// * Table `VarHandleOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:456`
         #[derive(
             Clone,
             Debug,
@@ -37969,7 +39689,7 @@ mod root {
         /// The table `ReadVariableOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ReadVariableOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:411`
+        /// * Table `ReadVariableOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:457`
         #[derive(
             Clone,
             Debug,
@@ -38199,7 +39919,7 @@ mod root {
         /// The table `AssignVariableOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `AssignVariableOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:412`
+        /// * Table `AssignVariableOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:458`
         #[derive(
             Clone,
             Debug,
@@ -38433,7 +40153,7 @@ mod root {
         /// The table `RandomOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `RandomOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:413`
+        /// * Table `RandomOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:459`
         #[derive(
             Clone,
             Debug,
@@ -38644,7 +40364,7 @@ mod root {
         /// The table `BucketizeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BucketizeOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:414`
+        /// * Table `BucketizeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:460`
         #[derive(
             Clone,
             Debug,
@@ -38870,7 +40590,7 @@ mod root {
         /// The table `GeluOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `GeluOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:415`
+        /// * Table `GeluOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:461`
         #[derive(
             Clone,
             Debug,
@@ -39081,7 +40801,7 @@ mod root {
         /// The table `DynamicUpdateSliceOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `DynamicUpdateSliceOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:416`
+        /// * Table `DynamicUpdateSliceOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:462`
         #[derive(
             Clone,
             Debug,
@@ -39321,7 +41041,7 @@ mod root {
         /// The table `UnsortedSegmentProdOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `UnsortedSegmentProdOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:417`
+        /// * Table `UnsortedSegmentProdOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:463`
         #[derive(
             Clone,
             Debug,
@@ -39565,7 +41285,7 @@ mod root {
         /// The table `UnsortedSegmentMaxOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `UnsortedSegmentMaxOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:418`
+        /// * Table `UnsortedSegmentMaxOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:464`
         #[derive(
             Clone,
             Debug,
@@ -39805,7 +41525,7 @@ mod root {
         /// The table `UnsortedSegmentMinOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `UnsortedSegmentMinOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:419`
+        /// * Table `UnsortedSegmentMinOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:465`
         #[derive(
             Clone,
             Debug,
@@ -40045,7 +41765,7 @@ mod root {
         /// The table `UnsortedSegmentSumOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `UnsortedSegmentSumOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:420`
+        /// * Table `UnsortedSegmentSumOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:466`
         #[derive(
             Clone,
             Debug,
@@ -40285,7 +42005,7 @@ mod root {
         /// The table `ATan2Options` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ATan2Options` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:421`
+        /// * Table `ATan2Options` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:467`
         #[derive(
             Clone,
             Debug,
@@ -40496,7 +42216,7 @@ mod root {
         /// The table `SignOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SignOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:422`
+        /// * Table `SignOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:468`
         #[derive(
             Clone,
             Debug,
@@ -40707,7 +42427,7 @@ mod root {
         /// The table `BitcastOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BitcastOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:423`
+        /// * Table `BitcastOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:469`
         #[derive(
             Clone,
             Debug,
@@ -40918,7 +42638,7 @@ mod root {
         /// The table `BitwiseXorOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BitwiseXorOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:424`
+        /// * Table `BitwiseXorOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:470`
         #[derive(
             Clone,
             Debug,
@@ -41146,7 +42866,7 @@ mod root {
         /// The table `RightShiftOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `RightShiftOptions` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:425`
+        /// * Table `RightShiftOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:471`
         #[derive(
             Clone,
             Debug,
@@ -41374,7 +43094,7 @@ mod root {
         /// The table `OperatorCode` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `OperatorCode` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:428`
+        /// * Table `OperatorCode` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:474`
         #[derive(
             Clone,
             Debug,
@@ -41808,7 +43528,7 @@ mod root {
         /// The table `Operator` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Operator` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:438`
+        /// * Table `Operator` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:484`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub struct Operator {
             /// The field `opcode_index` in the table `Operator`
@@ -42288,7 +44008,7 @@ mod root {
         /// The table `SubGraph` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SubGraph` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:448`
+        /// * Table `SubGraph` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:494`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub struct SubGraph {
             /// The field `tensors` in the table `SubGraph`
@@ -42768,7 +44488,7 @@ mod root {
         /// The table `Buffer` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Buffer` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:457`
+        /// * Table `Buffer` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:503`
         #[derive(
             Clone,
             Debug,
@@ -43117,7 +44837,7 @@ mod root {
         /// The table `Model` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Model` in the file `/work/wt/tflite/importers/tflite/schema/tflite.fbs:464`
+        /// * Table `Model` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:510`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub struct Model {
             /// The field `version` in the table `Model`

@@ -3,7 +3,10 @@
 //! implicit padding codes, MEAN's axis tensor and keep_dims, FULLY_CONNECTED's keep_num_dims as
 //! a RESHAPE of the 2-D result) and the same operand types (int8 activations as
 //! TENSOR_QUANT8_ASYMM_SIGNED, per-channel filters as TENSOR_QUANT8_SYMM_PER_CHANNEL, float16
-//! weights dequantized to float32 constants at import). The README ("TensorFlow Lite models")
+//! weights dequantized to float32 constants at import). Builtins without one NNAPI operation
+//! are rewritten as the delegate rewrites them: LEAKY_RELU as PRELU with a one-element alpha,
+//! SQUARED_DIFFERENCE as SUB + MUL, PACK as CONCATENATION + RESHAPE, UNPACK as SPLIT + RESHAPE,
+//! SPLIT_V as SPLIT (equal parts) or SLICEs. The README ("TensorFlow Lite models")
 //! lists every builtin and what it becomes; [`lower_operator`] has one arm per builtin.
 
 use crate::decode::{builtin_name, Code, Decoded, Operator, Tensor, TensorType};
@@ -61,6 +64,11 @@ fn describe(t: &Tensor) -> R<Operand> {
             o
         }
         TensorType::Uint8 => per_tensor(OperandType::TensorQuant8Asymm)?,
+        TensorType::Bool => Operand::new(
+            OperandType::TensorBool8,
+            &t.shape,
+            OperandLifeTime::TemporaryVariable,
+        ),
         TensorType::Int8 => match q {
             Some(q) if q.scales.len() > 1 => {
                 if q.zero_points.iter().any(|&z| z != 0) {
@@ -351,7 +359,19 @@ impl Lowering<'_> {
     /// The bias of a convolution: the file's, or zeros when it omits one (as the delegate
     /// supplies), in the type and scale the filter calls for.
     fn bias(&mut self, op: &Operator, input: usize, filter: usize, channels: u32) -> R<u32> {
-        if let Some(Some(t)) = op.inputs.get(2) {
+        self.bias_at(op, 2, input, filter, channels)
+    }
+
+    /// [`Self::bias`] with the bias in input slot `slot`.
+    fn bias_at(
+        &mut self,
+        op: &Operator,
+        slot: usize,
+        input: usize,
+        filter: usize,
+        channels: u32,
+    ) -> R<u32> {
+        if let Some(Some(t)) = op.inputs.get(slot) {
             return self.operand(*t);
         }
         if self.is_quantized(input) {
@@ -371,6 +391,92 @@ impl Lowering<'_> {
 
     fn op(&mut self, ty: OperationType, inputs: &[u32], outputs: &[u32]) {
         self.b.operation(ty, inputs, outputs);
+    }
+
+    /// An INT32 tensor input: a constant (INT32 or INT64 in the file) is written as INT32;
+    /// a computed one must already be INT32.
+    fn int_tensor(&mut self, t: usize) -> R<u32> {
+        let tensor = self.tensor(t);
+        if tensor.data.is_some() {
+            let v = to_i32(&ints(tensor)?)?;
+            let dims = if tensor.shape.is_empty() {
+                vec![1]
+            } else {
+                tensor.shape.clone()
+            };
+            return Ok(self.b.i32_tensor(&dims, &v, 0.0));
+        }
+        if tensor.ty != TensorType::Int32 {
+            bail!("tensor '{}' is {:?}, not INT32", tensor.name, tensor.ty);
+        }
+        self.operand(t)
+    }
+
+    /// A one-element integer constant (an axis or a count).
+    fn int_scalar(&self, t: usize) -> R<i32> {
+        match to_i32(&ints(self.tensor(t))?)?.as_slice() {
+            [v] => Ok(*v),
+            v => bail!(
+                "tensor '{}' holds {} values, not one",
+                self.tensor(t).name,
+                v.len()
+            ),
+        }
+    }
+
+    fn rank(&self, t: usize) -> usize {
+        self.tensor(t).shape.len()
+    }
+
+    /// An axis in `-rank..rank`, made nonnegative.
+    fn axis(&self, axis: i32, rank: usize) -> R<i32> {
+        let r = rank as i32;
+        if axis < -r || axis >= r {
+            bail!("axis {axis} out of range for rank {rank}");
+        }
+        Ok((axis + r) % r)
+    }
+
+    /// `y = ty(inputs…)` for an operator whose NNAPI operation takes its inputs as they are.
+    fn plain(&mut self, op: &Operator, ty: OperationType, extra: &[u32]) -> R<()> {
+        let mut args = Vec::new();
+        for i in 0..op.inputs.len() {
+            let t = self.input(op, i)?;
+            args.push(self.operand(t)?);
+        }
+        args.extend_from_slice(extra);
+        let y = self.result(self.output(op, 0)?)?;
+        self.op(ty, &args, &[y]);
+        Ok(())
+    }
+
+    /// A SELECT branch: a one-element constant is spread to the condition's shape (NNAPI's
+    /// SELECT does not broadcast); anything else must already have that shape.
+    fn select_branch(&mut self, t: usize, dims: &[u32]) -> R<u32> {
+        let tensor = self.tensor(t);
+        if tensor.shape == dims {
+            return self.operand(t);
+        }
+        let n: u64 = tensor.shape.iter().map(|&d| u64::from(d)).product();
+        let total: u64 = dims.iter().map(|&d| u64::from(d)).product();
+        match &tensor.data {
+            Some(data) if n == 1 && total <= 1 << 24 => {
+                let bytes: Vec<u8> = data
+                    .iter()
+                    .copied()
+                    .cycle()
+                    .take(data.len() * total as usize)
+                    .collect();
+                let mut o = describe(tensor)?;
+                o.dimensions = dims.to_vec();
+                Ok(self.b.constant_operand(o, &bytes))
+            }
+            _ => bail!(
+                "a SELECT branch of shape {:?} against a condition of {dims:?}: NNAPI's SELECT \
+                 does not broadcast",
+                tensor.shape
+            ),
+        }
     }
 
     /// Lowers one operator.
@@ -684,12 +790,452 @@ fn lower_operator(l: &mut Lowering, code: i32, op: &Operator) -> R<()> {
                 l.op(T::Dequantize, &[x], &[y]);
             }
         }
+        "L2_POOL_2D" => {
+            let Some(BuiltinOptions::Pool2DOptions(o)) = opts else {
+                bail!("no Pool2DOptions")
+            };
+            let x = l.operand(l.input(op, 0)?)?;
+            let args = [
+                x,
+                l.b.int(padding(o.padding)),
+                l.b.int(o.stride_w),
+                l.b.int(o.stride_h),
+                l.b.int(o.filter_width),
+                l.b.int(o.filter_height),
+                l.b.int(activation(o.fused_activation_function)?),
+            ];
+            let y = l.result(l.output(op, 0)?)?;
+            l.op(T::L2Pool2d, &args, &[y]);
+        }
+        "EXP" | "LOG" | "ABS" | "NEG" | "SQRT" | "RSQRT" | "SIN" | "FLOOR" | "CAST"
+        | "LOGICAL_NOT" => {
+            let x_t = l.input(op, 0)?;
+            if name != "CAST" && name != "LOGICAL_NOT" && l.tensor(x_t).ty != TensorType::Float32 {
+                bail!("the NNAPI delegate sends {name} for float32 tensors only");
+            }
+            l.plain(op, nn(&name)?, &[])?;
+        }
+        "MAXIMUM" | "MINIMUM" | "POW" | "PRELU" | "EQUAL" | "NOT_EQUAL" | "LESS" | "LESS_EQUAL"
+        | "GREATER" | "GREATER_EQUAL" | "LOGICAL_AND" | "LOGICAL_OR" => {
+            let ty = nn(match name.as_str() {
+                "POW" => "POW",
+                "PRELU" => "PRELU",
+                other => other,
+            })?;
+            if name == "POW" && l.tensor(l.input(op, 0)?).ty != TensorType::Float32 {
+                bail!("the NNAPI delegate sends POW for float32 tensors only");
+            }
+            l.plain(op, ty, &[])?;
+        }
+        "LEAKY_RELU" => {
+            let alpha = match opts {
+                Some(BuiltinOptions::LeakyReluOptions(o)) => o.alpha,
+                _ => bail!("no LeakyReluOptions"),
+            };
+            // PRELU with a one-element alpha, as the delegate sends it; a quantized alpha is
+            // exact: scale |alpha| and the single value ±1 (zero point 1 holds −1 in uint8).
+            let x_t = l.input(op, 0)?;
+            let x = l.operand(x_t)?;
+            let a = match l.tensor(x_t).ty {
+                TensorType::Float32 => l.b.f32_tensor(&[1], &[alpha]),
+                TensorType::Int8 | TensorType::Uint8 => {
+                    let signed = l.tensor(x_t).ty == TensorType::Int8;
+                    let scale = if alpha == 0.0 { 1.0 } else { alpha.abs() };
+                    let (byte, zero) = match (alpha < 0.0, signed) {
+                        (_, _) if alpha == 0.0 => (0u8, 0),
+                        (false, _) => (1u8, 0),
+                        (true, true) => ((-1i8) as u8, 0),
+                        (true, false) => (0u8, 1),
+                    };
+                    let ty = if signed {
+                        OperandType::TensorQuant8AsymmSigned
+                    } else {
+                        OperandType::TensorQuant8Asymm
+                    };
+                    let mut o = Operand::new(ty, &[1], OperandLifeTime::TemporaryVariable);
+                    o.scale = scale;
+                    o.zero_point = zero;
+                    l.b.constant_operand(o, &[byte])
+                }
+                other => bail!("LEAKY_RELU on {other:?}"),
+            };
+            let y = l.result(l.output(op, 0)?)?;
+            l.op(T::Prelu, &[x, a], &[y]);
+        }
+        "SQUARED_DIFFERENCE" => {
+            let (a_t, b_t) = (l.input(op, 0)?, l.input(op, 1)?);
+            if l.tensor(a_t).ty != TensorType::Float32 {
+                bail!("the NNAPI delegate sends SQUARED_DIFFERENCE for float32 tensors only");
+            }
+            let (a, b) = (l.operand(a_t)?, l.operand(b_t)?);
+            let y = l.result(l.output(op, 0)?)?;
+            let dims = l.b.operand_at(y).dimensions.clone();
+            let d = l.temp_like(y, &dims, None);
+            let none = l.b.int(0);
+            l.op(T::Sub, &[a, b, none], &[d]);
+            l.op(T::Mul, &[d, d, none], &[y]);
+        }
+        "ELU" => {
+            let alpha = l.b.float(1.0);
+            l.plain(op, T::Elu, &[alpha])?;
+        }
+        "LOG_SOFTMAX" => {
+            let (beta, axis) = (l.b.float(1.0), l.b.int(-1));
+            l.plain(op, T::LogSoftmax, &[beta, axis])?;
+        }
+        "L2_NORMALIZATION" => {
+            if let Some(BuiltinOptions::L2NormOptions(o)) = opts {
+                if o.fused_activation_function != ActivationFunctionType::None {
+                    bail!("a fused activation on L2_NORMALIZATION is not sent by the delegate");
+                }
+            }
+            l.plain(op, T::L2Normalization, &[])?;
+        }
+        "LOCAL_RESPONSE_NORMALIZATION" => {
+            let Some(BuiltinOptions::LocalResponseNormalizationOptions(o)) = opts else {
+                bail!("no LocalResponseNormalizationOptions")
+            };
+            let x_t = l.input(op, 0)?;
+            if l.rank(x_t) != 4 {
+                bail!(
+                    "LOCAL_RESPONSE_NORMALIZATION of rank {}: the delegate sends rank 4",
+                    l.rank(x_t)
+                );
+            }
+            let x = l.operand(x_t)?;
+            let args = [
+                x,
+                l.b.int(o.radius),
+                l.b.float(o.bias),
+                l.b.float(o.alpha),
+                l.b.float(o.beta),
+            ];
+            let y = l.result(l.output(op, 0)?)?;
+            l.op(T::LocalResponseNormalization, &args, &[y]);
+        }
+        "SPACE_TO_DEPTH" | "DEPTH_TO_SPACE" => {
+            let block = match opts {
+                Some(BuiltinOptions::SpaceToDepthOptions(o)) => o.block_size,
+                Some(BuiltinOptions::DepthToSpaceOptions(o)) => o.block_size,
+                _ => bail!("no block size"),
+            };
+            let block = l.b.int(block);
+            l.plain(op, nn(&name)?, &[block])?;
+        }
+        "SPACE_TO_BATCH_ND" | "BATCH_TO_SPACE_ND" => {
+            let x_t = l.input(op, 0)?;
+            if l.rank(x_t) != 4 {
+                bail!("{name} of rank {}: NNAPI's takes rank 4", l.rank(x_t));
+            }
+            let x = l.operand(x_t)?;
+            let block = l.int_tensor(l.input(op, 1)?)?;
+            let mut args = vec![x, block];
+            if name == "SPACE_TO_BATCH_ND" {
+                args.push(l.int_tensor(l.input(op, 2)?)?);
+            } else if ints(l.tensor(l.input(op, 2)?))?.iter().any(|&c| c != 0) {
+                bail!("BATCH_TO_SPACE_ND with crops: NNAPI's takes none");
+            }
+            let y = l.result(l.output(op, 0)?)?;
+            l.op(nn(&name)?, &args, &[y]);
+        }
+        "GATHER" => {
+            let (axis, batch) = match opts {
+                Some(BuiltinOptions::GatherOptions(o)) => (o.axis, o.batch_dims),
+                _ => (0, 0),
+            };
+            if batch != 0 {
+                bail!("GATHER with batch_dims {batch} is not sent by the delegate");
+            }
+            let x_t = l.input(op, 0)?;
+            let axis = l.axis(axis, l.rank(x_t))?;
+            let x = l.operand(x_t)?;
+            let idx = l.int_tensor(l.input(op, 1)?)?;
+            let axis = l.b.int(axis);
+            let y = l.result(l.output(op, 0)?)?;
+            l.op(T::Gather, &[x, axis, idx], &[y]);
+        }
+        "SLICE" | "TILE" => {
+            let x = l.operand(l.input(op, 0)?)?;
+            let mut args = vec![x];
+            for i in 1..op.inputs.len() {
+                args.push(l.int_tensor(l.input(op, i)?)?);
+            }
+            let y = l.result(l.output(op, 0)?)?;
+            l.op(nn(&name)?, &args, &[y]);
+        }
+        "EXPAND_DIMS" => {
+            let x_t = l.input(op, 0)?;
+            let axis = l.int_scalar(l.input(op, 1)?)?;
+            let axis = l.axis(axis, l.rank(x_t) + 1)?;
+            let x = l.operand(x_t)?;
+            let axis = l.b.int(axis);
+            let y = l.result(l.output(op, 0)?)?;
+            l.op(T::ExpandDims, &[x, axis], &[y]);
+        }
+        "PADV2" => {
+            let x_t = l.input(op, 0)?;
+            let x = l.operand(x_t)?;
+            let pads = l.int_tensor(l.input(op, 1)?)?;
+            let v_t = l.input(op, 2)?;
+            let v = l.tensor(v_t);
+            let value = match (&v.data, v.ty) {
+                (Some(d), TensorType::Float32) if d.len() == 4 => {
+                    l.b.float(f32::from_le_bytes([d[0], d[1], d[2], d[3]]))
+                }
+                // The quantized pad value is its stored integer (the input's quantization).
+                (Some(d), TensorType::Int8) if d.len() == 1 => l.b.int(i32::from(d[0] as i8)),
+                (Some(d), TensorType::Uint8) if d.len() == 1 => l.b.int(i32::from(d[0])),
+                _ => bail!("PADV2's pad value must be a one-element constant"),
+            };
+            let y = l.result(l.output(op, 0)?)?;
+            l.op(T::PadV2, &[x, pads, value], &[y]);
+        }
+        "ARG_MAX" | "ARG_MIN" => {
+            let (x_t, out_t) = (l.input(op, 0)?, l.output(op, 0)?);
+            if l.tensor(out_t).ty != TensorType::Int32 {
+                bail!(
+                    "{name} with a {:?} result: NNAPI's gives int32",
+                    l.tensor(out_t).ty
+                );
+            }
+            let axis = l.int_scalar(l.input(op, 1)?)?;
+            let axis = l.axis(axis, l.rank(x_t))?;
+            let x = l.operand(x_t)?;
+            let axis = l.b.int(axis);
+            let y = l.result(out_t)?;
+            let ty = if name == "ARG_MAX" {
+                T::Argmax
+            } else {
+                T::Argmin
+            };
+            l.op(ty, &[x, axis], &[y]);
+        }
+        "SUM" | "REDUCE_MAX" | "REDUCE_MIN" | "REDUCE_PROD" | "REDUCE_ANY" => {
+            let keep = match opts {
+                Some(BuiltinOptions::ReducerOptions(o)) => o.keep_dims,
+                _ => false,
+            };
+            let x_t = l.input(op, 0)?;
+            if matches!(name.as_str(), "SUM" | "REDUCE_PROD") && l.is_quantized(x_t) {
+                bail!("NNAPI's {name} has no quantized form (the delegate keeps it on the CPU)");
+            }
+            let x = l.operand(x_t)?;
+            let axes = l.int_tensor(l.input(op, 1)?)?;
+            let keep = l.bool_scalar(keep);
+            let y = l.result(l.output(op, 0)?)?;
+            let ty = nn(if name == "SUM" { "REDUCE_SUM" } else { &name })?;
+            l.op(ty, &[x, axes, keep], &[y]);
+        }
+        "SELECT" | "SELECT_V2" => {
+            let c_t = l.input(op, 0)?;
+            let dims = l.tensor(c_t).shape.clone();
+            let out_t = l.output(op, 0)?;
+            if l.tensor(out_t).shape != dims {
+                bail!("{name} with a broadcast condition: NNAPI's SELECT does not broadcast");
+            }
+            let c = l.operand(c_t)?;
+            let a = l.select_branch(l.input(op, 1)?, &dims)?;
+            let b = l.select_branch(l.input(op, 2)?, &dims)?;
+            let y = l.result(out_t)?;
+            l.op(T::Select, &[c, a, b], &[y]);
+        }
+        "EMBEDDING_LOOKUP" => {
+            let ids = l.int_tensor(l.input(op, 0)?)?;
+            let values = l.operand(l.input(op, 1)?)?;
+            let y = l.result(l.output(op, 0)?)?;
+            l.op(T::EmbeddingLookup, &[ids, values], &[y]);
+        }
+        "RESIZE_BILINEAR" | "RESIZE_NEAREST_NEIGHBOR" => {
+            let (align, half) = match opts {
+                Some(BuiltinOptions::ResizeBilinearOptions(o)) => {
+                    (o.align_corners, o.half_pixel_centers)
+                }
+                Some(BuiltinOptions::ResizeNearestNeighborOptions(o)) => {
+                    (o.align_corners, o.half_pixel_centers)
+                }
+                _ => (false, false),
+            };
+            let x_t = l.input(op, 0)?;
+            if l.rank(x_t) != 4 {
+                bail!("{name} of rank {}: the delegate sends rank 4", l.rank(x_t));
+            }
+            let size = to_i32(&ints(l.tensor(l.input(op, 1)?))?)?;
+            let [h, w] = size[..] else {
+                bail!("{name}'s size holds {} values, not 2", size.len())
+            };
+            let x = l.operand(x_t)?;
+            let args = [
+                x,
+                l.b.int(w),
+                l.b.int(h),
+                l.bool_scalar(false),
+                l.bool_scalar(align),
+                l.bool_scalar(half),
+            ];
+            let y = l.result(l.output(op, 0)?)?;
+            l.op(nn(&name)?, &args, &[y]);
+        }
+        "TRANSPOSE_CONV" => {
+            let Some(BuiltinOptions::TransposeConvOptions(o)) = opts else {
+                bail!("no TransposeConvOptions")
+            };
+            // Inputs: output shape, filter [out, h, w, in], input, optional bias.
+            let (s_t, f_t, x_t) = (l.input(op, 0)?, l.input(op, 1)?, l.input(op, 2)?);
+            let channels = l.tensor(f_t).shape.first().copied().unwrap_or(0);
+            let x = l.operand(x_t)?;
+            let f = l.operand(f_t)?;
+            let bias = l.bias_at(op, 3, x_t, f_t, channels)?;
+            let shape = l.int_tensor(s_t)?;
+            let args = [
+                x,
+                f,
+                bias,
+                shape,
+                l.b.int(padding(o.padding)),
+                l.b.int(o.stride_w),
+                l.b.int(o.stride_h),
+                l.b.int(activation(o.fused_activation_function)?),
+                l.bool_scalar(false),
+            ];
+            let y = l.result(l.output(op, 0)?)?;
+            l.op(T::TransposeConv2d, &args, &[y]);
+        }
+        "SPLIT" => {
+            // Inputs: axis, then the tensor.
+            let x_t = l.input(op, 1)?;
+            let axis = l.int_scalar(l.input(op, 0)?)?;
+            let axis = l.axis(axis, l.rank(x_t))?;
+            let x = l.operand(x_t)?;
+            let (axis, n) = (l.b.int(axis), l.b.int(op.outputs.len() as i32));
+            let mut ys = Vec::new();
+            for &t in &op.outputs {
+                ys.push(l.result(t)?);
+            }
+            l.op(T::Split, &[x, axis, n], &ys);
+        }
+        "SPLIT_V" => {
+            // Equal parts are NNAPI's SPLIT; unequal ones a SLICE each.
+            let x_t = l.input(op, 0)?;
+            let axis = l.int_scalar(l.input(op, 2)?)?;
+            let rank = l.rank(x_t);
+            let axis = l.axis(axis, rank)? as usize;
+            let sizes: Vec<u32> = op
+                .outputs
+                .iter()
+                .map(|&t| l.tensor(t).shape.get(axis).copied().unwrap_or(0))
+                .collect();
+            let x = l.operand(x_t)?;
+            if sizes.windows(2).all(|w| w[0] == w[1]) {
+                let (a, n) = (l.b.int(axis as i32), l.b.int(sizes.len() as i32));
+                let mut ys = Vec::new();
+                for &t in &op.outputs {
+                    ys.push(l.result(t)?);
+                }
+                l.op(T::Split, &[x, a, n], &ys);
+            } else {
+                let mut offset = 0i32;
+                for (&t, &size) in op.outputs.iter().zip(&sizes) {
+                    let mut begin = vec![0i32; rank];
+                    begin[axis] = offset;
+                    let extent: Vec<i32> = l.tensor(t).shape.iter().map(|&d| d as i32).collect();
+                    offset = i32::try_from(size)
+                        .ok()
+                        .and_then(|z| offset.checked_add(z))
+                        .ok_or_else(|| format!("SPLIT_V parts overflow at {offset}"))?;
+                    let b = l.b.i32_tensor(&[rank as u32], &begin, 0.0);
+                    let e = l.b.i32_tensor(&[rank as u32], &extent, 0.0);
+                    let y = l.result(t)?;
+                    l.op(T::Slice, &[x, b, e], &[y]);
+                }
+            }
+        }
+        "PACK" => {
+            let Some(BuiltinOptions::PackOptions(o)) = opts else {
+                bail!("no PackOptions")
+            };
+            let out_t = l.output(op, 0)?;
+            let out_shape = l.tensor(out_t).shape.clone();
+            let Some(rank) = out_shape.len().checked_sub(1) else {
+                bail!("PACK with a rank-0 result")
+            };
+            let axis = l.axis(o.axis, rank + 1)? as usize;
+            let n = op.inputs.len() as u32;
+            let mut parts = Vec::new();
+            for i in 0..op.inputs.len() {
+                let t = l.input(op, i)?;
+                parts.push(l.operand(t)?);
+            }
+            let y = l.result(out_t)?;
+            // CONCATENATION along the axis, then RESHAPE to the packed shape; packing after the
+            // last axis first gives each part a trailing 1.
+            let (cat_axis, joined_dims) = if axis < rank {
+                let mut d = out_shape.clone();
+                d.remove(axis);
+                d[axis] = d[axis]
+                    .checked_mul(n)
+                    .ok_or_else(|| format!("PACK of {n} parts overflows dimension {axis}"))?;
+                (axis, d)
+            } else {
+                let mut inner = out_shape.clone();
+                inner[rank] = 1;
+                for p in parts.iter_mut() {
+                    let r = l.temp_like(*p, &inner, None);
+                    let dims: Vec<i32> = inner.iter().map(|&d| d as i32).collect();
+                    let s = l.b.i32_tensor(&[dims.len() as u32], &dims, 0.0);
+                    l.op(T::Reshape, &[*p, s], &[r]);
+                    *p = r;
+                }
+                (rank, out_shape.clone())
+            };
+            let joined = l.temp_like(y, &joined_dims, None);
+            parts.push(l.b.int(cat_axis as i32));
+            l.op(T::Concatenation, &parts, &[joined]);
+            let dims: Vec<i32> = out_shape.iter().map(|&d| d as i32).collect();
+            let s = l.b.i32_tensor(&[dims.len() as u32], &dims, 0.0);
+            l.op(T::Reshape, &[joined, s], &[y]);
+        }
+        "UNPACK" => {
+            let Some(BuiltinOptions::UnpackOptions(o)) = opts else {
+                bail!("no UnpackOptions")
+            };
+            let x_t = l.input(op, 0)?;
+            let shape = l.tensor(x_t).shape.clone();
+            let axis = l.axis(o.axis, shape.len())? as usize;
+            if shape[axis] as usize != op.outputs.len() {
+                bail!(
+                    "UNPACK of {} parts into {} outputs",
+                    shape[axis],
+                    op.outputs.len()
+                );
+            }
+            let x = l.operand(x_t)?;
+            // SPLIT along the axis, then a RESHAPE of each part drops it.
+            let mut part = shape.clone();
+            part[axis] = 1;
+            let mut parts = Vec::new();
+            for _ in &op.outputs {
+                parts.push(l.temp_like(x, &part, None));
+            }
+            let (a, n) = (l.b.int(axis as i32), l.b.int(op.outputs.len() as i32));
+            l.op(T::Split, &[x, a, n], &parts);
+            for (&t, &p) in op.outputs.iter().zip(&parts) {
+                let dims: Vec<i32> = l.tensor(t).shape.iter().map(|&d| d as i32).collect();
+                let s = l.b.i32_tensor(&[dims.len() as u32], &dims, 0.0);
+                let y = l.result(t)?;
+                l.op(T::Reshape, &[p, s], &[y]);
+            }
+        }
         "CUSTOM" | "CALL" | "IF" | "WHILE" | "CALL_ONCE" | "DELEGATE" => {
             bail!("the NNAPI delegate does not send {name}")
         }
         _ => bail!("{name} is not lowered by this importer"),
     }
     Ok(())
+}
+
+/// The NNAPI operation of a types.hal name.
+fn nn(name: &str) -> R<OperationType> {
+    OperationType::from_name(name).ok_or_else(|| format!("no NNAPI operation {name}"))
 }
 
 /// IEEE binary16 to binary32 (exact: every half is a float).

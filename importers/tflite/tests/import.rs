@@ -125,6 +125,73 @@ fn keep_num_dims_reshapes_the_fully_connected_result() {
     assert_eq!(m.outputs[0].shape, [1, 54, 3]);
 }
 
+/// The report line of the first operator of builtin `name`.
+fn line<'a>(m: &'a nnhal_tflite::ImportedModel, name: &str) -> &'a str {
+    let tag = format!("({name}) →");
+    m.summary
+        .iter()
+        .find(|l| l.contains(&tag))
+        .unwrap_or_else(|| panic!("no {name} in {:#?}", m.summary))
+}
+
+#[test]
+fn rewritten_builtins_become_what_the_delegate_sends() {
+    let m = import(&fixture("moves_f32.tflite")).unwrap();
+    for (builtin, became) in [
+        ("PACK", "CONCATENATION + RESHAPE"),
+        ("UNPACK", "SPLIT + RESHAPE + RESHAPE + RESHAPE"),
+        ("SPLIT", "SPLIT"),
+        // Parts of 1 and 2 channels: one SLICE each.
+        ("SPLIT_V", "SLICE + SLICE"),
+        ("GATHER", "GATHER"),
+        ("SPACE_TO_BATCH_ND", "SPACE_TO_BATCH_ND"),
+        ("BATCH_TO_SPACE_ND", "BATCH_TO_SPACE_ND"),
+    ] {
+        let l = line(&m, builtin);
+        assert!(l.ends_with(&format!("→ {became}")), "{l}");
+    }
+    let m = import(&fixture("layers_f32.tflite")).unwrap();
+    assert!(line(&m, "LEAKY_RELU").ends_with("→ PRELU"));
+    assert!(line(&m, "TRANSPOSE_CONV").ends_with("→ TRANSPOSE_CONV_2D"));
+    let m = import(&fixture("math_f32.tflite")).unwrap();
+    assert!(line(&m, "SQUARED_DIFFERENCE").ends_with("→ SUB + MUL"));
+    assert!(line(&m, "SELECT_V2").ends_with("→ SELECT"));
+    assert!(line(&m, "PADV2").ends_with("→ PAD_V2"));
+    assert!(line(&m, "SUM").ends_with("→ REDUCE_SUM"));
+    // Comparisons produce TENSOR_BOOL8 temporaries.
+    assert!(m
+        .model
+        .operands
+        .iter()
+        .any(|o| o.operand_type == OperandType::TensorBool8.raw()));
+}
+
+#[test]
+fn leaky_relu_alpha_is_stored_exactly_in_the_quantized_forms() {
+    // The converter's uint8 form keeps an int8 interior behind uint8 edges (a QUANTIZE at
+    // each end), so both alphas are signed; the uint8 edges are TENSOR_QUANT8_ASYMM.
+    let ty = OperandType::TensorQuant8AsymmSigned;
+    for file in ["layers_int8.tflite", "layers_uint8.tflite"] {
+        let m = import(&fixture(file)).unwrap();
+        let prelu = m
+            .model
+            .operations
+            .iter()
+            .find(|o| o.operation_type == OperationType::Prelu.raw())
+            .unwrap();
+        // The first PRELU is the LEAKY_RELU's (alpha 0.2): one element, scale 0.2.
+        let alpha = &m.model.operands[prelu.inputs[1] as usize];
+        assert_eq!(alpha.operand_type, ty.raw(), "{file}");
+        assert_eq!(alpha.dimensions, [1]);
+        assert!((alpha.scale - 0.2).abs() < 1e-7, "{file}: {}", alpha.scale);
+    }
+    let m = import(&fixture("layers_uint8.tflite")).unwrap();
+    assert_eq!(m.inputs[0].source_type, nnhal_tflite::SourceType::UInt8);
+    let input = &m.model.operands[m.model.input_indexes[0] as usize];
+    assert_eq!(input.operand_type, OperandType::TensorQuant8Asymm.raw());
+    assert!(line(&m, "QUANTIZE").ends_with("→ DEQUANTIZE + QUANTIZE"));
+}
+
 #[test]
 fn a_builtin_without_an_nnapi_form_is_refused_by_name_with_the_whole_report() {
     // int8 DIV: NNAPI's DIV has no quantized signature, so the delegate would not send it.

@@ -2,7 +2,7 @@
 
 Run once, from anywhere, with a Python that has TensorFlow and ai-edge-litert:
 
-    python importers/tflite/tools/make_fixtures.py
+    python importers/tflite/tools/make_fixtures.py [CASE ...]
 
 For every case it writes, under importers/tflite/testdata/:
   NAME.tflite        the converted model (float32, int8 or float16-weight)
@@ -13,6 +13,7 @@ The weights are seeded, so the files are reproducible up to converter changes.
 """
 
 import pathlib
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -73,16 +74,94 @@ def misc_net(shape):
     return tf.keras.Model([x, y], [s, m])
 
 
+def layers_net(shape):
+    """Layers the delegate maps one to one or nearly: LEAKY_RELU (as PRELU), PRELU,
+    TRANSPOSE_CONV, RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR, MAXIMUM / MINIMUM."""
+    tf.keras.utils.set_random_seed(13)
+    x = tf.keras.Input(shape=shape[1:], batch_size=1)
+    a = tf.keras.layers.LeakyReLU(0.2)(x)
+    p = tf.keras.layers.PReLU(
+        alpha_initializer=tf.keras.initializers.RandomUniform(0.1, 0.4), shared_axes=[1, 2]
+    )(x)
+    y = tf.keras.layers.Maximum()([a, p])
+    t = tf.keras.layers.Conv2DTranspose(4, 3, strides=2, padding="same")(y)
+    u = tf.keras.layers.Lambda(
+        lambda v: tf.image.resize(v, [8, 8], method="bilinear")
+    )(tf.keras.layers.Minimum()([x, p]))
+    n = tf.keras.layers.Lambda(lambda v: tf.image.resize(v, [8, 8], method="nearest"))(y)
+    z = tf.keras.layers.Concatenate()([t, u, n])
+    return tf.keras.Model(x, z)
+
+
+def moves_net(shape):
+    """Data movement: PACK, UNPACK, SPLIT, SPLIT_V, GATHER, SLICE, TILE, EXPAND_DIMS,
+    SPACE_TO_DEPTH, DEPTH_TO_SPACE, SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND, REDUCE_MAX / MIN."""
+    x = tf.keras.Input(shape=shape[1:], batch_size=1)
+
+    def body(t):
+        a, b, c = tf.split(t, 3, axis=3)
+        d, e = tf.split(t, [1, 2], axis=3)
+        s = tf.stack([a[..., 0], b[..., 0], c[..., 0]], axis=1)
+        u = tf.unstack(s, axis=1)
+        p = tf.stack([a[..., 0], c[..., 0]], axis=3)
+        g = tf.gather(t, [2, 0, 1], axis=3)
+        sl = tf.slice(g, [0, 1, 0, 0], [1, 2, 4, 3])
+        ti = tf.tile(sl, [1, 2, 1, 1])
+        sd = tf.nn.space_to_depth(t, 2)
+        ds = tf.nn.depth_to_space(sd, 2)
+        sb = tf.space_to_batch_nd(t, [2, 2], [[0, 0], [0, 0]])
+        bs = tf.batch_to_space(sb * 2.0, [2, 2], [[0, 0], [0, 0]])
+        ex = tf.expand_dims(tf.reduce_max(d, axis=[1, 2]), 1)
+        mn = tf.reduce_min(e, axis=[2], keepdims=True)
+        sm = tf.reduce_max(u[0] + u[2] * u[1], axis=[1, 2], keepdims=True)
+        return tf.concat([ti, ds + bs, p], axis=3), ex + sm, mn
+    return tf.keras.Model(x, tf.keras.layers.Lambda(body)(x))
+
+
+def math_net(shape):
+    """Float32 only: EXP, LOG, ABS, NEG, SQRT, RSQRT, SIN, POW, SQUARED_DIFFERENCE,
+    LOG_SOFTMAX, ELU, FLOOR, L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION, REDUCE_PROD, SUM,
+    comparisons, LOGICAL_*, SELECT_V2, ARG_MAX / ARG_MIN, CAST, PADV2."""
+
+    @tf.function(input_signature=[tf.TensorSpec(shape, tf.float32)])
+    def body(t):
+        a = tf.abs(t) + 0.5
+        m = tf.exp(-a) + tf.math.log(a) - tf.sqrt(a) + tf.math.rsqrt(a) + tf.sin(-t)
+        m = m + tf.pow(a, tf.constant(1.5)) + tf.math.squared_difference(t, 0.3)
+        m = tf.nn.log_softmax(m, axis=-1) + tf.nn.elu(t) + tf.floor(t * 3.0)
+        m = tf.nn.l2_normalize(m, axis=-1) + tf.nn.local_response_normalization(
+            t, depth_radius=1, bias=1.5, alpha=0.5, beta=0.75
+        )
+        c = tf.logical_or(tf.logical_and(t > 0.1, t <= 0.7), tf.logical_not(t >= -0.5))
+        c = tf.logical_or(c, tf.equal(tf.floor(t * 4.0), 1.0))
+        c = tf.logical_and(c, tf.not_equal(tf.floor(t * 4.0), -2.0))
+        s = tf.where(c, m, -m) + tf.where(t < 0.0, 1.0, 0.0)
+        r = tf.reduce_prod(a, axis=[3]) + tf.reduce_sum(t, axis=[3])
+        am = tf.cast(tf.argmax(s, axis=3, output_type=tf.int32), tf.float32)
+        an = tf.cast(tf.argmin(s, axis=3, output_type=tf.int32), tf.float32)
+        pv = tf.pad(s, [[0, 0], [1, 0], [0, 1], [0, 0]], constant_values=0.5)
+        return pv, r + am + an
+
+    # Booleans inside: a tf.function, as Keras cannot infer a Lambda's boolean shapes.
+    return body
+
+
 CASES = [
-    ("conv", conv_net, (1, 12, 12, 3)),
-    ("shapes", shapes_net, (1, 6, 5, 3)),
-    ("misc", misc_net, (1, 4, 4, 3)),
+    ("conv", conv_net, (1, 12, 12, 3), ("f32", "int8", "f16")),
+    ("shapes", shapes_net, (1, 6, 5, 3), ("f32", "int8")),
+    ("misc", misc_net, (1, 4, 4, 3), ("f32", "int8")),
+    ("layers", layers_net, (1, 4, 4, 3), ("f32", "int8", "uint8")),
+    ("moves", moves_net, (1, 4, 4, 3), ("f32", "int8")),
+    ("math", math_net, (1, 4, 4, 3), ("f32",)),
 ]
 
 
 def convert(model, kind, shape):
-    conv = tf.lite.TFLiteConverter.from_keras_model(model)
-    if kind == "int8":
+    if isinstance(model, tf.keras.Model):
+        conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    else:
+        conv = tf.lite.TFLiteConverter.from_concrete_functions([model.get_concrete_function()])
+    if kind in ("int8", "uint8"):
         rng = np.random.default_rng(5)
 
         def data():
@@ -95,8 +174,9 @@ def convert(model, kind, shape):
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         conv.representative_dataset = data
         conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        conv.inference_input_type = tf.int8
-        conv.inference_output_type = tf.int8
+        # The uint8 form: uint8 graph edges (QUANTIZE from and to the int8 interior).
+        conv.inference_input_type = tf.uint8 if kind == "uint8" else tf.int8
+        conv.inference_output_type = tf.uint8 if kind == "uint8" else tf.int8
         # NNAPI's FULLY_CONNECTED has per-tensor weights only (the delegate refuses
         # per-channel ones), as MobileNet v2's int8 file has.
         conv._experimental_disable_per_channel_quantization_for_dense_layers = True
@@ -108,11 +188,12 @@ def convert(model, kind, shape):
 
 def main():
     OUT.mkdir(exist_ok=True)
-    for name, build, shape in CASES:
+    only = set(sys.argv[1:])
+    for name, build, shape, kinds in CASES:
+        if only and name not in only:
+            continue
         model = build(shape)
-        for kind in ("f32", "int8", "f16"):
-            if kind == "f16" and name != "conv":
-                continue
+        for kind in kinds:
             blob = convert(model, kind, shape)
             stem = f"{name}_{kind}"
             (OUT / f"{stem}.tflite").write_bytes(blob)
@@ -124,9 +205,10 @@ def main():
             rng = np.random.default_rng(7)
             for k, d in enumerate(it.get_input_details()):
                 x = rng.uniform(-1, 1, d["shape"]).astype(np.float32)
-                if d["dtype"] == np.int8:
+                if d["dtype"] in (np.int8, np.uint8):
                     s, z = d["quantization"]
-                    x = np.clip(np.round(x / s) + z, -128, 127).astype(np.int8)
+                    info = np.iinfo(d["dtype"])
+                    x = np.clip(np.round(x / s) + z, info.min, info.max).astype(d["dtype"])
                 np.save(OUT / f"{stem}.input_{k}.npy", x)
                 it.set_tensor(d["index"], x)
             it.invoke()

@@ -393,6 +393,26 @@ fn activations(r: &mut Rng) -> GraphWriter {
         ],
         &[1, 6, 5, 15],
     );
+    g.op(
+        "reflect",
+        "pad",
+        &[("input", &[&x])],
+        vec![
+            ("paddings", ints(&[0, 0, 2, 1, 1, 2, 0, 0])),
+            ("mode", string("REFLECT")),
+        ],
+        &[1, 6, 7, 3],
+    );
+    g.op(
+        "symmetric",
+        "pad",
+        &[("input", &[&x])],
+        vec![
+            ("paddings", ints(&[0, 0, 3, 0, 0, 4, 1, 1])),
+            ("mode", string("SYMMETRIC")),
+        ],
+        &[1, 6, 8, 5],
+    );
     g
 }
 

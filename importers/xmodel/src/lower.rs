@@ -504,7 +504,15 @@ fn lower_op(l: &mut Lowering, op: &Op) -> R<String> {
                 bail!("paddings {p:?} for rank {}", s.len());
             }
             if mode != "CONSTANT" {
-                bail!("pad mode '{mode}' is not lowered (only CONSTANT)");
+                let o = mirror_pad(l, x, &s, &p, mode)?;
+                if l.b.operand_at(o).dimensions != dims(&shape) {
+                    bail!(
+                        "padded to {:?}, the file declares {shape:?}",
+                        l.b.operand_at(o).dimensions
+                    );
+                }
+                l.vals.insert(i, Val::Tensor(o, shape));
+                return Ok(format!("{mode} padding as SLICE + CONCATENATION"));
             }
             let values = op.floats("constant_values").unwrap_or_default();
             let c = values.first().copied().unwrap_or(0.0);
@@ -627,6 +635,55 @@ fn lower_op(l: &mut Lowering, op: &Op) -> R<String> {
         ),
     };
     Ok(what)
+}
+
+/// REFLECT (the edge not repeated) or SYMMETRIC (repeated) padding, exactly, axis by axis: the
+/// mirrored rows are one-element SLICEs concatenated around the tensor (NNAPI has no mirror pad
+/// before its feature level 7).
+fn mirror_pad(l: &mut Lowering, x: u32, s: &[usize], p: &[i64], mode: &str) -> R<u32> {
+    use OperationType as T;
+    let reflect = match mode {
+        "REFLECT" => true,
+        "SYMMETRIC" => false,
+        other => bail!("pad mode '{other}'"),
+    };
+    let (mut cur, mut shape) = (x, s.to_vec());
+    for axis in 0..s.len() {
+        let (before, after) = (p[2 * axis] as usize, p[2 * axis + 1] as usize);
+        if before == 0 && after == 0 {
+            continue;
+        }
+        let n = shape[axis];
+        let limit = if reflect { n.saturating_sub(1) } else { n };
+        if before > limit || after > limit {
+            bail!("{mode} padding of {before}/{after} on an axis of {n}");
+        }
+        let mut rows: Vec<usize> = (0..before)
+            .map(|k| if reflect { before - k } else { before - 1 - k })
+            .collect();
+        let first_after = rows.len();
+        rows.extend((0..after).map(|k| if reflect { n - 2 - k } else { n - 1 - k }));
+        let mut row_shape = shape.clone();
+        row_shape[axis] = 1;
+        let size = l.i32s(&row_shape.iter().map(|&d| d as i64).collect::<Vec<_>>());
+        let mut pieces = Vec::new();
+        for (k, &r) in rows.iter().enumerate() {
+            if k == first_after {
+                pieces.push(cur);
+            }
+            let mut begin = vec![0i64; shape.len()];
+            begin[axis] = r as i64;
+            let b = l.i32s(&begin);
+            pieces.push(l.emit(T::Slice, &[cur, b, size], &row_shape)?);
+        }
+        if first_after == rows.len() {
+            pieces.push(cur);
+        }
+        shape[axis] = n + before + after;
+        pieces.push(l.b.int(axis as i32));
+        cur = l.emit(T::Concatenation, &pieces, &shape)?;
+    }
+    Ok(cur)
 }
 
 /// `strided_slice`'s begin/end/strides made concrete for every axis (positive strides,

@@ -270,6 +270,7 @@ fn eval(
         "pad" => {
             let x = input()?;
             let p = op.ints("paddings").ok_or("no paddings")?;
+            let mode = op.string("mode").unwrap_or("CONSTANT");
             let c = op
                 .floats("constant_values")
                 .unwrap_or_default()
@@ -283,10 +284,16 @@ fn eval(
                     let idx = unravel(i, &out);
                     let mut off = 0;
                     for (k, &j) in idx.iter().enumerate() {
-                        let j = j as i64 - p[2 * k];
-                        if j < 0 || j >= x.shape[k] as i64 {
-                            return c;
-                        }
+                        let (j, n) = (j as i64 - p[2 * k], x.shape[k] as i64);
+                        // REFLECT mirrors about the edge element, SYMMETRIC about the edge.
+                        let j = match mode {
+                            _ if (0..n).contains(&j) => j,
+                            "REFLECT" if j < 0 => -j,
+                            "REFLECT" => 2 * n - 2 - j,
+                            "SYMMETRIC" if j < 0 => -j - 1,
+                            "SYMMETRIC" => 2 * n - 1 - j,
+                            _ => return c,
+                        };
                         off += j as usize * xs[k];
                     }
                     x.data[off]

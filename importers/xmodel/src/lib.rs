@@ -1,7 +1,7 @@
 //! nnhal-xmodel: Vitis AI XIR graphs (`.xmodel`) as NNAPI models.
 //!
 //! An `.xmodel` file is one serialized protobuf message `serial_v2.Graph` (the schema is
-//! `proto/graph_proto_v2.proto`; format facts in `docs/xmodel.md`). [`decode`] reads and checks
+//! `proto/graph_proto_v2.proto`; format facts in `docs/xmodel.md`). [`decode()`] reads and checks
 //! it (bounds before allocation, unique names, resolvable arguments, acyclic, constant byte
 //! lengths against their shapes, compiled files refused); [`lower`] turns the operators into
 //! NNAPI operations through [`nnhal_hal::builder::ModelBuilder`]; [`reference`] computes the

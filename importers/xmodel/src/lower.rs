@@ -5,7 +5,7 @@
 //! TENSOR_QUANT8_ASYMM_SIGNED when signed): the float graph carries the quantizer's values,
 //! with NNAPI's rounding (half away from zero) where the DPU rounds half toward +∞ — the two
 //! differ only on exact ties (`docs/xmodel.md`). The README ("XModel models") lists what each
-//! XIR operator becomes; [`lower_op`] has one arm per operator type.
+//! XIR operator becomes; `lower_op` has one arm per operator type.
 
 use crate::decode::{Graph, Op};
 use crate::XmodelError;

@@ -4,7 +4,7 @@
 //! `proto/graph_proto_v2.proto`; format facts in `docs/xmodel.md`). [`decode()`] reads and checks
 //! it (bounds before allocation, unique names, resolvable arguments, acyclic, constant byte
 //! lengths against their shapes, compiled files refused); [`lower`] turns the operators into
-//! NNAPI operations through [`nnhal_hal::builder::ModelBuilder`]; [`reference`] computes the
+//! NNAPI operations through [`nnhal_hal::builder::ModelBuilder`]; [`mod@reference`] computes the
 //! same graph in float64 from the XIR operator definitions (the test oracle). The README
 //! ("XModel models") lists every XIR operator and what it becomes; the damaged-file classes
 //! BI-85…BI-89 are in `docs/bad-inputs.md`.

@@ -575,3 +575,11 @@ pub fn run_tflite(data: &[u8]) {
         run_imported(imported);
     }
 }
+
+/// Target (h): the XModel importer (protobuf decoding, graph checks, lowering), as (g): a graph
+/// it accepts must validate and is run once in-process on a seeded random input when small.
+pub fn run_xmodel(data: &[u8]) {
+    if let Ok(imported) = nnhal_xmodel::import(data, &nnhal_xmodel::Options::default()) {
+        run_imported(imported);
+    }
+}

@@ -1,6 +1,7 @@
-//! Model files through the HAL: `nnhal run MODEL.onnx|MODEL.mlmodel|MODEL.tflite`, `nnhal
+//! Model files through the HAL: `nnhal run MODEL.onnx|MODEL.mlmodel|MODEL.tflite|MODEL.xmodel`, `nnhal
 //! import`, and the model-file form of `nnhal bench`. The importer (crate nnhal-onnx for ONNX
-//! `.onnx`, nnhal-coreml for CoreML `.mlmodel`, nnhal-tflite for TensorFlow Lite `.tflite`)
+//! `.onnx`, nnhal-coreml for CoreML `.mlmodel`, nnhal-tflite for TensorFlow Lite `.tflite`,
+//! nnhal-xmodel for Vitis AI XIR `.xmodel`)
 //! lowers the file to an NNAPI model and says how each graph input and output maps to its operand
 //! ([`nnhal_hal::builder::Edge`]); this module does the host side of that contract: reads and
 //! writes NumPy `.npy` arrays in the source model's layout and type, converts NCHW ⇄ NHWC,
@@ -213,7 +214,24 @@ pub mod npy {
 
 /// Imports a model file by its extension.
 pub fn import(path: &Path) -> Result<ImportedModel, ModelFileError> {
-    match path.extension().and_then(|e| e.to_str()) {
+    import_with(path, &[])
+}
+
+/// Imports a model file by its extension, an XModel graph started at the `start_at` operators
+/// (refused for the other formats).
+pub fn import_with(path: &Path, start_at: &[String]) -> Result<ImportedModel, ModelFileError> {
+    let ext = path.extension().and_then(|e| e.to_str());
+    if !start_at.is_empty() && ext != Some("xmodel") {
+        return Err(input_err("--start-at is for XModel files (.xmodel)"));
+    }
+    match ext {
+        Some("xmodel") => {
+            let options = nnhal_xmodel::Options {
+                start_at: start_at.to_vec(),
+            };
+            nnhal_xmodel::import_file(path, &options)
+                .map_err(|e| input_err(format!("{}: {e}", path.display())))
+        }
         Some("onnx") => {
             nnhal_onnx::import_file(path).map_err(|e| input_err(format!("{}: {e}", path.display())))
         }
@@ -222,7 +240,7 @@ pub fn import(path: &Path) -> Result<ImportedModel, ModelFileError> {
         Some("tflite") => nnhal_tflite::import_file(path)
             .map_err(|e| input_err(format!("{}: {e}", path.display()))),
         _ => Err(input_err(format!(
-            "{}: not a model file this program imports (.onnx, .mlmodel, .tflite)",
+            "{}: not a model file this program imports (.onnx, .mlmodel, .tflite, .xmodel)",
             path.display()
         ))),
     }
@@ -232,7 +250,7 @@ pub fn import(path: &Path) -> Result<ImportedModel, ModelFileError> {
 pub fn is_model_file(path: &Path) -> bool {
     matches!(
         path.extension().and_then(|e| e.to_str()),
-        Some("onnx" | "mlmodel" | "tflite")
+        Some("onnx" | "mlmodel" | "tflite" | "xmodel")
     )
 }
 

@@ -95,6 +95,12 @@ fn fuzz_tflite_inputs_replay() {
     assert!(n >= 5, "only {n} tflite inputs committed");
 }
 
+#[test]
+fn fuzz_xmodel_inputs_replay() {
+    let n = replay("xmodel", fuzzing::run_xmodel);
+    assert!(n >= 5, "only {n} xmodel inputs committed");
+}
+
 /// The model codec gives back what it encoded, so the seeds are the vectors' real models.
 #[test]
 fn fuzz_model_codec_round_trips() {

@@ -6,7 +6,7 @@
 //!                 VECTOR.json
 //!                                                        a golden vector's examples through the
 //!                                                        service, outputs and PASS/FAIL
-//! nnhal run       MODEL.onnx|MODEL.mlmodel|MODEL.tflite [--input X.npy]... [--output-dir DIR] [--transport inproc|rpc]
+//! nnhal run       MODEL.onnx|MODEL.mlmodel|MODEL.tflite|MODEL.xmodel [--input X.npy]... [--output-dir DIR] [--transport inproc|rpc] [--start-at OP,…]
 //!                 [--socket PATH]                        an ONNX, CoreML or TFLite model, in-process or
 //!                                                        through the service; outputs as .npy
 //! nnhal import    MODEL.onnx|MODEL.mlmodel|MODEL.tflite [--out MODEL.json]
@@ -100,6 +100,10 @@ enum Command {
         /// inproc]; a vector always runs through the service
         #[arg(long, value_enum)]
         transport: Option<Transport>,
+        /// XModel file: start the graph at these operators (their outputs become the model's
+        /// float32 inputs, in their declared shape)
+        #[arg(long = "start-at", value_name = "OP[,OP…]", value_delimiter = ',')]
+        start_at: Vec<String>,
         /// Golden vector file (.json; format in docs/vector-format.md), e.g.
         /// vts_tests/vectors/conv_quant8.json, or a model file: ONNX (.onnx) or CoreML
         /// (.mlmodel)
@@ -114,8 +118,13 @@ enum Command {
         /// Where to write the lowered model (docs/vector-format.md; no examples)
         #[arg(long, value_name = "MODEL.json")]
         out: Option<PathBuf>,
-        /// The model file: ONNX (.onnx), CoreML (.mlmodel) or TensorFlow Lite (.tflite)
-        #[arg(value_name = "MODEL.onnx|MODEL.mlmodel|MODEL.tflite")]
+        /// XModel file: start the graph at these operators (their outputs become the model's
+        /// float32 inputs)
+        #[arg(long = "start-at", value_name = "OP[,OP…]", value_delimiter = ',')]
+        start_at: Vec<String>,
+        /// The model file: ONNX (.onnx), CoreML (.mlmodel), TensorFlow Lite (.tflite) or XModel
+        /// (.xmodel)
+        #[arg(value_name = "MODEL.onnx|MODEL.mlmodel|MODEL.tflite|MODEL.xmodel")]
         model: PathBuf,
     },
     /// Median round trip of a one-operation ADD ([1,2,2,1] float32) executed through the
@@ -738,10 +747,11 @@ fn run_model(
     path: &Path,
     inputs: &[PathBuf],
     output_dir: Option<&Path>,
+    start_at: &[String],
     out: &mut String,
 ) -> Result<(), CliError> {
     use nnhal_cli::modelfile::{self, npy, ModelRequest};
-    let imported = modelfile::import(path).map_err(model_err)?;
+    let imported = modelfile::import_with(path, start_at).map_err(model_err)?;
     let arrays = if inputs.is_empty() {
         outln!(
             out,
@@ -823,8 +833,13 @@ fn run_model(
 }
 
 /// `nnhal import MODEL.onnx`: the summary and, with --out, the lowered model as a vector.
-fn import(path: &Path, to: Option<&Path>, out: &mut String) -> Result<(), CliError> {
-    let imported = nnhal_cli::modelfile::import(path).map_err(model_err)?;
+fn import(
+    path: &Path,
+    to: Option<&Path>,
+    start_at: &[String],
+    out: &mut String,
+) -> Result<(), CliError> {
+    let imported = nnhal_cli::modelfile::import_with(path, start_at).map_err(model_err)?;
     for line in &imported.summary {
         outln!(out, "{line}");
     }
@@ -841,6 +856,8 @@ fn import(path: &Path, to: Option<&Path>, out: &mut String) -> Result<(), CliErr
         imported.summary.len(),
         if path.extension().is_some_and(|e| e == "tflite") {
             "TFLite operators"
+        } else if path.extension().is_some_and(|e| e == "xmodel") {
+            "XIR operators"
         } else {
             "ONNX nodes"
         },
@@ -942,6 +959,7 @@ fn main() -> ExitCode {
             inputs,
             output_dir,
             transport,
+            start_at,
             ..
         } if nnhal_cli::modelfile::is_model_file(vector) => run_model(
             target,
@@ -949,6 +967,7 @@ fn main() -> ExitCode {
             vector,
             inputs,
             output_dir.as_deref(),
+            start_at,
             &mut out,
         ),
         Command::Run {
@@ -960,8 +979,13 @@ fn main() -> ExitCode {
             inputs,
             output_dir,
             transport,
+            start_at,
         } => {
-            if !inputs.is_empty() || output_dir.is_some() || transport.is_some() {
+            if !inputs.is_empty()
+                || output_dir.is_some()
+                || transport.is_some()
+                || !start_at.is_empty()
+            {
                 Err(CliError::Usage(
                     "--input, --output-dir and --transport are for model files (.onnx); a \
                      vector carries its inputs and runs through the service"
@@ -971,7 +995,11 @@ fn main() -> ExitCode {
                 run(target, *constants, *show, *json, vector, &mut out)
             }
         }
-        Command::Import { out: to, model } => import(model, to.as_deref(), &mut out),
+        Command::Import {
+            out: to,
+            start_at,
+            model,
+        } => import(model, to.as_deref(), start_at, &mut out),
         Command::BenchRpc {
             target,
             iterations,

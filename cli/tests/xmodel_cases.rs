@@ -1,0 +1,443 @@
+//! XModel graphs through nnhal-xmodel and the driver, against the float64 reference of
+//! `nnhal_xmodel::reference` (written from the XIR operator definitions): the fixtures of
+//! importers/xmodel/testdata/ (made by `cargo run -p nnhal-xmodel --example make_fixtures`) in
+//! this process and through a real `nnhal-service`, the quantized fixture against both the
+//! NNAPI-rounding and the DPU-rounding reference, and the `nnhal` CLI on them (outputs as
+//! `.npy`, refusals with exit status 2).
+//!
+//! Tolerance: float32 |a − e| ≤ 1e-4 + 1e-4·|e| (the driver sums in float32, in its own
+//! order); a quantized output within one step (2^-fix_point) of the NNAPI-rounding reference:
+//! float32 sums can land on the other side of a rounding tie than the float64 ones.
+
+mod common;
+
+use nnhal::binder::child::{ChildOptions, ServiceChild};
+use nnhal::binder::ConnectOptions;
+use nnhal_cli::modelfile::{npy, Array, ArrayData, ModelRequest};
+use nnhal_xmodel::reference::{self, Rounding, Tensor};
+use nnhal_xmodel::Options;
+use std::path::PathBuf;
+use std::process::Command;
+
+const FIXTURES: &[&str] = &[
+    "convs",
+    "transposed",
+    "dense",
+    "eltwise",
+    "pools",
+    "activations",
+    "shapes",
+    "resizes",
+    "rearranges",
+    "quantized",
+];
+
+fn path(stem: &str) -> PathBuf {
+    common::repo_root().join(format!("importers/xmodel/testdata/{stem}.xmodel"))
+}
+
+/// Inputs in [−2, 2) (xorshift, per input).
+fn inputs(shapes: &[Vec<usize>]) -> Vec<Vec<f32>> {
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let mut x = 0x1234_5678_9ABC_DEF1u64 + k as u64;
+            (0..s.iter().product::<usize>())
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    ((x >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn f32s(a: &Array) -> Vec<f32> {
+    match &a.data {
+        ArrayData::F32(v) => v.clone(),
+        _ => panic!("float32 outputs expected"),
+    }
+}
+
+/// Runs a fixture; gives (driver outputs, NNAPI-rounding reference, DPU-rounding reference).
+fn run(
+    stem: &str,
+    options: &Options,
+    execute: &dyn Fn(&nnhal::hal::Model, &nnhal::hal::Request),
+) -> (Vec<Vec<f32>>, Vec<Tensor>, Vec<Tensor>) {
+    let bytes = std::fs::read(path(stem)).unwrap();
+    let imported = nnhal_xmodel::import(&bytes, options).unwrap_or_else(|e| panic!("{stem}: {e}"));
+    let shapes: Vec<Vec<usize>> = imported.inputs.iter().map(|e| e.shape.clone()).collect();
+    let values = inputs(&shapes);
+    let arrays: Vec<Array> = shapes
+        .iter()
+        .zip(&values)
+        .map(|(s, v)| Array {
+            shape: s.clone(),
+            data: ArrayData::F32(v.clone()),
+        })
+        .collect();
+    let request = ModelRequest::new(&imported, &arrays).unwrap();
+    execute(&imported.model, &request.request);
+    let got: Vec<Vec<f32>> = request
+        .outputs(&imported)
+        .unwrap()
+        .iter()
+        .map(f32s)
+        .collect();
+    let graph = nnhal_xmodel::decode(&bytes).unwrap();
+    let tensors: Vec<Tensor> = shapes
+        .iter()
+        .zip(&values)
+        .map(|(s, v)| Tensor {
+            shape: s.clone(),
+            data: v.iter().map(|&x| f64::from(x)).collect(),
+        })
+        .collect();
+    let nnapi = reference::run(&graph, options, &tensors, Rounding::Nnapi).unwrap();
+    let dpu = reference::run(&graph, options, &tensors, Rounding::Dpu).unwrap();
+    (got, nnapi, dpu)
+}
+
+/// The fix point of each output of the quantized fixture (its `fix` operators).
+fn steps(stem: &str) -> Vec<Option<f64>> {
+    let graph = nnhal_xmodel::decode(&std::fs::read(path(stem)).unwrap()).unwrap();
+    let outs = nnhal_xmodel::lower::outputs(&graph, &[]).unwrap();
+    outs.iter()
+        .map(|&o| {
+            let op = &graph.ops[o];
+            (op.ty == "fix").then(|| 2f64.powi(-(op.int("fix_point").unwrap() as i32)))
+        })
+        .collect()
+}
+
+fn check(stem: &str, execute: &dyn Fn(&nnhal::hal::Model, &nnhal::hal::Request)) -> Vec<String> {
+    let (got, want, _) = run(stem, &Options::default(), execute);
+    let steps = steps(stem);
+    let mut problems = Vec::new();
+    for (k, (g, e)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g.len(), e.data.len(), "{stem} output {k}");
+        let tol = |e: f64| match steps[k] {
+            Some(step) => step * 1.000_001,
+            None => 1e-4 + 1e-4 * e.abs(),
+        };
+        if let Some((i, (a, b))) = g
+            .iter()
+            .zip(&e.data)
+            .enumerate()
+            .find(|(_, (a, b))| (f64::from(**a) - **b).abs() > tol(**b))
+        {
+            problems.push(format!(
+                "{stem} output {k}: element {i} is {a}, reference {b}"
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn fixtures_match_the_reference_in_process() {
+    let driver = nnhal::Driver::new(1).unwrap();
+    let mut problems = Vec::new();
+    for stem in FIXTURES {
+        problems.extend(check(stem, &|model, request| {
+            driver
+                .prepare_model(model.clone())
+                .unwrap()
+                .execute(request)
+                .unwrap();
+        }));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn fixtures_match_the_reference_over_rpc() {
+    let mut child = ServiceChild::start(&ChildOptions {
+        program: Some(common::service_exe()),
+        tag: "nnhal-xmodel-cases",
+        ..ChildOptions::default()
+    })
+    .unwrap();
+    let device = child.connect(&ConnectOptions::default()).unwrap();
+    let mut problems = Vec::new();
+    for stem in FIXTURES {
+        problems.extend(check(stem, &|model, request| {
+            device
+                .prepare_model(model.clone())
+                .unwrap()
+                .execute(request)
+                .unwrap();
+        }));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The quantized fixture: every output element a multiple of its step, bit-exact with the
+/// NNAPI-rounding reference but for float32-versus-float64 ties (at most 1 %, one step), and
+/// within one step of the DPU-rounding reference for at least 99 % of the elements.
+#[test]
+fn quantized_outputs_against_nnapi_and_dpu_rounding() {
+    let driver = nnhal::Driver::new(1).unwrap();
+    let (got, nnapi, dpu) = run("quantized", &Options::default(), &|model, request| {
+        driver
+            .prepare_model(model.clone())
+            .unwrap()
+            .execute(request)
+            .unwrap();
+    });
+    let steps = steps("quantized");
+    for (k, g) in got.iter().enumerate() {
+        let step = steps[k].expect("fix outputs");
+        let q = |x: f64| x / step;
+        for &a in g {
+            assert_eq!(
+                q(f64::from(a)).fract(),
+                0.0,
+                "output {k}: {a} is not on the grid"
+            );
+        }
+        let differ = g
+            .iter()
+            .zip(&nnapi[k].data)
+            .filter(|(a, b)| f64::from(**a) != **b)
+            .count();
+        let within = g
+            .iter()
+            .zip(&dpu[k].data)
+            .filter(|(a, b)| (q(f64::from(**a)) - q(**b)).abs() <= 1.0)
+            .count();
+        assert!(
+            differ * 100 <= g.len(),
+            "output {k}: {differ} of {} differ",
+            g.len()
+        );
+        assert!(
+            within * 100 >= 99 * g.len(),
+            "output {k}: {within} of {} within a step",
+            g.len()
+        );
+        println!(
+            "output {k}: {differ} of {} elements differ from the NNAPI-rounding reference, \
+             {within} within one step of the DPU-rounding one",
+            g.len()
+        );
+    }
+}
+
+fn nnhal(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_nnhal"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn cli_runs_an_xmodel_and_writes_its_outputs() {
+    let dir = std::env::temp_dir().join(format!("nnhal-xmodel-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let model = path("dense");
+    let out = nnhal(&[
+        "run",
+        model.to_str().unwrap(),
+        "--output-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sm = npy::read(&dir.join("output_0.npy")).unwrap();
+    let mt = npy::read(&dir.join("output_1.npy")).unwrap();
+    assert_eq!(
+        (sm.shape.clone(), mt.shape.clone()),
+        (vec![2, 3], vec![3, 2])
+    );
+    // The softmax rows sum to one.
+    let v = f32s(&sm);
+    for row in v.chunks(3) {
+        assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-5, "{row:?}");
+    }
+    let imported = nnhal(&["import", model.to_str().unwrap()]);
+    let listing = String::from_utf8_lossy(&imported.stdout);
+    assert!(
+        listing.contains("'ip' (inner-product): FULLY_CONNECTED"),
+        "{listing}"
+    );
+    assert!(listing.contains("XIR operators"), "{listing}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cli_start_at_cuts_the_graph() {
+    let model = path("quantized");
+    let out = nnhal(&["import", model.to_str().unwrap(), "--start-at", "c1_relu"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The sum still needs the graph's own input: both are inputs now, in file order.
+    assert!(text.contains("input 0 'x' [1, 6, 6, 4]"), "{text}");
+    assert!(text.contains("input 1 'c1_relu' [1, 6, 6, 8]"), "{text}");
+    assert!(!text.contains("'c1' (conv2d)"), "{text}");
+    let out = nnhal(&["import", model.to_str().unwrap(), "--start-at", "nothing"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no operator of that name"));
+}
+
+/// A refused file: exit status 2 and the reason in words.
+fn refused(bytes: &[u8], name: &str, words: &str) {
+    let file =
+        std::env::temp_dir().join(format!("nnhal-xmodel-{}-{name}.xmodel", std::process::id()));
+    std::fs::write(&file, bytes).unwrap();
+    let out = nnhal(&["run", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+    assert!(err.contains(words), "{name}: {err}");
+}
+
+#[test]
+fn cli_refusals_exit_2_with_the_reason() {
+    use nnhal_xmodel::writer::GraphWriter;
+    let good = std::fs::read(path("convs")).unwrap();
+    refused(&good[..good.len() / 2], "truncated", "not an XIR graph");
+    let mut g = GraphWriter::new("custom");
+    let x = g.data("x", &[1, 2, 2, 1]);
+    g.op(
+        "scatter",
+        "PPScatterV2",
+        &[("input", &[&x])],
+        vec![],
+        &[1, 2, 2, 1],
+    );
+    refused(&g.bytes(), "custom", "'PPScatterV2' is not lowered");
+    let mut g = GraphWriter::new("compiled");
+    let x = g.data("x", &[1, 2, 2, 1]);
+    g.op("w", "const-fix", &[], vec![], &[1]);
+    g.op("r", "relu", &[("input", &[&x])], vec![], &[1, 2, 2, 1]);
+    refused(
+        &g.bytes(),
+        "compiled",
+        "import the quantizer's *_int.xmodel",
+    );
+    let mut g = GraphWriter::new("short");
+    let x = g.data("x", &[1, 2, 2, 1]);
+    let c = g.constant("c", &[1, 2, 2, 1], &[1.0, 2.0, 3.0]);
+    g.op("a", "add", &[("input", &[&x, &c])], vec![], &[1, 2, 2, 1]);
+    refused(
+        &g.bytes(),
+        "length",
+        "12 bytes of data for shape [1, 2, 2, 1]",
+    );
+}
+
+/// The public quantizer output with its custom operator: refused by name; from the operator
+/// after it, the rest imports (running it is too slow for a test: see the README).
+#[test]
+fn voxelnet_is_refused_by_its_custom_operator_and_imports_after_it() {
+    let model = PathBuf::from("/work/shared/models/xmodel/VoxelNet_int.xmodel");
+    if !model.exists() {
+        println!("skipped: {} is not present", model.display());
+        return;
+    }
+    let out = nnhal(&["import", model.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'PPScatterV2'"));
+    let options = Options {
+        start_at: vec!["VoxelNet__VoxelNet_input_4_fix".into()],
+    };
+    let imported = nnhal_xmodel::import_file(&model, &options).unwrap();
+    assert_eq!(imported.inputs[0].shape, vec![1, 64, 496, 432]);
+    assert_eq!(imported.outputs.len(), 3);
+}
+
+/// The public VoxelNet quantizer output from its custom operator on: the cut graph in-process
+/// against the NNAPI-rounding and DPU-rounding references, per output the share of elements
+/// equal to the first and within one step of the second. Too slow for CI (a few minutes in
+/// release): `cargo test --release -p nnhal-cli --test xmodel_cases -- --ignored voxelnet`.
+#[test]
+#[ignore]
+fn voxelnet_after_its_custom_operator_against_the_references() {
+    let model = PathBuf::from("/work/shared/models/xmodel/VoxelNet_int.xmodel");
+    if !model.exists() {
+        println!("skipped: {} is not present", model.display());
+        return;
+    }
+    let bytes = std::fs::read(&model).unwrap();
+    let options = Options {
+        start_at: vec!["VoxelNet__VoxelNet_input_4_fix".into()],
+    };
+    let imported = nnhal_xmodel::import(&bytes, &options).unwrap();
+    let graph = nnhal_xmodel::decode(&bytes).unwrap();
+    let start = graph.index("VoxelNet__VoxelNet_input_4_fix").unwrap();
+    let step_in = 2f64.powi(-(graph.ops[start].int("fix_point").unwrap() as i32));
+    // Inputs on the starting fix's grid, in [−2, 2).
+    let shape = imported.inputs[0].shape.clone();
+    let raw = &inputs(std::slice::from_ref(&shape))[0];
+    let values: Vec<f32> = raw
+        .iter()
+        .map(|&x| ((f64::from(x) / step_in).round() * step_in) as f32)
+        .collect();
+    let request = ModelRequest::new(
+        &imported,
+        &[Array {
+            shape: shape.clone(),
+            data: ArrayData::F32(values.clone()),
+        }],
+    )
+    .unwrap();
+    let driver = nnhal::Driver::new(0).unwrap();
+    let t = std::time::Instant::now();
+    driver
+        .prepare_model(imported.model.clone())
+        .unwrap()
+        .execute(&request.request)
+        .unwrap();
+    println!("driver: {:.2} s", t.elapsed().as_secs_f64());
+    let got: Vec<Vec<f32>> = request
+        .outputs(&imported)
+        .unwrap()
+        .iter()
+        .map(f32s)
+        .collect();
+    let input = Tensor {
+        shape,
+        data: values.iter().map(|&x| f64::from(x)).collect(),
+    };
+    let outs = nnhal_xmodel::lower::outputs(&graph, &[start]).unwrap();
+    for rounding in [Rounding::Nnapi, Rounding::Dpu] {
+        let want =
+            reference::run(&graph, &options, std::slice::from_ref(&input), rounding).unwrap();
+        for (k, (g, e)) in got.iter().zip(&want).enumerate() {
+            let step = 2f64.powi(-(graph.ops[outs[k]].int("fix_point").unwrap() as i32));
+            let equal = g
+                .iter()
+                .zip(&e.data)
+                .filter(|(a, b)| f64::from(**a) == **b)
+                .count();
+            let within = g
+                .iter()
+                .zip(&e.data)
+                .filter(|(a, b)| (f64::from(**a) - **b).abs() <= step)
+                .count();
+            println!(
+                "{rounding:?} output {k} '{}': {} elements, {equal} equal ({:.4} %), {within} \
+                 within one step ({:.4} %)",
+                graph.ops[outs[k]].name,
+                g.len(),
+                100.0 * equal as f64 / g.len() as f64,
+                100.0 * within as f64 / g.len() as f64
+            );
+            assert!(within * 100 >= 99 * g.len());
+        }
+    }
+}

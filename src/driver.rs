@@ -25,15 +25,9 @@ use nnhal_kernels::ukernels::{self, Isa, Ukernels};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use crate::plan::{EXECUTION_MEMORY_BUDGET, INLINE_MAX_WORK};
-
-/// How long a WHILE loop may run when the client gives no `loopTimeoutDurationNs` (-1): the
-/// interface's `DEFAULT_LOOP_TIMEOUT_DURATION_NS`, 2 s.
-pub const DEFAULT_LOOP_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The longest loop timeout a client may ask for: the interface's
-/// `MAXIMUM_LOOP_TIMEOUT_DURATION_NS`, 15 s.
-pub const MAXIMUM_LOOP_TIMEOUT: Duration = Duration::from_secs(15);
+pub use crate::plan::{
+    DEFAULT_LOOP_TIMEOUT, EXECUTION_MEMORY_BUDGET, INLINE_MAX_WORK, MAXIMUM_LOOP_TIMEOUT,
+};
 
 /// The device: owns the kernel thread pool and the micro-kernel table its plans use.
 pub struct Driver {
@@ -295,10 +289,13 @@ impl PreparedModel {
         loop_timeout: Duration,
     ) -> HalResult<ExecutionResult> {
         let output_shapes = if self.runs_inline() {
-            self.plan.run(bound, profile, loop_timeout)
+            self.plan
+                .run_with_loop_timeout(bound, profile, loop_timeout)
         } else {
-            self.pool
-                .run(|| self.plan.run(bound, profile, loop_timeout))
+            self.pool.run(|| {
+                self.plan
+                    .run_with_loop_timeout(bound, profile, loop_timeout)
+            })
         }?;
         Ok(ExecutionResult { output_shapes })
     }

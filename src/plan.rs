@@ -40,6 +40,14 @@ pub const EXECUTION_MEMORY_BUDGET: u64 = 4 << 30;
 /// the whole plan takes about that long on one core, so the pool cannot win the hand-off back.
 pub const INLINE_MAX_WORK: u64 = 1 << 15;
 
+/// How long a WHILE loop may run when the client gives no `loopTimeoutDurationNs` (-1): the
+/// interface's `DEFAULT_LOOP_TIMEOUT_DURATION_NS`, 2 s.
+pub const DEFAULT_LOOP_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The longest loop timeout a client may ask for: the interface's
+/// `MAXIMUM_LOOP_TIMEOUT_DURATION_NS`, 15 s.
+pub const MAXIMUM_LOOP_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Arenas kept per prepared model: enough for the executions a client runs at once in
 /// practice; more concurrent executions allocate (and free) their own.
 const POOLED_ARENAS: usize = 4;
@@ -519,8 +527,17 @@ impl Plan {
 
     /// Runs one execution of a validated request, writing the outputs into its pools.
     /// With `profile`, the wall time of every operation is pushed in model order.
-    /// WHILE loops stop after `loop_timeout` with MISSED_DEADLINE_TRANSIENT.
+    /// WHILE loops stop after [`DEFAULT_LOOP_TIMEOUT`] with MISSED_DEADLINE_TRANSIENT.
     pub fn run(
+        &self,
+        bound: &BoundRequest,
+        profile: Option<&mut Vec<Duration>>,
+    ) -> HalResult<Vec<Vec<u32>>> {
+        self.run_with_loop_timeout(bound, profile, DEFAULT_LOOP_TIMEOUT)
+    }
+
+    /// [`Plan::run`] with WHILE loops stopped after `loop_timeout`.
+    pub fn run_with_loop_timeout(
         &self,
         bound: &BoundRequest,
         profile: Option<&mut Vec<Duration>>,

@@ -9,8 +9,8 @@ use nnhal::Driver;
 use nnhal_vts::probe::{while_count_model, WhileRun};
 use std::time::{Duration, Instant};
 
-use OperandLifeTime::*;
-use OperandType::*;
+use OperandLifeTime::{ConstantCopy, ModelInput, ModelOutput};
+use OperandType::{Int32, TensorBool8, TensorFloat32};
 
 fn driver() -> Driver {
     Driver::new(2).unwrap()

@@ -368,40 +368,6 @@ pub fn median_p99(samples: &mut [f64]) -> (f64, f64) {
     (at(0.5), at(0.99))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn add_request_pools_hold_the_inputs() {
-        let run = AddRun::new(&[1.0, 2.0, 3.0, 4.0], &[0.5; 4]).unwrap();
-        assert_eq!(run.request.pools[0].size(), 32);
-        run.clear_output(7.0).unwrap();
-        assert_eq!(run.output().unwrap(), [7.0; 4]);
-        let m = add_model();
-        assert_eq!(m.operands.len(), 4);
-        let (med, p99) = median_p99(&mut [3.0, 1.0, 2.0]);
-        assert_eq!((med, p99), (2.0, 3.0));
-    }
-
-    #[test]
-    fn every_probe_is_a_valid_model() {
-        let probes = operation_probes();
-        let ops: Vec<OperationType> = probes.iter().map(|(op, _)| *op).collect();
-        let expected: Vec<OperationType> = OperationType::ALL
-            .iter()
-            .copied()
-            .filter(|op| op.in_nnapi_1_0() && *op != OperationType::OemOperation)
-            .collect();
-        assert_eq!(ops, expected, "one probe per NNAPI 1.0 operation");
-        for (op, model) in &probes {
-            if let Err(e) = nnhal_hal::validate::validate_model(model) {
-                panic!("{op} probe: {e}");
-            }
-        }
-    }
-}
-
 /// A counting loop (NNAPI 1.3 WHILE): `x = start; while x < limit { x = x + 1 }`, float32 `[1]`
 /// values, model inputs `start` and `limit`, output the final `x`. With `nesting` > 1 the
 /// body is itself such a WHILE, `nesting` subgraphs deep (the innermost body is the ADD).
@@ -544,5 +510,39 @@ impl WhileRun {
         let mut bytes = [0u8; 4];
         self.output.read_exact_at(&mut bytes, 0)?;
         Ok(f32::from_le_bytes(bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_request_pools_hold_the_inputs() {
+        let run = AddRun::new(&[1.0, 2.0, 3.0, 4.0], &[0.5; 4]).unwrap();
+        assert_eq!(run.request.pools[0].size(), 32);
+        run.clear_output(7.0).unwrap();
+        assert_eq!(run.output().unwrap(), [7.0; 4]);
+        let m = add_model();
+        assert_eq!(m.operands.len(), 4);
+        let (med, p99) = median_p99(&mut [3.0, 1.0, 2.0]);
+        assert_eq!((med, p99), (2.0, 3.0));
+    }
+
+    #[test]
+    fn every_probe_is_a_valid_model() {
+        let probes = operation_probes();
+        let ops: Vec<OperationType> = probes.iter().map(|(op, _)| *op).collect();
+        let expected: Vec<OperationType> = OperationType::ALL
+            .iter()
+            .copied()
+            .filter(|op| op.in_nnapi_1_0() && *op != OperationType::OemOperation)
+            .collect();
+        assert_eq!(ops, expected, "one probe per NNAPI 1.0 operation");
+        for (op, model) in &probes {
+            if let Err(e) = nnhal_hal::validate::validate_model(model) {
+                panic!("{op} probe: {e}");
+            }
+        }
     }
 }

@@ -95,7 +95,7 @@ pub fn multinomial(
             "{classes} classes and {samples} samples: both must be positive"
         )));
     }
-    if logits.len() % classes != 0 || out.len() != logits.len() / classes * samples {
+    if !logits.len().is_multiple_of(classes) || out.len() != logits.len() / classes * samples {
         return Err(KernelError::InvalidData(format!(
             "{} logits of {classes} classes do not match {} samples of {samples}",
             logits.len(),

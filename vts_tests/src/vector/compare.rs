@@ -200,7 +200,7 @@ pub fn check_multinomial(
     drawn: &[u8],
     tolerance: f64,
 ) -> Result<(), String> {
-    if classes == 0 || logits.is_empty() || logits.len() % classes != 0 {
+    if classes == 0 || logits.is_empty() || !logits.len().is_multiple_of(classes) {
         return Err(format!(
             "{} logits do not form rows of {classes}",
             logits.len()
@@ -211,7 +211,8 @@ pub fn check_multinomial(
         .chunks_exact(4)
         .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
-    if values.is_empty() || drawn.len() % 4 != 0 || values.len() % batches != 0 {
+    if values.is_empty() || !drawn.len().is_multiple_of(4) || !values.len().is_multiple_of(batches)
+    {
         return Err(format!(
             "{} output bytes do not hold samples for {batches} rows",
             drawn.len()
@@ -267,7 +268,7 @@ mod multinomial_tests {
                 } else {
                     (wc / total * n as f64).round() as usize
                 };
-                out.extend(std::iter::repeat(c as i32).take(k));
+                out.extend(std::iter::repeat_n(c as i32, k));
                 drawn += k;
             }
         }

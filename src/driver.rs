@@ -26,7 +26,9 @@ use nnhal_kernels::ukernels::{self, Isa, Ukernels};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use crate::plan::{EXECUTION_MEMORY_BUDGET, INLINE_MAX_WORK};
+pub use crate::plan::{
+    DEFAULT_LOOP_TIMEOUT, EXECUTION_MEMORY_BUDGET, INLINE_MAX_WORK, MAXIMUM_LOOP_TIMEOUT,
+};
 
 /// The device: owns the kernel thread pool and the micro-kernel table its plans use.
 pub struct Driver {
@@ -165,29 +167,46 @@ impl Driver {
                 valid.operations[k].ty
             )));
         }
-        let mut constants = vec![None; valid.operands.len()];
-        for (i, o) in valid.operands.iter().enumerate() {
-            if matches!(
-                o.lifetime,
-                OperandLifeTime::ConstantCopy | OperandLifeTime::ConstantReference
-            ) {
-                let bytes = valid.constant_bytes(&model, i)?;
-                let data = Data::decode(o.ty, &bytes)?;
-                constants[i] = Some(Arc::new(Tensor {
-                    dims: o.dims.clone(),
-                    data,
-                }));
-            }
-        }
+        // Every referenced subgraph gets a plan of its own (validation has checked that the
+        // ones IF/WHILE name run, and that their references form no cycle).
+        let subgraphs = std::mem::take(&mut valid.referenced)
+            .into_iter()
+            .map(|mut sub| {
+                let constants = decode_constants(&model, &sub)?;
+                sub.pools.clear();
+                Plan::compile_subgraph(sub, constants, self.kernels)
+            })
+            .collect::<HalResult<Vec<_>>>()?;
+        let constants = decode_constants(&model, &valid)?;
         // Constants now live in `constants`; the model's mappings are no longer needed.
         valid.pools.clear();
-        let plan = Plan::compile(valid, constants, self.kernels, self.pool.threads())?;
+        let mut plan = Plan::compile(valid, constants, self.kernels, self.pool.threads())?;
+        plan.set_subgraphs(subgraphs);
         Ok(Arc::new(PreparedModel {
             plan,
             pool_cache: PoolCache::default(),
             pool: self.pool.clone(),
         }))
     }
+}
+
+/// Every constant of `valid` (the main graph or a referenced subgraph of `model`), decoded.
+fn decode_constants(model: &Model, valid: &ValidModel) -> HalResult<Vec<Option<Arc<Tensor>>>> {
+    let mut constants = vec![None; valid.operands.len()];
+    for (i, o) in valid.operands.iter().enumerate() {
+        if matches!(
+            o.lifetime,
+            OperandLifeTime::ConstantCopy | OperandLifeTime::ConstantReference
+        ) {
+            let bytes = valid.constant_bytes(model, i)?;
+            let data = Data::decode(o.ty, &bytes)?;
+            constants[i] = Some(Arc::new(Tensor {
+                dims: o.dims.clone(),
+                data,
+            }));
+        }
+    }
+    Ok(constants)
 }
 
 /// The model a valid model runs as, validated in that form: float16 operands as float32
@@ -261,9 +280,20 @@ impl PreparedModel {
         self.execute_bound(&self.validate_request(request)?)
     }
 
-    /// Runs a request validated by [`PreparedModel::validate_request`].
+    /// Runs a request validated by [`PreparedModel::validate_request`], WHILE loops under
+    /// the default timeout ([`DEFAULT_LOOP_TIMEOUT`]).
     pub fn execute_bound(&self, request: &ValidatedRequest) -> HalResult<ExecutionResult> {
-        self.run(&request.0, None)
+        self.run(&request.0, None, DEFAULT_LOOP_TIMEOUT)
+    }
+
+    /// Like [`PreparedModel::execute_bound`], with the client's `loopTimeoutDurationNs`: a
+    /// WHILE loop running longer fails the execution with MISSED_DEADLINE_TRANSIENT.
+    pub fn execute_bound_with_loop_timeout(
+        &self,
+        request: &ValidatedRequest,
+        loop_timeout: Duration,
+    ) -> HalResult<ExecutionResult> {
+        self.run(&request.0, None, loop_timeout.min(MAXIMUM_LOOP_TIMEOUT))
     }
 
     /// Like [`PreparedModel::execute`], and also measures the wall time of every operation
@@ -274,7 +304,7 @@ impl PreparedModel {
     ) -> HalResult<(ExecutionResult, Vec<Duration>)> {
         let bound = self.validate_request(request)?;
         let mut times = Vec::with_capacity(self.plan.model().operations.len());
-        let result = self.run(&bound.0, Some(&mut times))?;
+        let result = self.run(&bound.0, Some(&mut times), DEFAULT_LOOP_TIMEOUT)?;
         Ok((result, times))
     }
 
@@ -282,11 +312,16 @@ impl PreparedModel {
         &self,
         bound: &BoundRequest,
         profile: Option<&mut Vec<Duration>>,
+        loop_timeout: Duration,
     ) -> HalResult<ExecutionResult> {
         let output_shapes = if self.runs_inline() {
-            self.plan.run(bound, profile)
+            self.plan
+                .run_with_loop_timeout(bound, profile, loop_timeout)
         } else {
-            self.pool.run(|| self.plan.run(bound, profile))
+            self.pool.run(|| {
+                self.plan
+                    .run_with_loop_timeout(bound, profile, loop_timeout)
+            })
         }?;
         Ok(ExecutionResult { output_shapes })
     }

@@ -40,6 +40,14 @@ pub const EXECUTION_MEMORY_BUDGET: u64 = 4 << 30;
 /// the whole plan takes about that long on one core, so the pool cannot win the hand-off back.
 pub const INLINE_MAX_WORK: u64 = 1 << 15;
 
+/// How long a WHILE loop may run when the client gives no `loopTimeoutDurationNs` (-1): the
+/// interface's `DEFAULT_LOOP_TIMEOUT_DURATION_NS`, 2 s.
+pub const DEFAULT_LOOP_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The longest loop timeout a client may ask for: the interface's
+/// `MAXIMUM_LOOP_TIMEOUT_DURATION_NS`, 15 s.
+pub const MAXIMUM_LOOP_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Arenas kept per prepared model: enough for the executions a client runs at once in
 /// practice; more concurrent executions allocate (and free) their own.
 const POOLED_ARENAS: usize = 4;
@@ -109,11 +117,39 @@ enum Home {
     Arena(Region),
 }
 
+/// IF and WHILE (NNAPI 1.3): the referenced subgraphs a control-flow step runs, by
+/// `Model::referenced` index.
+#[derive(Clone, Copy, Debug)]
+enum Control {
+    If { then: usize, otherwise: usize },
+    While { condition: usize, body: usize },
+}
+
+/// What an execution hands down into the subgraphs it runs: their plans and how long WHILE
+/// loops may still take.
+#[derive(Clone, Copy)]
+struct Exec<'a> {
+    subgraphs: &'a [Plan],
+    loop_timeout: Duration,
+    /// The end of the outermost WHILE in progress: a loop nested in another shares its time.
+    deadline: Option<Instant>,
+}
+
+impl<'a> Exec<'a> {
+    fn subgraph(&self, s: usize) -> HalResult<&'a Plan> {
+        self.subgraphs
+            .get(s)
+            .ok_or_else(|| HalError::GeneralFailure(format!("referenced subgraph {s} has no plan")))
+    }
+}
+
 /// One operation of the plan.
 struct Step {
     /// Index of the operation in the model.
     op: usize,
-    imp: &'static OpImpl,
+    /// The registration; `None` for IF and WHILE, which the plan runs itself (`control`).
+    imp: Option<&'static OpImpl>,
+    control: Option<Control>,
     /// Resolved at prepare when static; `None`: inferred at execution.
     params: Option<Inferred>,
     packed: Option<Packed>,
@@ -141,6 +177,9 @@ pub struct Plan {
     /// Estimated work of a static plan (see [`INLINE_MAX_WORK`]).
     work: Option<u64>,
     kernels: &'static Ukernels,
+    /// The plans of the referenced subgraphs (IF branches, WHILE conditions and bodies), by
+    /// `Model::referenced` index: held by the main plan, shared by every nesting level.
+    subgraphs: Vec<Plan>,
 }
 
 impl Plan {
@@ -153,8 +192,61 @@ impl Plan {
         kernels: &'static Ukernels,
         threads: usize,
     ) -> HalResult<Plan> {
+        let mut plan = Plan::compile_steps(model, constants, kernels)?;
+        plan.work = plan.estimated_work();
+        plan.layout = plan.plan_arena(threads)?;
+        plan.release_packed_constants();
+        Ok(plan)
+    }
+
+    /// Compiles a referenced subgraph: its operations chosen and packed like the main
+    /// model's, run on values handed over from the operation that names it (the dynamic
+    /// path: a WHILE body's shapes may change from one iteration to the next).
+    pub fn compile_subgraph(
+        model: ValidModel,
+        constants: Vec<Option<Arc<Tensor>>>,
+        kernels: &'static Ukernels,
+    ) -> HalResult<Plan> {
+        Plan::compile_steps(model, constants, kernels)
+    }
+
+    /// The plans of the referenced subgraphs the IF and WHILE operations run (see
+    /// [`Plan::compile_subgraph`]), by `Model::referenced` index.
+    pub fn set_subgraphs(&mut self, subgraphs: Vec<Plan>) {
+        self.subgraphs = subgraphs;
+    }
+
+    fn compile_steps(
+        model: ValidModel,
+        constants: Vec<Option<Arc<Tensor>>>,
+        kernels: &'static Ukernels,
+    ) -> HalResult<Plan> {
         let mut steps = Vec::with_capacity(model.operations.len());
         for (k, op) in model.operations.iter().enumerate() {
+            let subgraph = |pos: usize| model.operands[op.inputs[pos]].location.offset as usize;
+            let control = match op.ty {
+                nnhal_hal::OperationType::If => Some(Control::If {
+                    then: subgraph(1),
+                    otherwise: subgraph(2),
+                }),
+                nnhal_hal::OperationType::While => Some(Control::While {
+                    condition: subgraph(0),
+                    body: subgraph(1),
+                }),
+                _ => None,
+            };
+            if control.is_some() {
+                steps.push(Step {
+                    op: k,
+                    imp: None,
+                    control,
+                    params: None,
+                    packed: None,
+                    aliased: false,
+                    out_order: SmallVec::new(),
+                });
+                continue;
+            }
             let ty = model.operands[op.inputs[0]].ty;
             let imp = executor::lookup(op.ty, ty).ok_or_else(|| {
                 HalError::GeneralFailure(format!(
@@ -182,14 +274,15 @@ impl Plan {
             };
             steps.push(Step {
                 op: k,
-                imp,
+                imp: Some(imp),
+                control: None,
                 params,
                 packed,
                 aliased: false,
                 out_order: SmallVec::new(),
             });
         }
-        let mut plan = Plan {
+        Ok(Plan {
             model,
             steps,
             constants,
@@ -197,11 +290,8 @@ impl Plan {
             arenas: ArrayQueue::new(POOLED_ARENAS),
             work: None,
             kernels,
-        };
-        plan.work = plan.estimated_work();
-        plan.layout = plan.plan_arena(threads)?;
-        plan.release_packed_constants();
-        Ok(plan)
+            subgraphs: Vec::new(),
+        })
     }
 
     /// A static plan needs a constant's decoded values only where a step reads them at run
@@ -215,7 +305,7 @@ impl Plan {
         let mut needed = vec![false; m.operands.len()];
         for step in &self.steps {
             for (pos, &i) in m.operations[step.op].inputs.iter().enumerate() {
-                if step.packed.is_none() || !step.imp.packs.contains(&pos) {
+                if step.packed.is_none() || !step.imp.is_some_and(|imp| imp.packs.contains(&pos)) {
                     needed[i] = true;
                 }
             }
@@ -258,7 +348,14 @@ impl Plan {
 
     /// Per step, the name of the registration chosen for it (for profiles).
     pub fn kernel_names(&self) -> Vec<&'static str> {
-        self.steps.iter().map(|s| s.imp.name).collect()
+        self.steps
+            .iter()
+            .map(|s| match (s.imp, s.control) {
+                (Some(imp), _) => imp.name,
+                (None, Some(Control::If { .. })) => "IF",
+                (None, _) => "WHILE",
+            })
+            .collect()
     }
 
     fn estimated_work(&self) -> Option<u64> {
@@ -269,6 +366,7 @@ impl Plan {
         let mut total: u64 = 0;
         for step in &self.steps {
             let inferred = step.params.as_ref()?;
+            let imp = step.imp?;
             let op = &m.operations[step.op];
             let mut read: u64 = 0;
             for &i in &op.inputs {
@@ -284,7 +382,7 @@ impl Plan {
                 .inputs
                 .get(1)
                 .and_then(|&i| m.static_dims.get(i)?.as_deref());
-            total = total.saturating_add((step.imp.work)(&WorkArgs {
+            total = total.saturating_add((imp.work)(&WorkArgs {
                 params: inferred.params.nhwc(),
                 read,
                 written,
@@ -429,10 +527,21 @@ impl Plan {
 
     /// Runs one execution of a validated request, writing the outputs into its pools.
     /// With `profile`, the wall time of every operation is pushed in model order.
+    /// WHILE loops stop after [`DEFAULT_LOOP_TIMEOUT`] with MISSED_DEADLINE_TRANSIENT.
     pub fn run(
         &self,
         bound: &BoundRequest,
         profile: Option<&mut Vec<Duration>>,
+    ) -> HalResult<Vec<Vec<u32>>> {
+        self.run_with_loop_timeout(bound, profile, DEFAULT_LOOP_TIMEOUT)
+    }
+
+    /// [`Plan::run`] with WHILE loops stopped after `loop_timeout`.
+    pub fn run_with_loop_timeout(
+        &self,
+        bound: &BoundRequest,
+        profile: Option<&mut Vec<Duration>>,
+        loop_timeout: Duration,
     ) -> HalResult<Vec<Vec<u32>>> {
         match &self.layout {
             Some(layout) => {
@@ -450,7 +559,15 @@ impl Plan {
                 let _ = self.arenas.push(arena);
                 result
             }
-            None => self.run_dynamic(bound, profile),
+            None => self.run_dynamic(
+                bound,
+                profile,
+                Exec {
+                    subgraphs: &self.subgraphs,
+                    loop_timeout,
+                    deadline: None,
+                },
+            ),
         }
     }
 
@@ -501,7 +618,7 @@ impl Plan {
             }
             let mut out_views: SmallVec<[TensorMut; 4]> = SmallVec::new();
             for ((bytes, r), dims) in outs.into_iter().zip(&inferred.outputs) {
-                if !step.imp.fills {
+                if !step.imp.is_some_and(|imp| imp.fills) {
                     bytes.fill(0);
                 }
                 out_views.push(TensorMut {
@@ -543,6 +660,9 @@ impl Plan {
         values: &[Option<TensorRef>],
         outs: &mut [TensorMut],
     ) -> HalResult<()> {
+        let imp = step.imp.ok_or_else(|| {
+            HalError::GeneralFailure(format!("operation {} has no registration", step.op))
+        })?;
         let call = Call {
             model: &self.model,
             op: &self.model.operations[step.op],
@@ -552,8 +672,8 @@ impl Plan {
             values,
         };
         match params {
-            Params::Nchw(nhwc) => executor::run_nchw(step.imp, &call, nhwc, outs),
-            _ => (step.imp.run)(&call, outs),
+            Params::Nchw(nhwc) => executor::run_nchw(imp, &call, nhwc, outs),
+            _ => (imp.run)(&call, outs),
         }
     }
 
@@ -625,7 +745,8 @@ impl Plan {
     fn run_dynamic(
         &self,
         bound: &BoundRequest,
-        mut profile: Option<&mut Vec<Duration>>,
+        profile: Option<&mut Vec<Duration>>,
+        exec: Exec,
     ) -> HalResult<Vec<Vec<u32>>> {
         let m = &self.model;
         let mut slots: Vec<Option<Arc<Tensor>>> = self.constants.clone();
@@ -655,60 +776,7 @@ impl Plan {
                 data,
             }));
         }
-
-        let mut remaining: Vec<u32> = m.operands.iter().map(|o| o.consumers).collect();
-        for step in &self.steps {
-            let k = step.op;
-            let op = &m.operations[k];
-            let dynamic;
-            let inferred = match &step.params {
-                Some(inferred) => inferred,
-                None => {
-                    dynamic = self.infer_at_execution(k, &slots)?;
-                    &dynamic
-                }
-            };
-            let mut outs = Vec::with_capacity(op.outputs.len());
-            for (&o, dims) in op.outputs.iter().zip(&inferred.outputs) {
-                let info = &m.operands[o];
-                let count = shape::element_count(dims).map_err(HalError::InvalidArgument)?;
-                held = charge(held, count * info.ty.element_size().unwrap_or(1) as u64)?;
-                outs.push(Tensor {
-                    dims: dims.clone(),
-                    data: Data::zeros(info.ty, count as usize)?,
-                });
-            }
-            {
-                let started = profile.is_some().then(Instant::now);
-                let values: SmallVec<[Option<TensorRef>; 12]> = op
-                    .inputs
-                    .iter()
-                    .map(|&i| slots[i].as_deref().map(Tensor::view))
-                    .collect();
-                let mut out_views: SmallVec<[TensorMut; 4]> =
-                    outs.iter_mut().map(Tensor::view_mut).collect();
-                self.invoke(step, &inferred.params, &values, &mut out_views)?;
-                round_half_outputs(m, &op.outputs, &mut out_views)?;
-                if let (Some(times), Some(t0)) = (profile.as_deref_mut(), started) {
-                    times.push(t0.elapsed());
-                }
-            }
-            for (&o, t) in op.outputs.iter().zip(outs) {
-                slots[o] = Some(Arc::new(t));
-            }
-            // Free temporaries after their last reader, as the reference executor does.
-            for &i in &op.inputs {
-                remaining[i] = remaining[i].saturating_sub(1);
-                if remaining[i] == 0 && m.operands[i].lifetime == OperandLifeTime::TemporaryVariable
-                {
-                    if let Some(t) = slots[i].take() {
-                        let bytes = t.data.len() as u64
-                            * m.operands[i].ty.element_size().unwrap_or(1) as u64;
-                        held = held.saturating_sub(bytes);
-                    }
-                }
-            }
-        }
+        self.run_steps(&mut slots, held, profile, exec)?;
 
         check_sufficient(m, bound, |pos| {
             slots[m.outputs[pos]].as_deref().map(|t| t.dims.as_slice())
@@ -730,6 +798,214 @@ impl Plan {
         }
         Ok(shapes)
     }
+
+    /// Runs every step on values held in `slots` (by operand index), inferring shapes
+    /// where they were not known at prepare and freeing temporaries after their last reader.
+    /// `held` is the operand memory the caller holds already (see [`EXECUTION_MEMORY_BUDGET`]).
+    fn run_steps(
+        &self,
+        slots: &mut [Option<Arc<Tensor>>],
+        mut held: u64,
+        mut profile: Option<&mut Vec<Duration>>,
+        exec: Exec,
+    ) -> HalResult<()> {
+        let m = &self.model;
+        let mut remaining: Vec<u32> = m.operands.iter().map(|o| o.consumers).collect();
+        for step in &self.steps {
+            let k = step.op;
+            let op = &m.operations[k];
+            let started = profile.is_some().then(Instant::now);
+            if let Some(control) = step.control {
+                let outs = self.run_control(k, control, slots, exec)?;
+                for (&o, t) in op.outputs.iter().zip(outs) {
+                    validate::check_declared(k, op.ty, o, &m.operands[o].dims, &t.dims)?;
+                    held = charge(held, value_bytes(&t))?;
+                    slots[o] = Some(t);
+                }
+            } else {
+                let dynamic;
+                let inferred = match &step.params {
+                    Some(inferred) => inferred,
+                    None => {
+                        dynamic = self.infer_at_execution(k, slots)?;
+                        &dynamic
+                    }
+                };
+                let mut outs = Vec::with_capacity(op.outputs.len());
+                for (&o, dims) in op.outputs.iter().zip(&inferred.outputs) {
+                    let info = &m.operands[o];
+                    let count = shape::element_count(dims).map_err(HalError::InvalidArgument)?;
+                    held = charge(held, count * info.ty.element_size().unwrap_or(1) as u64)?;
+                    outs.push(Tensor {
+                        dims: dims.clone(),
+                        data: Data::zeros(info.ty, count as usize)?,
+                    });
+                }
+                {
+                    let values: SmallVec<[Option<TensorRef>; 12]> = op
+                        .inputs
+                        .iter()
+                        .map(|&i| slots[i].as_deref().map(Tensor::view))
+                        .collect();
+                    let mut out_views: SmallVec<[TensorMut; 4]> =
+                        outs.iter_mut().map(Tensor::view_mut).collect();
+                    self.invoke(step, &inferred.params, &values, &mut out_views)?;
+                    round_half_outputs(m, &op.outputs, &mut out_views)?;
+                }
+                for (&o, t) in op.outputs.iter().zip(outs) {
+                    slots[o] = Some(Arc::new(t));
+                }
+            }
+            if let (Some(times), Some(t0)) = (profile.as_deref_mut(), started) {
+                times.push(t0.elapsed());
+            }
+            // Free temporaries after their last reader, as the reference executor does.
+            for &i in &op.inputs {
+                remaining[i] = remaining[i].saturating_sub(1);
+                if remaining[i] == 0 && m.operands[i].lifetime == OperandLifeTime::TemporaryVariable
+                {
+                    if let Some(t) = slots[i].take() {
+                        held = held.saturating_sub(value_bytes(&t));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs this plan as a referenced subgraph: `inputs` are the values the IF or WHILE hands
+    /// over (by value: the caller's tensors are shared, never written), the result is the
+    /// subgraph's outputs in order. A value whose shape contradicts the subgraph input it is
+    /// bound to (a WHILE body whose output changed shape against a declared input) is
+    /// INVALID_ARGUMENT.
+    fn run_subgraph(&self, inputs: &[Arc<Tensor>], exec: Exec) -> HalResult<Vec<Arc<Tensor>>> {
+        let m = &self.model;
+        let mut slots = self.constants.clone();
+        let mut held: u64 = 0;
+        for (pos, t) in inputs.iter().enumerate() {
+            let &i = m.inputs.get(pos).ok_or_else(|| {
+                HalError::InvalidArgument(format!(
+                    "a subgraph of {} inputs is handed {}",
+                    m.inputs.len(),
+                    inputs.len()
+                ))
+            })?;
+            let declared = &m.operands[i].dims;
+            let agrees = declared.is_empty()
+                || declared.len() == t.dims.len()
+                    && declared
+                        .iter()
+                        .zip(&t.dims)
+                        .all(|(&d, &a)| d == 0 || d == a);
+            if !agrees {
+                return Err(HalError::InvalidArgument(format!(
+                    "subgraph input {pos} is declared {declared:?} but is handed a value of shape {:?}",
+                    t.dims
+                )));
+            }
+            held = charge(held, value_bytes(t))?;
+            slots[i] = Some(Arc::clone(t));
+        }
+        self.run_steps(&mut slots, held, None, exec)?;
+        m.outputs
+            .iter()
+            .enumerate()
+            .map(|(pos, &o)| {
+                slots[o].clone().ok_or_else(|| {
+                    HalError::GeneralFailure(format!("subgraph output {pos} was not computed"))
+                })
+            })
+            .collect()
+    }
+
+    /// IF runs one branch on the operation's data inputs; WHILE runs its body for as long as
+    /// its condition holds, the body's outputs becoming its first inputs, and stops with
+    /// MISSED_DEADLINE_TRANSIENT once the loop has taken longer than the loop timeout (as
+    /// the platform's CPU executor does). The result is the operation's outputs.
+    fn run_control(
+        &self,
+        k: usize,
+        control: Control,
+        slots: &[Option<Arc<Tensor>>],
+        exec: Exec,
+    ) -> HalResult<Vec<Arc<Tensor>>> {
+        let op = &self.model.operations[k];
+        let value = |i: usize| -> HalResult<Arc<Tensor>> {
+            slots[i].clone().ok_or_else(|| {
+                HalError::InvalidArgument(format!(
+                    "operation {k} ({}): input operand {i} has no value",
+                    op.ty
+                ))
+            })
+        };
+        let values = |from: usize| -> HalResult<Vec<Arc<Tensor>>> {
+            op.inputs[from..].iter().map(|&i| value(i)).collect()
+        };
+        let truth = |t: &Tensor| -> HalResult<bool> {
+            match &t.data {
+                Data::U8(v) if v.len() == 1 => Ok(v[0] != 0),
+                _ => Err(HalError::InvalidArgument(format!(
+                    "operation {k} ({}): the condition is not one TENSOR_BOOL8 value",
+                    op.ty
+                ))),
+            }
+        };
+        match control {
+            Control::If { then, otherwise } => {
+                let branch = if truth(&*value(op.inputs[0])?)? {
+                    then
+                } else {
+                    otherwise
+                };
+                exec.subgraph(branch)?.run_subgraph(&values(3)?, exec)
+            }
+            Control::While { condition, body } => {
+                let (cond_plan, body_plan) = (exec.subgraph(condition)?, exec.subgraph(body)?);
+                let own = Instant::now().checked_add(exec.loop_timeout);
+                let deadline = match (exec.deadline, own) {
+                    (Some(outer), Some(own)) => Some(outer.min(own)),
+                    (outer, own) => outer.or(own),
+                };
+                let inner = Exec { deadline, ..exec };
+                let mut state = values(2)?;
+                let mut iterations: u64 = 0;
+                loop {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Err(HalError::MissedDeadline(format!(
+                            "operation {k} (WHILE): the loop ran past its timeout of {:?} after {iterations} iterations",
+                            exec.loop_timeout
+                        )));
+                    }
+                    let go = cond_plan.run_subgraph(&state, inner)?;
+                    if !truth(go.first().ok_or_else(|| {
+                        HalError::GeneralFailure("the condition has no output".into())
+                    })?)? {
+                        break;
+                    }
+                    for (j, t) in body_plan
+                        .run_subgraph(&state, inner)?
+                        .into_iter()
+                        .enumerate()
+                    {
+                        state[j] = t;
+                    }
+                    iterations += 1;
+                }
+                state.truncate(op.outputs.len());
+                Ok(state)
+            }
+        }
+    }
+}
+
+/// Bytes a value holds.
+fn value_bytes(t: &Tensor) -> u64 {
+    let elem = match &t.data {
+        Data::F32(_) | Data::I32(_) => 4,
+        Data::I16(_) => 2,
+        Data::U8(_) => 1,
+    };
+    t.data.len() as u64 * elem
 }
 
 /// Every output buffer must hold its result. When one does not, nothing is written and the

@@ -106,6 +106,11 @@ const LATER_OPERATIONS: &[&str] = &[
     "UNIDIRECTIONAL_SEQUENCE_LSTM",
     "BIDIRECTIONAL_SEQUENCE_LSTM",
     "QUANTIZED_16BIT_LSTM",
+    // random (NNAPI 1.2): float32 logits, checked statistically.
+    "RANDOM_MULTINOMIAL",
+    // control flow (NNAPI 1.3): the subgraphs' operations must be targets too.
+    "IF",
+    "WHILE",
 ];
 
 /// Operand types beyond NNAPI 1.0 (BOOL and signed quant8 aside) that the driver runs.
@@ -123,6 +128,8 @@ const LATER_TYPES: &[&str] = &[
     // float16 on every operation above (held as float32, rounded to binary16 per operation).
     "TENSOR_FLOAT16",
     "FLOAT16",
+    // control flow: the operands naming IF branches and WHILE conditions and bodies.
+    "SUBGRAPH",
 ];
 
 /// The operations that take a TENSOR_QUANT8_SYMM_PER_CHANNEL filter: a file with such an
@@ -163,9 +170,17 @@ fn is_target(v: &Vector) -> bool {
                     != Some("TENSOR_QUANT8_SYMM_PER_CHANNEL")
             })
     });
-    v.model.referenced.is_empty()
-        && v.model.operations.iter().all(|o| op_ok(&o.operation_type))
-        && v.model.operands.iter().all(|o| type_ok(&o.operand_type))
+    let subgraphs = &v.model.referenced;
+    v.model
+        .operations
+        .iter()
+        .chain(subgraphs.iter().flat_map(|g| &g.operations))
+        .all(|o| op_ok(&o.operation_type))
+        && v.model
+            .operands
+            .iter()
+            .chain(subgraphs.iter().flat_map(|g| &g.operands))
+            .all(|o| type_ok(&o.operand_type))
         && per_channel_ok
 }
 
@@ -177,7 +192,8 @@ fn is_target(v: &Vector) -> bool {
 /// expectFailure depthwise files), and the two identity CASTs of TENSOR_QUANT8_SYMM; the
 /// shape and indexing operations of the transform and index families 891; the float32
 /// sequence RNN and LSTM operations 220; the 16-bit quantized types' identity CASTs 4 and
-/// QUANTIZED_16BIT_LSTM 24; float16 on every operation above 2,532.
+/// QUANTIZED_16BIT_LSTM 24; float16 on every operation above 2,532; IF, WHILE (their
+/// subgraphs' operations on these types) and RANDOM_MULTINOMIAL 393.
 const TARGETS: usize = 14671;
 const PASSED: usize = 14682;
 

@@ -18,7 +18,7 @@
 
 use nnhal::driver::{Driver, PreparedModel};
 use nnhal_hal::memory::{create_memfd, Memory};
-use nnhal_hal::{DataLocation, Model, Operand, Operation, Request, RequestArgument};
+use nnhal_hal::{DataLocation, Model, Operand, Operation, Request, RequestArgument, Subgraph};
 use std::sync::{Arc, OnceLock};
 
 /// Reads fields from fuzz bytes; past the end every field reads as zero.
@@ -83,6 +83,11 @@ const MAX_LIST: usize = 32;
 const MAX_VALUES: usize = 1 << 20;
 const MAX_POOLS: usize = 4;
 const MAX_POOL_SIZE: u32 = 1 << 20;
+const MAX_SUBGRAPHS: usize = 8;
+
+/// How long a fuzzed WHILE may loop: an endless loop is a valid model, and a short timeout
+/// keeps it from costing the default two seconds an input.
+const FUZZ_LOOP_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(20);
 
 fn location(b: &mut Bytes<'_>) -> DataLocation {
     DataLocation {
@@ -137,6 +142,38 @@ fn put_pool(out: &mut Vec<u8>, size: u32, sealed: bool, data: &[u8]) {
 /// Decodes a model (format: see [`model_to_bytes`]).
 pub fn model_from_bytes(data: &[u8]) -> Model {
     let b = &mut Bytes::new(data);
+    let (operands, operations) = graph_from_bytes(b);
+    let input_indexes = index_list(b);
+    let output_indexes = index_list(b);
+    let values = (b.u32() as usize) % (MAX_VALUES + 1);
+    let operand_values = b.take(values).to_vec();
+    let pools = (0..b.count(MAX_POOLS)).filter_map(|_| pool(b)).collect();
+    // The IF / WHILE subgraphs last, so inputs written before they existed read as none.
+    let referenced = (0..b.count(MAX_SUBGRAPHS))
+        .map(|_| {
+            let (operands, operations) = graph_from_bytes(b);
+            Subgraph {
+                operands,
+                operations,
+                input_indexes: index_list(b),
+                output_indexes: index_list(b),
+            }
+        })
+        .collect();
+    Model {
+        operands,
+        operations,
+        input_indexes,
+        output_indexes,
+        operand_values,
+        pools,
+        referenced,
+        ..Model::default()
+    }
+}
+
+/// The operands and operations of one graph (the main one or a referenced subgraph).
+fn graph_from_bytes(b: &mut Bytes<'_>) -> (Vec<Operand>, Vec<Operation>) {
     let operands = (0..b.count(MAX_OPERANDS))
         .map(|_| Operand {
             operand_type: b.i32(),
@@ -159,28 +196,12 @@ pub fn model_from_bytes(data: &[u8]) -> Model {
             outputs: index_list(b),
         })
         .collect();
-    let input_indexes = index_list(b);
-    let output_indexes = index_list(b);
-    let values = (b.u32() as usize) % (MAX_VALUES + 1);
-    let operand_values = b.take(values).to_vec();
-    let pools = (0..b.count(MAX_POOLS)).filter_map(|_| pool(b)).collect();
-    Model {
-        operands,
-        operations,
-        input_indexes,
-        output_indexes,
-        operand_values,
-        pools,
-        ..Model::default()
-    }
+    (operands, operations)
 }
 
-/// Encodes `model` so that [`model_from_bytes`] gives it back (pools by their contents, read
-/// through the pool's fd; none when a pool cannot be read).
-pub fn model_to_bytes(model: &Model) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(&(model.operands.len() as u16).to_le_bytes());
-    for o in &model.operands {
+fn put_graph(out: &mut Vec<u8>, operands: &[Operand], operations: &[Operation]) {
+    out.extend_from_slice(&(operands.len() as u16).to_le_bytes());
+    for o in operands {
         out.extend_from_slice(&o.operand_type.to_le_bytes());
         out.push(o.dimensions.len() as u8);
         for d in &o.dimensions {
@@ -190,14 +211,21 @@ pub fn model_to_bytes(model: &Model) -> Vec<u8> {
         out.extend_from_slice(&o.scale.to_le_bytes());
         out.extend_from_slice(&o.zero_point.to_le_bytes());
         out.extend_from_slice(&o.lifetime.to_le_bytes());
-        put_location(&mut out, &o.location);
+        put_location(out, &o.location);
     }
-    out.extend_from_slice(&(model.operations.len() as u16).to_le_bytes());
-    for op in &model.operations {
+    out.extend_from_slice(&(operations.len() as u16).to_le_bytes());
+    for op in operations {
         out.extend_from_slice(&op.operation_type.to_le_bytes());
-        put_list(&mut out, &op.inputs);
-        put_list(&mut out, &op.outputs);
+        put_list(out, &op.inputs);
+        put_list(out, &op.outputs);
     }
+}
+
+/// Encodes `model` so that [`model_from_bytes`] gives it back (pools by their contents, read
+/// through the pool's fd; none when a pool cannot be read).
+pub fn model_to_bytes(model: &Model) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_graph(&mut out, &model.operands, &model.operations);
     put_list(&mut out, &model.input_indexes);
     put_list(&mut out, &model.output_indexes);
     out.extend_from_slice(&(model.operand_values.len() as u32).to_le_bytes());
@@ -214,6 +242,12 @@ pub fn model_to_bytes(model: &Model) -> Vec<u8> {
     out.extend_from_slice(&(pools.len() as u16).to_le_bytes());
     for (size, data) in pools {
         put_pool(&mut out, size, true, &data);
+    }
+    out.extend_from_slice(&(model.referenced.len() as u16).to_le_bytes());
+    for g in &model.referenced {
+        put_graph(&mut out, &g.operands, &g.operations);
+        put_list(&mut out, &g.input_indexes);
+        put_list(&mut out, &g.output_indexes);
     }
     out
 }
@@ -241,7 +275,10 @@ pub fn run_model(data: &[u8]) -> bool {
         Ok(prepared) if prepared.plan().arena_bytes() > FUZZ_ARENA_LIMIT => false,
         Ok(prepared) => {
             let request = zero_request(&prepared);
-            prepared.execute(&request).is_ok()
+            prepared
+                .validate_request(&request)
+                .and_then(|r| prepared.execute_bound_with_loop_timeout(&r, FUZZ_LOOP_TIMEOUT))
+                .is_ok()
         }
         Err(_) => false,
     }

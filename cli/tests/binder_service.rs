@@ -719,3 +719,56 @@ fn bi48_fenced_execution_refuses_unspecified_output_dimensions() {
     prepared.execute_fenced(&specified).unwrap();
     assert_eq!(run.output().unwrap(), [3.0; 4]);
 }
+
+/// BI-77 through a real service: a WHILE that never ends stops at the loop timeout on every
+/// execution path — synchronously under the default timeout (2 s) and under one the client
+/// gives, fenced, in a burst — with MISSED_DEADLINE_TRANSIENT (AIDL code 5), and the service
+/// then serves the same model and another.
+#[test]
+fn bi77_an_endless_while_times_out_on_every_path_and_the_service_serves_on() {
+    use nnhal_vts::probe::{while_count_model, WhileRun};
+    let service = Service::start();
+    let device = service.connect();
+    let prepared = device.prepare_model(while_count_model(1)).unwrap();
+    let endless = WhileRun::new(0.0, f32::INFINITY).unwrap();
+    let missed = |err: HalError, what: &str, took: Duration, at_most: Duration| {
+        assert!(err.message().contains("status 5"), "{what}: {err}");
+        assert!(took < at_most, "{what}: took {took:?}");
+    };
+    let started = Instant::now();
+    let err = prepared.execute(&endless.request).unwrap_err();
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(1900), "{took:?}");
+    missed(err, "default timeout", took, Duration::from_secs(6));
+
+    let started = Instant::now();
+    let err = prepared
+        .execute_with(
+            &endless.request,
+            &ExecuteOptions {
+                loop_timeout_ns: 100_000_000,
+                ..ExecuteOptions::default()
+            },
+        )
+        .unwrap_err();
+    missed(
+        err,
+        "client timeout",
+        started.elapsed(),
+        Duration::from_secs(2),
+    );
+
+    let started = Instant::now();
+    let err = prepared.execute_fenced(&endless.request).unwrap_err();
+    missed(err, "fenced", started.elapsed(), Duration::from_secs(6));
+
+    let burst = prepared.burst().unwrap();
+    let started = Instant::now();
+    let err = burst.execute(&endless.request).unwrap_err();
+    missed(err, "burst", started.elapsed(), Duration::from_secs(6));
+
+    let finite = WhileRun::new(1.0, 4.0).unwrap();
+    prepared.execute(&finite.request).unwrap();
+    assert_eq!(finite.output().unwrap(), 4.0);
+    run_add(&device, [1.0; 4], [2.0; 4]);
+}

@@ -24,6 +24,10 @@ pub enum HalError {
     /// The device cannot take work now.
     #[error("device unavailable: {0}")]
     DeviceUnavailable(String),
+    /// The execution ran out of time: a WHILE loop past its `loopTimeoutDurationNs`
+    /// (AIDL `ErrorStatus::MISSED_DEADLINE_TRANSIENT`, what the platform's CPU executor returns).
+    #[error("missed deadline: {0}")]
+    MissedDeadline(String),
 }
 
 impl HalError {
@@ -35,6 +39,7 @@ impl HalError {
             }
             HalError::GeneralFailure(_) => ErrorStatus::GeneralFailure,
             HalError::DeviceUnavailable(_) => ErrorStatus::DeviceUnavailable,
+            HalError::MissedDeadline(_) => ErrorStatus::MissedDeadlineTransient,
         }
     }
 
@@ -44,6 +49,7 @@ impl HalError {
             | HalError::OutputInsufficientSize(m)
             | HalError::GeneralFailure(m)
             | HalError::DeviceUnavailable(m)
+            | HalError::MissedDeadline(m)
             | HalError::OutputInsufficientShapes { message: m, .. } => m,
         }
     }

@@ -287,6 +287,7 @@ wire_enum!(
         GeneralFailure = 2 => "GENERAL_FAILURE",
         OutputInsufficientSize = 3 => "OUTPUT_INSUFFICIENT_SIZE",
         InvalidArgument = 4 => "INVALID_ARGUMENT",
+        MissedDeadlineTransient = 5 => "MISSED_DEADLINE_TRANSIENT",
     }
 );
 

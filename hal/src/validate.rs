@@ -69,6 +69,108 @@ pub struct ValidModel {
     /// output is binary16 (2 bytes an element), widened on the way in and narrowed on the way
     /// out, and every operation writing one rounds its values to binary16.
     pub half: Vec<bool>,
+    /// The referenced subgraphs (IF branches, WHILE conditions and bodies), validated as models
+    /// of their own, by `Model::referenced` index; empty in a subgraph itself.
+    pub referenced: Vec<ValidModel>,
+}
+
+/// How deeply IF and WHILE may nest: a chain of subgraph references longer than this is
+/// refused, so an execution's recursion is bounded whatever the model.
+pub const MAX_SUBGRAPH_NESTING: usize = 16;
+
+/// The referenced subgraphs an operation list names through its SUBGRAPH inputs.
+fn named_subgraphs<'a>(
+    operands: &'a [Operand],
+    operations: &'a [Operation],
+) -> impl Iterator<Item = usize> + 'a {
+    operations
+        .iter()
+        .flat_map(|op| &op.inputs)
+        .filter_map(move |&i| operands.get(i as usize))
+        .filter(|o| o.lifetime == OperandLifeTime::Subgraph.raw())
+        .map(|o| o.location.offset as usize)
+}
+
+/// The referenced subgraphs in an order where every subgraph comes after those it names
+/// (children first). A cycle of references (a subgraph reaching itself) or a chain deeper
+/// than [`MAX_SUBGRAPH_NESTING`] is INVALID_ARGUMENT: either would make an execution
+/// recurse without bound.
+fn subgraph_order(model: &Model) -> HalResult<Vec<usize>> {
+    let n = model.referenced.len();
+    let children = |s: usize| -> Vec<usize> {
+        let g = &model.referenced[s];
+        named_subgraphs(&g.operands, &g.operations)
+            .filter(|&c| c < n)
+            .collect()
+    };
+    // 0 = not seen, 1 = on the current path, 2 = done.
+    let mut state = vec![0u8; n];
+    let mut order = Vec::with_capacity(n);
+    let roots: Vec<usize> = named_subgraphs(&model.operands, &model.operations)
+        .filter(|&c| c < n)
+        .chain(0..n)
+        .collect();
+    for root in roots {
+        if state[root] != 0 {
+            continue;
+        }
+        // Depth-first, with the path kept explicitly: (subgraph, its children, next child).
+        let mut path: Vec<(usize, Vec<usize>, usize)> = vec![(root, children(root), 0)];
+        state[root] = 1;
+        while let Some((s, kids, next)) = path.last_mut() {
+            if let Some(&c) = kids.get(*next) {
+                *next += 1;
+                match state[c] {
+                    1 => {
+                        let start = path.iter().position(|(p, _, _)| *p == c).unwrap_or(0);
+                        let cycle: Vec<String> = path[start..]
+                            .iter()
+                            .map(|(p, _, _)| p.to_string())
+                            .chain(std::iter::once(c.to_string()))
+                            .collect();
+                        invalid!(
+                            "referenced subgraphs name each other in a cycle ({}): IF and WHILE may not recurse",
+                            cycle.join(" → ")
+                        );
+                    }
+                    0 => {
+                        ensure!(
+                            path.len() < MAX_SUBGRAPH_NESTING,
+                            "IF/WHILE nest more than {MAX_SUBGRAPH_NESTING} subgraphs deep (through referenced subgraph {c})"
+                        );
+                        state[c] = 1;
+                        let grandchildren = children(c);
+                        path.push((c, grandchildren, 0));
+                    }
+                    _ => {}
+                }
+            } else {
+                state[*s] = 2;
+                order.push(*s);
+                path.pop();
+            }
+        }
+    }
+    Ok(order)
+}
+
+/// IF and WHILE run when every operation of every subgraph they name runs.
+fn mark_control_flow(valid: &mut ValidModel, runs: &[bool]) {
+    for k in 0..valid.operations.len() {
+        let op = &valid.operations[k];
+        if !matches!(op.ty, OperationType::If | OperationType::While) {
+            continue;
+        }
+        let all = op.inputs.iter().all(|&i| {
+            let o = &valid.operands[i];
+            o.lifetime != OperandLifeTime::Subgraph
+                || runs
+                    .get(o.location.offset as usize)
+                    .copied()
+                    .unwrap_or(false)
+        });
+        valid.supported[k] = all;
+    }
 }
 
 /// A request argument bound to a pool region with its resolved, fully-specified dimensions.
@@ -706,10 +808,10 @@ fn check_quantization(k: usize, op: &OperationInfo, operands: &[OperandInfo]) ->
 /// shape checks.
 pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
     let mut valid = validate_graph(model, false)?;
+    let mut referenced = Vec::with_capacity(model.referenced.len());
     for (s, sub) in model.referenced.iter().enumerate() {
         // A subgraph is checked as a model of its own that shares the main model's constants
-        // and referenced list; an operation inside it is run only by this driver's control
-        // flow, which it has none of, so its support flags do not matter.
+        // and referenced list.
         let as_model = Model {
             operands: sub.operands.clone(),
             operations: sub.operations.clone(),
@@ -720,18 +822,18 @@ pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
             referenced: model.referenced.clone(),
             relax_computation_float32_to_float16: model.relax_computation_float32_to_float16,
         };
-        validate_graph(&as_model, true).map_err(|e| {
+        referenced.push(validate_graph(&as_model, true).map_err(|e| {
             HalError::InvalidArgument(format!("referenced subgraph {s}: {}", e.message()))
-        })?;
+        })?);
     }
-    if !model.referenced.is_empty() {
-        // Control flow is validated, not run.
-        for (k, op) in valid.operations.iter().enumerate() {
-            if matches!(op.ty, OperationType::If | OperationType::While) {
-                valid.supported[k] = false;
-            }
-        }
+    // Children before parents, so a subgraph's IF/WHILE see whether what they name runs.
+    let mut runs = vec![false; referenced.len()];
+    for s in subgraph_order(model)? {
+        mark_control_flow(&mut referenced[s], &runs);
+        runs[s] = referenced[s].supported.iter().all(|&x| x);
     }
+    mark_control_flow(&mut valid, &runs);
+    valid.referenced = referenced;
     Ok(valid)
 }
 
@@ -809,17 +911,30 @@ pub fn float16_as_float32(model: &Model) -> Option<(Model, Vec<bool>)> {
 /// when there is nothing to shift or a constant cannot be read. The second value marks the
 /// shifted operands.
 pub fn signed_as_unsigned(model: &Model) -> Option<(Model, Vec<bool>)> {
-    let signed: Vec<bool> = model
-        .operands
+    let is_signed = |o: &Operand| o.operand_type == OperandType::TensorQuant8AsymmSigned.raw();
+    let signed: Vec<bool> = model.operands.iter().map(is_signed).collect();
+    let in_subgraphs = model
+        .referenced
         .iter()
-        .map(|o| o.operand_type == OperandType::TensorQuant8AsymmSigned.raw())
-        .collect();
-    if !signed.contains(&true) {
+        .any(|g| g.operands.iter().any(is_signed));
+    if !signed.contains(&true) && !in_subgraphs {
         return None;
     }
     let mut out = model.clone();
-    for (i, o) in out.operands.iter_mut().enumerate() {
-        if !signed[i] {
+    shift_operands(model, &mut out.operands, &mut out.operand_values)?;
+    // IF and WHILE hand values to their subgraphs as they are, so the subgraphs' operands
+    // move to the unsigned image with the main graph's.
+    for g in &mut out.referenced {
+        shift_operands(model, &mut g.operands, &mut out.operand_values)?;
+    }
+    Some((out, signed))
+}
+
+/// Moves every TENSOR_QUANT8_ASYMM_SIGNED operand of `operands` to its unsigned image (see
+/// [`signed_as_unsigned`]), constants re-written into `values` as CONSTANT_COPY.
+fn shift_operands(model: &Model, operands: &mut [Operand], values: &mut Vec<u8>) -> Option<()> {
+    for o in operands.iter_mut() {
+        if o.operand_type != OperandType::TensorQuant8AsymmSigned.raw() {
             continue;
         }
         o.operand_type = OperandType::TensorQuant8Asymm.raw();
@@ -839,9 +954,9 @@ pub fn signed_as_unsigned(model: &Model) -> Option<(Model, Vec<bool>)> {
             }
             _ => continue,
         };
-        let offset = out.operand_values.len().div_ceil(4) * 4;
-        out.operand_values.resize(offset, 0);
-        out.operand_values.extend(bytes.iter().map(|b| b ^ 0x80));
+        let offset = values.len().div_ceil(4) * 4;
+        values.resize(offset, 0);
+        values.extend(bytes.iter().map(|b| b ^ 0x80));
         o.lifetime = OperandLifeTime::ConstantCopy.raw();
         o.location = DataLocation {
             pool_index: 0,
@@ -849,7 +964,7 @@ pub fn signed_as_unsigned(model: &Model) -> Option<(Model, Vec<bool>)> {
             length: loc.length,
         };
     }
-    Some((out, signed))
+    Some(())
 }
 
 /// Validates one graph: the main subgraph of `model` (a referenced subgraph arrives here as
@@ -1104,6 +1219,7 @@ fn validate_graph(model: &Model, in_subgraph: bool) -> HalResult<ValidModel> {
         static_params: Vec::new(),
         signed: vec![false; n],
         half: vec![false; n],
+        referenced: Vec::new(),
     };
     infer_static(model, &mut valid)?;
     Ok(valid)

@@ -35,6 +35,7 @@ pub mod math;
 pub mod normalization;
 pub mod pool;
 pub mod quantize;
+pub mod random;
 pub mod recurrent;
 pub mod reduce;
 pub mod transform;

@@ -323,7 +323,8 @@ fn operand_performance(caps: &Capabilities) -> Vec<(OperandType, PerformanceInfo
 }
 
 /// Canonical capabilities → AIDL. Every number is > 0: relaxed float32 runs at float32 speed
-/// (it is computed in float32), control flow is reported with [`NO_PERFORMANCE`].
+/// (it is computed in float32); IF and WHILE run their subgraphs' plans on the same kernels,
+/// so they report the float32 figure too.
 pub fn capabilities_to_aidl(caps: &Capabilities) -> AidlCapabilities {
     AidlCapabilities {
         relaxedFloat32toFloat16PerformanceScalar: perf_to_aidl(caps.float32_performance),
@@ -335,8 +336,8 @@ pub fn capabilities_to_aidl(caps: &Capabilities) -> AidlCapabilities {
                 info: perf_to_aidl(p),
             })
             .collect(),
-        ifPerformance: perf_to_aidl(NO_PERFORMANCE),
-        whilePerformance: perf_to_aidl(NO_PERFORMANCE),
+        ifPerformance: perf_to_aidl(caps.float32_performance),
+        whilePerformance: perf_to_aidl(caps.float32_performance),
     }
 }
 
@@ -883,6 +884,10 @@ mod tests {
             assert!(p.info.execTime > 0.0 && p.info.powerUsage > 0.0);
         }
         assert!(aidl.ifPerformance.execTime > 0.0 && aidl.whilePerformance.powerUsage > 0.0);
+        // IF and WHILE run: a real figure (the float32 one), not "not supported" (FLT_MAX).
+        for p in [&aidl.ifPerformance, &aidl.whilePerformance] {
+            assert_eq!((p.execTime, p.powerUsage), (0.5, 0.6));
+        }
         let back = capabilities_from_aidl(&aidl);
         assert_eq!(back.to_canonical(), caps);
     }

@@ -62,9 +62,9 @@ pub fn to_status(err: &HalError, call: &str) -> Status {
         | HalError::OutputInsufficientShapes { .. } => {
             log::debug!("{call}: {err}")
         }
-        HalError::GeneralFailure(_) | HalError::DeviceUnavailable(_) => {
-            repeated_warnings().warn(format!("{call}: {err}"))
-        }
+        HalError::GeneralFailure(_)
+        | HalError::DeviceUnavailable(_)
+        | HalError::MissedDeadline(_) => repeated_warnings().warn(format!("{call}: {err}")),
     }
     status_of(err)
 }
@@ -213,6 +213,17 @@ fn check_loop_timeout(value: i64) -> HalResult<()> {
         )));
     }
     Ok(())
+}
+
+/// The loop timeout of an execution: the client's `loopTimeoutDurationNs` (checked by
+/// [`check_loop_timeout`]), or `DEFAULT_LOOP_TIMEOUT_DURATION_NS` when it gave -1.
+fn loop_timeout(loop_timeout_ns: i64) -> std::time::Duration {
+    let ns = if loop_timeout_ns < 0 {
+        ipm::DEFAULT_LOOP_TIMEOUT_DURATION_NS
+    } else {
+        loop_timeout_ns.min(ipm::MAXIMUM_LOOP_TIMEOUT_DURATION_NS)
+    };
+    std::time::Duration::from_nanos(u64::try_from(ns).unwrap_or(0))
 }
 
 /// Nanoseconds since boot, the clock AIDL deadlines are expressed in.
@@ -592,7 +603,10 @@ fn execute(
     .map_err(|e| to_status(&e, call))?;
     check_deadline(deadline_ns, call)?;
     let run = Instant::now();
-    let result = guarded(call, || prepared.execute(&request));
+    let result = guarded(call, || {
+        let bound = prepared.validate_request(&request)?;
+        prepared.execute_bound_with_loop_timeout(&bound, loop_timeout(loop_timeout_ns))
+    });
     COUNTERS.executed(&result);
     let result = match result {
         // Too-small outputs whose shapes are known are a reply, not an error: AIDL reports
@@ -709,7 +723,10 @@ impl IPreparedModel for PreparedModelService {
             }
         }
         let fenced = Instant::now();
-        let outcome = guarded(call, || self.prepared.execute_bound(&request));
+        let outcome = guarded(call, || {
+            self.prepared
+                .execute_bound_with_loop_timeout(&request, loop_timeout(loop_timeout_ns))
+        });
         COUNTERS.executed(&outcome);
         let (status, timing_launched, timing_fenced) = match outcome {
             Ok(_) if measure_timing => (

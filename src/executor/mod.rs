@@ -173,6 +173,7 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
         .or_else(|| reduce::lookup(op, ty))
         .or_else(|| quantize::lookup(op, ty))
         .or_else(|| index::lookup(op, ty))
+        .or_else(|| random::lookup(op, ty))
 }
 
 /// Runs `imp` on an NCHW operation (types.hal V1_2: the image operations' BOOL `layout`):
@@ -273,6 +274,7 @@ mod math;
 mod normalization;
 mod pool;
 mod quantize;
+mod random;
 mod recurrent;
 mod reduce;
 mod transform;

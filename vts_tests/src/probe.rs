@@ -368,6 +368,151 @@ pub fn median_p99(samples: &mut [f64]) -> (f64, f64) {
     (at(0.5), at(0.99))
 }
 
+/// A counting loop (NNAPI 1.3 WHILE): `x = start; while x < limit { x = x + 1 }`, float32 `[1]`
+/// values, model inputs `start` and `limit`, output the final `x`. With `nesting` > 1 the
+/// body is itself such a WHILE, `nesting` subgraphs deep (the innermost body is the ADD).
+/// A limit of +∞ never ends: `x` stops growing at 2²⁴, where `x + 1` rounds back to `x`.
+///
+/// Referenced subgraphs: 0 is the condition `x < limit`, `k + 1` the body at depth `k`.
+pub fn while_count_model(nesting: usize) -> Model {
+    use OperandLifeTime::{ConstantCopy, ModelInput, ModelOutput};
+    use OperandType::{Int32, TensorBool8, TensorFloat32};
+    let nesting = nesting.max(1);
+    let one = |ty, dims: &[u32], lifetime, consumers| {
+        let mut o = Operand::new(ty, dims, lifetime);
+        o.number_of_consumers = consumers;
+        o
+    };
+    let subgraph = |k: u32| {
+        let mut o = one(OperandType::Subgraph, &[], OperandLifeTime::Subgraph, 1);
+        o.location.offset = k;
+        o
+    };
+    // Constants shared by every body: 1.0 at offset 0, activation NONE at offset 4.
+    let mut values = 1.0f32.to_le_bytes().to_vec();
+    values.extend(0i32.to_le_bytes());
+    let constant = |ty, dims: &[u32], offset| {
+        let mut o = one(ty, dims, ConstantCopy, 1);
+        o.location = DataLocation {
+            pool_index: 0,
+            offset,
+            length: 4,
+        };
+        o
+    };
+    // (x, limit) → WHILE(condition, body k) → x'
+    let while_graph = |body: u32, x_lifetime, out_lifetime| {
+        (
+            vec![
+                subgraph(0),
+                subgraph(body),
+                one(TensorFloat32, &[1], x_lifetime, 1),
+                one(TensorFloat32, &[1], x_lifetime, 1),
+                one(TensorFloat32, &[1], out_lifetime, 0),
+            ],
+            vec![Operation {
+                operation_type: OperationType::While.raw(),
+                inputs: vec![0, 1, 2, 3],
+                outputs: vec![4],
+            }],
+        )
+    };
+    let condition = nnhal_hal::Subgraph {
+        operands: vec![
+            one(TensorFloat32, &[1], ModelInput, 1),
+            one(TensorFloat32, &[1], ModelInput, 1),
+            one(TensorBool8, &[1], ModelOutput, 0),
+        ],
+        operations: vec![Operation {
+            operation_type: OperationType::Less.raw(),
+            inputs: vec![0, 1],
+            outputs: vec![2],
+        }],
+        input_indexes: vec![0, 1],
+        output_indexes: vec![2],
+    };
+    let mut referenced = vec![condition];
+    for depth in 1..nesting {
+        let (operands, operations) = while_graph(depth as u32 + 1, ModelInput, ModelOutput);
+        referenced.push(nnhal_hal::Subgraph {
+            operands,
+            operations,
+            input_indexes: vec![2, 3],
+            output_indexes: vec![4],
+        });
+    }
+    // The innermost body: x + 1 (the limit is read by the condition only).
+    referenced.push(nnhal_hal::Subgraph {
+        operands: vec![
+            one(TensorFloat32, &[1], ModelInput, 1),
+            one(TensorFloat32, &[1], ModelInput, 0),
+            constant(TensorFloat32, &[1], 0),
+            constant(Int32, &[], 4),
+            one(TensorFloat32, &[1], ModelOutput, 0),
+        ],
+        operations: vec![Operation {
+            operation_type: OperationType::Add.raw(),
+            inputs: vec![0, 2, 3],
+            outputs: vec![4],
+        }],
+        input_indexes: vec![0, 1],
+        output_indexes: vec![4],
+    });
+    let (operands, operations) = while_graph(1, ModelInput, ModelOutput);
+    Model {
+        operands,
+        operations,
+        input_indexes: vec![2, 3],
+        output_indexes: vec![4],
+        operand_values: values,
+        referenced,
+        ..Model::default()
+    }
+}
+
+/// One execution of [`while_count_model`]: `start` and `limit` in one sealed memfd pool, the
+/// final `x` in another.
+pub struct WhileRun {
+    pub request: Request,
+    output: File,
+}
+
+impl WhileRun {
+    pub fn new(start: f32, limit: f32) -> std::io::Result<WhileRun> {
+        let inputs = f32_bytes(&[start, limit]);
+        let input_pool = create_memfd("nnhal-while-in", &inputs, 8, true)?;
+        let output_pool = create_memfd("nnhal-while-out", &[], 4, true)?;
+        let output = File::from(output_pool.try_clone()?);
+        let arg = |pool_index, offset| RequestArgument {
+            has_no_value: false,
+            location: DataLocation {
+                pool_index,
+                offset,
+                length: 4,
+            },
+            dimensions: Vec::new(),
+        };
+        Ok(WhileRun {
+            request: Request {
+                inputs: vec![arg(0, 0), arg(0, 4)],
+                outputs: vec![arg(1, 0)],
+                pools: vec![
+                    Memory::shared(input_pool, 8),
+                    Memory::shared(output_pool, 4),
+                ],
+            },
+            output,
+        })
+    }
+
+    /// The final `x` of the last execution.
+    pub fn output(&self) -> std::io::Result<f32> {
+        let mut bytes = [0u8; 4];
+        self.output.read_exact_at(&mut bytes, 0)?;
+        Ok(f32::from_le_bytes(bytes))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -215,6 +215,11 @@ fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, label: &str, ru
         };
         for (slot, bytes) in built.outputs.iter().zip(&actual) {
             if v.tolerance.ignored_outputs.contains(&slot.position) {
+                if let Some(m) = v.tolerance.multinomial {
+                    if let Err(why) = multinomial(v, example, bytes, m.tolerance) {
+                        fail(run, format!("{at} output {}: {why}", slot.position));
+                    }
+                }
                 continue;
             }
             if example.output(slot.position).is_some_and(<[f64]>::is_empty) {
@@ -247,6 +252,27 @@ fn run_mode(device: &dyn Device, v: &Vector, mode: ConstantMode, label: &str, ru
             }
         }
     }
+}
+
+/// RANDOM_MULTINOMIAL's statistical check on an output: the logits are the example's first
+/// input, rows of the last extent of the model's first input.
+fn multinomial(
+    v: &Vector,
+    example: &crate::vector::Example,
+    drawn: &[u8],
+    tolerance: f64,
+) -> Result<(), String> {
+    let logits = example
+        .input(0)
+        .ok_or("the example has no logits (input 0)")?;
+    let classes = v
+        .model
+        .input_indexes
+        .first()
+        .and_then(|&i| v.model.operands.get(i as usize))
+        .and_then(|o| o.dimensions.last().copied())
+        .ok_or("the model's first input has no class dimension")?;
+    crate::compare::check_multinomial(logits, classes as usize, drawn, tolerance)
 }
 
 /// Whether a vector comes from the later (NNAPI 1.1–1.3) set, whose files already include

@@ -146,7 +146,8 @@ pub fn coupling_applies(v: &Vector) -> bool {
             .any(|o| o.operand_type == "TENSOR_QUANT8_ASYMM")
 }
 
-/// `v` with every TENSOR_QUANT8_ASYMM operand turned TENSOR_QUANT8_ASYMM_SIGNED, as VTS's
+/// `v` with every TENSOR_QUANT8_ASYMM operand (referenced subgraphs' included) turned
+/// TENSOR_QUANT8_ASYMM_SIGNED, as VTS's
 /// `convertQuant8AsymmOperandsToSigned` does: zero point and every value − 128.
 pub fn signed_mirror(v: &Vector) -> Vector {
     let mut s = v.clone();
@@ -173,6 +174,19 @@ pub fn signed_mirror(v: &Vector) -> Vector {
         for (pos, operand) in v.model.output_indexes.iter().enumerate() {
             if shifted.contains(operand) {
                 if let Some(values) = example.outputs.get_mut(&pos.to_string()) {
+                    shift(values);
+                }
+            }
+        }
+    }
+    // VTS converts the referenced subgraphs (IF and WHILE bodies) too: values cross into them
+    // unchanged, so both sides of the boundary keep one type.
+    for g in &mut s.model.referenced {
+        for o in &mut g.operands {
+            if o.operand_type == "TENSOR_QUANT8_ASYMM" {
+                o.operand_type = "TENSOR_QUANT8_ASYMM_SIGNED".into();
+                o.zero_point -= 128;
+                if let Some(values) = &mut o.value {
                     shift(values);
                 }
             }

@@ -58,6 +58,7 @@ pub(crate) mod math;
 pub(crate) mod normalization;
 pub(crate) mod pool;
 pub(crate) mod quantize;
+pub(crate) mod random;
 pub(crate) mod recurrent;
 pub(crate) mod reduce;
 pub(crate) mod transform;
@@ -682,6 +683,7 @@ fn infer_nhwc_dilated(
         .or_else(|| reduce::infer(op, &ins))
         .or_else(|| quantize::infer(op, &ins))
         .or_else(|| index::infer(op, &ins))
+        .or_else(|| random::infer(op, &ins))
         .unwrap_or_else(|| {
             Err(InferError::Invalid(format!(
                 "{op} is not run by this driver"
@@ -704,6 +706,7 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
         .or_else(|| reduce::signatures(op))
         .or_else(|| quantize::signatures(op))
         .or_else(|| index::signatures(op))
+        .or_else(|| random::signatures(op))
 }
 
 /// The values of TENSOR_INT32 input `i`, which must have rank 1 and `len` elements (`None`:

@@ -189,3 +189,110 @@ mod tests {
             .is_some());
     }
 }
+
+/// RANDOM_MULTINOMIAL's check: `logits` is `[batches, classes]`, `drawn` the output's
+/// little-endian INT32 class indices, `[batches, samples]`. Per row, each class's share of the
+/// samples must be within `tolerance` of its softmax probability (computed in double with the
+/// row's maximum subtracted); an index outside `0..classes` fails at once.
+pub fn check_multinomial(
+    logits: &[f64],
+    classes: usize,
+    drawn: &[u8],
+    tolerance: f64,
+) -> Result<(), String> {
+    if classes == 0 || logits.is_empty() || !logits.len().is_multiple_of(classes) {
+        return Err(format!(
+            "{} logits do not form rows of {classes}",
+            logits.len()
+        ));
+    }
+    let batches = logits.len() / classes;
+    let values: Vec<i32> = drawn
+        .chunks_exact(4)
+        .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    if values.is_empty() || !drawn.len().is_multiple_of(4) || !values.len().is_multiple_of(batches)
+    {
+        return Err(format!(
+            "{} output bytes do not hold samples for {batches} rows",
+            drawn.len()
+        ));
+    }
+    let samples = values.len() / batches;
+    for (b, (row, picks)) in logits
+        .chunks_exact(classes)
+        .zip(values.chunks_exact(samples))
+        .enumerate()
+    {
+        let mut counts = vec![0usize; classes];
+        for &p in picks {
+            match usize::try_from(p).ok().filter(|&p| p < classes) {
+                Some(p) => counts[p] += 1,
+                None => return Err(format!("row {b}: class {p} is outside 0..{classes}")),
+            }
+        }
+        let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let weights: Vec<f64> = row.iter().map(|&x| (x - max).exp()).collect();
+        let total: f64 = weights.iter().sum();
+        for (c, (&n, w)) in counts.iter().zip(&weights).enumerate() {
+            let (freq, p) = (n as f64 / samples as f64, w / total);
+            if (freq - p).abs() > tolerance {
+                return Err(format!(
+                    "row {b}, class {c}: drawn {n} of {samples} times ({freq:.4}), softmax {p:.4}, beyond {tolerance}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod multinomial_tests {
+    use super::check_multinomial;
+
+    fn bytes(v: &[i32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    /// Draws `n` samples per row that follow the softmax exactly in proportion.
+    fn proportional(logits: &[f64], classes: usize, n: usize) -> Vec<i32> {
+        let mut out = Vec::new();
+        for row in logits.chunks(classes) {
+            let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let w: Vec<f64> = row.iter().map(|x| (x - max).exp()).collect();
+            let total: f64 = w.iter().sum();
+            let mut drawn = 0;
+            for (c, wc) in w.iter().enumerate() {
+                let k = if c + 1 == classes {
+                    n - drawn
+                } else {
+                    (wc / total * n as f64).round() as usize
+                };
+                out.extend(std::iter::repeat_n(c as i32, k));
+                drawn += k;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_softmax_distribution_passes_and_wrong_ones_fail() {
+        // Two rows of skewed logits, 200 samples each.
+        let logits = [0.0, 2.0, 4.0, 1.0, 3.0, 0.0, 0.0, -1.0];
+        let good = proportional(&logits, 4, 200);
+        assert_eq!(check_multinomial(&logits, 4, &bytes(&good), 0.025), Ok(()));
+        // All zeros: class 0 every time.
+        let zeros = vec![0; 400];
+        assert!(check_multinomial(&logits, 4, &bytes(&zeros), 0.025).is_err());
+        // A uniform draw: every class a quarter of the time.
+        let uniform: Vec<i32> = (0..400).map(|i| i % 4).collect();
+        let err = check_multinomial(&logits, 4, &bytes(&uniform), 0.025).unwrap_err();
+        assert!(err.contains("row 0"), "{err}");
+        // An index outside the classes.
+        let mut bad = good.clone();
+        bad[7] = 4;
+        assert!(check_multinomial(&logits, 4, &bytes(&bad), 0.025).is_err());
+        // Output bytes that do not fill the rows.
+        assert!(check_multinomial(&logits, 4, &bytes(&good[..399]), 0.025).is_err());
+    }
+}

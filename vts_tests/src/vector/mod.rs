@@ -201,6 +201,17 @@ pub struct Tolerance {
     /// Output positions the harness does not compare (scratch buffers, some states).
     #[serde(default)]
     pub ignored_outputs: Vec<usize>,
+    /// RANDOM_MULTINOMIAL: its output is random and ignored element by element; instead each
+    /// class's frequency among the samples must be within this of the softmax of the logits
+    /// (see [`compare::check_multinomial`]).
+    #[serde(default)]
+    pub multinomial: Option<MultinomialTolerance>,
+}
+
+/// The statistical rule of RANDOM_MULTINOMIAL's output.
+#[derive(Clone, Copy, Debug, Deserialize)]
+pub struct MultinomialTolerance {
+    pub tolerance: f64,
 }
 
 impl Default for Tolerance {
@@ -215,6 +226,7 @@ impl Default for Tolerance {
             quant16_symm: IntTolerance::default(),
             int32: IntTolerance::default(),
             ignored_outputs: Vec::new(),
+            multinomial: None,
         }
     }
 }

@@ -106,6 +106,10 @@ const LATER_OPERATIONS: &[&str] = &[
     "UNIDIRECTIONAL_SEQUENCE_LSTM",
     "BIDIRECTIONAL_SEQUENCE_LSTM",
     "QUANTIZED_16BIT_LSTM",
+    // detection (NNAPI 1.2): float32, quant8 and signed quant8 with TENSOR_QUANT16_ASYMM
+    // boxes; with them the zero-sized files of the other operations.
+    "BOX_WITH_NMS_LIMIT",
+    "ROI_ALIGN",
 ];
 
 /// Operand types beyond NNAPI 1.0 (BOOL and signed quant8 aside) that the driver runs.

@@ -50,6 +50,7 @@ macro_rules! check {
 // One module per operation family, named as in the kernels (`nnhal_kernels`) and the driver's
 // executor: each holds the signatures the driver runs and the shape rules of its operations.
 pub(crate) mod conv;
+pub(crate) mod detection;
 pub(crate) mod elementwise;
 pub(crate) mod index;
 pub(crate) mod logic;
@@ -647,6 +648,7 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
             | GroupedConv2d
             | TransposeConv2d
             | InstanceNormalization
+            | RoiAlign
     ) {
         let flag = inputs
             .iter()
@@ -682,6 +684,7 @@ fn infer_nhwc_dilated(
         .or_else(|| reduce::infer(op, &ins))
         .or_else(|| quantize::infer(op, &ins))
         .or_else(|| index::infer(op, &ins))
+        .or_else(|| detection::infer(op, &ins))
         .unwrap_or_else(|| {
             Err(InferError::Invalid(format!(
                 "{op} is not run by this driver"
@@ -704,6 +707,7 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
         .or_else(|| reduce::signatures(op))
         .or_else(|| quantize::signatures(op))
         .or_else(|| index::signatures(op))
+        .or_else(|| detection::signatures(op))
 }
 
 /// The values of TENSOR_INT32 input `i`, which must have rank 1 and `len` elements (`None`:

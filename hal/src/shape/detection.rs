@@ -107,8 +107,11 @@ fn roi_align(ins: &Ins) -> Res<Inferred> {
     let out_h = ins.positive(3, "output height")?;
     let out_w = ins.positive(4, "output width")?;
     for (i, what) in [(5, "height stride"), (6, "width stride")] {
-        let v = ins.f32(i)?;
-        check!(v > 0.0, "{what} (input {i}) must be positive, is {v}");
+        let v = f32::from_bits(ins.i32(i)? as u32);
+        check!(
+            v.is_finite() && v > 0.0,
+            "{what} (input {i}) must be positive and finite, is {v}"
+        );
     }
     ins.non_negative(7, "height sampling ratio")?;
     ins.non_negative(8, "width sampling ratio")?;

@@ -2,7 +2,8 @@
 //! BOX_WITH_NMS_LIMIT, ROI_ALIGN): the selection's defining properties on random boxes
 //! (degenerate and tied ones included) for every NMS kernel and batch split, and ROI_ALIGN
 //! against a bilinear sampler written independently (one output value at a time, from the
-//! specification's formulas), float32 and quant8.
+//! specification's formulas), float32 and quant8; ROI_POOLING against a per-cell maximum over
+//! the pixels whose centres the cell covers.
 //!
 //! The detection loops take no micro-kernel table: every ISA level runs the same code.
 
@@ -11,7 +12,8 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 use nnhal_kernels::detection::reference::{
-    box_with_nms_limit, iou, roi_align_f32, roi_align_u8, NmsKernel, NmsParams, RoiAlign,
+    box_with_nms_limit, iou, roi_align_f32, roi_align_u8, roi_pooling, NmsKernel, NmsParams,
+    RoiAlign, RoiPool,
 };
 use nnhal_kernels::Nhwc;
 use proptest::prelude::*;
@@ -322,4 +324,48 @@ fn roi_align_rejects_regions_it_cannot_sample() {
     assert_eq!(out, [0.0], "nothing written");
     // Zero regions: nothing to do.
     roi_align_f32(&x, &[], &[], &g, &mut []).unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// ROI_POOLING: each output is the maximum over the cell's pixel rectangle (rounded region
+    /// corners, cells from the floor to the ceiling of equal fractions), the empty value where
+    /// the rectangle is empty; bytes order as the values they encode.
+    #[test]
+    fn roi_pooling_is_the_maximum_of_each_cell((g, x, boxes, batches) in align_case()) {
+        let p = RoiPool { input: g.input, out_h: g.out_h, out_w: g.out_w, stride_h: g.stride_h, stride_w: g.stride_w };
+        let (h, w, d) = (g.input.h, g.input.w, g.input.c);
+        let mut out = vec![f32::NAN; batches.len() * g.out_h * g.out_w * d];
+        roi_pooling(&x, &boxes, &batches, &p, -99.0, &mut out).unwrap();
+        let bytes: Vec<u8> = x.iter().map(|&v| (v * 4.0 + 128.0) as u8).collect();
+        let mut out_u8 = vec![0u8; out.len()];
+        roi_pooling(&bytes, &boxes, &batches, &p, 7, &mut out_u8).unwrap();
+        for (k, b) in boxes.chunks_exact(4).enumerate() {
+            let img = &x[batches[k] as usize * h * w * d..][..h * w * d];
+            let xs = (b[0] / p.stride_w).round();
+            let ys = (b[1] / p.stride_h).round();
+            let rw = ((b[2] / p.stride_w).round() - xs + 1.0).max(1.0);
+            let rh = ((b[3] / p.stride_h).round() - ys + 1.0).max(1.0);
+            for i in 0..p.out_h {
+                for j in 0..p.out_w {
+                    let y0 = ((rh / p.out_h as f32 * i as f32 + ys).floor() as usize).min(h);
+                    let y1 = ((rh / p.out_h as f32 * (i + 1) as f32 + ys).ceil() as usize).min(h);
+                    let x0 = ((rw / p.out_w as f32 * j as f32 + xs).floor() as usize).min(w);
+                    let x1 = ((rw / p.out_w as f32 * (j + 1) as f32 + xs).ceil() as usize).min(w);
+                    for c in 0..d {
+                        let vals: Vec<f32> = (y0..y1)
+                            .flat_map(|yy| (x0..x1).map(move |xx| (yy, xx)))
+                            .map(|(yy, xx)| img[(yy * w + xx) * d + c])
+                            .collect();
+                        let want = vals.iter().copied().fold(None, |m: Option<f32>, v| Some(m.map_or(v, |m| m.max(v))));
+                        let at = ((k * p.out_h + i) * p.out_w + j) * d + c;
+                        prop_assert_eq!(out[at], want.unwrap_or(-99.0));
+                        let want_u8 = want.map_or(7, |v| (v * 4.0 + 128.0) as u8);
+                        prop_assert_eq!(out_u8[at], want_u8);
+                    }
+                }
+            }
+        }
+    }
 }

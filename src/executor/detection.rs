@@ -1,5 +1,5 @@
 //! Registrations of the detection family (NeuralNetworks.h `OperationCode`, NNAPI 1.2):
-//! BOX_WITH_NMS_LIMIT (44) and ROI_ALIGN (81) on float32, and on quant8 with
+//! BOX_WITH_NMS_LIMIT (44), ROI_ALIGN (81) and ROI_POOLING (82) on float32, and on quant8 with
 //! TENSOR_QUANT16_ASYMM boxes (stored as int16 bits, read as u16). Signed quant8 runs as its
 //! unsigned image: the selection reads dequantized scores, ROI_ALIGN's arithmetic subtracts the
 //! zero point, so both are exact under the +128 shift.
@@ -12,7 +12,9 @@ use super::{kernel_error, mismatch, out0, Call, OpImpl, WorkArgs};
 use crate::tensor::{DataMut, DataRef, TensorMut};
 use nnhal_hal::shape::{Inferred, Params};
 use nnhal_hal::{HalError, HalResult, OperandType, OperationType};
-use nnhal_kernels::detection::reference::{self as r, NmsKernel, NmsParams, RoiAlign, Selection};
+use nnhal_kernels::detection::reference::{
+    self as r, NmsKernel, NmsParams, RoiAlign, RoiPool, Selection,
+};
 use nnhal_kernels::Nhwc;
 
 /// The registration of `op` on inputs of type `ty`, for the operations of this family.
@@ -22,12 +24,14 @@ pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpIm
     Some(match (op, ty) {
         (BoxWithNmsLimit, F | Q) => &BOX_WITH_NMS_LIMIT,
         (RoiAlign, F | Q) => &ROI_ALIGN,
+        (RoiPooling, F | Q) => &ROI_POOLING,
         _ => return None,
     })
 }
 
 registration!(BOX_WITH_NMS_LIMIT, box_with_nms_limit, detection_work);
 registration!(ROI_ALIGN, roi_align, detection_work);
+registration!(ROI_POOLING, roi_pooling, detection_work);
 
 fn detection_work(w: &WorkArgs) -> u64 {
     w.read.saturating_add(w.written).saturating_mul(4)
@@ -203,6 +207,54 @@ fn roi_align(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
                 yq.zero_point,
                 o,
             )
+        }
+        _ => return Err(mismatch(c)),
+    }
+    .map_err(kernel_error)
+}
+
+/// ROI_POOLING (NHWC; the NCHW form runs through `run_nchw`). Quant8 keeps the input's
+/// quantization, so the maximum is taken on the stored bytes; quantized regions are read as
+/// their real values (units of 1/8).
+fn roi_pooling(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let x = c.dims(0)?;
+    let out = out0(outs)?;
+    let (&[n, h, w, d], &[_, out_h, out_w, _]) = (x, out.dims) else {
+        return Err(mismatch(c));
+    };
+    let stride = |i| -> HalResult<f32> {
+        let v = scalar_f32(c, i)?;
+        if v > 0.0 {
+            Ok(v)
+        } else {
+            Err(HalError::InvalidArgument(format!(
+                "ROI_POOLING: stride (input {i}) must be positive, is {v}"
+            )))
+        }
+    };
+    let g = RoiPool {
+        input: Nhwc::new(n as usize, h as usize, w as usize, d as usize),
+        out_h: out_h as usize,
+        out_w: out_w as usize,
+        stride_h: stride(5)?,
+        stride_w: stride(6)?,
+    };
+    let batches = c.i(2)?;
+    match (c.t(0)?.data, &mut out.data) {
+        (DataRef::F32(v), DataMut::F32(o)) => r::roi_pooling(v, c.f(1)?, batches, &g, 0.0, o),
+        (DataRef::U8(v), DataMut::U8(o)) => {
+            let (xq, yq, bq) = (c.q(0), c.out_q(0), c.q(1));
+            if (xq.scale, xq.zero_point) != (yq.scale, yq.zero_point) {
+                return Err(HalError::InvalidArgument(
+                    "ROI_POOLING: the output's quantization must be the input's".into(),
+                ));
+            }
+            let boxes: Vec<f32> = u16s(c, 1)?
+                .iter()
+                .map(|&v| (i32::from(v) - bq.zero_point) as f32 * bq.scale)
+                .collect();
+            let empty = xq.zero_point.clamp(0, 255) as u8;
+            r::roi_pooling(v, &boxes, batches, &g, empty, o)
         }
         _ => return Err(mismatch(c)),
     }

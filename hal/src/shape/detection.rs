@@ -1,5 +1,5 @@
 //! Signatures and shape rules of the detection family (NeuralNetworks.h `OperationCode`,
-//! NNAPI 1.2): BOX_WITH_NMS_LIMIT (44) and ROI_ALIGN (81) on float32, and on quant8 feature
+//! NNAPI 1.2): BOX_WITH_NMS_LIMIT (44), ROI_ALIGN (81) and ROI_POOLING (82) on float32, and on quant8 feature
 //! maps and scores with TENSOR_QUANT16_ASYMM boxes (scale 0.125, zero point 0). Signed quant8
 //! runs as its unsigned image.
 //!
@@ -34,6 +34,13 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
             ];
             S
         }
+        RoiPooling => {
+            const S: &[Signature] = &[
+                sig(&[F, F, I, SI, SI, SF, SF, SB], &[F]),
+                sig(&[Q, Q16, I, SI, SI, SF, SF, SB], &[Q]),
+            ];
+            S
+        }
         _ => return None,
     }))
 }
@@ -43,7 +50,8 @@ pub(super) fn infer(op: OperationType, ins: &Ins) -> Option<Res<Inferred>> {
     use OperationType::*;
     Some(match op {
         BoxWithNmsLimit => box_with_nms_limit(ins),
-        RoiAlign => roi_align(ins),
+        RoiAlign => roi_align(ins, true),
+        RoiPooling => roi_align(ins, false),
         _ => return None,
     })
 }
@@ -95,9 +103,9 @@ fn box_with_nms_limit(ins: &Ins) -> Res<Inferred> {
     Err(InferError::Unknown)
 }
 
-/// ROI_ALIGN (NHWC here; the NCHW form is transposed around it): `[rois, out_h, out_w,
-/// depth]`.
-fn roi_align(ins: &Ins) -> Res<Inferred> {
+/// ROI_ALIGN and ROI_POOLING (NHWC here; the NCHW form is transposed around it): `[rois,
+/// out_h, out_w, depth]`. ROI_ALIGN adds the sampling ratios (inputs 7 and 8).
+fn roi_align(ins: &Ins, sampling: bool) -> Res<Inferred> {
     let x = ins.dims_rank(0, 4, "input")?;
     let r = ins.dims_rank(1, 2, "regions")?;
     let n = ins.dims_rank(2, 1, "batch indices")?;
@@ -113,8 +121,10 @@ fn roi_align(ins: &Ins) -> Res<Inferred> {
             "{what} (input {i}) must be positive and finite, is {v}"
         );
     }
-    ins.non_negative(7, "height sampling ratio")?;
-    ins.non_negative(8, "width sampling ratio")?;
+    if sampling {
+        ins.non_negative(7, "height sampling ratio")?;
+        ins.non_negative(8, "width sampling ratio")?;
+    }
     let out = vec![r[0], out_h, out_w, x[3]];
     super::element_count(&out).map_err(InferError::Invalid)?;
     one(out, Params::Plain)

@@ -649,6 +649,7 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
             | TransposeConv2d
             | InstanceNormalization
             | RoiAlign
+            | RoiPooling
     ) {
         let flag = inputs
             .iter()

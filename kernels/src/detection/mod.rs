@@ -1,5 +1,5 @@
 //! The detection family of NNAPI 1.2 (NeuralNetworks.h `OperationCode`): BOX_WITH_NMS_LIMIT
-//! (44) and ROI_ALIGN (60), the two halves of a two-stage detector's head.
+//! (44), ROI_ALIGN (81) and ROI_POOLING (82), the region stages of a two-stage detector.
 //!
 //! [`mod@reference`] holds the loops written from the specification; they are also what runs
 //! (the work is a few hundred boxes and one small bilinear crop per region). Float32 models run

@@ -1,5 +1,5 @@
 //! Reference loops of the detection family (NeuralNetworks.h `OperationCode`
-//! BOX_WITH_NMS_LIMIT, ROI_ALIGN).
+//! BOX_WITH_NMS_LIMIT, ROI_ALIGN, ROI_POOLING).
 //!
 //! Boxes are `[x1, y1, x2, y2]` corners. The order of the selection is the platform's: per
 //! batch group (consecutive boxes with one batch index), classes 1.. (class 0 is the
@@ -60,8 +60,10 @@ pub fn iou(a: &[f32], b: &[f32]) -> f32 {
     inter / (area_a + area_b - inter)
 }
 
+/// Scores from high to low. A total order: the IoU of two boxes of zero area is 0/0, and the
+/// soft kernels then make NaN scores, which must not break the sort.
 fn descending(a: f32, b: f32) -> Ordering {
-    b.partial_cmp(&a).unwrap_or(Ordering::Equal)
+    b.total_cmp(&a)
 }
 
 /// BOX_WITH_NMS_LIMIT on float values: `scores` `[rois, classes]`, `boxes` `[rois, classes·4]`,
@@ -196,28 +198,51 @@ struct Grid {
     n_w: usize,
 }
 
+/// Checks region `k` (`b` in box units, of image `batch`) against the input as the reference
+/// does and returns its corners in input pixels `[x1, y1, x2, y2]`.
+fn region(
+    op: &str,
+    input: Nhwc,
+    stride_h: f32,
+    stride_w: f32,
+    b: [f32; 4],
+    k: usize,
+    batch: i32,
+) -> Result<[f32; 4], KernelError> {
+    let bad = |why: &str| {
+        Err(KernelError::InvalidData(format!(
+            "{op}: region {k} ({b:?}, batch {batch}) {why}"
+        )))
+    };
+    if batch < 0 || batch as usize >= input.n {
+        return bad(&format!("names a batch outside 0..{}", input.n));
+    }
+    let (sh, sw) = (1.0 / stride_h, 1.0 / stride_w);
+    let (w0, h0, w1, h1) = (b[0] * sw, b[1] * sh, b[2] * sw, b[3] * sh);
+    let (iw, ih) = (input.w as f32, input.h as f32);
+    if !b.iter().all(|v| v.is_finite() && *v >= 0.0) {
+        return bad("has a negative or non-finite corner");
+    }
+    if w0 > iw || w1 > iw || h0 > ih || h1 > ih {
+        return bad("reaches outside the image");
+    }
+    if b[0] > b[2] || b[1] > b[3] {
+        return bad("is inverted");
+    }
+    Ok([w0, h0, w1, h1])
+}
+
 impl RoiAlign {
     fn grid(&self, b: [f32; 4], k: usize, batch: i32) -> Result<Grid, KernelError> {
-        let bad = |why: &str| {
-            Err(KernelError::InvalidData(format!(
-                "ROI_ALIGN: region {k} ({b:?}, batch {batch}) {why}"
-            )))
-        };
-        if batch < 0 || batch as usize >= self.input.n {
-            return bad(&format!("names a batch outside 0..{}", self.input.n));
-        }
-        let (sh, sw) = (1.0 / self.stride_h, 1.0 / self.stride_w);
-        let (w0, h0, w1, h1) = (b[0] * sw, b[1] * sh, b[2] * sw, b[3] * sh);
-        let (iw, ih) = (self.input.w as f32, self.input.h as f32);
-        if !b.iter().all(|v| v.is_finite() && *v >= 0.0) {
-            return bad("has a negative or non-finite corner");
-        }
-        if w0 > iw || w1 > iw || h0 > ih || h1 > ih {
-            return bad("reaches outside the image");
-        }
-        if w0 > w1 || h0 > h1 {
-            return bad("is inverted");
-        }
+        let [w0, h0, w1, h1] = region(
+            "ROI_ALIGN",
+            self.input,
+            self.stride_h,
+            self.stride_w,
+            b,
+            k,
+            batch,
+        )?;
         let cell_w = (w1 - w0).max(1.0) / self.out_w as f32;
         let cell_h = (h1 - h0).max(1.0) / self.out_h as f32;
         let n_w = if self.ratio_w > 0 {
@@ -241,6 +266,82 @@ impl RoiAlign {
             n_w,
         })
     }
+}
+
+/// ROI_POOLING geometry (NHWC).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RoiPool {
+    pub input: Nhwc,
+    pub out_h: usize,
+    pub out_w: usize,
+    /// Input pixels per box unit along height and width (inputs 5 and 6).
+    pub stride_h: f32,
+    pub stride_w: f32,
+}
+
+/// ROI_POOLING, NHWC: the maximum of each of `out_h × out_w` cells of every region, whose
+/// corners are rounded to whole pixels (half away from zero) and whose cells are the floor and
+/// ceiling of equal fractions of it; an empty cell is `empty` (the input's zero point). Any
+/// ordered element type: quant8 values compare as their stored bytes, which order as the
+/// real values do.
+pub fn roi_pooling<T: Copy + PartialOrd>(
+    x: &[T],
+    boxes: &[f32],
+    batches: &[i32],
+    g: &RoiPool,
+    empty: T,
+    out: &mut [T],
+) -> Result<(), KernelError> {
+    let (h, w, d) = (g.input.h, g.input.w, g.input.c);
+    let cells = g.out_h * g.out_w * d;
+    for (k, (&batch, b)) in batches.iter().zip(boxes.chunks_exact(4)).enumerate() {
+        let r = region(
+            "ROI_POOLING",
+            g.input,
+            g.stride_h,
+            g.stride_w,
+            [b[0], b[1], b[2], b[3]],
+            k,
+            batch,
+        )?;
+        let [ws, hs, we, he] = r.map(|v| v.round() as i32);
+        let rw = (we - ws + 1).max(1) as f32;
+        let rh = (he - hs + 1).max(1) as f32;
+        let (step_w, step_h) = (rw / g.out_w as f32, rh / g.out_h as f32);
+        let image = &x[batch as usize * h * w * d..][..h * w * d];
+        for (cell, o) in out[k * cells..(k + 1) * cells]
+            .chunks_exact_mut(d)
+            .enumerate()
+        {
+            let (i, j) = (cell / g.out_w, cell % g.out_w);
+            let edge = |step: f32, at: usize, start: i32, limit: usize, up: bool| {
+                let v = step * at as f32 + start as f32;
+                let v = if up { v.ceil() } else { v.floor() };
+                (v.max(0.0) as usize).min(limit)
+            };
+            let (y0, y1) = (
+                edge(step_h, i, hs, h, false),
+                edge(step_h, i + 1, hs, h, true),
+            );
+            let (x0, x1) = (
+                edge(step_w, j, ws, w, false),
+                edge(step_w, j + 1, ws, w, true),
+            );
+            for (c, v) in o.iter_mut().enumerate() {
+                let mut best: Option<T> = None;
+                for yy in y0..y1 {
+                    for xx in x0..x1 {
+                        let e = image[(yy * w + xx) * d + c];
+                        if best.is_none_or(|m| e > m) {
+                            best = Some(e);
+                        }
+                    }
+                }
+                *v = best.unwrap_or(empty);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The four bilinear taps of a sample point: offsets (in pixels of one image) and weights,

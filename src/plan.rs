@@ -677,10 +677,40 @@ impl Plan {
         }
     }
 
+    /// Whether an input of step `k` has a zero batch at execution (a first extent of 0, as
+    /// BOX_WITH_NMS_LIMIT keeping no box produces; allowed since NNAPI 1.2).
+    fn zero_batch(&self, k: usize, slots: &[Option<Arc<Tensor>>]) -> bool {
+        let m = &self.model;
+        m.operations[k].inputs.iter().any(|&i| {
+            m.operands[i].ty.is_tensor()
+                && slots[i]
+                    .as_ref()
+                    .is_some_and(|t| t.dims.first() == Some(&0))
+        })
+    }
+
     /// Output shapes and parameters of step `k` from the values bound at execution.
+    ///
+    /// A step with a zero-batch input produces zero-batch outputs without running: its shapes
+    /// are those of the same inputs with batch 1, with the outputs' first extent 0 (every
+    /// operation of the interface that accepts a zero batch keeps the batch first).
     fn infer_at_execution(&self, k: usize, slots: &[Option<Arc<Tensor>>]) -> HalResult<Inferred> {
         let m = &self.model;
         let op = &m.operations[k];
+        let zero_batch = self.zero_batch(k, slots);
+        let dims: Vec<Option<Vec<u32>>> = op
+            .inputs
+            .iter()
+            .map(|&i| {
+                slots[i].as_ref().map(|t| {
+                    let mut d = t.dims.clone();
+                    if let (true, Some(first @ 0)) = (m.operands[i].ty.is_tensor(), d.first_mut()) {
+                        *first = 1;
+                    }
+                    d
+                })
+            })
+            .collect();
         // Parameter bytes for inference: scalars and small integer tensors (shapes).
         let param_bytes: Vec<Option<Vec<u8>>> = op
             .inputs
@@ -698,19 +728,38 @@ impl Plan {
             .inputs
             .iter()
             .zip(&param_bytes)
-            .map(|(&i, bytes)| {
+            .zip(&dims)
+            .map(|((&i, bytes), d)| {
                 let o = &m.operands[i];
-                slots[i].as_ref().map(|t| Arg {
+                d.as_ref().map(|d| Arg {
                     ty: o.ty,
-                    dims: &t.dims,
+                    dims: d,
                     scale: o.scale,
                     zero_point: o.zero_point,
                     value: bytes.as_deref(),
                 })
             })
             .collect();
-        let inferred = match shape::infer(op.ty, &args) {
+        let mut inferred = match shape::infer(op.ty, &args) {
             Ok(inferred) => inferred,
+            // Output extents only the values decide (BOX_WITH_NMS_LIMIT).
+            Err(InferError::Unknown) if executor::shape_at_run(op.ty).is_some() => {
+                let values: SmallVec<[Option<TensorRef>; 12]> = op
+                    .inputs
+                    .iter()
+                    .map(|&i| slots[i].as_deref().map(Tensor::view))
+                    .collect();
+                let call = Call {
+                    model: m,
+                    op,
+                    params: &Params::Plain,
+                    packed: None,
+                    kernels: self.kernels,
+                    values: &values,
+                };
+                let at_run = executor::shape_at_run(op.ty).expect("matched on is_some");
+                at_run(&call)?
+            }
             Err(InferError::Invalid(why)) => {
                 return Err(HalError::InvalidArgument(format!(
                     "operation {k} ({}): {why}",
@@ -733,6 +782,21 @@ impl Plan {
                 inferred.outputs.len(),
                 op.outputs.len()
             )));
+        }
+        if zero_batch {
+            // CONCATENATION along the batch axis adds the batches; the zero ones add nothing.
+            let batches = matches!(inferred.params, Params::Concat { axis: 0 }).then(|| {
+                op.inputs
+                    .iter()
+                    .filter(|&&i| m.operands[i].ty.is_tensor())
+                    .filter_map(|&i| slots[i].as_ref()?.dims.first().copied())
+                    .sum::<u32>()
+            });
+            for out in &mut inferred.outputs {
+                if let Some(first) = out.first_mut() {
+                    *first = batches.unwrap_or(0);
+                }
+            }
         }
         for (&o, dims) in op.outputs.iter().zip(&inferred.outputs) {
             validate::check_declared(k, op.ty, o, &m.operands[o].dims, dims)?;
@@ -824,13 +888,16 @@ impl Plan {
                 }
             } else {
                 let dynamic;
+                let zero_batch = self.zero_batch(k, slots);
                 let inferred = match &step.params {
-                    Some(inferred) => inferred,
-                    None => {
+                    Some(inferred) if !zero_batch => inferred,
+                    _ => {
                         dynamic = self.infer_at_execution(k, slots)?;
                         &dynamic
                     }
                 };
+                // A zero batch in and out reads and writes nothing.
+                let empty = zero_batch && inferred.outputs.iter().all(|d| d.contains(&0));
                 let mut outs = Vec::with_capacity(op.outputs.len());
                 for (&o, dims) in op.outputs.iter().zip(&inferred.outputs) {
                     let info = &m.operands[o];
@@ -841,7 +908,7 @@ impl Plan {
                         data: Data::zeros(info.ty, count as usize)?,
                     });
                 }
-                {
+                if !empty {
                     let values: SmallVec<[Option<TensorRef>; 12]> = op
                         .inputs
                         .iter()

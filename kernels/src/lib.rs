@@ -27,6 +27,7 @@
 // in shape inference (`hal/src/shape/`); each holds the family's reference loops
 // (`reference`) beside its fast operator loops.
 pub mod conv;
+pub mod detection;
 pub mod elementwise;
 pub mod index;
 pub mod logic;

@@ -3,7 +3,7 @@
 //! ([`OpImpl::run`]) and estimates its work ([`OpImpl::work`]). [`lookup`] is the only table;
 //! later operation versions extend it, not a `match` in the executor.
 //!
-//! The registrations sit in one module per operation family (`conv`, `elementwise`, `index`, `lookup`,
+//! The registrations sit in one module per operation family (`conv`, `detection`, `elementwise`, `index`, `lookup`,
 //! `normalization`, `pool`, `quantize`, `recurrent`, `reduce`, `transform`: the names of the kernels' families and of
 //! `nnhal_hal::shape`'s), each with a `lookup` of its own that [`lookup`] chains. This module
 //! holds what they share: the call and packing arguments, [`Packed`], the NCHW wrapper
@@ -174,6 +174,15 @@ pub fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
         .or_else(|| quantize::lookup(op, ty))
         .or_else(|| index::lookup(op, ty))
         .or_else(|| random::lookup(op, ty))
+        .or_else(|| detection::lookup(op, ty))
+}
+
+/// For an operation whose output extents only its input values decide (dynamic output
+/// shapes), the function that computes them from the bound inputs.
+pub fn shape_at_run(
+    op: OperationType,
+) -> Option<fn(&Call) -> HalResult<nnhal_hal::shape::Inferred>> {
+    detection::shape_at_run(op)
 }
 
 /// Runs `imp` on an NCHW operation (types.hal V1_2: the image operations' BOOL `layout`):
@@ -266,6 +275,7 @@ macro_rules! registration {
 
 // The families, after the macro their registrations use.
 mod conv;
+mod detection;
 mod elementwise;
 mod index;
 mod logic;

@@ -50,6 +50,7 @@ macro_rules! check {
 // One module per operation family, named as in the kernels (`nnhal_kernels`) and the driver's
 // executor: each holds the signatures the driver runs and the shape rules of its operations.
 pub(crate) mod conv;
+pub(crate) mod detection;
 pub(crate) mod elementwise;
 pub(crate) mod index;
 pub(crate) mod logic;
@@ -648,6 +649,8 @@ pub fn infer(op: OperationType, inputs: &[Option<Arg>]) -> Res<Inferred> {
             | GroupedConv2d
             | TransposeConv2d
             | InstanceNormalization
+            | RoiAlign
+            | RoiPooling
     ) {
         let flag = inputs
             .iter()
@@ -684,6 +687,7 @@ fn infer_nhwc_dilated(
         .or_else(|| quantize::infer(op, &ins))
         .or_else(|| index::infer(op, &ins))
         .or_else(|| random::infer(op, &ins))
+        .or_else(|| detection::infer(op, &ins))
         .unwrap_or_else(|| {
             Err(InferError::Invalid(format!(
                 "{op} is not run by this driver"
@@ -707,6 +711,7 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
         .or_else(|| quantize::signatures(op))
         .or_else(|| index::signatures(op))
         .or_else(|| random::signatures(op))
+        .or_else(|| detection::signatures(op))
 }
 
 /// The values of TENSOR_INT32 input `i`, which must have rank 1 and `len` elements (`None`:

@@ -1,0 +1,330 @@
+//! Malformed-input classes BI-73…BI-76 of the bad-input catalogue (`docs/bad-inputs.md`): the
+//! run-time errors of the detection family (BOX_WITH_NMS_LIMIT, ROI_ALIGN). Each model is
+//! valid and runs; the request's dimensions or values make one execution malformed, which is
+//! `INVALID_ARGUMENT` with a reason, never a panic or a write outside the output; the next
+//! well-formed execution runs.
+
+use nnhal::hal::memory::{create_memfd, Memory};
+use nnhal::hal::*;
+use nnhal::Driver;
+
+use OperandLifeTime::*;
+use OperandType::*;
+
+fn i32_bytes(v: &[i32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn f32_values(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// A single-operation model over `operands`; constants are given as (operand, bytes).
+fn single_op(
+    op: OperationType,
+    mut operands: Vec<Operand>,
+    constants: &[(usize, Vec<u8>)],
+    inputs: &[u32],
+    outputs: &[u32],
+) -> Model {
+    let mut values = Vec::new();
+    for (i, bytes) in constants {
+        while values.len() % 4 != 0 {
+            values.push(0);
+        }
+        operands[*i].lifetime = ConstantCopy.raw();
+        operands[*i].location = DataLocation {
+            pool_index: 0,
+            offset: values.len() as u32,
+            length: bytes.len() as u32,
+        };
+        values.extend_from_slice(bytes);
+    }
+    for &i in inputs {
+        operands[i as usize].number_of_consumers += 1;
+    }
+    let with = |lt: OperandLifeTime| {
+        operands
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.lifetime == lt.raw())
+            .map(|(i, _)| i as u32)
+            .collect::<Vec<_>>()
+    };
+    Model {
+        input_indexes: with(ModelInput),
+        output_indexes: with(ModelOutput),
+        operations: vec![Operation {
+            operation_type: op.raw(),
+            inputs: inputs.to_vec(),
+            outputs: outputs.to_vec(),
+        }],
+        operand_values: values,
+        operands,
+        ..Default::default()
+    }
+}
+
+fn pool(data: &[u8], size: u64) -> Memory {
+    Memory::shared(create_memfd("test", data, size, true).unwrap(), size)
+}
+
+/// A request with each input (bytes, dimensions) in a pool of its own and one output pool
+/// per entry of `outs` (its size in bytes), each filled with 0xAB so writes can be seen.
+fn request(inputs: &[(Vec<u8>, Vec<u32>)], outs: &[u32]) -> Request {
+    let arg = |p: usize, len: usize, dims: Vec<u32>| RequestArgument {
+        has_no_value: false,
+        location: DataLocation {
+            pool_index: p as u32,
+            offset: 0,
+            length: len as u32,
+        },
+        dimensions: dims,
+    };
+    let mut pools: Vec<Memory> = inputs
+        .iter()
+        .map(|(b, _)| pool(b, b.len().max(1) as u64))
+        .collect();
+    for &size in outs {
+        pools.push(pool(&vec![0xAB; size as usize], u64::from(size)));
+    }
+    Request {
+        inputs: inputs
+            .iter()
+            .enumerate()
+            .map(|(p, (b, d))| arg(p, b.len(), d.clone()))
+            .collect(),
+        outputs: outs
+            .iter()
+            .enumerate()
+            .map(|(k, &size)| arg(inputs.len() + k, size as usize, vec![]))
+            .collect(),
+        pools,
+    }
+}
+
+fn status(prepared: &nnhal::PreparedModel, req: &Request) -> Option<ErrorStatus> {
+    prepared.execute(req).err().map(|e| e.status())
+}
+
+/// The bytes of output pool `k` of `req` (after its inputs' pools).
+fn output(req: &Request, k: usize) -> Vec<u8> {
+    let p = &req.pools[req.inputs.len() + k];
+    let mapped = MappedPool::map(p, "output").unwrap();
+    mapped
+        .read_vec(0, req.outputs[k].location.length as usize)
+        .unwrap()
+}
+
+fn prepare(m: Model) -> std::sync::Arc<nnhal::PreparedModel> {
+    let d = Driver::new(2).unwrap();
+    let supported = d.supported_operations(&m).unwrap();
+    assert_eq!(supported, vec![true]);
+    d.prepare_model(m).unwrap()
+}
+
+/// ROI_ALIGN NHWC of a [2, 4, 4, 1] feature map (a model input) to 2×2 cells: regions and
+/// batch indices arrive with the request; `stride` is a model input when `None`.
+fn roi_align_model(stride: Option<f32>) -> Model {
+    let mut constants = vec![
+        (3, i32_bytes(&[2])),
+        (4, i32_bytes(&[2])),
+        (6, f32_bytes(&[1.0])),
+        (7, i32_bytes(&[2])),
+        (8, i32_bytes(&[2])),
+        (9, vec![0u8]),
+    ];
+    if let Some(s) = stride {
+        constants.push((5, f32_bytes(&[s])));
+    }
+    single_op(
+        OperationType::RoiAlign,
+        vec![
+            Operand::new(TensorFloat32, &[2, 4, 4, 1], ModelInput),
+            Operand::new(TensorFloat32, &[0, 4], ModelInput),
+            Operand::new(TensorInt32, &[0], ModelInput),
+            Operand::new(Int32, &[], ModelInput),
+            Operand::new(Int32, &[], ModelInput),
+            Operand::new(Float32, &[], ModelInput),
+            Operand::new(Float32, &[], ModelInput),
+            Operand::new(Int32, &[], ModelInput),
+            Operand::new(Int32, &[], ModelInput),
+            Operand::new(Bool, &[], ModelInput),
+            Operand::new(TensorFloat32, &[0, 2, 2, 1], ModelOutput),
+        ],
+        &constants,
+        &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+        &[10],
+    )
+}
+
+fn feature_map() -> (Vec<u8>, Vec<u32>) {
+    let v: Vec<f32> = (0..32).map(|i| i as f32).collect();
+    (f32_bytes(&v), vec![2, 4, 4, 1])
+}
+
+#[test]
+fn bi73_roi_align_region_outside_its_batch_or_image() {
+    let prepared = prepare(roi_align_model(Some(1.0)));
+    let run = |boxes: &[f32], batches: &[i32]| {
+        let n = batches.len() as u32;
+        request(
+            &[
+                feature_map(),
+                (f32_bytes(boxes), vec![boxes.len() as u32 / 4, 4]),
+                (i32_bytes(batches), vec![n]),
+            ],
+            &[16 * n.max(1)],
+        )
+    };
+    let cases: [(&[f32], &[i32]); 7] = [
+        (&[0.0, 0.0, 2.0, 2.0], &[2]),
+        (&[0.0, 0.0, 2.0, 2.0], &[-1]),
+        (&[0.0, 0.0, 2.0, 2.0, 0.0, 0.0, 1.0, 1.0], &[0, i32::MAX]),
+        (&[0.0, 0.0, 5.0, 2.0], &[0]),
+        (&[-1.0, 0.0, 2.0, 2.0], &[1]),
+        (&[3.0, 0.0, 2.0, 2.0], &[0]),
+        (&[0.0, f32::NAN, 2.0, 2.0], &[0]),
+    ];
+    for (boxes, batches) in cases {
+        let req = run(boxes, batches);
+        assert_eq!(
+            status(&prepared, &req),
+            Some(ErrorStatus::InvalidArgument),
+            "{boxes:?} {batches:?}"
+        );
+        let err = prepared.execute(&req).unwrap_err();
+        assert!(err.to_string().contains("ROI_ALIGN"), "{err}");
+    }
+    // The whole of batch 1, averaged over 2×2 cells of 2×2 samples.
+    let req = run(&[0.0, 0.0, 4.0, 4.0], &[1]);
+    assert_eq!(status(&prepared, &req), None);
+    let got = f32_values(&output(&req, 0));
+    // Cell (0, 0) samples y, x in {0.5, 1.5} of the ramp 16 + 4y + x; the last row and
+    // column clamp the samples at 3.5 to 3.
+    assert_eq!(got, [21.0, 22.75, 28.0, 29.75]);
+}
+
+#[test]
+fn bi74_box_with_nms_limit_inverted_or_non_finite_candidate() {
+    // Two regions of two classes: scores, boxes and batch indices arrive with the request.
+    let m = single_op(
+        OperationType::BoxWithNmsLimit,
+        vec![
+            Operand::new(TensorFloat32, &[0, 2], ModelInput),
+            Operand::new(TensorFloat32, &[0, 8], ModelInput),
+            Operand::new(TensorInt32, &[0], ModelInput),
+            Operand::new(Float32, &[], ModelInput),
+            Operand::new(Int32, &[], ModelInput),
+            Operand::new(Int32, &[], ModelInput),
+            Operand::new(Float32, &[], ModelInput),
+            Operand::new(Float32, &[], ModelInput),
+            Operand::new(Float32, &[], ModelInput),
+            Operand::new(TensorFloat32, &[0], ModelOutput),
+            Operand::new(TensorFloat32, &[0, 4], ModelOutput),
+            Operand::new(TensorInt32, &[0], ModelOutput),
+            Operand::new(TensorInt32, &[0], ModelOutput),
+        ],
+        &[
+            (3, f32_bytes(&[0.1])),
+            (4, i32_bytes(&[-1])),
+            (5, i32_bytes(&[0])),
+            (6, f32_bytes(&[0.5])),
+            (7, f32_bytes(&[1.0])),
+            (8, f32_bytes(&[0.0])),
+        ],
+        &[0, 1, 2, 3, 4, 5, 6, 7, 8],
+        &[9, 10, 11, 12],
+    );
+    let d = Driver::new(2).unwrap();
+    assert_eq!(d.supported_operations(&m).unwrap(), vec![true]);
+    let prepared = d.prepare_model(m).unwrap();
+    let run = |class1: [f32; 4]| {
+        let boxes = [
+            [0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 2.0, 2.0],
+            [
+                0.0, 0.0, 1.0, 1.0, class1[0], class1[1], class1[2], class1[3],
+            ],
+        ]
+        .concat();
+        request(
+            &[
+                (f32_bytes(&[0.9, 0.8, 0.9, 0.7]), vec![2, 2]),
+                (f32_bytes(&boxes), vec![2, 8]),
+                (i32_bytes(&[0, 0]), vec![2]),
+            ],
+            &[8, 32, 8, 8],
+        )
+    };
+    for bad in [
+        [2.0, 0.0, 1.0, 1.0],
+        [0.0, 2.0, 1.0, 1.0],
+        [0.0, 0.0, f32::NAN, 1.0],
+        [0.0, f32::NEG_INFINITY, 1.0, 1.0],
+    ] {
+        let req = run(bad);
+        let err = prepared.execute(&req).unwrap_err();
+        assert_eq!(err.status(), ErrorStatus::InvalidArgument, "{bad:?}");
+        assert!(err.to_string().contains("BOX_WITH_NMS_LIMIT"), "{err}");
+        assert_eq!(output(&req, 0), vec![0xAB; 8], "nothing is written");
+    }
+    // Disjoint boxes: both kept, highest score first, class 1, batch 0.
+    let req = run([5.0, 5.0, 6.0, 6.0]);
+    let shapes = prepared.execute(&req).unwrap();
+    assert_eq!(shapes.output_shapes[0], vec![2]);
+    assert_eq!(f32_values(&output(&req, 0)), [0.8, 0.7]);
+}
+
+#[test]
+fn bi75_region_counts_that_disagree_at_run_time() {
+    let prepared = prepare(roi_align_model(Some(1.0)));
+    for (rois, batches) in [(2u32, 1u32), (1, 3)] {
+        let req = request(
+            &[
+                feature_map(),
+                (f32_bytes(&vec![0.0; rois as usize * 4]), vec![rois, 4]),
+                (i32_bytes(&vec![0; batches as usize]), vec![batches]),
+            ],
+            &[64],
+        );
+        let err = prepared.execute(&req).unwrap_err();
+        assert_eq!(err.status(), ErrorStatus::InvalidArgument);
+        assert!(err.to_string().contains("batch indices"), "{err}");
+        assert_eq!(output(&req, 0), vec![0xAB; 64], "nothing is written");
+    }
+}
+
+#[test]
+fn bi76_non_finite_or_non_positive_scalars_at_run_time() {
+    let prepared = prepare(roi_align_model(None));
+    for stride in [f32::NAN, f32::INFINITY, 0.0, -1.0] {
+        let req = request(
+            &[
+                feature_map(),
+                (f32_bytes(&[0.0, 0.0, 2.0, 2.0]), vec![1, 4]),
+                (i32_bytes(&[0]), vec![1]),
+                (f32_bytes(&[stride]), vec![]),
+            ],
+            &[16],
+        );
+        let err = prepared.execute(&req).unwrap_err();
+        assert_eq!(err.status(), ErrorStatus::InvalidArgument, "{stride}");
+        assert!(err.to_string().contains("stride"), "{err}");
+    }
+    let req = request(
+        &[
+            feature_map(),
+            (f32_bytes(&[0.0, 0.0, 2.0, 2.0]), vec![1, 4]),
+            (i32_bytes(&[0]), vec![1]),
+            (f32_bytes(&[1.0]), vec![]),
+        ],
+        &[16],
+    );
+    assert_eq!(status(&prepared, &req), None);
+}

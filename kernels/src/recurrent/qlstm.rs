@@ -587,15 +587,11 @@ mod tests {
             let mut z: Vec<f64> = (0..units)
                 .map(|u| {
                     let mut acc = 0.0;
-                    for k in 0..n {
-                        acc += x[k]
-                            * f64::from(wx[u * n + k] as i8)
-                            * f64::from(q.input_weights_scale[g]);
+                    for (xv, &w) in x.iter().zip(&wx[u * n..(u + 1) * n]) {
+                        acc += xv * f64::from(w as i8) * f64::from(q.input_weights_scale[g]);
                     }
-                    for k in 0..outs {
-                        acc += h[k]
-                            * f64::from(c.rw[g][u * outs + k] as i8)
-                            * f64::from(q.recurrent_weights_scale[g]);
+                    for (hv, &w) in h.iter().zip(&c.rw[g][u * outs..(u + 1) * outs]) {
+                        acc += hv * f64::from(w as i8) * f64::from(q.recurrent_weights_scale[g]);
                     }
                     if let Some(p) = &c.cw[g] {
                         acc += f64::from(p[u]) * f64::from(q.cell_weights_scale[g]) * cell[u];

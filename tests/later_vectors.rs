@@ -116,6 +116,8 @@ const LATER_OPERATIONS: &[&str] = &[
     "BOX_WITH_NMS_LIMIT",
     "ROI_ALIGN",
     "ROI_POOLING",
+    // recurrent (NNAPI 1.3): signed quant8 with symmetric weights.
+    "QUANTIZED_LSTM",
 ];
 
 /// Operand types beyond NNAPI 1.0 (BOOL and signed quant8 aside) that the driver runs.
@@ -197,7 +199,7 @@ fn is_target(v: &Vector) -> bool {
 /// expectFailure depthwise files), and the two identity CASTs of TENSOR_QUANT8_SYMM; the
 /// shape and indexing operations of the transform and index families 891; the float32
 /// sequence RNN and LSTM operations 220; the 16-bit quantized types' identity CASTs 4 and
-/// QUANTIZED_16BIT_LSTM 24; float16 on every operation above 2,532; IF, WHILE (their
+/// QUANTIZED_16BIT_LSTM 24; QUANTIZED_LSTM 12; float16 on every operation above 2,532; IF, WHILE (their
 /// subgraphs' operations on these types) and RANDOM_MULTINOMIAL 393; BOX_WITH_NMS_LIMIT,
 /// ROI_ALIGN and ROI_POOLING, with the zero-sized files of the operations that follow them.
 const TARGETS: usize = 14671;

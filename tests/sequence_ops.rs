@@ -5,7 +5,8 @@
 //! both `supported_operations` and `prepare_model` (BI-36, BI-37 of docs/bad-inputs.md). The
 //! weights are constants, so the shapes are checked with the model (an optional tensor given
 //! as a model input defers them to execution). QUANTIZED_16BIT_LSTM with scales or sizes other
-//! than its fixed ones is INVALID_ARGUMENT alike.
+//! than its fixed ones is INVALID_ARGUMENT alike, and so is a QUANTIZED_LSTM whose optional
+//! groups do not agree (BI-40) or whose scales and scalars break its rules (BI-38).
 
 use nnhal::hal::memory::{create_memfd, Memory};
 use nnhal::hal::*;
@@ -508,4 +509,234 @@ fn bi37_quantized_16bit_lstm_scales_and_sizes() {
     ] {
         assert_invalid(m, what);
     }
+}
+
+/// QUANTIZED_LSTM (NNAPI 1.3), batch 2, input 3, 4 units: which optional groups it has
+/// (`input_gate`, `peephole`, `layer_norm`: the input gate's members of the last two follow
+/// `input_gate`; a `false` in `members` omits one member of a group on its own), projection
+/// to 3 outputs or none, and the scales and scalars the rules constrain.
+#[derive(Clone)]
+struct QLstm {
+    input_gate: bool,
+    peephole: bool,
+    layer_norm: bool,
+    projection: bool,
+    projection_bias: bool,
+    /// Inputs 1–23 given (when their group is): clearing one drops that member alone.
+    members: [bool; 24],
+    cell_scale: f32,
+    intermediate: f32,
+    hidden_zero_point: i32,
+    hidden_scale: f32,
+    cell_clip: f32,
+}
+
+impl QLstm {
+    fn plain() -> Self {
+        QLstm {
+            input_gate: true,
+            peephole: true,
+            layer_norm: true,
+            projection: true,
+            projection_bias: true,
+            members: [true; 24],
+            cell_scale: 1.0 / 32768.0,
+            intermediate: 0.007,
+            hidden_zero_point: 0,
+            hidden_scale: 0.007,
+            cell_clip: 0.0,
+        }
+    }
+
+    fn model(&self) -> Model {
+        use OperandType::{
+            TensorInt32, TensorQuant16Symm, TensorQuant8AsymmSigned, TensorQuant8Symm,
+        };
+        let (batch, input_size, units) = (2u32, 3u32, 4u32);
+        let output_size = if self.projection { 3 } else { units };
+        let mut m = Builder::default();
+        let quant = |m: &mut Builder, i: u32, scale: f32| {
+            m.model.operands[i as usize].scale = scale;
+            i
+        };
+        let x = m.operand(TensorQuant8AsymmSigned, &[batch, input_size], ModelInput);
+        let x = quant(&mut m, x, 1.0 / 128.0);
+        let mut inputs = vec![x];
+        // Input k (1..=23): a constant of its type and shape, or omitted.
+        for k in 1..=23usize {
+            let group = match k {
+                1 | 5 | 12 => self.input_gate,
+                9 => self.peephole && self.input_gate,
+                10 | 11 => self.peephole,
+                16 => self.projection,
+                17 => self.projection_bias,
+                20 => self.layer_norm && self.input_gate,
+                21..=23 => self.layer_norm,
+                _ => true,
+            };
+            let (ty, dims, elem, scale): (_, Vec<u32>, usize, f32) = match k {
+                1..=4 => (TensorQuant8Symm, vec![units, input_size], 1, 0.01),
+                5..=8 => (TensorQuant8Symm, vec![units, output_size], 1, 0.01),
+                9..=11 => (TensorQuant16Symm, vec![units], 2, 1.0),
+                12..=15 => (TensorInt32, vec![units], 4, 0.0),
+                16 => (TensorQuant8Symm, vec![output_size, units], 1, 0.004),
+                17 => (TensorInt32, vec![output_size], 4, 0.0),
+                18 => (
+                    TensorQuant8AsymmSigned,
+                    vec![batch, output_size],
+                    1,
+                    1.0 / 128.0,
+                ),
+                19 => (TensorQuant16Symm, vec![batch, units], 2, self.cell_scale),
+                _ => (TensorQuant16Symm, vec![units], 2, 1.0 / 32768.0),
+            };
+            let i = if k == 18 || k == 19 {
+                m.operand(ty, &dims, ModelInput)
+            } else if group && self.members[k] {
+                let n: u32 = dims.iter().product();
+                m.constant_tensor(ty, &dims, &vec![1; elem * n as usize])
+            } else {
+                m.operand(ty, &[0], NoValue)
+            };
+            inputs.push(quant(&mut m, i, scale));
+        }
+        let f = |m: &mut Builder, v: f32| m.constant(Float32, &v.to_le_bytes());
+        inputs.push(f(&mut m, self.cell_clip));
+        inputs.push(f(&mut m, 0.0));
+        for _ in 0..4 {
+            inputs.push(f(&mut m, self.intermediate));
+        }
+        inputs.push(m.constant(Int32, &self.hidden_zero_point.to_le_bytes()));
+        inputs.push(f(&mut m, self.hidden_scale));
+        let state = m.operand(TensorQuant8AsymmSigned, &[0, 0], ModelOutput);
+        let state = quant(&mut m, state, 1.0 / 128.0);
+        let cell = m.operand(TensorQuant16Symm, &[0, 0], ModelOutput);
+        let cell = quant(&mut m, cell, self.cell_scale);
+        let out = m.operand(TensorQuant8AsymmSigned, &[0, 0], ModelOutput);
+        let out = quant(&mut m, out, 1.0 / 128.0);
+        m.op(OperationType::QuantizedLstm, &inputs, &[state, cell, out]);
+        m.model
+    }
+}
+
+#[test]
+fn quantized_lstm_every_group_combination_is_supported_and_runs() {
+    for bits in 0..32u32 {
+        let c = QLstm {
+            input_gate: bits & 1 != 0,
+            peephole: bits & 2 != 0,
+            layer_norm: bits & 4 != 0,
+            projection: bits & 8 != 0,
+            projection_bias: bits & 24 == 24,
+            ..QLstm::plain()
+        };
+        assert_supported(&c.model(), &format!("QUANTIZED_LSTM groups {bits:05b}"));
+    }
+}
+
+#[test]
+fn bi40_quantized_lstm_optional_groups_that_do_not_agree() {
+    let without = |k: usize| {
+        let mut c = QLstm::plain();
+        c.members[k] = false;
+        c
+    };
+    for (c, what) in [
+        (without(5), "input gate weights without recurrent_to_input"),
+        (without(12), "input gate weights without its bias"),
+        (
+            without(9),
+            "peephole without cell_to_input (input gate present)",
+        ),
+        (without(11), "peephole without cell_to_output"),
+        (without(20), "layer norm without the input gate's weights"),
+        (without(22), "layer norm without the cell gate's weights"),
+        (
+            QLstm {
+                projection: false,
+                projection_bias: true,
+                ..QLstm::plain()
+            },
+            "a projection bias without projection weights",
+        ),
+        (
+            QLstm {
+                input_gate: false,
+                ..QLstm::plain()
+            },
+            "(control) CIFG with every other group",
+        ),
+    ] {
+        if what.starts_with("(control)") {
+            assert_supported(&c.model(), what);
+        } else {
+            assert_invalid(c.model(), what);
+        }
+    }
+}
+
+#[test]
+fn bi38_quantized_lstm_scales_and_scalars() {
+    for (c, what) in [
+        (
+            QLstm {
+                cell_scale: 1.0 / 1000.0,
+                ..QLstm::plain()
+            },
+            "a cell state scale that is no power of two",
+        ),
+        (
+            QLstm {
+                cell_scale: 1.0 / 256.0,
+                ..QLstm::plain()
+            },
+            "a cell state of 2^-8",
+        ),
+        (
+            QLstm {
+                cell_scale: 2f32.powi(-16),
+                ..QLstm::plain()
+            },
+            "a cell state of 2^-16",
+        ),
+        (
+            QLstm {
+                intermediate: 0.0,
+                ..QLstm::plain()
+            },
+            "a zero intermediate scale",
+        ),
+        (
+            QLstm {
+                hidden_scale: 0.0,
+                ..QLstm::plain()
+            },
+            "a zero hidden state scale",
+        ),
+        (
+            QLstm {
+                hidden_zero_point: 128,
+                ..QLstm::plain()
+            },
+            "a hidden zero point beyond int8",
+        ),
+        (
+            QLstm {
+                cell_clip: -1.0,
+                ..QLstm::plain()
+            },
+            "a negative cell clip",
+        ),
+    ] {
+        assert_invalid(c.model(), what);
+    }
+    assert_supported(
+        &QLstm {
+            cell_scale: 2f32.powi(-9),
+            cell_clip: 0.5,
+            ..QLstm::plain()
+        }
+        .model(),
+        "a cell state of 2^-9 with a clip",
+    );
 }

@@ -129,6 +129,11 @@ pub fn is_optional_input(op: OperationType, position: usize) -> bool {
             position,
             1 | 5 | 9..=12 | 16..=18 | 22 | 26..=29 | 33 | 34 | 39..=47 | 53..=60
         ),
+        // QUANTIZED_LSTM: CIFG (1, 5, 12), peephole (9–11), projection (16, 17), layer norm
+        // (20–23).
+        OperationType::QuantizedLstm => {
+            matches!(position, 1 | 5 | 9 | 10 | 11 | 12 | 16 | 17 | 20..=23)
+        }
         // BIDIRECTIONAL_SEQUENCE_RNN: the auxiliary input and weights.
         OperationType::BidirectionalSequenceRnn => matches!(position, 9..=11),
         OperationType::LshProjection => position == 2,

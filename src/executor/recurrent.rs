@@ -2,13 +2,17 @@
 //! NNAPI 1.2's layer normalisation, RNN (24) and SVDF (27), float32, one time step each; and
 //! NNAPI 1.2's UNIDIRECTIONAL_ / BIDIRECTIONAL_SEQUENCE_RNN and _LSTM (float32, with NNAPI
 //! 1.3's final-state outputs), whose step scratch is a per-thread buffer that grows to the
-//! largest operation once and is reused after; QUANTIZED_16BIT_LSTM (NNAPI 1.2), one
-//! quantized step with a TENSOR_QUANT16_SYMM cell state.
+//! largest operation once and is reused after; QUANTIZED_16BIT_LSTM (NNAPI 1.2) and
+//! QUANTIZED_LSTM (NNAPI 1.3, signed quant8 run as its uint8 image), one quantized step each
+//! with a TENSOR_QUANT16_SYMM cell state.
 
 use super::{act, elementwise_work, mismatch, Call, OpImpl, WorkArgs};
 use crate::tensor::TensorMut;
 use nnhal_hal::shape::{AuxLinking, LstmParams, Params, SeqParams};
 use nnhal_hal::{HalError, HalResult, OperandType, OperationType};
+use nnhal_kernels::recurrent::qlstm::{
+    qlstm_scratch_len, quantized_lstm, QLstmDims, QLstmInputs, QLstmOutputs, QLstmQuant,
+};
 use nnhal_kernels::recurrent::quantized::{quantized_16bit_lstm, QLstm16Dims, QLstm16Inputs};
 use nnhal_kernels::recurrent::reference as recurrent;
 use nnhal_kernels::recurrent::sequence::{self, SeqAux, SeqDims, SeqOutput};
@@ -25,6 +29,7 @@ pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpIm
         (UnidirectionalSequenceRnn | BidirectionalSequenceRnn, F) => &SEQUENCE_RNN,
         (UnidirectionalSequenceLstm | BidirectionalSequenceLstm, F) => &SEQUENCE_LSTM,
         (Quantized16bitLstm, Q) => &QUANTIZED_LSTM_16,
+        (QuantizedLstm, Q) => &QUANTIZED_LSTM,
         _ => return None,
     })
 }
@@ -34,6 +39,7 @@ registration!(RNN, rnn, recurrent_work, partial);
 registration!(SVDF, svdf, recurrent_work, partial);
 registration!(SEQUENCE_RNN, sequence_rnn, recurrent_work, partial);
 registration!(SEQUENCE_LSTM, sequence_lstm, recurrent_work, partial);
+registration!(QUANTIZED_LSTM, quantized_lstm_1_3, recurrent_work, partial);
 registration!(
     QUANTIZED_LSTM_16,
     quantized_lstm_16,
@@ -48,6 +54,7 @@ fn recurrent_work(w: &WorkArgs) -> u64 {
         Params::Rnn { batch, .. }
         | Params::Svdf { batch, .. }
         | Params::QuantizedLstm16 { batch, .. } => *batch,
+        Params::QuantizedLstm(p) => p.batch,
         Params::SeqRnn(p) => p.seq.batch.saturating_mul(p.seq.max_time),
         Params::SeqLstm(p) => p.seq.batch.saturating_mul(p.seq.max_time),
         _ => 1,
@@ -545,4 +552,78 @@ fn quantized_lstm_16(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
 thread_local! {
     /// The gate pre-activations of one batch row (grows to the widest cell once).
     static QLSTM_GATES: RefCell<Vec<i16>> = const { RefCell::new(Vec::new()) };
+}
+
+/// QUANTIZED_LSTM (NNAPI 1.3). The signed activations arrive as their uint8 image, so their
+/// zero points are the image's less 128; the hidden zero point is a scalar of the signed
+/// domain and stays as given.
+fn quantized_lstm_1_3(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
+    let Params::QuantizedLstm(p) = c.params else {
+        return Err(mismatch(c));
+    };
+    let d = QLstmDims {
+        batch: p.batch as usize,
+        input_size: p.input_size as usize,
+        units: p.units as usize,
+        output_size: p.output_size as usize,
+    };
+    let present = |i: usize| matches!(c.values.get(i), Some(Some(_)));
+    let opt_u = |i: usize| present(i).then(|| c.u(i)).transpose();
+    let opt_i = |i: usize| present(i).then(|| c.i(i)).transpose();
+    let opt_h = |i: usize| present(i).then(|| c.t(i)?.i16()).transpose();
+    let scale = |i: usize| if present(i) { c.q(i).scale } else { 0.0 };
+    let quant = QLstmQuant {
+        input_scale: c.q(0).scale,
+        input_zero_point: c.q(0).zero_point - 128,
+        input_weights_scale: [scale(1), scale(2), scale(3), scale(4)],
+        recurrent_weights_scale: [scale(5), scale(6), scale(7), scale(8)],
+        cell_weights_scale: [scale(9), scale(10), 0.0, scale(11)],
+        layer_norm_scale: [scale(20), scale(21), scale(22), scale(23)],
+        intermediate_scale: p.intermediate_scales,
+        projection_scale: scale(16),
+        output_scale: c.q(18).scale,
+        output_zero_point: c.q(18).zero_point - 128,
+        cell_shift: p.cell_shift,
+        cell_scale: c.q(19).scale,
+        hidden_scale: p.hidden_scale,
+        hidden_zero_point: p.hidden_zero_point,
+        cell_clip: p.cell_clip,
+        projection_clip: p.projection_clip,
+    };
+    let inputs = QLstmInputs {
+        input: c.u(0)?,
+        input_weights: [opt_u(1)?, opt_u(2)?, opt_u(3)?, opt_u(4)?],
+        recurrent_weights: [opt_u(5)?, opt_u(6)?, opt_u(7)?, opt_u(8)?],
+        cell_weights: [opt_h(9)?, opt_h(10)?, None, opt_h(11)?],
+        biases: [opt_i(12)?, opt_i(13)?, opt_i(14)?, opt_i(15)?],
+        projection_weights: opt_u(16)?,
+        projection_bias: opt_i(17)?,
+        prev_output: c.u(18)?,
+        prev_cell: c.t(19)?.i16()?,
+        layer_norm: [opt_h(20)?, opt_h(21)?, opt_h(22)?, opt_h(23)?],
+    };
+    let [state, cell, output] = outs else {
+        return Err(mismatch(c));
+    };
+    QLSTM_GATES.with(|gates| {
+        let mut gates = gates
+            .try_borrow_mut()
+            .map_err(|_| HalError::GeneralFailure("recurrent scratch is in use".into()))?;
+        let len = qlstm_scratch_len(d);
+        if gates.len() < len {
+            gates.resize(len, 0);
+        }
+        quantized_lstm(
+            d,
+            &quant,
+            &inputs,
+            &mut gates,
+            QLstmOutputs {
+                output_state: state.u8_mut()?,
+                cell_state: cell.i16_mut()?,
+                output: output.u8_mut()?,
+            },
+        );
+        Ok(())
+    })
 }

@@ -119,6 +119,23 @@ pub struct LstmParams {
     pub layer_norm: bool,
 }
 
+/// QUANTIZED_LSTM's sizes, optional groups and scalar inputs (NNAPI 1.3).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct QLstmParams {
+    pub batch: u32,
+    pub input_size: u32,
+    pub units: u32,
+    pub output_size: u32,
+    /// The cell state's scale is `2^cell_shift` (−15..=−9).
+    pub cell_shift: i32,
+    pub cell_clip: f32,
+    pub projection_clip: f32,
+    /// The intermediate scales of the input, forget, cell and output gates (inputs 26–29).
+    pub intermediate_scales: [f32; 4],
+    pub hidden_zero_point: i32,
+    pub hidden_scale: f32,
+}
+
 /// The time axis of a sequence operation (NNAPI 1.2 UNIDIRECTIONAL_ and
 /// BIDIRECTIONAL_SEQUENCE_RNN / _LSTM): input 0 is `[max_time, batch, input_size]` when
 /// `time_major`, else `[batch, max_time, input_size]`; the outputs follow the same layout.
@@ -276,6 +293,8 @@ pub enum Params {
         weights_zero_point: i32,
         bias_scale: f32,
     },
+    /// QUANTIZED_LSTM (NNAPI 1.3).
+    QuantizedLstm(QLstmParams),
     /// UNIDIRECTIONAL_ / BIDIRECTIONAL_SEQUENCE_LSTM (NNAPI 1.2).
     SeqLstm(SeqLstmParams),
     /// SOFTMAX (and NNAPI 1.2's LOG_SOFTMAX) along an axis: `depth` elements `inner` apart

@@ -3,22 +3,39 @@
 //! each; and NNAPI 1.2's sequence forms (NeuralNetworks.h `ANEURALNETWORKS_*`):
 //! BIDIRECTIONAL_SEQUENCE_LSTM (42), BIDIRECTIONAL_SEQUENCE_RNN (43),
 //! UNIDIRECTIONAL_SEQUENCE_LSTM (92) and UNIDIRECTIONAL_SEQUENCE_RNN (93), with NNAPI 1.3's
-//! final-state outputs; QUANTIZED_16BIT_LSTM (73, NNAPI 1.2), one quantized step.
+//! final-state outputs; QUANTIZED_16BIT_LSTM (73, NNAPI 1.2) and QUANTIZED_LSTM (95, NNAPI
+//! 1.3), one quantized step each.
 
 use super::{
-    mul, AuxLinking, InferError, Inferred, Ins, LstmParams, Params, Res, SeqLstmParams, SeqParams,
-    SeqRnnParams,
+    mul, AuxLinking, InferError, Inferred, Ins, LstmParams, Params, QLstmParams, Res,
+    SeqLstmParams, SeqParams, SeqRnnParams,
 };
 use crate::ops::{sig, Arity, Signature};
 use crate::types::{OperandType, OperationType};
 
 use crate::types::OperandType::{
     Bool as B, Float32 as SF, Int32 as SI, TensorFloat32 as F, TensorInt32 as I,
-    TensorQuant16Symm as Q16S, TensorQuant8Asymm as Q,
+    TensorQuant16Symm as Q16S, TensorQuant8Asymm as Q, TensorQuant8AsymmSigned as QS,
+    TensorQuant8Symm as Q8S,
 };
 
 // QUANTIZED_16BIT_LSTM: input, 8 weight matrices, 4 biases, previous cell state and output.
 const QLSTM16: &[OperandType] = &[Q, Q, Q, Q, Q, Q, Q, Q, Q, I, I, I, I, Q16S, Q];
+
+// QUANTIZED_LSTM, signed quant8 run as its uint8 image: input, 8 weight matrices, 3 peephole
+// weights, 4 biases, projection weights and bias, previous output and cell state, 4
+// layer-norm weights, clips, intermediate scales, hidden zero point and scale.
+const QLSTM: &[OperandType] = &[
+    Q, Q8S, Q8S, Q8S, Q8S, Q8S, Q8S, Q8S, Q8S, Q16S, Q16S, Q16S, I, I, I, I, Q8S, I, Q, Q16S, Q16S,
+    Q16S, Q16S, Q16S, SF, SF, SF, SF, SF, SF, SI, SF,
+];
+
+// The same as the model gives it (signed quant8): listed too so that the shape and
+// quantization rules check the model as given, before it runs as its uint8 image.
+const QLSTM_SIGNED: &[OperandType] = &[
+    QS, Q8S, Q8S, Q8S, Q8S, Q8S, Q8S, Q8S, Q8S, Q16S, Q16S, Q16S, I, I, I, I, Q8S, I, QS, Q16S,
+    Q16S, Q16S, Q16S, Q16S, SF, SF, SF, SF, SF, SF, SI, SF,
+];
 
 const LSTM_INPUTS: &[OperandType] = &[
     F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, F, SI, SF, SF,
@@ -94,6 +111,13 @@ pub(crate) fn signatures(op: OperationType) -> Option<Arity> {
             const S: &[Signature] = &[sig(QLSTM16, &[Q16S, Q])];
             S
         }
+        QuantizedLstm => {
+            const S: &[Signature] = &[
+                sig(QLSTM, &[Q, Q16S, Q]),
+                sig(QLSTM_SIGNED, &[QS, Q16S, QS]),
+            ];
+            S
+        }
         _ => return None,
     }))
 }
@@ -110,6 +134,7 @@ pub(super) fn infer(op: OperationType, ins: &Ins) -> Option<Res<Inferred>> {
         UnidirectionalSequenceLstm => unidirectional_sequence_lstm(ins),
         BidirectionalSequenceLstm => bidirectional_sequence_lstm(ins),
         Quantized16bitLstm => quantized_16bit_lstm(ins),
+        QuantizedLstm => quantized_lstm(ins),
         _ => return None,
     })
 }
@@ -700,5 +725,140 @@ fn quantized_16bit_lstm(ins: &Ins) -> Res<Inferred> {
             weights_zero_point: w_zero,
             bias_scale,
         },
+    })
+}
+
+/// QUANTIZED_LSTM's shapes, optional groups and scales (NeuralNetworks.h, and the platform
+/// reference's checks): the input-gate group (weights, recurrent weights, bias) is all
+/// present or all omitted (CIFG); the peephole weights all or none (the input gate's not
+/// needed under CIFG); the layer-norm weights all or none (the input gate's exactly when
+/// there is an input gate); a projection bias needs projection weights, and without a
+/// projection the output size is the number of units. The cell state's scale must be a power
+/// of two 2^k with k in −15..=−9 (the cell's tanh reads it with k + 15 integer bits); the
+/// intermediate scales of the gates that run and the hidden state's scale must be positive,
+/// the hidden zero point an int8.
+fn quantized_lstm(ins: &Ins) -> Res<Inferred> {
+    let x = ins.dims_rank(0, 2, "input")?;
+    let (batch, input_size) = (x[0], x[1]);
+    let units = ins.dims_rank(4, 2, "input_to_output_weights")?[0];
+    let output_size = ins.dims_rank(8, 2, "recurrent_to_output_weights")?[1];
+    let expect = |i: usize, want: &[u32], what: &str| -> Res<()> {
+        let d = ins.dims(i)?;
+        check!(d == want, "{what} (input {i}) is {d:?}, expected {want:?}");
+        Ok(())
+    };
+    let cifg = !ins.present(1);
+    check!(
+        ins.present(5) != cifg && ins.present(12) != cifg,
+        "input_to_input weights, recurrent_to_input weights and input gate bias must be all present or all omitted"
+    );
+    for i in 1..=4 {
+        if ins.present(i) {
+            expect(i, &[units, input_size], "input weights")?;
+        }
+    }
+    for i in 5..=8 {
+        if ins.present(i) {
+            expect(i, &[units, output_size], "recurrent weights")?;
+        }
+    }
+    let peephole = ins.present(10);
+    check!(
+        ins.present(11) == peephole && (cifg || ins.present(9) == peephole),
+        "peephole weights must be all present or all omitted (cell_to_input may be omitted with CIFG)"
+    );
+    check!(
+        peephole || !ins.present(9),
+        "cell_to_input weights given without the other peephole weights"
+    );
+    for i in 9..=15 {
+        if ins.present(i) {
+            expect(i, &[units], "gate vector")?;
+        }
+    }
+    let projection = ins.present(16);
+    check!(
+        !ins.present(17) || projection,
+        "projection bias given without projection weights"
+    );
+    if projection {
+        expect(16, &[output_size, units], "projection weights")?;
+        if ins.present(17) {
+            expect(17, &[output_size], "projection bias")?;
+        }
+    } else {
+        check!(
+            output_size == units,
+            "without projection the output size {output_size} must equal units {units}"
+        );
+    }
+    expect(18, &[batch, output_size], "output_state_in")?;
+    expect(19, &[batch, units], "cell_state_in")?;
+    let layer_norm = ins.present(21);
+    check!(
+        ins.present(22) == layer_norm && ins.present(23) == layer_norm,
+        "forget, cell and output layer-norm weights must be all present or all omitted"
+    );
+    check!(
+        ins.present(20) == (layer_norm && !cifg),
+        "input layer-norm weights must be given exactly when layer normalisation is used without CIFG"
+    );
+    for i in 20..=23 {
+        if ins.present(i) {
+            expect(i, &[units], "layer-norm weights")?;
+        }
+    }
+    let cell_clip = ins.f32(24)?;
+    let projection_clip = ins.f32(25)?;
+    check!(
+        cell_clip >= 0.0 && projection_clip >= 0.0,
+        "clips must not be negative"
+    );
+    let mut intermediate_scales = [0.0; 4];
+    for (g, scale) in intermediate_scales.iter_mut().enumerate() {
+        *scale = ins.f32(26 + g)?;
+        check!(
+            (g == 0 && cifg) || *scale > 0.0,
+            "intermediate scale (input {}) must be positive, is {scale}",
+            26 + g
+        );
+    }
+    let hidden_zero_point = ins.i32(30)?;
+    check!(
+        (-128..=127).contains(&hidden_zero_point),
+        "hidden state zero point (input 30) must be an int8, is {hidden_zero_point}"
+    );
+    let hidden_scale = ins.f32(31)?;
+    check!(
+        hidden_scale > 0.0,
+        "hidden state scale (input 31) must be positive, is {hidden_scale}"
+    );
+    let cell_scale = ins.get(19)?.scale;
+    let log2 = cell_scale.ln() * (1.0 / 2f32.ln());
+    let cell_shift = log2.round();
+    check!(
+        cell_scale > 0.0
+            && (log2 - cell_shift).abs() < 1e-3
+            && (-15.0..=-9.0).contains(&cell_shift),
+        "cell state scale {cell_scale} must be a power of two 2^k with k in -15..=-9"
+    );
+    Ok(Inferred {
+        outputs: vec![
+            vec![batch, output_size],
+            vec![batch, units],
+            vec![batch, output_size],
+        ],
+        params: Params::QuantizedLstm(QLstmParams {
+            batch,
+            input_size,
+            units,
+            output_size,
+            cell_shift: cell_shift as i32,
+            cell_clip,
+            projection_clip,
+            intermediate_scales,
+            hidden_zero_point,
+            hidden_scale,
+        }),
     })
 }

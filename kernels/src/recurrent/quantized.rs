@@ -98,7 +98,7 @@ pub mod fixed16 {
         saturating_add(constant_term, mul(constant_term, x.wrapping_add(poly)))
     }
 
-    /// e^a for a ≤ 0 with `integer_bits` integer bits (at most 5), Q0.15: the fractional
+    /// e^a for a ≤ 0 with `integer_bits` integer bits (at most 7), Q0.15: the fractional
     /// quarter by the polynomial, the rest by a barrel of exp(−2^k) factors.
     pub fn exp_on_negative_values(a: i16, integer_bits: i32) -> i16 {
         const BARREL: [(i32, i32); 7] = [
@@ -127,6 +127,12 @@ pub mod fixed16 {
                     result = mul(result, constant(multiplier));
                 }
             }
+        }
+        // Past 5 integer bits the reference clamps inputs below −32 to zero, with a bound
+        // written for 32-bit values: narrowed to 16 bits it is 0, so every negative input
+        // gives zero there.
+        if integer_bits > 5 && a < 0 {
+            return 0;
         }
         if a == 0 {
             ONE_Q0

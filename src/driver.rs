@@ -215,7 +215,9 @@ fn decode_constants(model: &Model, valid: &ValidModel) -> HalResult<Vec<Option<A
 /// given.
 fn run_image(model: &Model) -> Option<(Model, validate::ValidModel)> {
     let (model, half) = match validate::float16_as_float32(model) {
-        Some((image, half)) => (std::borrow::Cow::Owned(image), Some(half)),
+        Some((image, half, in_subgraphs)) => {
+            (std::borrow::Cow::Owned(image), Some((half, in_subgraphs)))
+        }
         None => (std::borrow::Cow::Borrowed(model), None),
     };
     let (image, mut valid) = match validate::signed_as_unsigned(&model) {
@@ -230,12 +232,35 @@ fn run_image(model: &Model) -> Option<(Model, validate::ValidModel)> {
         }
         None => return None,
     };
-    if let Some(half) = half {
+    if let Some((half, in_subgraphs)) = half {
         // LSH_PROJECTION hashes the bytes of its input's elements: a float16 input hashes 2
         // bytes an element, which its float32 image cannot reproduce.
-        for (k, op) in valid.operations.iter().enumerate() {
-            if op.ty == OperationType::LshProjection && op.inputs.get(1).is_some_and(|&i| half[i]) {
-                valid.supported[k] = false;
+        let hashes_halves = |v: &validate::ValidModel, half: &[bool]| -> Vec<usize> {
+            v.operations
+                .iter()
+                .enumerate()
+                .filter(|(_, op)| {
+                    op.ty == OperationType::LshProjection
+                        && op.inputs.get(1).is_some_and(|&i| half[i])
+                })
+                .map(|(k, _)| k)
+                .collect()
+        };
+        for k in hashes_halves(&valid, &half) {
+            valid.supported[k] = false;
+        }
+        let mut inner = false;
+        for (sub, half) in valid.referenced.iter_mut().zip(in_subgraphs) {
+            inner |= !hashes_halves(sub, &half).is_empty();
+            sub.half = half;
+        }
+        if inner {
+            // Which IF or WHILE reaches that subgraph is not worth tracing for so rare a
+            // model: none of them runs.
+            for (k, op) in valid.operations.iter().enumerate() {
+                if matches!(op.ty, OperationType::If | OperationType::While) {
+                    valid.supported[k] = false;
+                }
             }
         }
         valid.half = half;

@@ -837,29 +837,47 @@ pub fn validate_model(model: &Model) -> HalResult<ValidModel> {
     Ok(valid)
 }
 
-/// The float32 image of a model with TENSOR_FLOAT16 / FLOAT16 operands in its main graph:
-/// float16 is a storage type here (docs/hal-contract.md, "Float16"). Each such operand becomes
-/// its float32 counterpart and its constant values are widened (exactly: every binary16 value
-/// is a binary32 value), so every float32 signature and kernel runs it unchanged; the executor
-/// narrows request data at the edges and rounds every float16 operation output to binary16
-/// (see [`ValidModel::half`]). Widened constants become CONSTANT_COPY. `None` when there is
-/// no float16 operand or a constant cannot be read. The second value marks the retyped
-/// operands.
-pub fn float16_as_float32(model: &Model) -> Option<(Model, Vec<bool>)> {
-    let half: Vec<bool> = model
-        .operands
+/// The float32 image of a model with TENSOR_FLOAT16 / FLOAT16 operands in its main graph or
+/// its referenced subgraphs: float16 is a storage type here (docs/hal-contract.md, "Float16").
+/// Each such operand becomes its float32 counterpart and its constant values are widened
+/// (exactly: every binary16 value is a binary32 value), so every float32 signature and kernel
+/// runs it unchanged; the executor narrows request data at the edges and rounds every float16
+/// operation output to binary16 (see [`ValidModel::half`]). Widened constants become
+/// CONSTANT_COPY. `None` when there is no float16 operand or a constant cannot be read. The
+/// second value marks the retyped operands of the main graph, the third those of each
+/// referenced subgraph.
+#[allow(clippy::type_complexity)]
+pub fn float16_as_float32(model: &Model) -> Option<(Model, Vec<bool>, Vec<Vec<bool>>)> {
+    let halves = |operands: &[Operand]| -> Vec<bool> { operands.iter().map(is_half).collect() };
+    let half = halves(&model.operands);
+    let in_subgraphs: Vec<Vec<bool>> = model
+        .referenced
         .iter()
-        .map(|o| {
-            o.operand_type == OperandType::TensorFloat16.raw()
-                || o.operand_type == OperandType::Float16.raw()
-        })
+        .map(|g| halves(&g.operands))
         .collect();
-    if !half.contains(&true) {
+    if !half.contains(&true) && !in_subgraphs.iter().any(|h| h.contains(&true)) {
         return None;
     }
     let mut out = model.clone();
-    for (i, o) in out.operands.iter_mut().enumerate() {
-        if !half[i] {
+    widen_operands(model, &mut out.operands, &mut out.operand_values)?;
+    // IF and WHILE hand values to their subgraphs as they are, so the subgraphs' operands
+    // move to float32 with the main graph's.
+    for g in &mut out.referenced {
+        widen_operands(model, &mut g.operands, &mut out.operand_values)?;
+    }
+    Some((out, half, in_subgraphs))
+}
+
+fn is_half(o: &Operand) -> bool {
+    o.operand_type == OperandType::TensorFloat16.raw()
+        || o.operand_type == OperandType::Float16.raw()
+}
+
+/// Moves every float16 operand of `operands` to float32 (see [`float16_as_float32`]),
+/// constants widened into `values` as CONSTANT_COPY.
+fn widen_operands(model: &Model, operands: &mut [Operand], values: &mut Vec<u8>) -> Option<()> {
+    for o in operands.iter_mut() {
+        if !is_half(o) {
             continue;
         }
         o.operand_type = if o.operand_type == OperandType::Float16.raw() {
@@ -888,10 +906,9 @@ pub fn float16_as_float32(model: &Model) -> Option<(Model, Vec<bool>)> {
             .collect();
         let mut wide = vec![0f32; halves.len()];
         half::slice::HalfFloatSliceExt::convert_to_f32_slice(&halves[..], &mut wide);
-        let offset = out.operand_values.len().div_ceil(4) * 4;
-        out.operand_values.resize(offset, 0);
-        out.operand_values
-            .extend(wide.iter().flat_map(|v| v.to_le_bytes()));
+        let offset = values.len().div_ceil(4) * 4;
+        values.resize(offset, 0);
+        values.extend(wide.iter().flat_map(|v| v.to_le_bytes()));
         o.lifetime = OperandLifeTime::ConstantCopy.raw();
         o.location = DataLocation {
             pool_index: 0,
@@ -900,7 +917,7 @@ pub fn float16_as_float32(model: &Model) -> Option<(Model, Vec<bool>)> {
             length: u32::try_from(wide.len() * 4).ok()?,
         };
     }
-    Some((out, half))
+    Some(())
 }
 
 /// The exact TENSOR_QUANT8_ASYMM image of a model with TENSOR_QUANT8_ASYMM_SIGNED operands in

@@ -345,4 +345,13 @@ fn lsh_projection_of_a_float16_input_is_not_claimed() {
     let m = twin(&b.finish());
     let device = InProcessDevice::new(1).unwrap();
     assert_eq!(device.supported_operations(&m).unwrap(), vec![false]);
+    // Valid, so not INVALID_ARGUMENT; not run, so preparation fails as the interface says a
+    // driver refuses what it does not support.
+    let driver = nnhal::driver::Driver::new(1).unwrap();
+    let err = driver.prepare_model(m).err().expect("prepared");
+    assert_eq!(
+        err.status(),
+        nnhal::hal::ErrorStatus::GeneralFailure,
+        "{err}"
+    );
 }

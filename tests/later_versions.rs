@@ -89,34 +89,6 @@ fn signed_quant8_on_a_1_0_operation_runs_as_its_unsigned_image() {
 }
 
 #[test]
-fn a_later_operation_is_valid_and_unsupported() {
-    let driver = Driver::new(1).unwrap();
-    // RANDOM_MULTINOMIAL (NNAPI 1.2): logits, the sample count, two seeds; int32 samples.
-    let mut model = one_op(OperationType::RandomMultinomial, TensorFloat32, 1, true);
-    let output = model.output_indexes[0] as usize;
-    model.operands[output].operand_type = TensorInt32.raw();
-    let mut seeds = operand(TensorInt32, &[2], ConstantCopy);
-    seeds.location = DataLocation {
-        pool_index: 0,
-        offset: 4,
-        length: 8,
-    };
-    seeds.number_of_consumers = 1;
-    model
-        .operand_values
-        .extend_from_slice(&[1, 0, 0, 0, 2, 0, 0, 0]);
-    model.operands.push(seeds);
-    model.operations[0]
-        .inputs
-        .push(model.operands.len() as u32 - 1);
-    assert_eq!(driver.supported_operations(&model).unwrap(), vec![false]);
-    assert_eq!(
-        status(driver.prepare_model(model)),
-        ErrorStatus::GeneralFailure
-    );
-}
-
-#[test]
 fn a_cast_to_float16_after_a_1_0_operation_runs() {
     // ADD (1.0) writes a temporary that CAST (1.2) turns into float16: both run, the CAST as
     // its float32 image (an identity whose output is rounded to float16).

@@ -116,6 +116,10 @@ const LATER_OPERATIONS: &[&str] = &[
     "BOX_WITH_NMS_LIMIT",
     "ROI_ALIGN",
     "ROI_POOLING",
+    "AXIS_ALIGNED_BBOX_TRANSFORM",
+    "HEATMAP_MAX_KEYPOINT",
+    "GENERATE_PROPOSALS",
+    "DETECTION_POSTPROCESSING",
 ];
 
 /// Operand types beyond NNAPI 1.0 (BOOL and signed quant8 aside) that the driver runs.

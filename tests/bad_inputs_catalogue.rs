@@ -90,7 +90,10 @@ fn catalogue_has_one_row_per_class() {
     // BI-90…BI-92 damaged TensorFlow Lite files.
     assert_eq!(
         numbers,
-        (1..=62).chain(67..=79).chain(85..=92).collect::<Vec<_>>()
+        (1..=62)
+            .chain(67..=79)
+            .chain(85..=92)
+            .collect::<Vec<_>>()
     );
 }
 

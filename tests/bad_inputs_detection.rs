@@ -1,9 +1,9 @@
 //! Malformed-input classes BI-73…BI-76 of the bad-input catalogue (`docs/bad-inputs.md`): the
 //! run-time errors of the detection family (BOX_WITH_NMS_LIMIT, ROI_ALIGN,
 //! AXIS_ALIGNED_BBOX_TRANSFORM, HEATMAP_MAX_KEYPOINT, GENERATE_PROPOSALS,
-//! DETECTION_POSTPROCESSING). Each model is valid and runs; the request's dimensions or values make one execution malformed, which is
-//! `INVALID_ARGUMENT` with a reason, never a panic or a write outside the output; the next
-//! well-formed execution runs.
+//! DETECTION_POSTPROCESSING). Each model is valid and runs; the request's dimensions or values
+//! make one execution malformed, which is `INVALID_ARGUMENT` with a reason, never a panic or a
+//! write outside the output; the next well-formed execution runs.
 
 use nnhal::hal::memory::{create_memfd, Memory};
 use nnhal::hal::*;

@@ -3,7 +3,10 @@
 //! (degenerate and tied ones included) for every NMS kernel and batch split, and ROI_ALIGN
 //! against a bilinear sampler written independently (one output value at a time, from the
 //! specification's formulas), float32 and quant8; ROI_POOLING against a per-cell maximum over
-//! the pixels whose centres the cell covers.
+//! the pixels whose centres the cell covers. AXIS_ALIGNED_BBOX_TRANSFORM, HEATMAP_MAX_KEYPOINT,
+//! GENERATE_PROPOSALS and DETECTION_POSTPROCESSING against the properties the specification
+//! states (identity deltas, the exact peak of a quadratic heatmap, the selection's limits,
+//! order and overlaps, both layouts).
 //!
 //! The detection loops take no micro-kernel table: every ISA level runs the same code.
 
@@ -12,8 +15,9 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 use nnhal_kernels::detection::reference::{
-    box_with_nms_limit, iou, roi_align_f32, roi_align_u8, roi_pooling, NmsKernel, NmsParams,
-    RoiAlign, RoiPool,
+    axis_aligned_bbox_transform, box_with_nms_limit, detection_postprocessing, generate_proposals,
+    heatmap_max_keypoint, iou, roi_align_f32, roi_align_u8, roi_pooling, NmsKernel, NmsParams,
+    PostprocessParams, ProposalParams, RoiAlign, RoiPool,
 };
 use nnhal_kernels::Nhwc;
 use proptest::prelude::*;
@@ -364,6 +368,198 @@ proptest! {
                         let want_u8 = want.map_or(7, |v| (v * 4.0 + 128.0) as u8);
                         prop_assert_eq!(out_u8[at], want_u8);
                     }
+                }
+            }
+        }
+    }
+}
+
+/// Boxes inside a 16×12 (width × height) image, of positive size.
+fn inner_box() -> impl Strategy<Value = [f32; 4]> {
+    (0u8..10, 0u8..8, 1u8..6, 1u8..4)
+        .prop_map(|(x, y, w, h)| [x as f32, y as f32, (x + w) as f32, (y + h) as f32])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// AXIS_ALIGNED_BBOX_TRANSFORM: zero deltas return the box; a centre delta moves the
+    /// centre by that fraction of the box's size, a size delta of ln 2 doubles the size about
+    /// the centre, and every result lies within its image.
+    #[test]
+    fn bbox_transform_moves_and_scales_boxes(
+        rois in prop::collection::vec(inner_box(), 1..6),
+        deltas in prop::collection::vec(-2.0f32..2.0, 24),
+    ) {
+        let n = rois.len();
+        let boxes = rois.concat();
+        let info = [12.0, 16.0];
+        let batches = vec![0; n];
+        let mut out = vec![0.0; n * 8];
+        let mut d = vec![0.0; n * 8];
+        // Class 0: zero deltas; class 1: the random ones.
+        for k in 0..n {
+            d[k * 8 + 4..k * 8 + 8].copy_from_slice(&deltas[(k % 6) * 4..(k % 6) * 4 + 4]);
+        }
+        axis_aligned_bbox_transform(&boxes, &d, &batches, &info, &mut out).unwrap();
+        for (k, b) in rois.iter().enumerate() {
+            prop_assert_eq!(&out[k * 8..k * 8 + 4], &b[..]);
+            let o = &out[k * 8 + 4..k * 8 + 8];
+            prop_assert!(o[0] >= 0.0 && o[2] <= 16.0 && o[1] >= 0.0 && o[3] <= 12.0, "{:?}", o);
+            prop_assert!(o[0] <= o[2] && o[1] <= o[3], "{:?}", o);
+        }
+        let one = [[4.0, 2.0, 8.0, 6.0]].concat();
+        let mut o = [0.0; 4];
+        axis_aligned_bbox_transform(&one, &[0.25, -0.25, 2f32.ln(), 0.0], &[0], &info, &mut o).unwrap();
+        // Centre (6, 4) + (1, −1); width 4 → 8; height 4.
+        prop_assert!(o.iter().zip([3.0, 1.0, 11.0, 5.0]).all(|(a, b)| (a - b).abs() < 1e-5), "{:?}", o);
+    }
+
+    /// HEATMAP_MAX_KEYPOINT recovers the peak of a paraboloid sampled on the grid (the fit is
+    /// exact for a quadratic), in both layouts, and maps it into its box.
+    #[test]
+    fn heatmap_keypoint_finds_a_quadratic_peak(
+        size in 3usize..8,
+        px in 0.0f32..1.0,
+        py in 0.0f32..1.0,
+        keypoints in 1usize..3,
+    ) {
+        // Peak strictly inside the grid, at least one cell from the edge.
+        let (x0, y0) = (1.0 + px * (size as f32 - 3.0), 1.0 + py * (size as f32 - 3.0));
+        let f = |y: usize, x: usize, k: usize| {
+            5.0 + k as f32 - 0.5 * ((x as f32 - x0).powi(2) + 2.0 * (y as f32 - y0).powi(2))
+        };
+        let mut nhwc = vec![0.0; size * size * keypoints];
+        let mut nchw = vec![0.0; size * size * keypoints];
+        for y in 0..size {
+            for x in 0..size {
+                for k in 0..keypoints {
+                    nhwc[(y * size + x) * keypoints + k] = f(y, x, k);
+                    nchw[(k * size + y) * size + x] = f(y, x, k);
+                }
+            }
+        }
+        let roi = [2.0, 1.0, 2.0 + size as f32 * 2.0, 1.0 + size as f32];
+        for (map, layout) in [(&nhwc, false), (&nchw, true)] {
+            let mut s = vec![0.0; keypoints];
+            let mut p = vec![0.0; keypoints * 2];
+            heatmap_max_keypoint(map, &roi, size, keypoints, layout, 1e-5, &mut s, &mut p).unwrap();
+            for k in 0..keypoints {
+                prop_assert!((s[k] - (5.0 + k as f32)).abs() < 1e-3, "score {}", s[k]);
+                // Cell centres: x = (i + 0.5) / size of the box width.
+                let want_x = roi[0] + (x0 + 0.5) * 2.0;
+                let want_y = roi[1] + (y0 + 0.5);
+                prop_assert!((p[k * 2] - want_x).abs() < 1e-3, "x {} want {}", p[k * 2], want_x);
+                prop_assert!((p[k * 2 + 1] - want_y).abs() < 1e-3, "y {} want {}", p[k * 2 + 1], want_y);
+            }
+        }
+    }
+
+    /// GENERATE_PROPOSALS: per image at most `post_nms` proposals, scores non-increasing, no
+    /// kept pair overlapping at the threshold, every box larger than the minimum size and
+    /// centred in its image; the NCHW form gives the NHWC result.
+    #[test]
+    fn proposals_keep_what_the_specification_allows(
+        (h, w, a) in (1usize..4, 1usize..4, 1usize..3),
+        seed in prop::collection::vec(0u8..10, 2 * 3 * 3 * 2 * 5),
+        post in -1i32..6,
+        pre in 0i32..8,
+    ) {
+        let batches = 2;
+        let cells = h * w * a;
+        let scores: Vec<f32> = (0..batches * cells).map(|i| seed[i % seed.len()] as f32 / 10.0).collect();
+        let deltas: Vec<f32> = (0..batches * cells * 4).map(|i| (seed[(i * 7) % seed.len()] as f32 - 5.0) / 10.0).collect();
+        let anchors: Vec<f32> = (0..a).flat_map(|k| [0.0, 0.0, 4.0 + k as f32 * 2.0, 3.0 + k as f32]).collect();
+        let info = [10.0, 12.0, 6.0, 8.0];
+        let p = ProposalParams { stride_h: 2.0, stride_w: 3.0, pre_nms: pre, post_nms: post, iou_threshold: 0.4, min_size: 1.0 };
+        let got = generate_proposals(&scores, &deltas, &anchors, &info, (batches, h, w), false, &p).unwrap();
+        let n = got.batch.len();
+        prop_assert_eq!(got.score.len(), n);
+        prop_assert_eq!(got.roi.len(), n * 4);
+        for b in 0..batches as i32 {
+            let idx: Vec<usize> = (0..n).filter(|&i| got.batch[i] == b).collect();
+            if post >= 0 {
+                prop_assert!(idx.len() <= post as usize);
+            }
+            for (j, &i) in idx.iter().enumerate() {
+                let r = &got.roi[i * 4..i * 4 + 4];
+                let (ih, iw) = (info[b as usize * 2], info[b as usize * 2 + 1]);
+                prop_assert!(r[2] - r[0] > 1.0 && r[3] - r[1] > 1.0, "{:?}", r);
+                prop_assert!((r[0] + r[2]) / 2.0 < iw + 1e-4 && (r[1] + r[3]) / 2.0 < ih + 1e-4);
+                prop_assert!(r[0] >= 0.0 && r[2] <= iw && r[1] >= 0.0 && r[3] <= ih);
+                if j > 0 {
+                    prop_assert!(got.score[idx[j - 1]] >= got.score[i]);
+                }
+                for &k in &idx[..j] {
+                    let o = iou(&got.roi[k * 4..k * 4 + 4], r);
+                    prop_assert!(o < 0.4, "kept pair with IoU {}", o);
+                }
+            }
+        }
+        prop_assert!(got.batch.windows(2).all(|x| x[0] <= x[1]));
+        // The same data laid out NCHW.
+        let t = |x: &[f32], ch: usize| -> Vec<f32> {
+            let per = h * w * ch;
+            let mut out = vec![0.0; x.len()];
+            for b in 0..batches {
+                for i in 0..h * w {
+                    for c in 0..ch {
+                        out[b * per + c * h * w + i] = x[b * per + i * ch + c];
+                    }
+                }
+            }
+            out
+        };
+        let nchw = generate_proposals(&t(&scores, a), &t(&deltas, a * 4), &anchors, &info, (batches, h, w), true, &p).unwrap();
+        prop_assert_eq!(nchw, got);
+    }
+
+    /// DETECTION_POSTPROCESSING: at most the limits, scores non-increasing (regular) and
+    /// zeros past the detections found, background never reported, no kept pair of one class
+    /// (regular) or of any class (fast) overlapping at the threshold.
+    #[test]
+    fn postprocessing_keeps_what_the_specification_allows(
+        anchors_n in 1usize..8,
+        classes in 2usize..4,
+        seed in prop::collection::vec(0u8..10, 64),
+        regular in any::<bool>(),
+        bg in any::<bool>(),
+        (max, per_class, max_classes) in (1i32..5, 1i32..3, 1i32..3),
+    ) {
+        let scores: Vec<f32> = (0..anchors_n * classes).map(|i| seed[i % 64] as f32 / 10.0).collect();
+        let deltas: Vec<f32> = (0..anchors_n * 4).map(|i| (seed[(i * 5 + 3) % 64] as f32 - 5.0) / 5.0).collect();
+        let anchors: Vec<f32> = (0..anchors_n).flat_map(|k| [k as f32 % 3.0, (k / 3) as f32, 2.0, 2.0]).collect();
+        let p = PostprocessParams {
+            scale: [10.0, 10.0, 5.0, 5.0],
+            regular_nms: regular,
+            max_detections: max,
+            max_classes_per_detection: max_classes,
+            max_detections_per_class: per_class,
+            iou_threshold: 0.5,
+            score_threshold: 0.25,
+            background_in_label: bg,
+        };
+        let per = p.per_batch();
+        let (mut s, mut b, mut c, mut n) = (vec![9.0; per], vec![9.0; per * 4], vec![9; per], vec![9]);
+        detection_postprocessing(&scores, &deltas, &anchors, (1, classes, 4), &p, &mut s, &mut b, &mut c, &mut n).unwrap();
+        let found = n[0] as usize;
+        prop_assert!(found <= per);
+        let first = if bg { 1 } else { 0 };
+        for k in 0..per {
+            if k >= found {
+                prop_assert_eq!((s[k], c[k]), (0.0, 0));
+                prop_assert!(b[k * 4..k * 4 + 4].iter().all(|&v| v == 0.0));
+                continue;
+            }
+            prop_assert!(s[k] > 0.25 || !regular);
+            prop_assert!(c[k] >= first && (c[k] as usize) < classes - 1 + first as usize);
+            if regular && k > 0 {
+                prop_assert!(s[k - 1] >= s[k]);
+            }
+            for j in 0..k {
+                let o = iou(&b[j * 4..j * 4 + 4], &b[k * 4..k * 4 + 4]);
+                if (regular && c[j] == c[k]) || (!regular && b[j * 4..j * 4 + 4] != b[k * 4..k * 4 + 4]) {
+                    prop_assert!(!(o >= 0.5), "kept pair with IoU {}", o);
                 }
             }
         }

@@ -477,3 +477,498 @@ pub fn roi_align_u8(
     }
     Ok(())
 }
+
+/// AXIS_ALIGNED_BBOX_TRANSFORM on float values: `rois` `[rois, 4]` corner boxes, `deltas`
+/// `[rois, classes·4]` as `(dx, dy, dw, dh)`, `batches` `[rois]`, `image_info` `[batches, 2]`
+/// as `(height, width)`; writes `[rois, classes·4]` corner boxes. Each box moves its centre by
+/// the deltas times its size, scales its size by `exp` of the size deltas, and is clipped to
+/// `[0, width] × [0, height]` of its image. A batch index outside the images or an inverted
+/// box (x2 < x1 or y2 < y1) is invalid data.
+pub fn axis_aligned_bbox_transform(
+    rois: &[f32],
+    deltas: &[f32],
+    batches: &[i32],
+    image_info: &[f32],
+    out: &mut [f32],
+) -> Result<(), KernelError> {
+    let n = batches.len();
+    let images = image_info.len() / 2;
+    if rois.len() != n * 4 || n == 0 && !deltas.is_empty() {
+        return Err(KernelError::InvalidData(format!(
+            "AXIS_ALIGNED_BBOX_TRANSFORM: {} box values for {n} batch indices",
+            rois.len()
+        )));
+    }
+    let per = deltas.len().checked_div(n).unwrap_or(0);
+    if !per.is_multiple_of(4) || per * n != deltas.len() || out.len() != deltas.len() {
+        return Err(KernelError::InvalidData(format!(
+            "AXIS_ALIGNED_BBOX_TRANSFORM: {} deltas and {} outputs for {n} boxes",
+            deltas.len(),
+            out.len()
+        )));
+    }
+    for (k, ((roi, &batch), (d, o))) in rois
+        .chunks_exact(4)
+        .zip(batches)
+        .zip(
+            deltas
+                .chunks_exact(per.max(1))
+                .zip(out.chunks_exact_mut(per.max(1))),
+        )
+        .enumerate()
+    {
+        let b = usize::try_from(batch)
+            .ok()
+            .filter(|&b| b < images)
+            .ok_or_else(|| {
+                KernelError::InvalidData(format!(
+                    "AXIS_ALIGNED_BBOX_TRANSFORM: box {k} has batch index {batch}, outside 0..{images}"
+                ))
+            })?;
+        if !(roi[0] <= roi[2] && roi[1] <= roi[3]) {
+            return Err(KernelError::InvalidData(format!(
+                "AXIS_ALIGNED_BBOX_TRANSFORM: box {k} {roi:?} is inverted or not a number"
+            )));
+        }
+        let (height, width) = (image_info[2 * b], image_info[2 * b + 1]);
+        let (w, h) = (roi[2] - roi[0], roi[3] - roi[1]);
+        let (cx, cy) = ((roi[0] + roi[2]) / 2.0, (roi[1] + roi[3]) / 2.0);
+        for (dc, oc) in d.chunks_exact(4).zip(o.chunks_exact_mut(4)) {
+            let (nw, nh) = (dc[2].exp() * w, dc[3].exp() * h);
+            let (nx, ny) = (cx + dc[0] * w, cy + dc[1] * h);
+            // max then min rather than `clamp`, which panics on a negative image extent.
+            let clip = |v: f32, hi: f32| v.max(0.0).min(hi);
+            oc[0] = clip(nx - nw / 2.0, width);
+            oc[1] = clip(ny - nh / 2.0, height);
+            oc[2] = clip(nx + nw / 2.0, width);
+            oc[3] = clip(ny + nh / 2.0, height);
+        }
+    }
+    Ok(())
+}
+
+/// HEATMAP_MAX_KEYPOINT on float values: `heatmaps` `[boxes, size, size, keypoints]` (NHWC) or
+/// `[boxes, keypoints, size, size]` (`nchw`), `boxes` `[boxes, 4]` corners; writes the score
+/// `[boxes, keypoints]` and the position `[boxes, keypoints, 2]` (x, y) of each keypoint.
+///
+/// The maximum of each heatmap (the first of equal values) is refined by the extremum of the
+/// quadratic fitted to its 3×3 neighbourhood (neighbours past an edge mirror inward); a
+/// near-singular fit (|det| below `tol + tol · A00·A11`) keeps the grid point, and a shift
+/// longer than 1.5 cells is scaled back to 1.5. An inverted box is invalid data.
+#[allow(clippy::too_many_arguments)]
+pub fn heatmap_max_keypoint(
+    heatmaps: &[f32],
+    boxes: &[f32],
+    size: usize,
+    keypoints: usize,
+    nchw: bool,
+    tol: f32,
+    scores: &mut [f32],
+    points: &mut [f32],
+) -> Result<(), KernelError> {
+    let n = boxes.len() / 4;
+    let plane = size * size * keypoints;
+    if size < 2
+        || boxes.len() != n * 4
+        || heatmaps.len() != n * plane
+        || scores.len() != n * keypoints
+        || points.len() != n * keypoints * 2
+    {
+        return Err(KernelError::InvalidData(format!(
+            "HEATMAP_MAX_KEYPOINT: {} heatmap values of size {size} with {keypoints} keypoints for {n} boxes",
+            heatmaps.len()
+        )));
+    }
+    for (b, roi) in boxes.chunks_exact(4).enumerate() {
+        if !(roi[0] <= roi[2] && roi[1] <= roi[3]) {
+            return Err(KernelError::InvalidData(format!(
+                "HEATMAP_MAX_KEYPOINT: box {b} {roi:?} is inverted or not a number"
+            )));
+        }
+        let map = &heatmaps[b * plane..][..plane];
+        for k in 0..keypoints {
+            let at = |y: usize, x: usize| {
+                if nchw {
+                    map[(k * size + y) * size + x]
+                } else {
+                    map[(y * size + x) * keypoints + k]
+                }
+            };
+            let (mut best, mut max) = (0, f32::MIN);
+            for i in 0..size * size {
+                let v = at(i / size, i % size);
+                if max < v {
+                    max = v;
+                    best = i;
+                }
+            }
+            let (my, mx) = (best / size, best % size);
+            // Off-grid neighbours mirror to the cell one step inside the edge.
+            let clamp = |v: usize, d: usize| -> usize {
+                match (v + d).checked_sub(1) {
+                    None => 1,
+                    Some(i) if i >= size => size - 2,
+                    Some(i) => i,
+                }
+            };
+            let mut g = [[0.0f32; 3]; 3];
+            for (dy, row) in g.iter_mut().enumerate() {
+                for (dx, v) in row.iter_mut().enumerate() {
+                    *v = at(clamp(my, dy), clamp(mx, dx));
+                }
+            }
+            let (delta, score) = refine(&g, tol).unwrap_or(([0.0, 0.0], max));
+            let (w, h) = (roi[2] - roi[0], roi[3] - roi[1]);
+            let rel_x = (mx as f32 + delta[0] + 0.5) / size as f32;
+            let rel_y = (my as f32 + delta[1] + 0.5) / size as f32;
+            scores[b * keypoints + k] = score;
+            points[(b * keypoints + k) * 2] = rel_x * w + roi[0];
+            points[(b * keypoints + k) * 2 + 1] = rel_y * h + roi[1];
+        }
+    }
+    Ok(())
+}
+
+/// The (x, y) shift to the extremum of the quadratic through the 3×3 grid `g` (rows y, columns
+/// x) and the value there; `None` when the fit is near singular.
+fn refine(g: &[[f32; 3]; 3], tol: f32) -> Option<([f32; 2], f32)> {
+    let b = [-(g[1][2] - g[1][0]) / 2.0, -(g[2][1] - g[0][1]) / 2.0];
+    let a00 = g[1][0] - 2.0 * g[1][1] + g[1][2];
+    let a01 = (g[2][2] - g[2][0] - g[0][2] + g[0][0]) / 4.0;
+    let a11 = g[0][1] - 2.0 * g[1][1] + g[2][1];
+    let cross = a00 * a11;
+    let det = cross - a01 * a01;
+    if det.abs() < tol + tol * cross {
+        return None;
+    }
+    let mut d = [
+        (a11 * b[0] - a01 * b[1]) / det,
+        (a00 * b[1] - a01 * b[0]) / det,
+    ];
+    let longest = d[0].abs().max(d[1].abs());
+    if longest > 1.5 {
+        let s = 1.5 / longest;
+        d = [d[0] * s, d[1] * s];
+    }
+    let score = g[1][1] - b[0] * d[0] - b[1] * d[1]
+        + ((a00 * d[0] + a01 * d[1]) * d[0] + (a01 * d[0] + a11 * d[1]) * d[1]) / 2.0;
+    Some((d, score))
+}
+
+/// The scalar parameters of GENERATE_PROPOSALS (inputs 4–9).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProposalParams {
+    /// Image pixels between two feature-map rows and columns (inputs 4 and 5).
+    pub stride_h: f32,
+    pub stride_w: f32,
+    /// Candidates kept by score before the suppression; 0 or negative: all.
+    pub pre_nms: i32,
+    /// Most boxes kept per image by the suppression; negative: no limit.
+    pub post_nms: i32,
+    pub iou_threshold: f32,
+    /// Boxes not wider and taller than this are dropped.
+    pub min_size: f32,
+}
+
+/// The proposals of GENERATE_PROPOSALS, image by image in kept order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Proposals {
+    pub score: Vec<f32>,
+    /// `[x1, y1, x2, y2]` per proposal.
+    pub roi: Vec<f32>,
+    pub batch: Vec<i32>,
+}
+
+/// GENERATE_PROPOSALS on float values. `scores` `[batches, height, width, anchors]` and
+/// `deltas` `[batches, height, width, anchors·4]` (NHWC; `nchw`: `[batches, anchors, height,
+/// width]` and `[batches, anchors·4, height, width]`), `anchors` `[anchors, 4]`, `image_info`
+/// `[batches, 2]` (height, width).
+///
+/// Per image: every anchor shifted to every feature-map cell is moved by its deltas as
+/// AXIS_ALIGNED_BBOX_TRANSFORM does, the `pre_nms` best scores are kept (ties in index order),
+/// boxes not larger than `min_size` or centred outside the image are dropped, and greedy hard
+/// suppression keeps at most `post_nms`.
+#[allow(clippy::too_many_arguments)]
+pub fn generate_proposals(
+    scores: &[f32],
+    deltas: &[f32],
+    anchors: &[f32],
+    image_info: &[f32],
+    (batches, height, width): (usize, usize, usize),
+    nchw: bool,
+    p: &ProposalParams,
+) -> Result<Proposals, KernelError> {
+    let a = anchors.len() / 4;
+    let cells = height * width * a;
+    if anchors.len() != a * 4
+        || scores.len() != batches * cells
+        || deltas.len() != scores.len() * 4
+        || image_info.len() != batches * 2
+    {
+        return Err(KernelError::InvalidData(format!(
+            "GENERATE_PROPOSALS: {} scores, {} deltas, {} anchor values and {} image sizes disagree",
+            scores.len(),
+            deltas.len(),
+            anchors.len(),
+            image_info.len()
+        )));
+    }
+    // Shifted anchors, in NHWC cell order (row, column, anchor).
+    let mut shifted = Vec::with_capacity(cells * 4);
+    for y in 0..height {
+        let dy = y as f32 * p.stride_h;
+        for x in 0..width {
+            let dx = x as f32 * p.stride_w;
+            for b in anchors.chunks_exact(4) {
+                shifted.extend_from_slice(&[b[0] + dx, b[1] + dy, b[2] + dx, b[3] + dy]);
+            }
+        }
+    }
+    let zeros = vec![0i32; cells];
+    let mut moved = vec![0.0f32; cells * 4];
+    let mut out = Proposals::default();
+    for b in 0..batches {
+        let (s, d) = if nchw {
+            (
+                to_nhwc(&scores[b * cells..][..cells], a, height * width),
+                to_nhwc(&deltas[b * cells * 4..][..cells * 4], a * 4, height * width),
+            )
+        } else {
+            (
+                scores[b * cells..][..cells].to_vec(),
+                deltas[b * cells * 4..][..cells * 4].to_vec(),
+            )
+        };
+        let info = &image_info[b * 2..b * 2 + 2];
+        axis_aligned_bbox_transform(&shifted, &d, &zeros, info, &mut moved).map_err(|e| {
+            let KernelError::InvalidData(why) = e;
+            KernelError::InvalidData(format!("GENERATE_PROPOSALS: {why}"))
+        })?;
+        let mut cand: Vec<usize> = (0..cells).collect();
+        if p.pre_nms > 0 && (p.pre_nms as usize) < cells {
+            cand.sort_by(|&i, &j| descending(s[i], s[j]));
+            cand.truncate(p.pre_nms as usize);
+        }
+        cand.retain(|&i| {
+            let r = &moved[i * 4..i * 4 + 4];
+            let (w, h) = (r[2] - r[0], r[3] - r[1]);
+            w > p.min_size && h > p.min_size && r[0] + w / 2.0 < info[1] && r[1] + h / 2.0 < info[0]
+        });
+        let kept = hard_nms(&s, &moved, &mut cand, p.iou_threshold, p.post_nms);
+        for &i in &cand[..kept] {
+            out.score.push(s[i]);
+            out.roi.extend_from_slice(&moved[i * 4..i * 4 + 4]);
+            out.batch.push(b as i32);
+        }
+    }
+    Ok(out)
+}
+
+/// `[channels, cells]` to `[cells, channels]`.
+fn to_nhwc(x: &[f32], channels: usize, cells: usize) -> Vec<f32> {
+    let mut out = vec![0.0; x.len()];
+    for c in 0..channels {
+        for i in 0..cells {
+            out[i * channels + c] = x[c * cells + i];
+        }
+    }
+    out
+}
+
+/// Greedy hard suppression in place: the highest remaining score (the first of equal ones) is
+/// kept, every remaining box overlapping it at or above `iou_threshold` is swapped out to the
+/// end; at most `limit` kept (negative: no limit). Returns how many lead `cand`.
+fn hard_nms(s: &[f32], boxes: &[f32], cand: &mut [usize], iou_threshold: f32, limit: i32) -> usize {
+    let limit = usize::try_from(limit).unwrap_or(cand.len());
+    let (mut kept, mut end) = (0, cand.len());
+    while kept < end && kept < limit {
+        let mut best = kept;
+        for j in kept + 1..end {
+            if s[cand[j]] > s[cand[best]] {
+                best = j;
+            }
+        }
+        cand.swap(kept, best);
+        let top = &boxes[cand[kept] * 4..cand[kept] * 4 + 4];
+        let mut j = kept + 1;
+        while j < end {
+            let i = cand[j];
+            if iou(&boxes[i * 4..i * 4 + 4], top) >= iou_threshold {
+                end -= 1;
+                cand.swap(j, end);
+            } else {
+                j += 1;
+            }
+        }
+        kept += 1;
+    }
+    kept
+}
+
+/// The scalar parameters of DETECTION_POSTPROCESSING (inputs 3–13).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PostprocessParams {
+    /// Divisors of the y, x, height and width deltas (inputs 3–6).
+    pub scale: [f32; 4],
+    /// Per-class suppression (true) or one suppression over each anchor's best class.
+    pub regular_nms: bool,
+    pub max_detections: i32,
+    pub max_classes_per_detection: i32,
+    pub max_detections_per_class: i32,
+    pub iou_threshold: f32,
+    pub score_threshold: f32,
+    /// Whether class 0 (the background) counts in the output class numbers.
+    pub background_in_label: bool,
+}
+
+impl PostprocessParams {
+    /// Detections written per batch: the outputs' second extent.
+    pub fn per_batch(&self) -> usize {
+        let n = usize::try_from(self.max_detections).unwrap_or(0);
+        if self.regular_nms {
+            n
+        } else {
+            n * usize::try_from(self.max_classes_per_detection).unwrap_or(0)
+        }
+    }
+}
+
+/// DETECTION_POSTPROCESSING on float values: `scores` `[batches, anchors, classes]` (class 0
+/// the background), `deltas` `[batches, anchors, length ≥ 4]` as `(dy, dx, dh, dw, …)`,
+/// `anchors` `[anchors, 4]` as `(y centre, x centre, height, width)`. Writes per batch
+/// [`PostprocessParams::per_batch`] scores, `[y1, x1, y2, x2]` boxes and classes (zero past
+/// the detections found) and the number found.
+///
+/// Regular: per class (background excluded) the candidates above the score threshold go
+/// through hard suppression with the per-class limit, then the best `max_detections` overall
+/// (by score). Fast: each anchor's best non-background score is the candidate's, one hard
+/// suppression keeps `max_detections` anchors, each reporting its best
+/// `max_classes_per_detection` classes.
+#[allow(clippy::too_many_arguments)]
+pub fn detection_postprocessing(
+    scores: &[f32],
+    deltas: &[f32],
+    anchors: &[f32],
+    (batches, classes, length): (usize, usize, usize),
+    p: &PostprocessParams,
+    out_scores: &mut [f32],
+    out_boxes: &mut [f32],
+    out_classes: &mut [i32],
+    found: &mut [i32],
+) -> Result<(), KernelError> {
+    let a = anchors.len() / 4;
+    if p.max_detections <= 0
+        || (!p.regular_nms && p.max_classes_per_detection <= 0)
+        || (p.regular_nms && p.max_detections_per_class <= 0)
+    {
+        return Err(KernelError::InvalidData(format!(
+            "DETECTION_POSTPROCESSING: the detection limits must be positive, are {}, {} and {}",
+            p.max_detections, p.max_classes_per_detection, p.max_detections_per_class
+        )));
+    }
+    let per = p.per_batch();
+    if classes < 2
+        || length < 4
+        || anchors.len() != a * 4
+        || scores.len() != batches * a * classes
+        || deltas.len() != batches * a * length
+        || out_scores.len() != batches * per
+        || out_boxes.len() != batches * per * 4
+        || out_classes.len() != batches * per
+        || found.len() != batches
+    {
+        return Err(KernelError::InvalidData(format!(
+            "DETECTION_POSTPROCESSING: {} scores, {} deltas and {} anchor values disagree with \
+             {batches} batches of {classes} classes",
+            scores.len(),
+            deltas.len(),
+            anchors.len()
+        )));
+    }
+    out_scores.fill(0.0);
+    out_boxes.fill(0.0);
+    out_classes.fill(0);
+    let label = |c: usize| c as i32 - i32::from(!p.background_in_label);
+    let mut boxes = vec![0.0f32; a * 4];
+    for b in 0..batches {
+        let s = &scores[b * a * classes..][..a * classes];
+        for (k, (an, d)) in anchors
+            .chunks_exact(4)
+            .zip(deltas[b * a * length..].chunks_exact(length))
+            .enumerate()
+        {
+            let yc = an[0] + an[2] * d[0] / p.scale[0];
+            let xc = an[1] + an[3] * d[1] / p.scale[1];
+            let h = an[2] * (d[2] / p.scale[2]).exp() * 0.5;
+            let w = an[3] * (d[3] / p.scale[3]).exp() * 0.5;
+            boxes[k * 4..k * 4 + 4].copy_from_slice(&[yc - h, xc - w, yc + h, xc + w]);
+        }
+        let os = &mut out_scores[b * per..][..per];
+        let ob = &mut out_boxes[b * per * 4..][..per * 4];
+        let oc = &mut out_classes[b * per..][..per];
+        if p.regular_nms {
+            // Candidates are flat indices anchor · classes + class; the box is the anchor's.
+            let class_boxes: Vec<f32> = (0..a * classes)
+                .flat_map(|i| boxes[i / classes * 4..i / classes * 4 + 4].to_vec())
+                .collect();
+            let mut select: Vec<usize> = Vec::new();
+            for c in 1..classes {
+                let first = select.len();
+                select.extend(
+                    (0..a)
+                        .map(|k| k * classes + c)
+                        .filter(|&i| s[i] > p.score_threshold),
+                );
+                let kept = hard_nms(
+                    s,
+                    &class_boxes,
+                    &mut select[first..],
+                    p.iou_threshold,
+                    p.max_detections_per_class,
+                );
+                select.truncate(first + kept);
+            }
+            select.sort_by(|&i, &j| descending(s[i], s[j]));
+            select.truncate(per);
+            for (n, &i) in select.iter().enumerate() {
+                os[n] = s[i];
+                ob[n * 4..n * 4 + 4].copy_from_slice(&boxes[i / classes * 4..i / classes * 4 + 4]);
+                oc[n] = label(i % classes);
+            }
+            found[b] = select.len() as i32;
+        } else {
+            let out_classes_per =
+                (classes - 1).min(usize::try_from(p.max_classes_per_detection).unwrap_or(0));
+            let best: Vec<f32> = s
+                .chunks_exact(classes)
+                .map(|row| {
+                    row[1..]
+                        .iter()
+                        .fold(f32::NEG_INFINITY, |m, &v| if m < v { v } else { m })
+                })
+                .collect();
+            let mut select: Vec<usize> = (0..a).filter(|&k| best[k] > p.score_threshold).collect();
+            let kept = hard_nms(
+                &best,
+                &boxes,
+                &mut select,
+                p.iou_threshold,
+                p.max_detections,
+            );
+            let mut n = 0;
+            for &k in &select[..kept] {
+                let row = &s[k * classes..(k + 1) * classes];
+                let mut order: Vec<usize> = (1..classes).collect();
+                order.sort_by(|&i, &j| descending(row[i], row[j]));
+                for &c in &order[..out_classes_per] {
+                    os[n] = row[c];
+                    ob[n * 4..n * 4 + 4].copy_from_slice(&boxes[k * 4..k * 4 + 4]);
+                    oc[n] = label(c);
+                    n += 1;
+                }
+            }
+            found[b] = n as i32;
+        }
+    }
+    Ok(())
+}

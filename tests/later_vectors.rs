@@ -496,3 +496,48 @@ fn bi40_layer_norm_lstm_weights_all_or_none() {
     m.operands[23] = m.operands[24].clone();
     assert_eq!(status(&m), Err(ErrorStatus::InvalidArgument));
 }
+
+#[test]
+#[ignore = "writes vts_tests/probes/later.tsv; run by name to regenerate it"]
+fn write_operation_probes() {
+    // `nnhal info` asks the device about every operation with a small real model of it: for
+    // each operation beyond NNAPI 1.0, the conformance model with the fewest operations (then
+    // the smallest file) among the ones that expect success, without the dynamic-shape and
+    // relaxed variants. One line per operation: its name, a tab, the vector as compact JSON.
+    use nnhal::hal::OperationType;
+    let mut best: BTreeMap<String, (usize, u64, String)> = BTreeMap::new();
+    for file in vector_files(&later_dir()).unwrap() {
+        let v = Vector::from_file(&file).unwrap();
+        if v.expect_failure || v.relaxed || v.variant.contains("dynamic") {
+            continue;
+        }
+        let size = std::fs::metadata(&file).unwrap().len();
+        let count = v.model.operations.len();
+        for o in &v.model.operations {
+            let name = o.operation_type.clone();
+            if OperationType::from_name(&name).is_none_or(|op| op.in_nnapi_1_0()) {
+                continue;
+            }
+            let better = best
+                .get(&name)
+                .is_none_or(|&(c, s, _)| (count, size) < (c, s));
+            if better {
+                let value: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+                best.insert(name, (count, size, value.to_string()));
+            }
+        }
+    }
+    let mut out = String::new();
+    for (name, (_, _, json)) in &best {
+        out.push_str(&format!("{name}\t{json}\n"));
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("vts_tests/probes/later.tsv");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, out).unwrap();
+    assert_eq!(
+        best.len(),
+        73,
+        "operations beyond NNAPI 1.0 (29–101) with a probe"
+    );
+}

@@ -199,7 +199,7 @@ fn info_cli_reports_the_device_and_every_operation() {
         "{text}"
     );
     assert!(
-        text.contains("29 of 29 NNAPI 1.0 operations supported"),
+        text.contains("102 of 102 operations supported (NNAPI 1.0–1.3)"),
         "{text}"
     );
 }

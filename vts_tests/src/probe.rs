@@ -2,8 +2,10 @@
 //!
 //! - a one-operation ADD of two `[1, 2, 2, 1]` float32 tensors with its inputs and output in
 //!   sealed memfd pools (the round-trip latency measurement and the end-to-end tests);
-//! - [`operation_probes`]: one small valid model per NNAPI 1.0 operation, to ask
-//!   `getSupportedOperations` about each.
+//! - [`operation_probes`]: one small valid model per operation of the interface (OEM aside), to
+//!   ask `getSupportedOperations` about each: built here for the NNAPI 1.0 operations, and for
+//!   the later ones the smallest conformance model of each (`vts_tests/probes/later.tsv`,
+//!   written by `tests/later_vectors.rs`'s `write_operation_probes`).
 
 use nnhal_hal::memory::create_memfd;
 use nnhal_hal::{
@@ -298,8 +300,30 @@ pub fn operation_probes() -> Vec<(OperationType, Model)> {
         ];
         probes.push((Lstm, m.op(Lstm, &inputs, &outputs)));
     }
+    probes.extend(later_probes());
     probes.sort_by_key(|(op, _)| op.raw());
     probes
+}
+
+/// The conformance models that probe the operations beyond NNAPI 1.0: one line per operation,
+/// its name, a tab and the vector's JSON.
+const LATER_PROBES: &str = include_str!("../probes/later.tsv");
+
+/// One model per operation beyond NNAPI 1.0, from [`LATER_PROBES`]. The file is part of this
+/// crate, so a line that does not parse is a build defect, reported by the crate's tests.
+fn later_probes() -> Vec<(OperationType, Model)> {
+    LATER_PROBES
+        .lines()
+        .filter_map(|line| {
+            let (name, json) = line.split_once('\t')?;
+            let op = OperationType::from_name(name)?;
+            let v = crate::vector::Vector::from_json(json, std::path::Path::new(name)).ok()?;
+            let model =
+                crate::vector::model::to_model(&v, crate::vector::model::ConstantMode::Copy)
+                    .ok()?;
+            Some((op, model))
+        })
+        .collect()
 }
 
 fn f32_bytes(values: &[f32]) -> Vec<u8> {
@@ -536,9 +560,9 @@ mod tests {
         let expected: Vec<OperationType> = OperationType::ALL
             .iter()
             .copied()
-            .filter(|op| op.in_nnapi_1_0() && *op != OperationType::OemOperation)
+            .filter(|op| *op != OperationType::OemOperation)
             .collect();
-        assert_eq!(ops, expected, "one probe per NNAPI 1.0 operation");
+        assert_eq!(ops, expected, "one probe per operation of the interface");
         for (op, model) in &probes {
             if let Err(e) = nnhal_hal::validate::validate_model(model) {
                 panic!("{op} probe: {e}");

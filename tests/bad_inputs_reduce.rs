@@ -4,69 +4,13 @@
 //! value out of range makes that execution `INVALID_ARGUMENT` with a reason — never a panic or
 //! a write outside the output — while the next well-formed one runs.
 
+mod common;
+
 use nnhal::hal::builder::ModelBuilder;
-use nnhal::hal::memory::{create_memfd, Memory};
 use nnhal::hal::*;
-use nnhal::Driver;
 
+use common::*;
 use OperandType::*;
-
-fn i32_bytes(v: &[i32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn f32_bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn pool(data: &[u8], size: u64) -> Memory {
-    Memory::shared(create_memfd("test", data, size, true).unwrap(), size)
-}
-
-/// A request with each input (bytes, dimensions) in a pool of its own and each output of the
-/// given byte sizes in one more pool each.
-fn request(inputs: &[(Vec<u8>, Vec<u32>)], outputs: &[u32]) -> Request {
-    let arg = |p: usize, len: usize, dims: Vec<u32>| RequestArgument {
-        has_no_value: false,
-        location: DataLocation {
-            pool_index: p as u32,
-            offset: 0,
-            length: len as u32,
-        },
-        dimensions: dims,
-    };
-    let mut pools: Vec<Memory> = inputs
-        .iter()
-        .map(|(b, _)| pool(b, b.len().max(1) as u64))
-        .collect();
-    pools.extend(outputs.iter().map(|&n| pool(&[], u64::from(n.max(1)))));
-    Request {
-        inputs: inputs
-            .iter()
-            .enumerate()
-            .map(|(p, (b, d))| arg(p, b.len(), d.clone()))
-            .collect(),
-        outputs: outputs
-            .iter()
-            .enumerate()
-            .map(|(j, &n)| arg(inputs.len() + j, n as usize, vec![]))
-            .collect(),
-        pools,
-    }
-}
-
-fn prepare(m: Model) -> std::sync::Arc<nnhal::PreparedModel> {
-    let d = Driver::new(2).unwrap();
-    assert_eq!(
-        d.supported_operations(&m).unwrap(),
-        vec![true; m.operations.len()]
-    );
-    d.prepare_model(m).unwrap()
-}
-
-fn status(prepared: &nnhal::PreparedModel, req: &Request) -> Option<ErrorStatus> {
-    prepared.execute(req).err().map(|e| e.status())
-}
 
 const X: [f32; 6] = [1.0, 7.0, 3.0, 4.0, 5.0, 2.0];
 

@@ -17,12 +17,17 @@ use OperandType::*;
 /// ROI_ALIGN NHWC of a [2, 4, 4, 1] feature map (a model input) to 2×2 cells: regions and
 /// batch indices arrive with the request; `stride` is a model input when `None`.
 fn roi_align_model(stride: Option<f32>) -> Model {
+    roi_align_sampled(stride, 2)
+}
+
+/// [`roi_align_model`] with `ratio` sampling points per cell along each axis.
+fn roi_align_sampled(stride: Option<f32>, ratio: i32) -> Model {
     let mut constants = vec![
         (3, i32_bytes(&[2])),
         (4, i32_bytes(&[2])),
         (6, f32_bytes(&[1.0])),
-        (7, i32_bytes(&[2])),
-        (8, i32_bytes(&[2])),
+        (7, i32_bytes(&[ratio])),
+        (8, i32_bytes(&[ratio])),
         (9, vec![0u8]),
     ];
     if let Some(s) = stride {
@@ -455,4 +460,27 @@ fn bi76_proposal_and_postprocessing_scalars_at_run_time() {
     assert_eq!(shapes.output_shapes[0], vec![1, 1]);
     assert_eq!(f32_values(&output(&req, 0))[0], 0.9);
     assert_eq!(f32_values(&output(&req, 1))[..4], [0.0, 1.0, 2.0, 3.0]);
+}
+
+#[test]
+fn bi76_roi_align_sampling_past_the_budget_at_run_time() {
+    // A sampling ratio of 2^17 along each axis asks 2^34 bilinear taps for each of the 4 cells
+    // of one region: refused before any is taken (the service would otherwise be busy for
+    // hours); the same model with one region of a few samples is fine at ratio 2.
+    let huge = prepare(roi_align_sampled(Some(1.0), 1 << 17));
+    let one_region = || {
+        request(
+            &[
+                feature_map(),
+                (f32_bytes(&[0.0, 0.0, 2.0, 2.0]), vec![1, 4]),
+                (i32_bytes(&[0]), vec![1]),
+            ],
+            &[16],
+        )
+    };
+    let req = one_region();
+    assert_eq!(status(&huge, &req), Some(ErrorStatus::InvalidArgument));
+    assert!(output(&req, 0).iter().all(|&b| b == 0xAB), "output written");
+    let fine = prepare(roi_align_sampled(Some(1.0), 2));
+    assert_eq!(status(&fine, &one_region()), None);
 }

@@ -268,6 +268,35 @@ impl RoiAlign {
     }
 }
 
+/// The bilinear taps one ROI_ALIGN execution may evaluate: 2^30, about a second of work (a
+/// thousand 14 × 14 cells of 256 channels at 2 × 2 samples is a fifth of it). The
+/// sampling ratio is a model scalar and the adaptive one grows with the region, so a ratio of
+/// 2^30 or a region millions of pixels tall (a tiny stride) would otherwise keep the service
+/// busy for hours on one request; past the budget the execution is INVALID_ARGUMENT, checked
+/// over every region before the first is sampled.
+const MAX_ROI_ALIGN_TAPS: u64 = 1 << 30;
+
+/// Taps spent so far in one ROI_ALIGN execution (see [`MAX_ROI_ALIGN_TAPS`]).
+#[derive(Default)]
+struct SampleBudget(u64);
+
+impl SampleBudget {
+    /// Charges one region's samples over `cells` output values (cells × channels).
+    fn spend(&mut self, grid: &Grid, cells: usize) -> Result<(), KernelError> {
+        let taps = (grid.n_h as u64)
+            .saturating_mul(grid.n_w as u64)
+            .saturating_mul(cells as u64);
+        self.0 = self.0.saturating_add(taps);
+        if self.0 > MAX_ROI_ALIGN_TAPS {
+            return Err(KernelError::InvalidData(format!(
+                "ROI_ALIGN: {} × {} samples per cell over {cells} cell values would pass {MAX_ROI_ALIGN_TAPS} samples in one execution (a sampling ratio or a region far beyond the image)",
+                grid.n_h, grid.n_w
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// ROI_POOLING geometry (NHWC).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RoiPool {
@@ -378,6 +407,10 @@ pub fn roi_align_f32(
 ) -> Result<(), KernelError> {
     let (h, w, d) = (g.input.h, g.input.w, g.input.c);
     let cells = g.out_h * g.out_w * d;
+    let mut budget = SampleBudget::default();
+    for (k, (&batch, b)) in batches.iter().zip(boxes.chunks_exact(4)).enumerate() {
+        budget.spend(&g.grid([b[0], b[1], b[2], b[3]], k, batch)?, cells)?;
+    }
     for (k, (&batch, b)) in batches.iter().zip(boxes.chunks_exact(4)).enumerate() {
         let grid = g.grid([b[0], b[1], b[2], b[3]], k, batch)?;
         let image = &x[batch as usize * h * w * d..][..h * w * d];
@@ -431,9 +464,13 @@ pub fn roi_align_u8(
     let (h, w, d) = (g.input.h, g.input.w, g.input.c);
     let cells = g.out_h * g.out_w * d;
     let mut acc = vec![0i32; d];
+    let corners = |b: &[u16]| [b[0], b[1], b[2], b[3]].map(|v| v as f32 * 0.125);
+    let mut budget = SampleBudget::default();
     for (k, (&batch, b)) in batches.iter().zip(boxes.chunks_exact(4)).enumerate() {
-        let corners = [b[0], b[1], b[2], b[3]].map(|v| v as f32 * 0.125);
-        let grid = g.grid(corners, k, batch)?;
+        budget.spend(&g.grid(corners(b), k, batch)?, cells)?;
+    }
+    for (k, (&batch, b)) in batches.iter().zip(boxes.chunks_exact(4)).enumerate() {
+        let grid = g.grid(corners(b), k, batch)?;
         let image = &x[batch as usize * h * w * d..][..h * w * d];
         let points = (grid.n_h * grid.n_w) as i32;
         let real = x_scale * W_SCALE / out_scale / points as f32;

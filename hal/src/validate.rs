@@ -885,20 +885,8 @@ fn widen_operands(model: &Model, operands: &mut [Operand], values: &mut Vec<u8>)
         } else {
             OperandType::TensorFloat32.raw()
         };
-        let loc = o.location;
-        let bytes = match OperandLifeTime::from_raw(o.lifetime) {
-            Some(OperandLifeTime::ConstantCopy) => model
-                .operand_values
-                .get(loc.offset as usize..loc.end() as usize)?
-                .to_vec(),
-            Some(OperandLifeTime::ConstantReference) => {
-                let memory = model.pools.get(loc.pool_index as usize)?;
-                MappedPool::map(memory, "model pool")
-                    .ok()?
-                    .read_vec(u64::from(loc.offset), loc.length as usize)
-                    .ok()?
-            }
-            _ => continue,
+        let Some(bytes) = constant_of(model, o)? else {
+            continue;
         };
         let halves: Vec<half::f16> = bytes
             .chunks_exact(2)
@@ -956,20 +944,8 @@ fn shift_operands(model: &Model, operands: &mut [Operand], values: &mut Vec<u8>)
         }
         o.operand_type = OperandType::TensorQuant8Asymm.raw();
         o.zero_point += 128;
-        let loc = o.location;
-        let bytes = match OperandLifeTime::from_raw(o.lifetime) {
-            Some(OperandLifeTime::ConstantCopy) => model
-                .operand_values
-                .get(loc.offset as usize..loc.end() as usize)?
-                .to_vec(),
-            Some(OperandLifeTime::ConstantReference) => {
-                let memory = model.pools.get(loc.pool_index as usize)?;
-                MappedPool::map(memory, "model pool")
-                    .ok()?
-                    .read_vec(u64::from(loc.offset), loc.length as usize)
-                    .ok()?
-            }
-            _ => continue,
+        let Some(bytes) = constant_of(model, o)? else {
+            continue;
         };
         let offset = values.len().div_ceil(4) * 4;
         values.resize(offset, 0);
@@ -978,10 +954,31 @@ fn shift_operands(model: &Model, operands: &mut [Operand], values: &mut Vec<u8>)
         o.location = DataLocation {
             pool_index: 0,
             offset: u32::try_from(offset).ok()?,
-            length: loc.length,
+            length: u32::try_from(bytes.len()).ok()?,
         };
     }
     Some(())
+}
+
+/// The value bytes of operand `o` of `model` when it is a constant (`Some(None)` when it is
+/// not one; `None` when its bytes cannot be read), for the images above, which rewrite
+/// constants before the model is validated in its new form.
+fn constant_of(model: &Model, o: &Operand) -> Option<Option<Vec<u8>>> {
+    let loc = o.location;
+    Some(Some(match OperandLifeTime::from_raw(o.lifetime) {
+        Some(OperandLifeTime::ConstantCopy) => model
+            .operand_values
+            .get(loc.offset as usize..loc.end() as usize)?
+            .to_vec(),
+        Some(OperandLifeTime::ConstantReference) => {
+            let memory = model.pools.get(loc.pool_index as usize)?;
+            MappedPool::map(memory, "model pool")
+                .ok()?
+                .read_vec(u64::from(loc.offset), loc.length as usize)
+                .ok()?
+        }
+        _ => return Some(None),
+    }))
 }
 
 /// Validates one graph: the main subgraph of `model` (a referenced subgraph arrives here as

@@ -83,6 +83,20 @@ fn scalar_f32(c: &Call, i: usize) -> HalResult<f32> {
     }
 }
 
+/// A finite FLOAT32 scalar input that must be above 0 (a stride, a scale), named `what` in
+/// the error.
+fn positive_f32(c: &Call, i: usize, what: &str) -> HalResult<f32> {
+    let v = scalar_f32(c, i)?;
+    if v > 0.0 {
+        Ok(v)
+    } else {
+        Err(HalError::InvalidArgument(format!(
+            "{}: {what} (input {i}) must be positive, is {v}",
+            c.op.ty
+        )))
+    }
+}
+
 fn scalar_i32(c: &Call, i: usize) -> HalResult<i32> {
     match c.t(i)?.data {
         DataRef::I32(&[v]) => Ok(v),
@@ -190,16 +204,7 @@ fn roi_align(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
             HalError::InvalidArgument(format!("ROI_ALIGN: sampling ratio (input {i}) is negative"))
         })
     };
-    let stride = |i| -> HalResult<f32> {
-        let v = scalar_f32(c, i)?;
-        if v > 0.0 {
-            Ok(v)
-        } else {
-            Err(HalError::InvalidArgument(format!(
-                "ROI_ALIGN: stride (input {i}) must be positive, is {v}"
-            )))
-        }
-    };
+    let stride = |i| positive_f32(c, i, "stride");
     let g = RoiAlign {
         input: Nhwc::new(n as usize, h as usize, w as usize, d as usize),
         out_h: out_h as usize,
@@ -240,16 +245,7 @@ fn roi_pooling(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
     let (&[n, h, w, d], &[_, out_h, out_w, _]) = (x, out.dims) else {
         return Err(mismatch(c));
     };
-    let stride = |i| -> HalResult<f32> {
-        let v = scalar_f32(c, i)?;
-        if v > 0.0 {
-            Ok(v)
-        } else {
-            Err(HalError::InvalidArgument(format!(
-                "ROI_POOLING: stride (input {i}) must be positive, is {v}"
-            )))
-        }
-    };
+    let stride = |i| positive_f32(c, i, "stride");
     let g = RoiPool {
         input: Nhwc::new(n as usize, h as usize, w as usize, d as usize),
         out_h: out_h as usize,

@@ -268,13 +268,14 @@ impl RoiAlign {
     }
 }
 
-/// The bilinear taps one ROI_ALIGN execution may evaluate: 2^30, about a second of work (a
-/// thousand 14 × 14 cells of 256 channels at 2 × 2 samples is a fifth of it). The
+/// The bilinear taps one ROI_ALIGN execution may evaluate: 2^28, a fraction of a second of work
+/// (a thousand regions of 14 × 14 cells of 256 channels at 2 × 2 samples, the largest head in
+/// common use, is three quarters of it). The
 /// sampling ratio is a model scalar and the adaptive one grows with the region, so a ratio of
 /// 2^30 or a region millions of pixels tall (a tiny stride) would otherwise keep the service
 /// busy for hours on one request; past the budget the execution is INVALID_ARGUMENT, checked
 /// over every region before the first is sampled.
-const MAX_ROI_ALIGN_TAPS: u64 = 1 << 30;
+const MAX_ROI_ALIGN_TAPS: u64 = 1 << 28;
 
 /// Taps spent so far in one ROI_ALIGN execution (see [`MAX_ROI_ALIGN_TAPS`]).
 #[derive(Default)]

@@ -87,7 +87,7 @@ fn check(case: &Case, execute: &dyn Fn(&nnhal::hal::Model, &nnhal::hal::Request)
 fn coreml_set_matches_onnxruntime_in_process() {
     let driver = nnhal::Driver::new(1).unwrap();
     let all = cases();
-    assert!(all.len() >= 49, "{} cases", all.len());
+    assert!(all.len() >= 106, "{} cases", all.len());
     let mut problems = Vec::new();
     for case in &all {
         problems.extend(check(case, &|model, request| {
@@ -160,10 +160,17 @@ fn unsupported_layer_names_the_layer_and_exits_2() {
 }
 
 #[test]
-fn deconvolution_and_dilation_are_refused_with_the_layer_named() {
+fn deconvolution_and_grouped_dilation_are_refused_with_the_layer_named() {
     use nnhal_coreml::proto::{model::Type, neural_network_layer::Layer};
-    for (tag, why) in [("deconv", "deconvolution"), ("dilation", "dilation")] {
-        let mut model = case_model("conv_valid_3x3");
+    for (tag, case, why) in [
+        ("deconv", "conv_valid_3x3", "deconvolution"),
+        (
+            "grouped-dilation",
+            "conv_grouped",
+            "GROUPED_CONV_2D has no dilation",
+        ),
+    ] {
+        let mut model = case_model(case);
         let Some(Type::NeuralNetwork(net)) = &mut model.r#type else {
             panic!("a neuralNetwork body")
         };
@@ -183,6 +190,26 @@ fn deconvolution_and_dilation_are_refused_with_the_layer_named() {
             "{err}"
         );
     }
+}
+
+/// The coremltools-converted MobileNet v1 has its ReLU6 as four layers each (ReLU, linear,
+/// unary threshold, linear); every one is lowered as a single RELU6.
+#[test]
+fn converted_mobilenet_relu6_patterns_become_relu6() {
+    let imported =
+        nnhal_coreml::import_file(&dir().join("mobilenet_v1_025_128_converted.mlmodel")).unwrap();
+    let relu6 = nnhal::hal::OperationType::Relu6.raw();
+    let count = imported
+        .model
+        .operations
+        .iter()
+        .filter(|o| o.operation_type == relu6)
+        .count();
+    assert_eq!(count, 27);
+    assert!(imported
+        .summary
+        .iter()
+        .any(|l| l.contains("RELU6 (with the 3 layers after it")));
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! From bytes to checked CoreML values: the `Model` decode with a size bound on the file, and
-//! `WeightParams` → float32 values (float32, float16, 8-bit linear and 8-bit lookup-table
-//! quantized), with every count checked against the bytes really there before allocating.
+//! `WeightParams` → float32 values (float32, float16, and 1- to 8-bit linear or lookup-table
+//! quantized, bit-packed `rawValue` dequantized at import), with every count checked against the bytes really there before allocating.
 
 use crate::proto;
 use crate::CoremlError;
@@ -94,18 +94,25 @@ pub fn weights(
         .quantization
         .as_ref()
         .ok_or("rawValue weights without quantization parameters")?;
-    if q.number_of_bits != 8 {
+    let bits = q.number_of_bits;
+    if !(1..=8).contains(&bits) {
         return Err(format!(
-            "{}-bit quantized weights (only 8-bit ones are supported)",
-            q.number_of_bits
+            "{bits}-bit quantized weights (numberOfBits is 1 to 8)"
         ));
     }
-    if w.raw_value.len() != count {
+    let bits = bits as usize;
+    // `count · bits` bits, the last byte zero-filled: checked before anything is unpacked.
+    let need = count
+        .checked_mul(bits)
+        .map(|b| b.div_ceil(8))
+        .ok_or("the packed weight size overflows")?;
+    if w.raw_value.len() != need {
         return Err(format!(
-            "{} bytes of 8-bit weights, the layer needs {count}",
+            "{} bytes of {bits}-bit weights, the layer's {count} values need {need}",
             w.raw_value.len()
         ));
     }
+    let codes = unpack(&w.raw_value, bits, count);
     use proto::quantization_params::QuantizationType;
     match &q.quantization_type {
         Some(QuantizationType::LinearQuantization(l)) => {
@@ -122,7 +129,7 @@ pub fn weights(
             per(&l.scale, "scale")?;
             per(&l.bias, "bias")?;
             let stride = count / rows.max(1);
-            Ok(w.raw_value
+            Ok(codes
                 .iter()
                 .enumerate()
                 .map(|(i, &b)| {
@@ -134,17 +141,51 @@ pub fn weights(
                 .collect())
         }
         Some(QuantizationType::LookupTableQuantization(t)) => {
-            if t.float_value.len() != 256 {
+            if t.float_value.len() != 1 << bits {
                 return Err(format!(
-                    "an 8-bit lookup table of {} values (256 needed)",
-                    t.float_value.len()
+                    "a {bits}-bit lookup table of {} values ({} needed)",
+                    t.float_value.len(),
+                    1 << bits
                 ));
             }
-            Ok(w.raw_value
+            Ok(codes
                 .iter()
-                .map(|&b| t.float_value[b as usize])
+                .map(|&b| t.float_value[usize::from(b)])
                 .collect())
         }
         None => Err("quantized weights without a quantization type".into()),
+    }
+}
+
+/// The first `count` unsigned `bits`-wide codes of `raw`, packed most significant bit first
+/// (CoreML's `rawValue` of an N-bit quantization: code 0 starts at bit 7 of byte 0 and a code
+/// may straddle two bytes). The caller checked `raw` holds `count · bits` bits.
+fn unpack(raw: &[u8], bits: usize, count: usize) -> Vec<u8> {
+    if bits == 8 {
+        return raw[..count].to_vec();
+    }
+    (0..count)
+        .map(|i| {
+            let start = i * bits;
+            (start..start + bits).fold(0u8, |code, bit| {
+                let set = raw[bit / 8] >> (7 - bit % 8) & 1;
+                (code << 1) | set
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unpack;
+
+    #[test]
+    fn codes_are_unpacked_most_significant_bit_first_across_bytes() {
+        // 3-bit codes 5, 3, 7, 0, 6 = 101 011 111 000 110 (+ one zero bit).
+        let raw = [0b1010_1111, 0b1000_1100];
+        assert_eq!(unpack(&raw, 3, 5), vec![5, 3, 7, 0, 6]);
+        assert_eq!(unpack(&[0b1001_0110], 1, 8), vec![1, 0, 0, 1, 0, 1, 1, 0]);
+        assert_eq!(unpack(&[0xB4], 2, 4), vec![2, 3, 1, 0]);
+        assert_eq!(unpack(&[0x7F, 0x0A], 4, 3), vec![7, 15, 0]);
     }
 }

@@ -139,7 +139,31 @@ pub fn lower(model: &proto::Model) -> Result<ImportedModel, CoremlError> {
     for feature in &description.input {
         inputs.push(l.input(feature, net.preprocessing)?);
     }
+    // How many layers (and declared outputs) read each blob: the ReLU6 pattern below may only
+    // swallow intermediates nothing else reads.
+    let mut uses: HashMap<&str, usize> = HashMap::new();
+    for layer in net.layers {
+        for i in &layer.input {
+            *uses.entry(i.as_str()).or_default() += 1;
+        }
+    }
+    for f in &description.output {
+        *uses.entry(f.name.as_str()).or_default() += 1;
+    }
+    if let Some(p) = &net.probabilities {
+        *uses.entry(p.as_str()).or_default() += 1;
+    }
+    let mut swallowed = 0;
     for (index, layer) in net.layers.iter().enumerate() {
+        if swallowed > 0 {
+            swallowed -= 1;
+            l.summary.push(format!(
+                "layer {index} '{}' ({}): part of the RELU6 above",
+                layer.name,
+                layer_kind(layer)
+            ));
+            continue;
+        }
         let err = |why: String| CoremlError::Layer {
             index,
             name: layer.name.clone(),
@@ -149,7 +173,13 @@ pub fn lower(model: &proto::Model) -> Result<ImportedModel, CoremlError> {
         if layer.is_updatable {
             return Err(err("updatable layers are not supported".into()));
         }
-        let done = l.layer(layer).map_err(err)?;
+        let done = if relu6_pattern(&net.layers[index..], &uses) {
+            swallowed = 3;
+            l.relu6(layer, &net.layers[index + 3].output[0])
+                .map_err(err)?
+        } else {
+            l.layer(layer).map_err(err)?
+        };
         l.summary.push(format!(
             "layer {index} '{}' ({}): {done}",
             layer.name,
@@ -207,6 +237,43 @@ pub fn lower(model: &proto::Model) -> Result<ImportedModel, CoremlError> {
     })
 }
 
+/// Whether `layers` starts with the four layers coremltools' converters write for ReLU6 (the
+/// MIL backend's `relu6` and the Keras converter alike): ReLU → linear(−1, 0) → unary
+/// THRESHOLD(−6) → linear(−1, 0), i.e. −max(−6, −max(0, x)) = min(max(0, x), 6), with each
+/// intermediate read only by the next layer. Lowered as one RELU6, which computes exactly that.
+fn relu6_pattern(layers: &[proto::NeuralNetworkLayer], uses: &HashMap<&str, usize>) -> bool {
+    use proto::activation_params::NonlinearityType as N;
+    use proto::unary_function_layer_params::Operation;
+    let [relu, neg, threshold, neg2, ..] = layers else {
+        return false;
+    };
+    let act = |l: &proto::NeuralNetworkLayer| match &l.layer {
+        Some(Layer::Activation(a)) => a.nonlinearity_type.clone(),
+        _ => None,
+    };
+    let negation = |l: &proto::NeuralNetworkLayer| matches!(act(l), Some(N::Linear(p)) if p.alpha == -1.0 && p.beta == 0.0);
+    let chained = [relu, neg, threshold, neg2].windows(2).all(|w| {
+        w[0].output.len() == 1 && w[1].input.len() == 1 && w[0].output[0] == w[1].input[0]
+    }) && [relu, neg, threshold]
+        .iter()
+        .all(|l| uses.get(l.output[0].as_str()) == Some(&1));
+    let clamp = matches!(
+        &threshold.layer,
+        Some(Layer::Unary(u)) if u.r#type == Operation::Threshold as i32
+            && u.alpha == -6.0
+            && (u.scale == 0.0 || u.scale == 1.0)
+            && u.shift == 0.0
+    );
+    chained
+        && relu.input.len() == 1
+        && neg2.output.len() == 1
+        && matches!(act(relu), Some(N::ReLu(_)))
+        && negation(neg)
+        && clamp
+        && negation(neg2)
+        && [relu, neg, threshold, neg2].iter().all(|l| !l.is_updatable)
+}
+
 struct Lowering {
     b: ModelBuilder,
     blobs: HashMap<String, Blob>,
@@ -261,10 +328,14 @@ impl Lowering {
                 let (c, h, w) = match dims.as_slice() {
                     [c] => (*c, 1, 1),
                     [c, h, w] => (*c, *h, *w),
+                    // Batch 1 of the exact array mapping coremltools' ML-program-to-
+                    // NeuralNetwork conversion writes.
+                    [1, c, h, w] => (*c, *h, *w),
                     [1, 1, c, h, w] => (*c, *h, *w),
                     _ => {
                         return Err(bad(format!(
-                            "shape {dims:?} (rank 1 [C], rank 3 [C,H,W] or rank 5 [1,1,C,H,W] only)"
+                            "shape {dims:?} (rank 1 [C], rank 3 [C,H,W], rank 4 [1,C,H,W] or \
+                             rank 5 [1,1,C,H,W] only)"
                         )))
                     }
                 };
@@ -459,6 +530,74 @@ impl Lowering {
         self.emit(ty, &[a, c, act])
     }
 
+    fn binary_act(&mut self, ty: OperationType, a: u32, c: u32, act: i32) -> R<u32> {
+        let act = self.b.int(act);
+        self.emit(ty, &[a, c, act])
+    }
+
+    /// A one-element float32 constant (broadcasts against any blob).
+    fn scalar_tensor(&mut self, v: f32) -> u32 {
+        self.b.f32_tensor(&[1], &[v])
+    }
+
+    fn boolean(&mut self, v: bool) -> u32 {
+        self.b.constant(OperandType::Bool, &[], &[u8::from(v)])
+    }
+
+    fn reshape(&mut self, x: u32, dims: [usize; 4]) -> R<u32> {
+        let d: Vec<i32> = dims.iter().map(|&d| d as i32).collect();
+        let shape = self.b.i32_tensor(&[4], &d, 0.0);
+        self.emit(OperationType::Reshape, &[x, shape])
+    }
+
+    fn transpose(&mut self, x: u32, perm: [i32; 4]) -> R<u32> {
+        let p = self.b.i32_tensor(&[4], &perm, 0.0);
+        self.emit(OperationType::Transpose, &[x, p])
+    }
+
+    /// `x` with its elements in CoreML's channel-first order as an NCHW `[1, C, H, W]` operand
+    /// (a TRANSPOSE of the NHWC blob; a channel-first flatten is first restored to its image).
+    fn channel_first(&mut self, x: &Blob) -> R<(u32, [usize; 3])> {
+        if let Some((c, h, w)) = x.flat {
+            let img = self.reshape(x.operand, [1, h, w, c])?;
+            let t = self.transpose(img, [0, 3, 1, 2])?;
+            return Ok((t, [c, h, w]));
+        }
+        if x.h == 1 && x.w == 1 {
+            let t = self.reshape(x.operand, [1, x.c, 1, 1])?;
+            return Ok((t, [x.c, 1, 1]));
+        }
+        let t = self.transpose(x.operand, [0, 3, 1, 2])?;
+        Ok((t, [x.c, x.h, x.w]))
+    }
+
+    /// A channel-first flatten made a plain `[N, 1, 1]` blob in CoreML's element order, for the
+    /// layers whose result depends on that order (TRANSPOSE back to C·H·W order).
+    fn plain(&mut self, x: Blob) -> R<Blob> {
+        if x.flat.is_none() {
+            return Ok(x);
+        }
+        let n = x.c;
+        let (t, _) = self.channel_first(&x)?;
+        let y = self.reshape(t, [1, 1, 1, n])?;
+        Ok(Blob {
+            operand: y,
+            c: n,
+            h: 1,
+            w: 1,
+            flat: None,
+        })
+    }
+
+    /// The four layers [`relu6_pattern`] recognised, from the first one.
+    fn relu6(&mut self, layer: &proto::NeuralNetworkLayer, output: &str) -> R<String> {
+        let x = self.one_input(layer)?;
+        let y = self.emit(OperationType::Relu6, &[x.operand])?;
+        self.blobs
+            .insert(output.to_string(), Blob { operand: y, ..x });
+        Ok("RELU6 (with the 3 layers after it: coremltools' ReLU6 pattern)".into())
+    }
+
     fn dims(&self, operand: u32) -> Vec<usize> {
         self.b
             .operand_at(operand)
@@ -489,16 +628,6 @@ impl Lowering {
         }
         let x = self.get(&layer.input[0])?;
         Ok(x)
-    }
-
-    fn not_flat(x: &Blob) -> R<()> {
-        match x.flat {
-            Some((c, h, w)) => Err(format!(
-                "its input is a channel-first flatten of a [{c}, {h}, {w}] image, whose element \
-                 order this layer would not keep"
-            )),
-            None => Ok(()),
-        }
     }
 
     /// A `[C, H, W]` (or `[1, H, W]`, `[C]`, `[1]`) per-channel or full constant as an NHWC
@@ -537,7 +666,7 @@ impl Lowering {
         match kind {
             Layer::Convolution(p) => {
                 let x = self.one_input(layer)?;
-                Self::not_flat(&x)?;
+                let x = self.plain(x)?;
                 let y = self.convolution(p, &x)?;
                 let b = self.image(y.0);
                 set(self, b);
@@ -565,10 +694,66 @@ impl Lowering {
                         let c = self.b.f32_tensor(&[1], &[l.beta]);
                         (self.binary(OperationType::Add, m, c)?, "MUL, ADD")
                     }
+                    Some(N::LeakyReLu(l)) => {
+                        // PRELU computes x < 0 ? αx : x, the leaky ReLU exactly.
+                        let a = self.scalar_tensor(l.alpha);
+                        (self.emit(OperationType::Prelu, &[x.operand, a])?, "PRELU")
+                    }
+                    Some(N::PReLu(pr)) => {
+                        let n = pr
+                            .alpha
+                            .as_ref()
+                            .map_or(0, |w| w.float_value.len().max(w.float16_value.len() / 2));
+                        let count = if n == 1 || (n == 0 && x.c == 1) {
+                            1
+                        } else {
+                            x.c
+                        };
+                        let x = if count > 1 { self.plain(x)? } else { x };
+                        let alpha = weights(pr.alpha.as_ref(), count, count)
+                            .map_err(|e| format!("PReLU alpha: {e} (1 or C = {} values)", x.c))?;
+                        let a = self.b.f32_tensor(&[count as u32], &alpha);
+                        let y = self.emit(OperationType::Prelu, &[x.operand, a])?;
+                        set(self, Blob { operand: y, ..x });
+                        return Ok("PRELU (per channel)".into());
+                    }
+                    Some(N::ScaledTanh(t)) => {
+                        let b = self.scalar_tensor(t.beta);
+                        let m = self.binary(OperationType::Mul, x.operand, b)?;
+                        let th = self.emit(OperationType::Tanh, &[m])?;
+                        let a = self.scalar_tensor(t.alpha);
+                        (self.binary(OperationType::Mul, th, a)?, "MUL, TANH, MUL")
+                    }
+                    Some(N::SigmoidHard(h)) => {
+                        // min(max(αx + β, 0), 1): the ADD's fused RELU is the max with 0.
+                        let a = self.scalar_tensor(h.alpha);
+                        let m = self.binary(OperationType::Mul, x.operand, a)?;
+                        let b = self.scalar_tensor(h.beta);
+                        let r = self.binary_act(OperationType::Add, m, b, 1)?;
+                        let one = self.scalar_tensor(1.0);
+                        (
+                            self.emit(OperationType::Minimum, &[r, one])?,
+                            "MUL, ADD (fused RELU), MINIMUM",
+                        )
+                    }
+                    Some(N::Elu(e)) => {
+                        let a = self.b.float(e.alpha);
+                        (self.emit(OperationType::Elu, &[x.operand, a])?, "ELU")
+                    }
+                    Some(N::Softsign(_)) => {
+                        // x / (1 + |x|)
+                        let ab = self.emit(OperationType::Abs, &[x.operand])?;
+                        let one = self.scalar_tensor(1.0);
+                        let d = self.binary(OperationType::Add, ab, one)?;
+                        (
+                            self.binary(OperationType::Div, x.operand, d)?,
+                            "ABS, ADD, DIV",
+                        )
+                    }
                     Some(other) => {
                         let d = format!("{other:?}");
                         return Err(format!(
-                            "activation '{}' is not supported (ReLU, sigmoid, tanh, linear)",
+                            "activation '{}' is not supported (see the README's CoreML table)",
                             d.split('(').next().unwrap_or("?")
                         ));
                     }
@@ -596,7 +781,7 @@ impl Lowering {
             }
             Layer::Pooling(p) => {
                 let x = self.one_input(layer)?;
-                Self::not_flat(&x)?;
+                let x = self.plain(x)?;
                 let (y, what) = self.pooling(p, &x)?;
                 let b = self.image(y);
                 set(self, b);
@@ -612,10 +797,16 @@ impl Lowering {
                     return Err("one output and at least one input expected".into());
                 }
                 let xs: Vec<Blob> = layer.input.iter().map(|n| self.get(n)).collect::<R<_>>()?;
-                let flat = xs[0].flat;
-                if xs.iter().any(|b| b.flat != flat) {
-                    return Err("inputs mix a channel-first flatten with other blobs".into());
-                }
+                let mut flat = xs[0].flat;
+                let xs = if xs.iter().any(|b| b.flat != flat) {
+                    // Mixed element orders: every input in CoreML's order.
+                    flat = None;
+                    xs.into_iter()
+                        .map(|b| self.plain(b))
+                        .collect::<R<Vec<_>>>()?
+                } else {
+                    xs
+                };
                 let mut acc = xs[0].operand;
                 let mut n = 0;
                 if xs.len() == 1 {
@@ -632,6 +823,59 @@ impl Lowering {
                 set(self, out);
                 Ok(format!("{n} {name}"))
             }
+            Layer::Unary(p) => {
+                let x = self.one_input(layer)?;
+                let (y, what) = self.unary(p, &x)?;
+                set(self, Blob { operand: y, ..x });
+                Ok(what)
+            }
+            Layer::Average(_) | Layer::Max(_) | Layer::Min(_) => {
+                if layer.output.len() != 1 || layer.input.is_empty() {
+                    return Err("one output and at least one input expected".into());
+                }
+                let xs: Vec<Blob> = layer.input.iter().map(|n| self.get(n)).collect::<R<_>>()?;
+                let mut flat = xs[0].flat;
+                let xs = if xs.iter().any(|b| b.flat != flat) {
+                    flat = None;
+                    xs.into_iter()
+                        .map(|b| self.plain(b))
+                        .collect::<R<Vec<_>>>()?
+                } else {
+                    xs
+                };
+                let (ty, name) = match kind {
+                    Layer::Average(_) => (OperationType::Add, "ADD"),
+                    Layer::Max(_) => (OperationType::Maximum, "MAXIMUM"),
+                    _ => (OperationType::Minimum, "MINIMUM"),
+                };
+                let mut acc = xs[0].operand;
+                for b in &xs[1..] {
+                    acc = if ty == OperationType::Add {
+                        self.binary(ty, acc, b.operand)?
+                    } else {
+                        self.emit(ty, &[acc, b.operand])?
+                    };
+                }
+                let mut what = format!("{} {name}", xs.len() - 1);
+                if matches!(kind, Layer::Average(_)) || xs.len() == 1 {
+                    // The mean as the sum divided by the count (one input: a copy, x / 1).
+                    let n = self.scalar_tensor(xs.len() as f32);
+                    acc = self.binary(OperationType::Div, acc, n)?;
+                    what.push_str(", DIV");
+                }
+                let mut out = self.image(acc);
+                out.flat = flat;
+                set(self, out);
+                Ok(what)
+            }
+            Layer::Reduce(p) => {
+                let x = self.one_input(layer)?;
+                let x = self.plain(x)?;
+                let (y, what) = self.reduce(p, &x)?;
+                let b = self.image(y);
+                set(self, b);
+                Ok(what)
+            }
             Layer::Concat(p) => {
                 if p.sequence_concat {
                     return Err(
@@ -642,9 +886,10 @@ impl Lowering {
                     return Err("one output and at least one input expected".into());
                 }
                 let xs: Vec<Blob> = layer.input.iter().map(|n| self.get(n)).collect::<R<_>>()?;
-                for b in &xs {
-                    Self::not_flat(b)?;
-                }
+                let xs = xs
+                    .into_iter()
+                    .map(|b| self.plain(b))
+                    .collect::<R<Vec<_>>>()?;
                 let mut ins: Vec<u32> = xs.iter().map(|b| b.operand).collect();
                 ins.push(self.b.int(3));
                 let y = self.emit(OperationType::Concatenation, &ins)?;
@@ -654,7 +899,7 @@ impl Lowering {
             }
             Layer::Softmax(_) => {
                 let x = self.one_input(layer)?;
-                Self::not_flat(&x)?;
+                let x = self.plain(x)?;
                 let beta = self.b.float(1.0);
                 let y = self.emit(OperationType::Softmax, &[x.operand, beta])?;
                 set(self, Blob { operand: y, ..x });
@@ -707,29 +952,31 @@ impl Lowering {
                         x.c * x.h * x.w
                     ));
                 }
-                let channel_last =
-                    p.mode == proto::reshape_layer_params::ReshapeOrder::ChannelLast as i32;
-                let flat = if h == 1 && w == 1 {
+                let mode = proto::reshape_layer_params::ReshapeOrder::try_from(p.mode)
+                    .map_err(|_| format!("reshape mode {} (0 or 1 are defined)", p.mode))?;
+                let channel_last = mode == proto::reshape_layer_params::ReshapeOrder::ChannelLast;
+                let mut what = "RESHAPE";
+                let (src, flat) = if h == 1 && w == 1 {
                     if channel_last || (x.h == 1 && x.w == 1) {
-                        x.flat
+                        (x.operand, x.flat)
                     } else {
-                        Some((x.c, x.h, x.w))
+                        (x.operand, Some((x.c, x.h, x.w)))
                     }
-                } else if x.flat.is_none()
-                    && ((x.h == 1 && x.w == 1 && channel_last) || (x.c == 1 && c == 1))
-                {
-                    None
+                } else if x.flat.is_none() && (channel_last || (x.c == 1 && c == 1)) {
+                    // CHANNEL_LAST reshapes in H·W·C order: the NHWC operand's own order.
+                    (x.operand, None)
+                } else if channel_last {
+                    // A channel-first flatten read in channel-last order: CoreML's order first.
+                    let p = self.plain(x)?;
+                    (p.operand, None)
                 } else {
-                    return Err(format!(
-                        "reshaping [{}, {}, {}] to {t:?} reorders elements in a way NNAPI 1.0 \
-                         (no TRANSPOSE) cannot express here",
-                        x.c, x.h, x.w
-                    ));
+                    // CHANNEL_FIRST to an image: reshape in C·H·W order between two TRANSPOSEs.
+                    let (t, _) = self.channel_first(&x)?;
+                    let r = self.reshape(t, [1, c, h, w])?;
+                    what = "TRANSPOSE, RESHAPE, TRANSPOSE (channel-first order)";
+                    (self.transpose(r, [0, 2, 3, 1])?, None)
                 };
-                let shape = self
-                    .b
-                    .i32_tensor(&[4], &[1, h as i32, w as i32, c as i32], 0.0);
-                let y = self.emit(OperationType::Reshape, &[x.operand, shape])?;
+                let y = self.reshape(src, [1, h, w, c])?;
                 set(
                     self,
                     Blob {
@@ -740,11 +987,11 @@ impl Lowering {
                         flat,
                     },
                 );
-                Ok("RESHAPE".into())
+                Ok(what.into())
             }
             Layer::Batchnorm(p) => {
                 let x = self.one_input(layer)?;
-                Self::not_flat(&x)?;
+                let x = self.plain(x)?;
                 if p.compute_mean_var || p.instance_normalization {
                     return Err("computeMeanVar / instanceNormalization are not supported".into());
                 }
@@ -830,7 +1077,7 @@ impl Lowering {
             }
             Layer::Lrn(p) => {
                 let x = self.one_input(layer)?;
-                Self::not_flat(&x)?;
+                let x = self.plain(x)?;
                 let size = u(p.local_size)?;
                 if size % 2 == 0 || size == 0 {
                     return Err(format!(
@@ -848,60 +1095,82 @@ impl Lowering {
                 set(self, Blob { operand: y, ..x });
                 Ok("LOCAL_RESPONSE_NORMALIZATION (alpha / localSize)".into())
             }
-            Layer::L2normalize(_) => {
+            Layer::L2normalize(p) => {
                 let x = self.one_input(layer)?;
-                if x.h != 1 || x.w != 1 {
-                    return Err(format!(
-                        "an input of [{}, {}, {}]: CoreML normalizes over C·H·W, NNAPI along \
-                         channels; H = W = 1 only",
-                        x.c, x.h, x.w
-                    ));
+                if x.h == 1 && x.w == 1 {
+                    let y = self.emit(OperationType::L2Normalization, &[x.operand])?;
+                    set(self, Blob { operand: y, ..x });
+                    return Ok("L2_NORMALIZATION".into());
                 }
-                let y = self.emit(OperationType::L2Normalization, &[x.operand])?;
+                // x / √(Σx² + ε) over all C·H·W elements (NNAPI's L2_NORMALIZATION works
+                // along one axis); a sum over every element does not depend on their order.
+                let eps = if p.epsilon == 0.0 { 1e-6 } else { p.epsilon };
+                let sq = self.binary(OperationType::Mul, x.operand, x.operand)?;
+                let axes = self.b.i32_tensor(&[3], &[1, 2, 3], 0.0);
+                let keep = self.boolean(true);
+                let sum = self.emit(OperationType::ReduceSum, &[sq, axes, keep])?;
+                let e = self.scalar_tensor(eps);
+                let sum = self.binary(OperationType::Add, sum, e)?;
+                let r = self.emit(OperationType::Rsqrt, &[sum])?;
+                let y = self.binary(OperationType::Mul, x.operand, r)?;
                 set(self, Blob { operand: y, ..x });
-                Ok("L2_NORMALIZATION".into())
+                Ok("MUL, REDUCE_SUM, ADD ε, RSQRT, MUL (over C·H·W)".into())
             }
             Layer::ReorganizeData(p) => {
                 let x = self.one_input(layer)?;
-                Self::not_flat(&x)?;
+                let x = self.plain(x)?;
                 use proto::reorganize_data_layer_params::ReorganizationType as T;
-                let ty = match T::try_from(p.mode) {
-                    Ok(T::SpaceToDepth) => OperationType::SpaceToDepth,
-                    Ok(T::DepthToSpace) => OperationType::DepthToSpace,
-                    _ => {
-                        return Err(format!(
-                            "mode {} (SPACE_TO_DEPTH and DEPTH_TO_SPACE only)",
-                            p.mode
-                        ))
-                    }
-                };
+                let mode = T::try_from(p.mode)
+                    .map_err(|_| format!("reorganization mode {} (0 to 2 are defined)", p.mode))?;
                 let block = u(p.block_size)?;
                 if block < 1 {
                     return Err("block size 0".into());
                 }
+                let mut src = x.operand;
+                let mut what = String::new();
+                let ty = match mode {
+                    T::SpaceToDepth => OperationType::SpaceToDepth,
+                    T::DepthToSpace => OperationType::DepthToSpace,
+                    T::PixelShuffle => {
+                        let r2 = block * block;
+                        if x.c % r2 != 0 {
+                            return Err(format!(
+                                "PIXEL_SHUFFLE of {} channels by block {block}: the channels \
+                                 must be a multiple of {r2}",
+                                x.c
+                            ));
+                        }
+                        // Pixel shuffle reads channel c·r² + k where DEPTH_TO_SPACE reads
+                        // k·C + c: swap the two channel factors first.
+                        let c = x.c / r2;
+                        let t = self.reshape(x.operand, [1, x.h * x.w, c, r2])?;
+                        let t = self.transpose(t, [0, 1, 3, 2])?;
+                        src = self.reshape(t, [1, x.h, x.w, x.c])?;
+                        what.push_str("RESHAPE, TRANSPOSE, RESHAPE, ");
+                        OperationType::DepthToSpace
+                    }
+                };
                 let bs = self.b.int(block as i32);
-                let y = self.emit(ty, &[x.operand, bs])?;
+                let y = self.emit(ty, &[src, bs])?;
                 let b = self.image(y);
                 set(self, b);
-                Ok(ty.name().to_string())
+                what.push_str(ty.name());
+                Ok(what)
             }
             Layer::Upsample(p) => {
                 let x = self.one_input(layer)?;
-                Self::not_flat(&x)?;
+                let x = self.plain(x)?;
                 use proto::upsample_layer_params::{InterpolationMode, LinearUpsampleMode};
                 let bilinear = p.mode == InterpolationMode::Bilinear as i32;
                 if !bilinear && p.mode != InterpolationMode::Nn as i32 {
                     return Err(format!("interpolation mode {}", p.mode));
                 }
-                // DEFAULT's grid spacing (Xin − Xin/Xout)/(Xout − 1) is Xin/Xout: the
-                // asymmetric sampling RESIZE_BILINEAR does. The align-corners modes are not it.
-                if bilinear && p.linear_upsample_mode != LinearUpsampleMode::Default as i32 {
-                    return Err(format!(
-                        "bilinear upsampling in linearUpsampleMode {} (only DEFAULT is what \
-                         NNAPI 1.0's RESIZE_BILINEAR computes)",
+                let mode = LinearUpsampleMode::try_from(p.linear_upsample_mode).map_err(|_| {
+                    format!(
+                        "linearUpsampleMode {} (0 to 2 are defined)",
                         p.linear_upsample_mode
-                    ));
-                }
+                    )
+                })?;
                 if !p.fractional_scaling_factor.is_empty() {
                     return Err("fractional scaling factors are not supported".into());
                 }
@@ -910,37 +1179,85 @@ impl Lowering {
                     [a, b] => (u(*a)?, u(*b)?),
                     s => return Err(format!("scaling factors {s:?}")),
                 };
-                if bilinear && sh > 0 && sw > 0 {
-                    let ow = self.b.int((x.w * sw) as i32);
-                    let oh = self.b.int((x.h * sh) as i32);
-                    let y = self.emit(OperationType::ResizeBilinear, &[x.operand, ow, oh])?;
+                if sh == 0 || sw == 0 {
+                    return Err(format!("scaling factors [{sh}, {sw}]: zero"));
+                }
+                let (oh, ow) = (x.h * sh, x.w * sw);
+                element_count(&[x.c, oh, ow])?;
+                if bilinear {
+                    // DEFAULT's grid spacing (Xin − Xin/Xout)/(Xout − 1) is Xin/Xout: the
+                    // asymmetric sampling; ALIGN_CORNERS_TRUE samples i·(Xin − 1)/(Xout − 1)
+                    // (aligned corners); ALIGN_CORNERS_FALSE (i + ½)·Xin/Xout − ½ clamped at 0
+                    // (half-pixel centres).
+                    let (align, half) = match mode {
+                        LinearUpsampleMode::Default => (false, false),
+                        LinearUpsampleMode::AlignCornersTrue => (true, false),
+                        LinearUpsampleMode::AlignCornersFalse => (false, true),
+                    };
+                    let owo = self.b.int(ow as i32);
+                    let oho = self.b.int(oh as i32);
+                    let mut ins = vec![x.operand, owo, oho];
+                    let what = if align || half {
+                        ins.push(self.boolean(false));
+                        ins.push(self.boolean(align));
+                        ins.push(self.boolean(half));
+                        if align {
+                            "RESIZE_BILINEAR (align_corners)"
+                        } else {
+                            "RESIZE_BILINEAR (half_pixel_centers)"
+                        }
+                    } else {
+                        "RESIZE_BILINEAR"
+                    };
+                    let y = self.emit(OperationType::ResizeBilinear, &ins)?;
                     let b = self.image(y);
                     set(self, b);
-                    return Ok("RESIZE_BILINEAR".into());
+                    return Ok(what.into());
                 }
-                if sh != sw || sh == 0 {
-                    return Err(format!(
-                        "scaling factors [{sh}, {sw}]: equal height and width factors only"
-                    ));
-                }
-                if sh == 1 {
+                if sh == 1 && sw == 1 {
                     set(self, x);
                     return Ok("removed (factor 1)".into());
                 }
-                // Nearest-neighbour by an integer factor s: s² copies of every channel side by
-                // side, then DEPTH_TO_SPACE puts copy (dy·s+dx) at offset (dy, dx).
-                let mut ins = vec![x.operand; sh * sh];
-                ins.push(self.b.int(3));
-                let cat = self.emit(OperationType::Concatenation, &ins)?;
-                let bs = self.b.int(sh as i32);
-                let y = self.emit(OperationType::DepthToSpace, &[cat, bs])?;
+                if sh == sw {
+                    // Nearest-neighbour by an integer factor s: s² copies of every channel
+                    // side by side, then DEPTH_TO_SPACE puts copy (dy·s+dx) at offset (dy, dx).
+                    let mut ins = vec![x.operand; sh * sh];
+                    ins.push(self.b.int(3));
+                    let cat = self.emit(OperationType::Concatenation, &ins)?;
+                    let bs = self.b.int(sh as i32);
+                    let y = self.emit(OperationType::DepthToSpace, &[cat, bs])?;
+                    let b = self.image(y);
+                    set(self, b);
+                    return Ok("CONCATENATION, DEPTH_TO_SPACE (nearest)".into());
+                }
+                // RESIZE_NEAREST_NEIGHBOR takes input ⌊i · (in/out)⌋ with the ratio in float32;
+                // CoreML takes ⌊i / s⌋. They agree unless in/out rounds below 1/s far enough
+                // to drop a product under an integer, checked here for every output index.
+                let floors = |n: usize, s: usize| {
+                    let scale = n as f32 / (n * s) as f32;
+                    (0..n * s).all(|i| (i as f32 * scale).floor() as usize == i / s)
+                };
+                if !floors(x.h, sh) || !floors(x.w, sw) {
+                    return Err(format!(
+                        "nearest upsampling of {}×{} by [{sh}, {sw}]: NNAPI's float32 ratio \
+                         would pick other rows or columns",
+                        x.h, x.w
+                    ));
+                }
+                let owo = self.b.int(ow as i32);
+                let oho = self.b.int(oh as i32);
+                let layout = self.boolean(false);
+                let y = self.emit(
+                    OperationType::ResizeNearestNeighbor,
+                    &[x.operand, owo, oho, layout],
+                )?;
                 let b = self.image(y);
                 set(self, b);
-                Ok("CONCATENATION, DEPTH_TO_SPACE (nearest)".into())
+                Ok("RESIZE_NEAREST_NEIGHBOR".into())
             }
             Layer::Padding(p) => {
                 let x = self.one_input(layer)?;
-                Self::not_flat(&x)?;
+                let x = self.plain(x)?;
                 use proto::padding_layer_params::PaddingType;
                 let value = match &p.padding_type {
                     Some(PaddingType::Constant(c)) => c.value,
@@ -959,10 +1276,11 @@ impl Lowering {
                     ],
                     _ => return Err("padding amounts for height and width expected".into()),
                 };
-                let y = self.pad(x, [t, bo, l, r], value)?;
+                element_count(&[x.c, x.h + t + bo, x.w + l + r])?;
+                let y = self.pad(x.operand, [t, bo, l, r], value)?;
                 let b = self.image(y);
                 set(self, b);
-                Ok("CONCATENATION of constant borders".into())
+                Ok("PAD_V2".into())
             }
             other => {
                 let _ = other;
@@ -971,48 +1289,12 @@ impl Lowering {
         }
     }
 
-    /// Constant padding built by concatenating constant-filled borders (NNAPI 1.0 has no PAD).
-    fn pad(&mut self, x: Blob, [t, bo, l, r]: [usize; 4], value: f32) -> R<u32> {
-        let mut y = x.operand;
-        let (c, h, w) = (x.c, x.h, x.w);
-        let wide = w + l + r;
-        element_count(&[c, h + t + bo, wide])?;
-        let block = |me: &mut Self, hh: usize, ww: usize| {
-            me.b.f32_tensor(
-                &[1, hh as u32, ww as u32, c as u32],
-                &vec![value; hh * ww * c],
-            )
-        };
-        if l + r > 0 {
-            let mut ins = Vec::new();
-            if l > 0 {
-                ins.push(block(self, h, l));
-            }
-            ins.push(y);
-            if r > 0 {
-                ins.push(block(self, h, r));
-            }
-            ins.push(self.b.int(2));
-            y = self.emit(OperationType::Concatenation, &ins)?;
-        }
-        if t + bo > 0 {
-            let mut ins = Vec::new();
-            if t > 0 {
-                ins.push(block(self, t, wide));
-            }
-            ins.push(y);
-            if bo > 0 {
-                ins.push(block(self, bo, wide));
-            }
-            ins.push(self.b.int(1));
-            y = self.emit(OperationType::Concatenation, &ins)?;
-        }
-        if l + r + t + bo == 0 {
-            // Keep the output a distinct operand of its own.
-            let zero = self.b.f32_tensor(&[1], &[0.0]);
-            y = self.binary(OperationType::Add, y, zero)?;
-        }
-        Ok(y)
+    /// PAD_V2 of an NHWC operand by `[top, bottom, left, right]` with `value`.
+    fn pad(&mut self, x: u32, [t, bo, l, r]: [usize; 4], value: f32) -> R<u32> {
+        let amounts = [0, 0, t, bo, l, r, 0, 0].map(|v| v as i32);
+        let p = self.b.i32_tensor(&[4, 2], &amounts, 0.0);
+        let v = self.b.float(value);
+        self.emit(OperationType::PadV2, &[x, p, v])
     }
 
     /// Explicit paddings `[top, bottom, left, right]` of a window op.
@@ -1063,6 +1345,135 @@ impl Lowering {
             .collect()
     }
 
+    /// CoreML's `unary` layer: f(scale·x + shift), with ε (default 1e-6 when unset) added
+    /// inside RSQRT and INVERSE as the specification writes them.
+    fn unary(&mut self, p: &proto::UnaryFunctionLayerParams, x: &Blob) -> R<(u32, String)> {
+        use proto::unary_function_layer_params::Operation as Op;
+        let op = Op::try_from(p.r#type)
+            .map_err(|_| format!("unary function type {} (0 to 7 are defined)", p.r#type))?;
+        let scale = if p.scale == 0.0 { 1.0 } else { p.scale };
+        let eps = if p.epsilon == 0.0 { 1e-6 } else { p.epsilon };
+        let mut steps = Vec::new();
+        let mut v = x.operand;
+        if scale != 1.0 {
+            let k = self.scalar_tensor(scale);
+            v = self.binary(OperationType::Mul, v, k)?;
+            steps.push("MUL");
+        }
+        if p.shift != 0.0 {
+            let k = self.scalar_tensor(p.shift);
+            v = self.binary(OperationType::Add, v, k)?;
+            steps.push("ADD");
+        }
+        let y = match op {
+            Op::Sqrt => {
+                steps.push("SQRT");
+                self.emit(OperationType::Sqrt, &[v])?
+            }
+            Op::Rsqrt => {
+                let e = self.scalar_tensor(eps);
+                let s = self.binary(OperationType::Add, v, e)?;
+                steps.push("ADD ε, RSQRT");
+                self.emit(OperationType::Rsqrt, &[s])?
+            }
+            Op::Inverse => {
+                let e = self.scalar_tensor(eps);
+                let s = self.binary(OperationType::Add, v, e)?;
+                let one = self.scalar_tensor(1.0);
+                steps.push("ADD ε, DIV");
+                self.binary(OperationType::Div, one, s)?
+            }
+            Op::Power => {
+                let a = self.scalar_tensor(p.alpha);
+                steps.push("POW");
+                self.emit(OperationType::Pow, &[v, a])?
+            }
+            Op::Exp => {
+                steps.push("EXP");
+                self.emit(OperationType::Exp, &[v])?
+            }
+            Op::Log => {
+                steps.push("LOG");
+                self.emit(OperationType::Log, &[v])?
+            }
+            Op::Abs => {
+                steps.push("ABS");
+                self.emit(OperationType::Abs, &[v])?
+            }
+            Op::Threshold => {
+                let a = self.scalar_tensor(p.alpha);
+                steps.push("MAXIMUM");
+                self.emit(OperationType::Maximum, &[v, a])?
+            }
+        };
+        Ok((y, steps.join(", ")))
+    }
+
+    /// CoreML's `reduce` layer over C, H, W, H·W or C·H·W, the reduced dimensions kept as 1.
+    fn reduce(&mut self, p: &proto::ReduceLayerParams, x: &Blob) -> R<(u32, String)> {
+        use proto::reduce_layer_params::{ReduceAxis as A, ReduceOperation as M};
+        let mode = M::try_from(p.mode)
+            .map_err(|_| format!("reduce mode {} (0 to 9 are defined)", p.mode))?;
+        let axis = A::try_from(p.axis)
+            .map_err(|_| format!("reduce axis {} (0 to 4 are defined)", p.axis))?;
+        // NHWC positions of CoreML's C, H and W.
+        let axes: &[i32] = match axis {
+            A::Chw => &[1, 2, 3],
+            A::Hw => &[1, 2],
+            A::C => &[3],
+            A::H => &[1],
+            A::W => &[2],
+        };
+        if mode == M::Argmax {
+            let [a] = axes else {
+                return Err("ARGMAX over more than one axis (C, H or W only)".into());
+            };
+            let a = self.b.int(*a);
+            let dims = self.b.infer(OperationType::Argmax, &[x.operand, a])?;
+            let idx = self.b.temporary(OperandType::TensorInt32, &dims[0], 0.0, 0);
+            self.b
+                .operation(OperationType::Argmax, &[x.operand, a], &[idx]);
+            let f = self.emit(OperationType::Cast, &[idx])?;
+            let keep = [
+                1,
+                if axis == A::H { 1 } else { x.h },
+                if axis == A::W { 1 } else { x.w },
+                if axis == A::C { 1 } else { x.c },
+            ];
+            let y = self.reshape(f, keep)?;
+            return Ok((y, "ARGMAX, CAST, RESHAPE".into()));
+        }
+        let eps = if p.epsilon == 0.0 { 1e-6 } else { p.epsilon };
+        let (src, pre) = match mode {
+            M::Sumsquare | M::L2 => (
+                self.binary(OperationType::Mul, x.operand, x.operand)?,
+                "MUL, ",
+            ),
+            M::L1 => (self.emit(OperationType::Abs, &[x.operand])?, "ABS, "),
+            M::Logsum => {
+                let e = self.scalar_tensor(eps);
+                let s = self.binary(OperationType::Add, x.operand, e)?;
+                (self.emit(OperationType::Log, &[s])?, "ADD ε, LOG, ")
+            }
+            _ => (x.operand, ""),
+        };
+        let axes_op = self.b.i32_tensor(&[axes.len() as u32], axes, 0.0);
+        let (ty, keep) = match mode {
+            M::Avg => (OperationType::Mean, self.b.int(1)),
+            M::Prod => (OperationType::ReduceProd, self.boolean(true)),
+            M::Max => (OperationType::ReduceMax, self.boolean(true)),
+            M::Min => (OperationType::ReduceMin, self.boolean(true)),
+            _ => (OperationType::ReduceSum, self.boolean(true)),
+        };
+        let mut y = self.emit(ty, &[src, axes_op, keep])?;
+        let mut what = format!("{pre}{}", ty.name());
+        if mode == M::L2 {
+            y = self.emit(OperationType::Sqrt, &[y])?;
+            what.push_str(", SQRT");
+        }
+        Ok((y, what))
+    }
+
     fn convolution(&mut self, p: &proto::ConvolutionLayerParams, x: &Blob) -> R<(u32, String)> {
         use proto::convolution_layer_params::ConvolutionPaddingType as P;
         if p.is_deconvolution {
@@ -1070,11 +1481,17 @@ impl Lowering {
                 "deconvolution is not supported (NNAPI 1.0 has no transposed convolution)".into(),
             );
         }
-        if p.dilation_factor.iter().any(|&d| d != 1) {
-            return Err(format!(
-                "dilation {:?} not expressible in NNAPI 1.0",
-                p.dilation_factor
-            ));
+        let (dh, dw) = match p.dilation_factor.as_slice() {
+            [] => (1, 1),
+            [a, b] => (u(*a)?, u(*b)?),
+            d => {
+                return Err(format!(
+                    "dilation factors {d:?} (height and width expected)"
+                ))
+            }
+        };
+        if dh == 0 || dw == 0 {
+            return Err(format!("dilation factors [{dh}, {dw}]: zero"));
         }
         let out_c = u(p.output_channels)?;
         let k_c = u(p.kernel_channels)?;
@@ -1098,10 +1515,18 @@ impl Lowering {
                 x.c
             ));
         }
-        let depthwise = groups > 1 && k_c == 1 && out_c % groups == 0;
-        if groups > 1 && !depthwise {
+        if out_c % groups != 0 {
             return Err(format!(
-                "nGroups {groups}: only 1 and depthwise (kernelChannels 1) are expressible in NNAPI 1.0"
+                "outputChannels {out_c} is not a multiple of nGroups {groups}"
+            ));
+        }
+        let depthwise = groups > 1 && k_c == 1;
+        let grouped = groups > 1 && !depthwise;
+        let dilated = (dh, dw) != (1, 1);
+        if grouped && dilated {
+            return Err(format!(
+                "a grouped convolution (nGroups {groups}) with dilation [{dh}, {dw}]: \
+                 GROUPED_CONV_2D has no dilation"
             ));
         }
         let n = element_count(&[out_c, k_c, kh, kw])?;
@@ -1116,7 +1541,9 @@ impl Lowering {
             Some(P::Same(s)) => (None, Some(s)),
             None => (None, None),
         };
-        let pads = Self::window_padding(valid, same, (x.h, x.w), (kh, kw), (sh, sw))?;
+        // A dilated window spans (k − 1)·d + 1 inputs: what same padding is sized for.
+        let (eh, ew) = ((kh - 1) * dh + 1, (kw - 1) * dw + 1);
+        let pads = Self::window_padding(valid, same, (x.h, x.w), (eh, ew), (sh, sw))?;
         let bias_op = self.b.f32_tensor(&[out_c as u32], &bias);
         let (filter, ty) = if depthwise {
             // CoreML [outC, 1, kh, kw] → NNAPI [1, kh, kw, outC].
@@ -1146,10 +1573,16 @@ impl Lowering {
                     }
                 }
             }
+            // GROUPED_CONV_2D's filter is the same [outC, kh, kw, kernelChannels], output
+            // channel o reading group o / (outC / nGroups): CoreML's grouping.
             (
                 self.b
                     .f32_tensor(&[out_c as u32, kh as u32, kw as u32, k_c as u32], &f),
-                OperationType::Conv2d,
+                if grouped {
+                    OperationType::GroupedConv2d
+                } else {
+                    OperationType::Conv2d
+                },
             )
         };
         let mut ins = vec![x.operand, filter, bias_op];
@@ -1157,7 +1590,17 @@ impl Lowering {
         if depthwise {
             ins.push(self.b.int((out_c / x.c) as i32));
         }
+        if grouped {
+            ins.push(self.b.int(groups as i32));
+        }
         ins.push(self.b.int(0));
+        if grouped || dilated {
+            ins.push(self.boolean(false));
+        }
+        if dilated {
+            ins.push(self.b.int(dw as i32));
+            ins.push(self.b.int(dh as i32));
+        }
         let y = self.emit(ty, &ins)?;
         let d = self.dims(y);
         if let [oh, ow] = p.output_shape.as_slice() {
@@ -1168,7 +1611,11 @@ impl Lowering {
                 ));
             }
         }
-        Ok((y, ty.name().to_string()))
+        let mut what = ty.name().to_string();
+        if dilated {
+            what.push_str(&format!(" (dilation [{dh}, {dw}])"));
+        }
+        Ok((y, what))
     }
 
     fn inner_product(&mut self, p: &proto::InnerProductLayerParams, x: &Blob) -> R<Blob> {
@@ -1228,8 +1675,11 @@ impl Lowering {
         use proto::pooling_layer_params::{PoolingPaddingType as P, PoolingType};
         let kind =
             PoolingType::try_from(p.r#type).map_err(|_| format!("pooling type {}", p.r#type))?;
-        let (kh, kw, sh, sw, pads) = if p.global_pooling {
-            (x.h, x.w, 1, 1, [0; 4])
+        // `counted`: the padding an average that counts padded cells (avgPoolExcludePadding
+        // false) takes as zeros; any padding beyond it (includeLastPixel's extra end) is
+        // outside the window's count, as in Caffe, whose pooling includeLastPixel follows.
+        let (kh, kw, sh, sw, pads, counted) = if p.global_pooling {
+            (x.h, x.w, 1, 1, [0; 4], [0; 4])
         } else {
             let (kh, kw) = match p.kernel_size.as_slice() {
                 [] => (3, 3),
@@ -1244,14 +1694,16 @@ impl Lowering {
             if kh == 0 || kw == 0 || sh == 0 || sw == 0 {
                 return Err("a zero kernel size or stride".into());
             }
-            let pads = match &p.pooling_padding_type {
+            let (pads, counted) = match &p.pooling_padding_type {
                 Some(P::Valid(v)) => {
-                    Self::window_padding(Some(v), None, (x.h, x.w), (kh, kw), (sh, sw))?
+                    let pads = Self::window_padding(Some(v), None, (x.h, x.w), (kh, kw), (sh, sw))?;
+                    (pads, pads)
                 }
                 Some(P::Same(s)) => {
-                    Self::window_padding(None, Some(s), (x.h, x.w), (kh, kw), (sh, sw))?
+                    let pads = Self::window_padding(None, Some(s), (x.h, x.w), (kh, kw), (sh, sw))?;
+                    (pads, pads)
                 }
-                None => [0; 4],
+                None => ([0; 4], [0; 4]),
                 Some(P::IncludeLastPixel(v)) => {
                     let (ph, pw) = match v.padding_amounts.as_slice() {
                         [] => (0, 0),
@@ -1274,39 +1726,40 @@ impl Lowering {
                     };
                     let (t, b) = one(x.h, kh, sh, ph)?;
                     let (l, r) = one(x.w, kw, sw, pw)?;
-                    if kind == PoolingType::Average && (t + b + l + r) > 0 {
-                        return Err(
-                            "average pooling with includeLastPixel padding counts padded \
-                             elements in a way NNAPI 1.0 cannot express"
-                                .into(),
-                        );
-                    }
-                    [t, b, l, r]
+                    ([t, b, l, r], [t, b.min(ph), l, r.min(pw)])
                 }
             };
-            (kh, kw, sh, sw, pads)
+            (kh, kw, sh, sw, pads, counted)
         };
-        let padded = pads.iter().any(|&v| v > 0);
-        if kind == PoolingType::Average && padded && !p.avg_pool_exclude_padding {
-            return Err(
-                "average pooling that counts padding (avgPoolExcludePadding false) with \
-                 nonzero padding is not expressible in NNAPI 1.0"
-                    .into(),
-            );
+        let mut src = x.operand;
+        let mut pads = pads;
+        let mut what = String::new();
+        if kind == PoolingType::Average
+            && !p.avg_pool_exclude_padding
+            && counted.iter().any(|&v| v > 0)
+        {
+            // NNAPI's AVERAGE_POOL_2D leaves padding out of the count: the counted padding
+            // becomes real zeros (PAD_V2) and only the rest stays the operation's padding.
+            src = self.pad(x.operand, counted, 0.0)?;
+            for (p, c) in pads.iter_mut().zip(counted) {
+                *p -= c;
+            }
+            what.push_str("PAD_V2, ");
         }
         let ty = match kind {
             PoolingType::Max => OperationType::MaxPool2d,
             PoolingType::Average => OperationType::AveragePool2d,
             PoolingType::L2 => OperationType::L2Pool2d,
         };
-        let mut ins = vec![x.operand];
+        let mut ins = vec![src];
         ins.extend(self.padding_ints(pads, (sh, sw)));
         ins.push(self.b.int(kw as i32));
         ins.push(self.b.int(kh as i32));
         ins.push(self.b.int(0));
         let y = self.emit(ty, &ins)?;
         if kind != PoolingType::L2 {
-            return Ok((y, ty.name().to_string()));
+            what.push_str(ty.name());
+            return Ok((y, what));
         }
         // CoreML's L2 pooling is √Σx², NNAPI's the root mean square over the window's valid
         // elements: multiply every output position by √(its valid count).

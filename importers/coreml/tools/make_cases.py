@@ -424,6 +424,352 @@ for name, lo, hi in [("clip_relu6", 0.0, 6.0), ("clip_relu1", -1.0, 1.0)]:
     t.node("Clip", ["x", t.const(np.array(lo, np.float32)), t.const(np.array(hi, np.float32))], ["y"])
     cases.append(t.save(feeds={"x": rnd(3, 4, 4, scale=5.0)}))
 
+# ---- The layers NNAPI 1.1-1.3 operations express (unary, quantized weights of 1-8 bits,
+# reordering reshapes, grouped / dilated convolution, reduce, ...). Appended after the cases
+# above so the seeded stream, and with it every earlier case, stays as it was.
+
+def positive(*shape):
+    return (rng.random(shape) * 2 + 0.5).astype(np.float32)
+
+
+def unary(mode, onnx_build, scale=1.0, shift=0.0, alpha=1.0, epsilon=None, feeds=None):
+    t = Twin(f"unary_{mode}", [("x", [3, 4, 5])], [("y", [3, 4, 5])])
+    t.nb.add_unary("u", "x", "y", mode, alpha=alpha, shift=shift, scale=scale, epsilon=epsilon)
+    v = "x"
+    if scale != 1.0:
+        t.node("Mul", [v, t.const(np.array(scale, np.float32))], ["xs"]); v = "xs"
+    if shift != 0.0:
+        t.node("Add", [v, t.const(np.array(shift, np.float32))], ["xh"]); v = "xh"
+    onnx_build(t, v)
+    cases.append(t.save(feeds=feeds))
+
+
+def eps_then(op):
+    def build(t, v):
+        t.node("Add", [v, t.const(np.array(1e-4, np.float32))], ["e"])
+        if op == "Rsqrt":
+            t.node("Sqrt", ["e"], ["s"]); t.node("Reciprocal", ["s"], ["y"])
+        else:
+            t.node("Reciprocal", ["e"], ["y"])
+    return build
+
+
+unary("sqrt", lambda t, v: t.node("Sqrt", [v], ["y"]), scale=0.5, shift=2.0, feeds={"x": positive(3, 4, 5)})
+unary("rsqrt", eps_then("Rsqrt"), epsilon=1e-4, feeds={"x": positive(3, 4, 5)})
+unary("inverse", eps_then("Reciprocal"), epsilon=1e-4, feeds={"x": positive(3, 4, 5)})
+unary("power", lambda t, v: t.node("Pow", [v, t.const(np.array(2.5, np.float32))], ["y"]), alpha=2.5,
+      feeds={"x": positive(3, 4, 5)})
+unary("exp", lambda t, v: t.node("Exp", [v], ["y"]), scale=0.7, shift=-0.2)
+unary("log", lambda t, v: t.node("Log", [v], ["y"]), feeds={"x": positive(3, 4, 5)})
+unary("abs", lambda t, v: t.node("Abs", [v], ["y"]), shift=0.3)
+unary("threshold", lambda t, v: t.node("Max", [v, t.const(np.array(0.25, np.float32))], ["y"]), alpha=0.25,
+      scale=2.0)
+
+# ReLU6 as coremltools' MIL backend and Keras converter write it: ReLU, linear(-1), unary
+# threshold(-6), linear(-1); between two convolutions.
+t = Twin("relu6_unary_pattern", [("x", [3, 6, 6])], [("y", [4, 6, 6])])
+W1, W2 = rnd(5, 3, 3, 3, scale=2.0), rnd(4, 5, 1, 1)
+t.nb.add_convolution("c1", 3, 5, 3, 3, 1, 1, "same", 1, W1.transpose(2, 3, 1, 0), None, False,
+                     input_name="x", output_name="c1")
+t.nb.add_activation("r6__relu6_relu__", "RELU", "c1", "r6_relu")
+t.nb.add_activation("r6__relu6_neg__", "LINEAR", "r6_relu", "r6_neg", params=[-1.0, 0.0])
+t.nb.add_unary("r6__relu6_threshold6__", "r6_neg", "r6_thr", "threshold", alpha=-6.0)
+t.nb.add_activation("r6", "LINEAR", "r6_thr", "r6", params=[-1.0, 0.0])
+t.nb.add_convolution("c2", 5, 4, 1, 1, 1, 1, "valid", 1, W2.transpose(2, 3, 1, 0), None, False,
+                     input_name="r6", output_name="y")
+t.node("Conv", ["x", t.const(W1)], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+t.node("Clip", ["c1", t.const(np.array(0, np.float32)), t.const(np.array(6, np.float32))], ["r6"])
+t.node("Conv", ["r6", t.const(W2)], ["y"], kernel_shape=[1, 1])
+cases.append(t.save())
+
+# The same four layers with the negated blob also a model output: not the pattern, each
+# layer lowered on its own (MUL, ADD, MAXIMUM), still exact.
+t = Twin("relu6_unary_general", [("x", [2, 3, 4])], [("y", [2, 3, 4]), ("n", [2, 3, 4])])
+t.nb.add_activation("relu", "RELU", "x", "r")
+t.nb.add_activation("neg", "LINEAR", "r", "n", params=[-1.0, 0.0])
+t.nb.add_unary("thr", "n", "th", "threshold", alpha=-6.0)
+t.nb.add_activation("neg2", "LINEAR", "th", "y", params=[-1.0, 0.0])
+t.node("Clip", ["x", t.const(np.array(0, np.float32)), t.const(np.array(6, np.float32))], ["y"])
+t.node("Relu", ["x"], ["r"]); t.node("Neg", ["r"], ["n"])
+cases.append(t.save(feeds={"x": rnd(2, 3, 4, scale=5.0)}))
+
+t = Twin("l2normalize_chw", [("x", [3, 4, 5])], [("y", [3, 4, 5])])
+t.nb.add_l2_normalize("l2", "x", "y", epsilon=1e-6)
+t.node("ReduceSumSquare", ["x"], ["ss"], axes=[1, 2, 3], keepdims=1)
+t.node("Add", ["ss", t.const(np.array(1e-6, np.float32))], ["sse"])
+t.node("Sqrt", ["sse"], ["n"]); t.node("Div", ["x", "n"], ["y"])
+cases.append(t.save())
+
+
+def pack(codes, nbits):
+    bits = ((codes.reshape(-1, 1) >> np.arange(nbits - 1, -1, -1)) & 1).astype(np.uint8)
+    return np.packbits(bits.reshape(-1)).tobytes()
+
+
+def quantized_inner(name, nbits, kind, rows=5, cols=7):
+    q = rng.integers(0, 2 ** nbits, size=(rows, cols)).astype(np.uint8)
+    b = rnd(rows)
+    t = Twin(name, [("x", [cols])], [("y", [rows])])
+    if kind == "lut":
+        lut = rnd(2 ** nbits, scale=0.5)
+        W = lut[q]
+        t.nb.add_inner_product("fc", pack(q, nbits), b, cols, rows, True, "x", "y", is_quantized_weight=True,
+                               quantization_type="lut", nbits=nbits, quant_lut=lut)
+    else:
+        sc = (rng.random(rows) * 0.2 + 0.05).astype(np.float32); bi = rnd(rows, scale=0.5)
+        W = (sc[:, None] * q.astype(np.float32) + bi[:, None]).astype(np.float32)
+        t.nb.add_inner_product("fc", pack(q, nbits), b, cols, rows, True, "x", "y", is_quantized_weight=True,
+                               quantization_type="linear", nbits=nbits, quant_scale=sc, quant_bias=bi)
+    t.node("Reshape", ["x", t.const(np.array([1, cols], np.int64))], ["x2"])
+    t.node("Gemm", ["x2", t.const(W), t.const(b)], ["y"], transB=1)
+    cases.append(t.save())
+
+
+quantized_inner("inner_product_lut_1bit", 1, "lut")
+quantized_inner("inner_product_lut_2bit", 2, "lut")
+quantized_inner("inner_product_lut_3bit", 3, "lut")
+quantized_inner("inner_product_lut_4bit", 4, "lut")
+quantized_inner("inner_product_lut_6bit", 6, "lut")
+quantized_inner("inner_product_linear_4bit", 4, "linear")
+
+# A 2-bit lookup-table convolution (the weights the palettizer writes).
+t = Twin("conv_lut_2bit", [("x", [3, 6, 6])], [("y", [4, 6, 6])])
+q = rng.integers(0, 4, size=(4, 3, 3, 3)).astype(np.uint8)
+lut = rnd(4, scale=0.5); b = rnd(4)
+t.nb.add_convolution("conv", 3, 4, 3, 3, 1, 1, "same", 1, pack(q.transpose(2, 3, 1, 0), 2), b, True, input_name="x", output_name="y",
+                     quantization_type="lut", nbits=2, quant_lut=lut, is_quantized_weight=True)
+t.node("Conv", ["x", t.const(lut[q]), t.const(b)], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+cases.append(t.save())
+
+# Reshapes that reorder elements (channel first between images) and a channel-last one.
+t = Twin("reshape_channel_first", [("x", [4, 3, 2])], [("y", [2, 6, 2])])
+t.nb.add_reshape("rs", "x", "y", [2, 6, 2], 0)
+t.node("Reshape", ["x", t.const(np.array([1, 2, 6, 2], np.int64))], ["y"])
+cases.append(t.save())
+
+t = Twin("reshape_channel_last", [("x", [4, 3, 2])], [("y", [3, 4, 2])])
+t.nb.add_reshape("rs", "x", "y", [3, 4, 2], 1)
+t.node("Transpose", ["x"], ["xt"], perm=[0, 2, 3, 1])
+t.node("Reshape", ["xt", t.const(np.array([1, 4, 2, 3], np.int64))], ["r"])
+t.node("Transpose", ["r"], ["y"], perm=[0, 3, 1, 2])
+cases.append(t.save())
+
+# A flatten, then a reshape back to an image: the flattened C·H·W order is read again.
+t = Twin("flatten_reshape_image", [("x", [2, 3, 4])], [("y", [4, 2, 3])])
+t.nb.add_flatten("flat", 0, "x", "f")
+t.nb.add_reshape("rs", "f", "y", [4, 2, 3], 0)
+t.node("Reshape", ["x", t.const(np.array([1, 4, 2, 3], np.int64))], ["y"])
+cases.append(t.save())
+
+t = Twin("upsample_nearest_unequal", [("x", [2, 3, 4])], [("y", [2, 6, 12])])
+t.nb.add_upsample("up", 2, 3, "x", "y", mode="NN")
+t.node("Resize", ["x", "", t.const(np.array([1, 1, 2, 3], np.float32))], ["y"], mode="nearest",
+       coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+cases.append(t.save())
+
+for mode, ctm in [("ALIGN_CORNERS_TRUE", "align_corners"), ("ALIGN_CORNERS_FALSE", "half_pixel")]:
+    t = Twin(f"upsample_bilinear_{mode.lower()}", [("x", [2, 3, 4])], [("y", [2, 6, 12])])
+    t.nb.add_upsample("up", 2, 3, "x", "y", mode="BILINEAR", linear_upsample_mode=mode)
+    t.node("Resize", ["x", "", t.const(np.array([1, 1, 2, 3], np.float32))], ["y"], mode="linear",
+           coordinate_transformation_mode=ctm)
+    cases.append(t.save())
+
+
+def conv2(name, c, h, w, oc, k, s, border, groups=1, dil=1):
+    kc = c // groups
+    W = rnd(oc, kc, k, k, scale=0.5); b = rnd(oc)
+    ek = (k - 1) * dil + 1
+    if border == "same":
+        oh, ow = -(-h // s), -(-w // s)
+        pt, pb = conv_pads(h, ek, s, "BOTTOM_RIGHT_HEAVY"); pl, pr = conv_pads(w, ek, s, "BOTTOM_RIGHT_HEAVY")
+    else:
+        oh, ow = (h - ek) // s + 1, (w - ek) // s + 1
+        pt = pb = pl = pr = 0
+    t = Twin(name, [("x", [c, h, w])], [("y", [oc, oh, ow])])
+    t.nb.add_convolution("conv", kc, oc, k, k, s, s, border, groups, W.transpose(2, 3, 1, 0), b, True,
+                         input_name="x", output_name="y", dilation_factors=[dil, dil])
+    t.node("Conv", ["x", t.const(W), t.const(b)], ["y"], kernel_shape=[k, k], strides=[s, s],
+           pads=[pt, pl, pb, pr], group=groups, dilations=[dil, dil])
+    cases.append(t.save())
+
+
+conv2("conv_dilated_same", 3, 9, 9, 4, 3, 1, "same", dil=2)
+conv2("conv_dilated_valid_s2", 2, 11, 10, 3, 3, 2, "valid", dil=3)
+conv2("conv_grouped", 6, 7, 7, 4, 3, 1, "same", groups=2)
+conv2("conv_grouped_s2", 8, 9, 8, 12, 3, 2, "valid", groups=4)
+conv2("depthwise_dilated", 4, 8, 8, 4, 3, 1, "same", groups=4, dil=2)
+
+for act, params, build in [
+    ("LEAKYRELU", [0.15], lambda t: t.node("LeakyRelu", ["x"], ["y"], alpha=0.15)),
+    ("SIGMOID_HARD", [0.3, 0.4], lambda t: t.node("HardSigmoid", ["x"], ["y"], alpha=0.3, beta=0.4)),
+    ("SCALED_TANH", [1.7, 0.6], lambda t: (t.node("Mul", ["x", t.const(np.array(0.6, np.float32))], ["m"]),
+                                           t.node("Tanh", ["m"], ["th"]),
+                                           t.node("Mul", ["th", t.const(np.array(1.7, np.float32))], ["y"]))),
+    ("ELU", 0.8, lambda t: t.node("Elu", ["x"], ["y"], alpha=0.8)),
+    ("SOFTSIGN", None, lambda t: t.node("Softsign", ["x"], ["y"])),
+]:
+    t = Twin(f"activation_{act.lower()}", [("x", [3, 4, 5])], [("y", [3, 4, 5])])
+    t.nb.add_activation("act", act, "x", "y", params=params)
+    build(t)
+    cases.append(t.save(feeds={"x": rnd(3, 4, 5, scale=3.0)}))
+
+t = Twin("activation_prelu", [("x", [4, 3, 5])], [("y", [4, 3, 5])])
+alpha = rnd(4, scale=0.3)
+t.nb.add_activation("act", "PRELU", "x", "y", params=alpha)
+t.node("PRelu", ["x", t.const(alpha.reshape(4, 1, 1))], ["y"])
+cases.append(t.save())
+
+for mode, op in [("AVE", "Mean"), ("MAX", "Max"), ("MIN", "Min")]:
+    t = Twin(f"elementwise_{mode.lower()}_inputs", [("a", [3, 4, 4]), ("b", [3, 4, 4]), ("c", [3, 1, 1])],
+             [("y", [3, 4, 4])])
+    t.nb.add_elementwise("e", ["a", "b", "c"], "y", mode)
+    t.node(op, ["a", "b", "c"], ["y"])
+    cases.append(t.save())
+
+t = Twin("reorganize_pixel_shuffle", [("x", [8, 2, 3])], [("y", [2, 4, 6])])
+t.nb.add_reorganize_data("r", "x", "y", mode="PIXEL_SHUFFLE", block_size=2)
+t.node("DepthToSpace", ["x"], ["y"], blocksize=2, mode="CRD")
+cases.append(t.save())
+
+for mode, axis, onnx_op in [("avg", "HW", "ReduceMean"), ("sum", "C", "ReduceSum"), ("max", "CHW", "ReduceMax"),
+                            ("min", "W", "ReduceMin"), ("prod", "H", "ReduceProd"),
+                            ("sumsquare", "HW", "ReduceSumSquare"), ("L1", "C", "ReduceL1"),
+                            ("L2", "CHW", "ReduceL2"), ("logsum", "W", None), ("argmax", "C", "ArgMax")]:
+    shape = [3, 4, 5]
+    axes = {"C": [1], "H": [2], "W": [3], "HW": [2, 3], "CHW": [1, 2, 3]}[axis]
+    out = [1 if (i + 1) in axes else d for i, d in enumerate(shape)]
+    t = Twin(f"reduce_{mode.lower()}_{axis.lower()}", [("x", shape)], [("y", out)])
+    t.nb.add_reduce("red", "x", "y", axis, mode, epsilon=1e-6)
+    feeds = None
+    if mode == "prod":
+        feeds = {"x": (rng.random(shape) * 0.8 + 0.6).astype(np.float32)}
+    if mode == "logsum":
+        feeds = {"x": positive(*shape)}
+        t.node("Add", ["x", t.const(np.array(1e-6, np.float32))], ["e"])
+        t.node("Log", ["e"], ["l"])
+        t.node("ReduceSum", ["l", t.const(np.array(axes, np.int64))], ["y"], keepdims=1)
+    elif mode == "argmax":
+        t.node("ArgMax", ["x"], ["i"], axis=axes[0], keepdims=1)
+        t.node("Cast", ["i"], ["y"], to=TensorProto.FLOAT)
+    elif onnx_op == "ReduceSum":
+        t.node(onnx_op, ["x", t.const(np.array(axes, np.int64))], ["y"], keepdims=1)
+    else:
+        t.node(onnx_op, ["x"], ["y"], axes=axes, keepdims=1)
+    cases.append(t.save(feeds=feeds))
+
+# Average pooling that counts its padding (valid with padding amounts, same), and the
+# includeLastPixel (Caffe ceil-mode) padding of max and average pools.
+def pool2(name, kind, c, h, w, k, s, padding, exclude, pad=(0, 0, 0, 0)):
+    if padding == "SAME":
+        oh, ow = -(-h // s), -(-w // s)
+        pt, pb = conv_pads(h, k, s, "BOTTOM_RIGHT_HEAVY"); pl, pr = conv_pads(w, k, s, "BOTTOM_RIGHT_HEAVY")
+    elif padding == "VALID":
+        pt, pb, pl, pr = pad
+        oh, ow = (h + pt + pb - k) // s + 1, (w + pl + pr - k) // s + 1
+    else:
+        pt = pb = pad[0]; pl = pr = pad[2]
+        def one(n, p):
+            o = -(-(n + 2 * p - k) // s) + 1
+            if p > 0 and (o - 1) * s >= n + p:
+                o -= 1
+            return o
+        oh, ow = one(h, pt), one(w, pl)
+    t = Twin(name, [("x", [c, h, w])], [("y", [c, oh, ow])])
+    t.nb.add_pooling("pool", k, k, s, s, kind, padding, "x", "y", exclude_pad_area=exclude,
+                     padding_top=pad[0], padding_bottom=pad[1], padding_left=pad[2], padding_right=pad[3])
+    attrs = dict(kernel_shape=[k, k], strides=[s, s], pads=[pt, pl, pb, pr])
+    if padding == "INCLUDE_LAST_PIXEL":
+        attrs["ceil_mode"] = 1
+    if kind == "MAX":
+        t.node("MaxPool", ["x"], ["y"], **attrs)
+    else:
+        t.node("AveragePool", ["x"], ["y"], count_include_pad=0 if exclude else 1, **attrs)
+    cases.append(t.save())
+
+
+pool2("avgpool_valid_padded_count_pad", "AVERAGE", 2, 7, 6, 3, 2, "VALID", False, pad=(1, 2, 2, 1))
+pool2("avgpool_valid_padded_exclude_pad", "AVERAGE", 2, 7, 6, 3, 2, "VALID", True, pad=(1, 2, 2, 1))
+pool2("avgpool_same_count_pad", "AVERAGE", 3, 7, 7, 3, 2, "SAME", False)
+pool2("maxpool_valid_padded", "MAX", 2, 6, 7, 3, 2, "VALID", True, pad=(1, 1, 2, 0))
+pool2("maxpool_include_last_pixel_padded", "MAX", 2, 8, 7, 3, 2, "INCLUDE_LAST_PIXEL", True, pad=(1, 1, 1, 1))
+pool2("avgpool_include_last_pixel", "AVERAGE", 2, 8, 8, 3, 2, "INCLUDE_LAST_PIXEL", True)
+pool2("avgpool_include_last_pixel_count_pad", "AVERAGE", 2, 8, 7, 3, 2, "INCLUDE_LAST_PIXEL", False,
+      pad=(1, 1, 1, 1))
+pool2("avgpool_include_last_pixel_exclude_pad", "AVERAGE", 2, 8, 7, 3, 2, "INCLUDE_LAST_PIXEL", True,
+      pad=(1, 1, 1, 1))
+
+
+# MobileNet v1 (width 0.25, 128×128, 1000 classes; TF-slim's 1×1-convolution classifier) written
+# as an ML program with relu6 and converted by coremltools' own converter to a NeuralNetwork
+# (convert_to="neuralnetwork"): its backend writes every ReLU6 as ReLU, linear(-1), unary
+# threshold(-6), linear(-1) and folds each batchnorm into its convolution. The expected output is
+# the same network (batchnorm unfolded, Clip for ReLU6) run by onnxruntime.
+def mobilenet_converted():
+    from coremltools.converters.mil import Builder as mb
+    name, size = "mobilenet_v1_025_128_converted", 128
+    blocks = [(8, 2, False)]
+    c = 8
+    for oc, s in [(16, 1), (32, 2), (32, 1), (64, 2), (64, 1), (128, 2), (128, 1), (128, 1), (128, 1),
+                  (128, 1), (128, 1), (256, 2), (256, 1)]:
+        blocks += [(c, s, True), (oc, 1, False)]
+        c = oc
+    params, c = [], 3
+    for k, (oc, s, dw) in enumerate(blocks):
+        groups, kc, ks = (c, 1, 3) if dw else (1, c, 3 if k == 0 else 1)
+        W = rnd(oc, kc, ks, ks, scale=np.sqrt(2.0 / (kc * ks * ks)))
+        bn = ((rng.random(oc) * 0.5 + 0.75).astype(np.float32), rnd(oc, scale=0.1), rnd(oc, scale=0.1),
+              (rng.random(oc) * 0.5 + 0.75).astype(np.float32))
+        params.append((W, s, groups, ks, bn))
+        c = oc
+    Wc, bc = rnd(1000, 256, 1, 1, scale=0.1), rnd(1000, scale=0.1)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 3, size, size))])
+    def prog(x):
+        y = x
+        for W, s, groups, ks, (g, be, mu, var) in params:
+            y = mb.conv(x=y, weight=W, strides=[s, s], pad_type="same", groups=groups)
+            y = mb.batch_norm(x=y, mean=mu, variance=var, gamma=g, beta=be, epsilon=1e-3)
+            y = mb.relu6(x=y)
+        y = mb.reduce_mean(x=y, axes=[2, 3], keep_dims=True)
+        y = mb.conv(x=y, weight=Wc, bias=bc)
+        return mb.softmax(x=y, axis=1, name="prob")
+
+    mlmodel = coremltools.convert(prog, convert_to="neuralnetwork")
+    spec = mlmodel.get_spec()
+    coremltools.models.utils.save_spec(spec, os.path.join(OUT, name + ".mlmodel"))
+
+    t = Twin(name, [("x", [1, 3, size, size])], [("prob", None)])
+    blob = "x"
+    for k, (W, s, groups, ks, (g, be, mu, var)) in enumerate(params):
+        pads = [0, 0, 1, 1] if s == 2 else ([1, 1, 1, 1] if ks == 3 else [0, 0, 0, 0])
+        t.node("Conv", [blob, t.const(W)], [f"c{k}"], kernel_shape=[ks, ks], strides=[s, s], pads=pads,
+               group=groups)
+        t.node("BatchNormalization", [f"c{k}", t.const(g), t.const(be), t.const(mu), t.const(var)], [f"b{k}"],
+               epsilon=1e-3)
+        t.node("Clip", [f"b{k}", t.const(np.array(0, np.float32)), t.const(np.array(6, np.float32))], [f"r{k}"])
+        blob = f"r{k}"
+    t.node("GlobalAveragePool", [blob], ["gap"])
+    t.node("Conv", ["gap", t.const(Wc), t.const(bc)], ["fc"], kernel_shape=[1, 1])
+    t.node("Softmax", ["fc"], ["prob"], axis=1)
+    g = helper.make_graph(t.nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
+                          [helper.make_tensor_value_info("prob", TensorProto.FLOAT, None)], t.inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = rng.random((1, 3, size, size)).astype(np.float32)
+    (prob,) = sess.run(["prob"], {"x": x})
+    np.save(os.path.join(OUT, name + ".in0.npy"), x)
+    # The converted model's output blob is [1000, 1, 1] (its declared shape is left open).
+    np.save(os.path.join(OUT, name + ".out0.npy"), prob.reshape(1000, 1, 1).astype(np.float32))
+    layers = sorted({l.WhichOneof("layer") for l in spec.neuralNetwork.layers})
+    unary = sum(l.WhichOneof("layer") == "unary" for l in spec.neuralNetwork.layers)
+    assert unary == len(params), unary
+    cases.append({"name": name, "model": name + ".mlmodel", "inputs": [name + ".in0.npy"],
+                  "outputs": [name + ".out0.npy"], "layers": layers})
+
+
+mobilenet_converted()
+
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"seed": 15, "cases": cases}, f, indent=1)
 print(len(cases), "cases;", len({l for c in cases for l in c["layers"]}), "layer types")

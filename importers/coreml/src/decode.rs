@@ -6,7 +6,7 @@ use crate::proto;
 use crate::CoremlError;
 use prost::Message;
 
-/// Largest file read (1 GiB): far above the weights of any model NNAPI 1.0 can run.
+/// Largest file read (1 GiB): far above the weights of any model a phone runs.
 pub const MAX_FILE_BYTES: usize = 1 << 30;
 /// Largest element count of any tensor built from a layer's parameters.
 pub const MAX_ELEMENTS: usize = 1 << 28;

@@ -1,4 +1,4 @@
-//! nnhal-coreml: CoreML `NeuralNetwork` models (`.mlmodel`) as NNAPI 1.0 models.
+//! nnhal-coreml: CoreML `NeuralNetwork` models (`.mlmodel`) as NNAPI models.
 //!
 //! [`import`] decodes a CoreML `Model` message (protobuf; the declarations in
 //! `proto/coreml.proto` follow CoreML's published specification, compiled by build.rs) whose

@@ -1,4 +1,6 @@
-//! Lowering of a decoded CoreML neural network to NNAPI 1.0 operations (float32, NHWC inside).
+//! Lowering of a decoded CoreML neural network to NNAPI operations (float32, NHWC inside): the
+//! NNAPI 1.0 set where it expresses a layer exactly, the 1.1–1.3 operations (TRANSPOSE,
+//! GROUPED_CONV_2D, PRELU, PAD_V2, REDUCE_*, RESIZE_*, …) where it does not.
 //!
 //! Every blob is held as a `[1, H, W, C]` operand. A channel-first flatten of an image with
 //! H·W > 1 keeps its elements in NHWC order and remembers the source `[C, H, W]`, so an inner
@@ -764,16 +766,18 @@ impl Lowering {
             }
             Layer::Clip(p) => {
                 let x = self.one_input(layer)?;
-                // Only the clamps NNAPI 1.0 has as operations are exact.
                 let ty = match (p.min_val, p.max_val) {
                     (0.0, 6.0) => OperationType::Relu6,
                     (-1.0, 1.0) => OperationType::Relu1,
-                    (lo, hi) => {
-                        return Err(format!(
-                            "clip to [{lo}, {hi}]: only [0, 6] (RELU6) and [-1, 1] (RELU1) \
-                             are NNAPI 1.0 operations"
-                        ))
+                    (lo, hi) if lo <= hi => {
+                        let l = self.scalar_tensor(lo);
+                        let m = self.emit(OperationType::Maximum, &[x.operand, l])?;
+                        let h = self.scalar_tensor(hi);
+                        let y = self.emit(OperationType::Minimum, &[m, h])?;
+                        set(self, Blob { operand: y, ..x });
+                        return Ok("MAXIMUM, MINIMUM".into());
                     }
+                    (lo, hi) => return Err(format!("clip to [{lo}, {hi}]: minVal above maxVal")),
                 };
                 let y = self.emit(ty, &[x.operand])?;
                 set(self, Blob { operand: y, ..x });
@@ -1477,9 +1481,7 @@ impl Lowering {
     fn convolution(&mut self, p: &proto::ConvolutionLayerParams, x: &Blob) -> R<(u32, String)> {
         use proto::convolution_layer_params::ConvolutionPaddingType as P;
         if p.is_deconvolution {
-            return Err(
-                "deconvolution is not supported (NNAPI 1.0 has no transposed convolution)".into(),
-            );
+            return Err("deconvolution is not supported (not lowered to TRANSPOSE_CONV_2D)".into());
         }
         let (dh, dw) = match p.dilation_factor.as_slice() {
             [] => (1, 1),

@@ -770,6 +770,11 @@ def mobilenet_converted():
 
 mobilenet_converted()
 
+t = Twin("clip_general", [("x", [3, 4, 4])], [("y", [3, 4, 4])])
+t.nb.add_clip("clip", "x", "y", min_value=-0.5, max_value=2.5)
+t.node("Clip", ["x", t.const(np.array(-0.5, np.float32)), t.const(np.array(2.5, np.float32))], ["y"])
+cases.append(t.save(feeds={"x": rnd(3, 4, 4, scale=3.0)}))
+
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"seed": 15, "cases": cases}, f, indent=1)
 print(len(cases), "cases;", len({l for c in cases for l in c["layers"]}), "layer types")

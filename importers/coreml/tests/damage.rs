@@ -10,6 +10,8 @@ fn seed_models() -> Vec<Vec<u8>> {
         "conv_fp16_weights",
         "inner_product_q8_lut",
         "padding_constant",
+        "inner_product_lut_3bit",
+        "conv_grouped",
     ]
     .iter()
     .map(|n| {
@@ -25,7 +27,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
     #[test]
     fn damaged_models_never_panic(
-        which in 0usize..4,
+        which in 0usize..6,
         flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
         cut in any::<usize>(),
         truncate in any::<bool>(),

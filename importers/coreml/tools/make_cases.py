@@ -4,7 +4,7 @@
 by onnxruntime (the independent runtime), the inputs and expected outputs as .npy, and
 manifest.json listing them. CoreML blobs are [C,H,W]; the ONNX twin runs on [1,C,H,W].
 
-    importers/coreml/tools/make_cases.sh    # creates tools/venv (or $VENV) and runs this script
+    importers/coreml/tools/make_cases.sh    # creates ~/.cache/nnhal-coreml-venv (or $VENV), runs this
 """
 import json, os, sys
 import numpy as np

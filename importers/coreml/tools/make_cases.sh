@@ -4,7 +4,8 @@
 # then runs make_cases.py. The tests themselves need no Python.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-venv="${VENV:-$here/venv}"
+# The venv lives outside the repository (its files would otherwise be scanned by the docs tests).
+venv="${VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/nnhal-coreml-venv}"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet coremltools onnx onnxruntime numpy

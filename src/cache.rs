@@ -23,7 +23,7 @@
 //! ([`encode_model`]): CONSTANT_REFERENCE constants are copied into it as CONSTANT_COPY
 //! values, so the cache never depends on the client's memory pools. The data file's payload
 //! binds it to its model file (that file's CRC-32) and holds the plan's packed constants
-//! ([`PackedSection`]).
+//! ([`encode_packed`]).
 //!
 //! A cache is untrusted input (bad-input classes BI-80…BI-84 in docs/bad-inputs.md): any
 //! damage the checksum catches, a header written for another build, kernel level, tile
@@ -184,7 +184,7 @@ fn open<'a>(
 }
 
 /// The cache files for a prepared model: `model` is [`encode_model`]'s output, `packed` the
-/// plan's [`PackedSection`].
+/// plan's packed section ([`encode_packed`]).
 pub fn seal_image(
     kernels: &Ukernels,
     token: &[u8; TOKEN_BYTES],
@@ -199,8 +199,8 @@ pub fn seal_image(
     CacheImage { model, data }
 }
 
-/// Opens both files of a cache: the model encoding and the packed section, each checked as
-/// [`open`] does, and the data file checked to belong to this model file.
+/// Opens both files of a cache: the model encoding and the packed section, each file's
+/// checksum and header checked, and the data file checked to belong to this model file.
 pub fn open_image<'a>(
     model: &'a [u8],
     data: &'a [u8],
@@ -227,7 +227,7 @@ const PACKED_REBUILT: u8 = 1;
 
 /// The data file's packed section: one entry per operation of the main graph, in model
 /// order. An entry records what the plan packed for that operation; a variant whose bytes are
-/// not stored is rebuilt from the model at restore ([`PACKED_REBUILT`]). The match is
+/// not stored is rebuilt from the model at restore (format 1 stores none). The match is
 /// exhaustive so that a new [`Packed`] variant does not compile without a decision here.
 pub fn encode_packed(plan: &Plan) -> Vec<u8> {
     let steps: Vec<Option<&Packed>> = plan.packed_steps().collect();
@@ -372,7 +372,7 @@ pub fn encode_model(
             let bytes = constant(i)?;
             // CONSTANT_COPY values are read at any offset (they are copied before decoding),
             // but keeping them 4-aligned keeps the encoding the same shape as a client's.
-            while values.len() % 4 != 0 {
+            while !values.len().is_multiple_of(4) {
                 values.push(0);
             }
             let (Ok(offset), Ok(length)) =
@@ -648,22 +648,12 @@ mod tests {
         assert!(open_image(&image.data, &image.model, k, &token).is_err());
         assert!(open_image(&image.model, &image.data, k, &[8u8; TOKEN_BYTES]).is_err());
         for file in 0..2 {
-            let mut img = image.clone();
-            let bytes = if file == 0 {
-                &mut img.model
-            } else {
-                &mut img.data
-            };
-            for i in 0..bytes.len() {
-                bytes[i] ^= 0x10;
+            let len = [image.model.len(), image.data.len()][file];
+            for i in 0..len {
+                let mut img = image.clone();
+                [&mut img.model, &mut img.data][file][i] ^= 0x10;
                 let e = open_image(&img.model, &img.data, k, &token).unwrap_err();
                 assert_eq!(e.status(), nnhal_hal::ErrorStatus::GeneralFailure);
-                let bytes = if file == 0 {
-                    &mut img.model
-                } else {
-                    &mut img.data
-                };
-                bytes[i] ^= 0x10;
             }
         }
         let mut short = image.clone();

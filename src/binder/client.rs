@@ -554,7 +554,7 @@ impl<'a> CacheFiles<'a> {
             fds.iter()
                 .map(|fd| {
                     fd.try_clone_to_owned()
-                        .map(ParcelFileDescriptor::new)
+                        .map(super::ipc::pfd_new)
                         .map_err(|e| {
                             HalError::GeneralFailure(format!(
                                 "cannot duplicate a cache handle: {e}"

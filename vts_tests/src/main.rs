@@ -633,7 +633,7 @@ fn caching(transport: &TransportArgs, paths: &[PathBuf]) -> ExitCode {
     let mut outcomes = caching::vectors(device.as_ref(), &vectors);
     // The smallest and the largest model that prepare, by constant bytes: every byte of the
     // first's cache is flipped, a sample of the second's.
-    let size = |v: &&Vector| {
+    let size = |v: &Vector| {
         nnhal_vts::to_model(v, nnhal_vts::ConstantMode::Copy)
             .map(|m| m.operand_values.len() + m.operands.len() * 64)
             .unwrap_or(usize::MAX)
@@ -642,13 +642,13 @@ fn caching(transport: &TransportArgs, paths: &[PathBuf]) -> ExitCode {
         .iter()
         .filter(|v| !v.expect_failure && v.model.referenced.is_empty())
         .collect();
-    if let Some(small) = plain.iter().min_by_key(size) {
+    if let Some(small) = plain.iter().min_by_key(|v| size(v)) {
         outcomes.extend(caching::checks(device.as_ref(), small, true));
     }
     if let Some(large) = plain
         .iter()
         .filter(|v| size(v) != usize::MAX)
-        .max_by_key(size)
+        .max_by_key(|v| size(v))
     {
         outcomes.extend(caching::checks(device.as_ref(), large, false));
     }

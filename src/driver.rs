@@ -13,6 +13,7 @@
 //! and a plan whose estimated work is tiny runs on the calling thread instead of being handed
 //! to the kernel pool (see [`INLINE_MAX_WORK`]).
 
+use crate::cache::{self, CacheImage, TOKEN_BYTES};
 use crate::plan::Plan;
 use crate::tensor::{Data, Tensor};
 use nnhal_hal::memory::PoolCache;
@@ -23,6 +24,7 @@ use nnhal_hal::{
 };
 use nnhal_kernels::parallel;
 use nnhal_kernels::ukernels::{self, Isa, Ukernels};
+use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -48,12 +50,30 @@ pub struct ExecutionResult {
 pub struct ValidatedModel {
     model: Model,
     valid: ValidModel,
+    /// The model's compilation-cache encoding ([`cache::encode_model`]), kept when the
+    /// preparation is to write a cache and the model can be cached.
+    cache_model: Option<Vec<u8>>,
 }
 
 impl ValidatedModel {
     /// Whether this driver runs each operation (getSupportedOperations).
     pub fn supported(&self) -> &[bool] {
         &self.valid.supported
+    }
+
+    /// The constant bytes the model declares (`operandValues` and its pools), as the
+    /// service's model-size limit counts them.
+    pub fn constant_bytes(&self) -> u64 {
+        self.model
+            .pools
+            .iter()
+            .map(|p| p.size())
+            .fold(self.model.operand_values.len() as u64, u64::saturating_add)
+    }
+
+    /// Operands plus operations of the main graph, as the service's limit counts them.
+    pub fn operand_count(&self) -> usize {
+        self.valid.operands.len() + self.valid.operations.len()
     }
 
     /// About how much memory keeping this model prepared takes, from its declared sizes alone
@@ -111,6 +131,11 @@ impl Driver {
         })
     }
 
+    /// The micro-kernel table this driver's plans are compiled for.
+    pub fn kernels(&self) -> &'static Ukernels {
+        self.kernels
+    }
+
     /// The instruction-set level of the micro-kernels this driver runs.
     pub fn isa(&self) -> Isa {
         self.kernels.isa
@@ -145,11 +170,133 @@ impl Driver {
 
     /// Validates `model` (the synchronous part of prepareModel).
     pub fn validate_model(&self, model: Model) -> HalResult<ValidatedModel> {
+        self.validate(model, false)
+    }
+
+    /// Like [`Driver::validate_model`], for a preparation that writes a compilation cache:
+    /// also keeps the model's cache encoding (nothing when the model cannot be cached, see
+    /// [`cache`]).
+    pub fn validate_model_for_cache(&self, model: Model) -> HalResult<ValidatedModel> {
+        self.validate(model, true)
+    }
+
+    fn validate(&self, model: Model, for_cache: bool) -> HalResult<ValidatedModel> {
         let valid = validate::validate_model(&model)?;
+        let cache_model = if for_cache {
+            cache::encode_model(&model, |i| valid.constant_bytes(&model, i))?
+        } else {
+            None
+        };
         Ok(match run_image(&model) {
-            Some((model, valid)) => ValidatedModel { model, valid },
-            None => ValidatedModel { model, valid },
+            Some((model, valid)) => ValidatedModel {
+                model,
+                valid,
+                cache_model,
+            },
+            None => ValidatedModel {
+                model,
+                valid,
+                cache_model,
+            },
         })
+    }
+
+    /// Plans a model validated by [`Driver::validate_model_for_cache`] and builds the cache
+    /// files for `token`: `None` when the model cannot be cached.
+    pub fn prepare_validated_for_cache(
+        &self,
+        mut validated: ValidatedModel,
+        token: &[u8; TOKEN_BYTES],
+    ) -> HalResult<(Arc<PreparedModel>, Option<CacheImage>)> {
+        let encoded = validated.cache_model.take();
+        let prepared = self.prepare_validated(validated)?;
+        let image = encoded.map(|model| {
+            let packed = cache::encode_packed(prepared.plan());
+            cache::seal_image(self.kernels, token, &model, &packed)
+        });
+        Ok((prepared, image))
+    }
+
+    /// Validates the model a compilation cache holds (the synchronous part of
+    /// prepareModelFromCache): the files' checksums and headers first (a cache written by
+    /// another build, kernel level or tile geometry, or for another token, is a miss), then
+    /// the model through the normal validator. Every failure is GENERAL_FAILURE: a cache
+    /// that cannot be used is a miss, whatever is wrong with it.
+    pub fn validate_cached(
+        &self,
+        model_file: &[u8],
+        data_file: &[u8],
+        token: &[u8; TOKEN_BYTES],
+    ) -> HalResult<ValidatedModel> {
+        let (encoded, packed) = cache::open_image(model_file, data_file, self.kernels, token)?;
+        let model = cache::decode_model(encoded)?;
+        let validated = self.validate_model(model).map_err(|e| {
+            HalError::GeneralFailure(format!("compilation cache holds an invalid model: {e}"))
+        })?;
+        cache::check_packed(packed, validated.valid.operations.len())?;
+        Ok(validated)
+    }
+
+    /// Validates and plans `model`, and builds its compilation-cache files for `token`
+    /// (`None`: the model cannot be cached).
+    pub fn prepare_model_for_cache(
+        &self,
+        model: Model,
+        token: &[u8; TOKEN_BYTES],
+    ) -> HalResult<(Arc<PreparedModel>, Option<CacheImage>)> {
+        self.prepare_validated_for_cache(self.validate_model_for_cache(model)?, token)
+    }
+
+    /// `prepareModel` with compilation-cache files, in process: validates and plans
+    /// `model`, then writes its cache into `model_files` and `data_files` when there are as
+    /// many as the driver asks for ([`cache::MODEL_CACHE_FILES`],
+    /// [`cache::DATA_CACHE_FILES`]). As over binder, a cache that cannot be written (a
+    /// read-only file, the wrong number of files, a model that cannot be cached) leaves the
+    /// files empty and the preparation succeeds; a token that is not 32 bytes is
+    /// INVALID_ARGUMENT.
+    pub fn prepare_model_to_files(
+        &self,
+        model: Model,
+        model_files: &[BorrowedFd<'_>],
+        data_files: &[BorrowedFd<'_>],
+        token: &[u8],
+    ) -> HalResult<Arc<PreparedModel>> {
+        let token = cache::token(token)?;
+        if model_files.len() != cache::MODEL_CACHE_FILES
+            || data_files.len() != cache::DATA_CACHE_FILES
+        {
+            model_files
+                .iter()
+                .chain(data_files)
+                .for_each(|&fd| cache::clear_file(fd));
+            return self.prepare_model(model);
+        }
+        let (prepared, image) = self.prepare_model_for_cache(model, &token)?;
+        cache::write_image(image.as_ref(), model_files[0], data_files[0]);
+        Ok(prepared)
+    }
+
+    /// `prepareModelFromCache` in process: reads the files with `pread` and restores the
+    /// prepared model; any problem with them is GENERAL_FAILURE.
+    pub fn prepare_model_from_files(
+        &self,
+        model_files: &[BorrowedFd<'_>],
+        data_files: &[BorrowedFd<'_>],
+        token: &[u8],
+    ) -> HalResult<Arc<PreparedModel>> {
+        let token = cache::token(token)?;
+        let (model_file, data_file) = cache::read_image(model_files, data_files)?;
+        self.prepare_from_cache(&model_file, &data_file, &token)
+    }
+
+    /// Restores a prepared model from its compilation-cache files.
+    pub fn prepare_from_cache(
+        &self,
+        model_file: &[u8],
+        data_file: &[u8],
+        token: &[u8; TOKEN_BYTES],
+    ) -> HalResult<Arc<PreparedModel>> {
+        self.prepare_validated(self.validate_cached(model_file, data_file, token)?)
     }
 
     /// Validates and plans `model`.
@@ -160,7 +307,9 @@ impl Driver {
     /// Plans a validated model: decodes every constant once and keeps the shapes and
     /// parameters validation could resolve, so executions only bind data.
     pub fn prepare_validated(&self, validated: ValidatedModel) -> HalResult<Arc<PreparedModel>> {
-        let ValidatedModel { model, mut valid } = validated;
+        let ValidatedModel {
+            model, mut valid, ..
+        } = validated;
         if let Some(k) = valid.supported.iter().position(|s| !s) {
             return Err(HalError::GeneralFailure(format!(
                 "operation {k} ({}) is not supported by this driver",

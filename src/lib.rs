@@ -19,6 +19,7 @@ compile_error!("`aosp` is the device build: combine it with --no-default-feature
 compile_error!("pick a build: feature `host` (the default) or `aosp`");
 
 pub mod binder;
+pub mod cache;
 pub mod cli;
 pub mod driver;
 pub mod executor;

@@ -210,6 +210,12 @@ impl Plan {
         Plan::compile_steps(model, constants, kernels)
     }
 
+    /// The packed constants of each operation of the main graph, in model order (`None`:
+    /// nothing packed), for the compilation cache.
+    pub fn packed_steps(&self) -> impl Iterator<Item = Option<&Packed>> {
+        self.steps.iter().map(|step| step.packed.as_ref())
+    }
+
     /// The plans of the referenced subgraphs the IF and WHILE operations run (see
     /// [`Plan::compile_subgraph`]), by `Model::referenced` index.
     pub fn set_subgraphs(&mut self, subgraphs: Vec<Plan>) {

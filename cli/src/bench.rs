@@ -14,7 +14,7 @@
 
 use crate::mobilenet;
 use nnhal::binder::child::{ChildOptions, ServiceChild};
-use nnhal::binder::{self, ConnectOptions, RemoteDevice, RemotePreparedModel};
+use nnhal::binder::{self, CacheFiles, ConnectOptions, RemoteDevice, RemotePreparedModel};
 use nnhal::{Driver, PreparedModel};
 use nnhal_hal::memory::create_memfd;
 use nnhal_hal::{
@@ -30,6 +30,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -99,6 +100,9 @@ pub struct Options {
     pub isa: Option<String>,
     /// Measure every operation (in-process only).
     pub profile: bool,
+    /// Prepare through a compilation cache in this directory: restored from it when it holds
+    /// one for this model, prepared and written to it otherwise.
+    pub cache: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -112,6 +116,7 @@ impl Default for Options {
             socket: None,
             isa: None,
             profile: false,
+            cache: None,
         }
     }
 }
@@ -254,6 +259,8 @@ pub struct Report {
     pub iterations: usize,
     pub warmup: usize,
     pub prepare_ms: f64,
+    /// With `--cache`: `warm` (restored from the cache) or `cold` (prepared, cache written).
+    pub cache: Option<&'static str>,
     /// Latency of the timed executions.
     pub latency: Stats,
     /// The output of the first and of the last execution.
@@ -280,6 +287,7 @@ impl Report {
             "max_ms": self.latency.max,
             "mean_ms": self.latency.mean,
             "prepare_ms": self.prepare_ms,
+            "cache": self.cache,
             "threads": self.threads,
             "iterations": self.iterations,
             "runs": self.iterations,
@@ -346,7 +354,10 @@ impl Report {
             shown(self.isa.map(|i| i.name().to_string())),
             shown(self.threads.map(|t| t.to_string())),
         );
-        let _ = writeln!(out, "prepare    {:.2} ms", self.prepare_ms);
+        let _ = match self.cache {
+            Some(how) => writeln!(out, "prepare    {:.2} ms ({how} cache)", self.prepare_ms),
+            None => writeln!(out, "prepare    {:.2} ms", self.prepare_ms),
+        };
         let s = &self.latency;
         let rate = if s.median > 0.0 {
             format!(", {:.1} {unit}", 2.0 * self.macs as f64 / (s.median * 1e6))
@@ -848,6 +859,96 @@ impl Device {
             Device::Rpc { device, .. } => device.prepare_model(model).map(Prepared::Rpc),
         }
     }
+
+    /// `prepareModelFromCache` from `files` when they hold this token's cache (`warm`),
+    /// otherwise `prepareModel` writing the cache into them (`cold`).
+    fn prepare_cached(
+        &self,
+        model: Model,
+        files: &CacheDir,
+    ) -> HalResult<(Prepared, &'static str)> {
+        let (m, d) = (files.model.as_fd(), files.data.as_fd());
+        let token = &files.token;
+        let warm = match self {
+            Device::Inproc(driver) => driver
+                .prepare_model_from_files(&[m], &[d], token)
+                .map(Prepared::Inproc),
+            Device::Rpc { device, .. } => device
+                .prepare_model_from_cache_with(&CacheFiles {
+                    model: vec![m],
+                    data: vec![d],
+                    token,
+                })
+                .map(Prepared::Rpc),
+        };
+        if let Ok(prepared) = warm {
+            return Ok((prepared, "warm"));
+        }
+        let cold = match self {
+            Device::Inproc(driver) => driver
+                .prepare_model_to_files(model, &[m], &[d], token)
+                .map(Prepared::Inproc),
+            Device::Rpc { device, .. } => device
+                .prepare_model_cached(
+                    &model,
+                    &CacheFiles {
+                        model: vec![m],
+                        data: vec![d],
+                        token,
+                    },
+                )
+                .map(Prepared::Rpc),
+        }?;
+        Ok((cold, "cold"))
+    }
+}
+
+/// The two cache files of one workload in a `--cache` directory, and its token: a hash of
+/// the workload's name and model, so another model never restores this one's cache.
+struct CacheDir {
+    model: std::fs::File,
+    data: std::fs::File,
+    token: [u8; 32],
+}
+
+impl CacheDir {
+    fn open(dir: &Path, name: &str, model: &Model) -> Result<CacheDir, BenchError> {
+        use std::hash::{Hash, Hasher};
+        std::fs::create_dir_all(dir)
+            .map_err(|e| BenchError::Usage(format!("--cache {}: {e}", dir.display())))?;
+        let stem: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let file = |kind: &str| {
+            let path = dir.join(format!("{stem}.{kind}.nnhalcache"));
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(|e| BenchError::Usage(format!("{}: {e}", path.display())))
+        };
+        let mut token = [0u8; 32];
+        for (k, chunk) in token.chunks_mut(8).enumerate() {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (k, name, &model.operand_values, model.operands.len()).hash(&mut h);
+            model.operations.len().hash(&mut h);
+            chunk.copy_from_slice(&h.finish().to_le_bytes());
+        }
+        Ok(CacheDir {
+            model: file("model")?,
+            data: file("data")?,
+            token,
+        })
+    }
 }
 
 impl Prepared {
@@ -1013,10 +1114,24 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
     let operations = workload.model.operations.len();
     let profile_model = options.profile.then(|| workload.model.clone());
 
+    let cache_dir = options
+        .cache
+        .as_deref()
+        .map(|dir| CacheDir::open(dir, &workload.name, &workload.model))
+        .transpose()?;
     let started = Instant::now();
-    let prepared = device
-        .prepare(workload.model.clone())
-        .map_err(failed("prepareModel"))?;
+    let (prepared, cache) = match &cache_dir {
+        Some(files) => device
+            .prepare_cached(workload.model.clone(), files)
+            .map(|(p, how)| (p, Some(how)))
+            .map_err(failed("prepareModel"))?,
+        None => (
+            device
+                .prepare(workload.model.clone())
+                .map_err(failed("prepareModel"))?,
+            None,
+        ),
+    };
     let prepare_ms = ms(started.elapsed());
 
     // The first output is checked before any timing, the last one after it.
@@ -1088,6 +1203,7 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
         iterations: options.iterations,
         warmup: options.warmup,
         prepare_ms,
+        cache,
         latency: Stats::of(&samples),
         output,
         logits,

@@ -11,6 +11,10 @@
 //! - [`ParcelTarget::run`]: bytes → raw transactions (every code, fds where the bytes ask)
 //!   into the `IDevice` and `IPreparedModel` stubs of a live service over binder RPC.
 //! - [`run_vector`]: bytes → the golden-vector JSON loader → model and request.
+//! - [`run_cache`]: bytes → the two payloads of a compilation cache, sealed with a correct
+//!   header and checksum ([`nnhal::cache::seal_image`]) so that the decoder and the checks
+//!   behind the checksum are what gets fuzzed → `prepareModelFromCache` in process; when it
+//!   restores, one execution with zero-filled inputs.
 //!
 //! The byte formats are plain: little-endian fields read in order, zeros once the bytes run
 //! out, every count capped so that one input stays small. [`model_to_bytes`] and
@@ -282,6 +286,53 @@ pub fn run_model(data: &[u8]) -> bool {
         }
         Err(_) => false,
     }
+}
+
+/// The token every cache input is sealed with.
+const CACHE_TOKEN: [u8; 32] = [0x5c; 32];
+
+/// Target (cache): the input is a little-endian `u32` length `n`, then `n` bytes of model
+/// payload, then the packed-section payload. Both are sealed with a correct header for the
+/// driver's own kernel level and the checksum, then restored from memfds. True when the
+/// restored model executed (the replays use it to show that the seeds are real caches).
+pub fn run_cache(data: &[u8]) -> bool {
+    let mut b = Bytes::new(data);
+    let n = b.u32() as usize;
+    let model = b.take(n);
+    let packed = b.take(usize::MAX);
+    let driver = driver();
+    let image = nnhal::cache::seal_image(driver.kernels(), &CACHE_TOKEN, model, packed);
+    let file = |bytes: &[u8]| {
+        let fd = create_memfd("cache", bytes, bytes.len() as u64, false).expect("a memfd");
+        std::fs::File::from(fd)
+    };
+    let (m, d) = (file(&image.model), file(&image.data));
+    use std::os::fd::AsFd;
+    match driver.prepare_model_from_files(&[m.as_fd()], &[d.as_fd()], &CACHE_TOKEN) {
+        Ok(prepared) if prepared.plan().arena_bytes() > FUZZ_ARENA_LIMIT => false,
+        Ok(prepared) => {
+            let request = zero_request(&prepared);
+            prepared
+                .validate_request(&request)
+                .and_then(|r| prepared.execute_bound_with_loop_timeout(&r, FUZZ_LOOP_TIMEOUT))
+                .is_ok()
+        }
+        Err(_) => false,
+    }
+}
+
+/// A [`run_cache`] input holding the cache the driver writes for `model` (`None` when the
+/// model does not prepare or is not cached).
+pub fn cache_input(model: Model) -> Option<Vec<u8>> {
+    let (_, image) = driver().prepare_model_for_cache(model, &CACHE_TOKEN).ok()?;
+    let image = image?;
+    let (model, packed) =
+        nnhal::cache::open_image(&image.model, &image.data, driver().kernels(), &CACHE_TOKEN)
+            .ok()?;
+    let mut out = (model.len() as u32).to_le_bytes().to_vec();
+    out.extend_from_slice(model);
+    out.extend_from_slice(packed);
+    Some(out)
 }
 
 /// A request for every input and output of `prepared` where the model knows the size: each

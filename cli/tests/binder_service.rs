@@ -174,7 +174,7 @@ fn device_queries_answer_truthfully() {
         "ae57b48403df6752d8d8d56d215c3e31db74935d"
     );
     assert!(device.supported_extensions().unwrap().is_empty());
-    assert_eq!(device.number_of_cache_files().unwrap(), (0, 0));
+    assert_eq!(device.number_of_cache_files().unwrap(), (1, 1));
     device.ping().unwrap();
 }
 

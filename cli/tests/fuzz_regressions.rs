@@ -60,6 +60,23 @@ fn fuzz_model_inputs_replay() {
 }
 
 #[test]
+fn fuzz_cache_inputs_replay() {
+    let ran = std::cell::Cell::new(0);
+    let n = replay("cache", |d| {
+        if fuzzing::run_cache(d) {
+            ran.set(ran.get() + 1);
+        }
+    });
+    assert!(n >= 20, "only {n} cache inputs committed");
+    // The seeds are the caches of the vectors' models: most of them restore and run.
+    assert!(
+        ran.get() * 2 > n,
+        "only {} of {n} cache inputs ran",
+        ran.get()
+    );
+}
+
+#[test]
 fn fuzz_request_inputs_replay() {
     let n = replay("request", fuzzing::run_request);
     assert!(n >= 5, "only {n} request inputs committed");
@@ -155,6 +172,27 @@ fn valid_request(sealed: bool) -> Vec<u8> {
     };
     let inputs: Vec<u8> = (0..18).flat_map(|i| (i as f32).to_le_bytes()).collect();
     fuzzing::request_to_bytes(&request, &[(72, sealed, inputs), (36, sealed, Vec::new())])
+}
+
+#[test]
+#[ignore = "writes fuzz/corpus/cache/seed-*; run by name to regenerate the seeds"]
+fn write_fuzz_cache_seeds() {
+    let dir = fuzz_dir().join("corpus").join("cache");
+    std::fs::create_dir_all(&dir).unwrap();
+    let vectors_dir = common::repo_root().join("vts_tests/vectors");
+    for file in nnhal_vts::vector::vector_files(&vectors_dir).unwrap() {
+        let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+        let vector = nnhal_vts::vector::Vector::from_file(&file).unwrap();
+        let model = nnhal_vts::vector::model::to_model(
+            &vector,
+            nnhal_vts::vector::model::ConstantMode::Copy,
+        )
+        .unwrap();
+        // Small inputs only: the fuzzer's speed falls with their length.
+        if let Some(cache) = fuzzing::cache_input(model).filter(|c| c.len() <= 16 << 10) {
+            std::fs::write(dir.join(format!("seed-{name}")), cache).unwrap();
+        }
+    }
 }
 
 #[test]

@@ -28,7 +28,8 @@ use super::service_name;
 use crate::driver::ExecutionResult;
 use nnhal_hal::{Capabilities, HalError, HalResult, Model, Request};
 use rsbinder::rpc::{FileDescriptorTransportMode, RpcClientConfig, RpcSession};
-use rsbinder::{BinderResult, ExceptionCode, Interface, Status, Strong};
+use rsbinder::{BinderResult, ExceptionCode, Interface, ParcelFileDescriptor, Status, Strong};
+use std::os::fd::BorrowedFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -380,22 +381,45 @@ impl RemoteDevice {
         model: &Model,
         options: &PrepareOptions,
     ) -> HalResult<PendingPrepare> {
+        // No cache files are offered; the (zero) token is then unused.
+        let token = vec![0u8; options.cache_token_len];
+        self.launch_prepare_cached(model, options, &CacheFiles::none(&token))
+    }
+
+    /// `prepareModel` with compilation-cache handles and a token, waiting for the callback:
+    /// the service writes the cache into the files (when there are as many as
+    /// [`RemoteDevice::number_of_cache_files`] says, writable).
+    pub fn prepare_model_cached(
+        &self,
+        model: &Model,
+        cache: &CacheFiles<'_>,
+    ) -> HalResult<RemotePreparedModel> {
+        self.launch_prepare_cached(model, &PrepareOptions::default(), cache)?
+            .wait()
+    }
+
+    /// `prepareModel` with `options` and the cache handles of `cache`, without waiting.
+    pub fn launch_prepare_cached(
+        &self,
+        model: &Model,
+        options: &PrepareOptions,
+        cache: &CacheFiles<'_>,
+    ) -> HalResult<PendingPrepare> {
         let aidl = convert::model_to_aidl(model)?;
         let (tx, rx) = mpsc::channel();
         let callback = PrepareCallback::new(tx);
         let notified = Notifications(Arc::clone(&callback.notified));
         let callback = BnPreparedModelCallback::new_binder(callback);
-        // No cache files are offered (the service needs none); the token is then unused.
-        let token = vec![0u8; options.cache_token_len];
+        let (model_cache, data_cache) = cache.parcels()?;
         let launched = call(
             self.device.prepareModel(
                 &aidl,
                 ExecutionPreference(options.preference),
                 Priority(options.priority),
                 options.deadline_ns,
-                &[],
-                &[],
-                &token,
+                &model_cache,
+                &data_cache,
+                cache.token,
                 Some(&callback),
             ),
             "prepareModel",
@@ -432,11 +456,26 @@ impl RemoteDevice {
     /// cache, so this is an error; when it is, the callback's status must agree with the
     /// returned one, which is checked here.
     pub fn prepare_model_from_cache(&self) -> HalResult<RemotePreparedModel> {
+        self.prepare_model_from_cache_with(&CacheFiles::none(&[0u8; 32]))
+    }
+
+    /// `prepareModelFromCache` with the handles and token of `cache`; waits for the callback
+    /// and checks that it agrees with what the call returned.
+    pub fn prepare_model_from_cache_with(
+        &self,
+        cache: &CacheFiles<'_>,
+    ) -> HalResult<RemotePreparedModel> {
         let (tx, rx) = mpsc::channel();
         let callback = BnPreparedModelCallback::new_binder(PrepareCallback::new(tx));
+        let (model_cache, data_cache) = cache.parcels()?;
         let launched = call(
-            self.device
-                .prepareModelFromCache(-1, &[], &[], &[0u8; 32], Some(&callback)),
+            self.device.prepareModelFromCache(
+                -1,
+                &model_cache,
+                &data_cache,
+                cache.token,
+                Some(&callback),
+            ),
             "prepareModelFromCache",
         );
         let (status, prepared) = wait_notified(&self.session, &rx, None)?;
@@ -447,6 +486,11 @@ impl RemoteDevice {
                 _session: Arc::clone(&self.session),
             }),
             (Err(e), status, None) if status.0 == e.status().raw() => Err(e),
+            // Launched, then failed on the preparer (or the deadline passed).
+            (Ok(()), status, None) if status != AidlStatus::NONE => Err(convert::error_from_code(
+                status.0,
+                "prepareModelFromCache: restore failed (reported by the callback)".into(),
+            )),
             (launched, status, prepared) => Err(HalError::GeneralFailure(format!(
                 "prepareModelFromCache: returned {:?} but notified {status:?} with{} a model",
                 launched.err().map(|e| e.status()),
@@ -484,6 +528,42 @@ fn wait_notified(
                 ))
             }
         }
+    }
+}
+
+/// The compilation-cache arguments of `prepareModel` and `prepareModelFromCache`: the
+/// model-cache and data-cache file handles (sent as duplicates) and the token.
+pub struct CacheFiles<'a> {
+    pub model: Vec<BorrowedFd<'a>>,
+    pub data: Vec<BorrowedFd<'a>>,
+    pub token: &'a [u8],
+}
+
+impl<'a> CacheFiles<'a> {
+    /// No handles, only a token.
+    pub fn none(token: &'a [u8]) -> Self {
+        CacheFiles {
+            model: Vec::new(),
+            data: Vec::new(),
+            token,
+        }
+    }
+
+    fn parcels(&self) -> HalResult<(Vec<ParcelFileDescriptor>, Vec<ParcelFileDescriptor>)> {
+        let dup = |fds: &[BorrowedFd<'_>]| {
+            fds.iter()
+                .map(|fd| {
+                    fd.try_clone_to_owned()
+                        .map(super::ipc::pfd_new)
+                        .map_err(|e| {
+                            HalError::GeneralFailure(format!(
+                                "cannot duplicate a cache handle: {e}"
+                            ))
+                        })
+                })
+                .collect::<HalResult<Vec<_>>>()
+        };
+        Ok((dup(&self.model)?, dup(&self.data)?))
     }
 }
 

@@ -32,7 +32,7 @@ use self::ipc::aidl;
 
 #[cfg(not(feature = "aosp"))]
 pub use client::{
-    connect, connect_wait, connect_with, ConnectOptions, DeviceKind, ExecuteOptions,
+    connect, connect_wait, connect_with, CacheFiles, ConnectOptions, DeviceKind, ExecuteOptions,
     ExecutionTiming, Notifications, PendingPrepare, PrepareOptions, RawPiece, RemoteBurst,
     RemoteDevice, RemotePreparedModel, WireGarbage, DEFAULT_CONNECT_TIMEOUT,
     FIRST_CALL_TRANSACTION,

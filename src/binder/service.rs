@@ -34,11 +34,13 @@ use super::convert;
 use super::ipc::{
     self, BinderResult, Interface, ParcelFileDescriptor, PrepareCallbackArg, Status, Strong,
 };
+use crate::cache;
 use crate::driver::{Driver, PreparedModel, ValidatedModel};
 use crate::limits::{Budget, Charge, Limits};
 use crate::workers::Workers;
 use nnhal_hal::{HalError, HalResult};
 use nnhal_kernels::ukernels::Isa;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -181,17 +183,26 @@ fn require_callback<'a>(
     })
 }
 
-/// A compilation-cache token is exactly `IDevice::BYTE_SIZE_OF_CACHE_TOKEN` (32) bytes, even
-/// when, as here, no cache is kept.
-fn check_cache_token(token: &[u8]) -> HalResult<()> {
-    if token.len() != idev::BYTE_SIZE_OF_CACHE_TOKEN as usize {
-        return Err(HalError::InvalidArgument(format!(
-            "cache token has {} bytes, {} expected",
-            token.len(),
-            idev::BYTE_SIZE_OF_CACHE_TOKEN
-        )));
+/// The cache handles of one call, duplicated so that a preparer thread can use them after
+/// the call has returned: `None` unless there are exactly as many of each kind as
+/// `getNumberOfCacheFilesNeeded` asks for.
+fn cache_handles(
+    model_cache: &[ParcelFileDescriptor],
+    data_cache: &[ParcelFileDescriptor],
+) -> Option<(OwnedFd, OwnedFd)> {
+    if model_cache.len() != cache::MODEL_CACHE_FILES || data_cache.len() != cache::DATA_CACHE_FILES
+    {
+        return None;
     }
-    Ok(())
+    let dup = |p: &ParcelFileDescriptor| ipc::pfd_fd(p).try_clone_to_owned().ok();
+    Some((dup(&model_cache[0])?, dup(&data_cache[0])?))
+}
+
+/// Where a preparation writes its compilation cache.
+struct CacheTarget {
+    model: OwnedFd,
+    data: OwnedFd,
+    token: [u8; cache::TOKEN_BYTES],
 }
 
 /// `deadlineNs` (and other `-1`-means-none durations) must be -1 or non-negative.
@@ -436,10 +447,10 @@ impl IDevice for Device {
     }
 
     fn getNumberOfCacheFilesNeeded(&self) -> BinderResult<NumberOfCacheFiles> {
-        // (0, 0) says compilation caching is not supported.
+        // One file for the validated model, one for the plan's packed constants (src/cache.rs).
         Ok(NumberOfCacheFiles {
-            numModelCache: 0,
-            numDataCache: 0,
+            numModelCache: cache::MODEL_CACHE_FILES as i32,
+            numDataCache: cache::DATA_CACHE_FILES as i32,
         })
     }
 
@@ -472,15 +483,16 @@ impl IDevice for Device {
         preference: ExecutionPreference,
         priority: Priority,
         deadline_ns: i64,
-        _model_cache: &[ParcelFileDescriptor],
-        _data_cache: &[ParcelFileDescriptor],
+        model_cache: &[ParcelFileDescriptor],
+        data_cache: &[ParcelFileDescriptor],
         token: &[u8],
         callback: PrepareCallbackArg<'_>,
     ) -> BinderResult<()> {
         let call = "prepareModel";
         let callback = require_callback(callback, call)?;
-        // Cache arguments are ignored: with (0, 0) cache files the client has nothing to send,
-        // and the contract says cache problems must never fail a preparation.
+        // The contract: cache problems (wrong number of handles, handles that cannot be
+        // written) never fail a preparation; the model is then just not cached.
+        let mut target = None;
         let checked = (|| -> HalResult<ValidatedModel> {
             if !(0..=2).contains(&preference.0) {
                 return Err(HalError::InvalidArgument(format!(
@@ -495,11 +507,26 @@ impl IDevice for Device {
                 )));
             }
             check_optional_ns(deadline_ns, "deadlineNs")?;
-            check_cache_token(token)?;
+            const _: () = assert!(idev::BYTE_SIZE_OF_CACHE_TOKEN as usize == cache::TOKEN_BYTES);
+            let token = cache::token(token)?;
+            target = match cache_handles(model_cache, data_cache) {
+                Some((model, data)) => Some(CacheTarget { model, data, token }),
+                None => {
+                    // What an earlier preparation left in these files must not be restored
+                    // for this one.
+                    for p in model_cache.iter().chain(data_cache) {
+                        cache::clear_file(ipc::pfd_fd(p));
+                    }
+                    None
+                }
+            };
             // Validation before the limits: an invalid model is INVALID_ARGUMENT whatever its
             // size; a valid one past a limit is GENERAL_FAILURE (docs/limits.md).
             let canonical = convert::model_from_aidl(model)?;
-            let valid = guarded(call, || self.driver.validate_model(canonical))?;
+            let valid = guarded(call, || match target {
+                Some(_) => self.driver.validate_model_for_cache(canonical),
+                None => self.driver.validate_model(canonical),
+            })?;
             check_model_limits(self.budget.limits(), model)?;
             Ok(valid)
         })()
@@ -525,12 +552,94 @@ impl IDevice for Device {
             return Ok(());
         }
 
+        self.launch(model, charge, callback, target, call)
+    }
+
+    fn prepareModelFromCache(
+        &self,
+        deadline_ns: i64,
+        model_cache: &[ParcelFileDescriptor],
+        data_cache: &[ParcelFileDescriptor],
+        token: &[u8],
+        callback: PrepareCallbackArg<'_>,
+    ) -> BinderResult<()> {
+        let call = "prepareModelFromCache";
+        let callback = require_callback(callback, call)?;
+        let checked = (|| -> HalResult<ValidatedModel> {
+            check_optional_ns(deadline_ns, "deadlineNs")?;
+            let token = cache::token(token)?;
+            // Any handle the contract does not expect is a miss: GENERAL_FAILURE.
+            let model_fds: Vec<_> = model_cache.iter().map(ipc::pfd_fd).collect();
+            let data_fds: Vec<_> = data_cache.iter().map(ipc::pfd_fd).collect();
+            let (model_file, data_file) = cache::read_image(&model_fds, &data_fds)?;
+            let valid = guarded(call, || {
+                self.driver.validate_cached(&model_file, &data_file, &token)
+            })?;
+            self.budget
+                .limits()
+                .check_model(valid.constant_bytes(), valid.operand_count())?;
+            Ok(valid)
+        })()
+        .and_then(|model| {
+            let charge = self
+                .budget
+                .charge(ipc::calling_pid(), model.memory_estimate())?;
+            Ok((model, charge))
+        });
+        let (model, charge) = match checked {
+            Ok(checked) => checked,
+            Err(e) => {
+                notify(callback, convert::error_status_to_aidl(e.status()), None);
+                // A cache that cannot be used is an ordinary event (another build, a cleared
+                // or damaged file): the client then prepares the model, nothing is wrong here.
+                return Err(match e {
+                    HalError::GeneralFailure(_) => {
+                        log::info!("{call}: {e}");
+                        status_of(&e)
+                    }
+                    _ => to_status(&e, call),
+                });
+            }
+        };
+        if check_deadline(deadline_ns, call).is_err() {
+            notify(callback, AidlStatus::MISSED_DEADLINE_PERSISTENT, None);
+            return Ok(());
+        }
+        self.launch(model, charge, callback, None, call)
+    }
+}
+
+impl Device {
+    /// Plans `model` on a preparer thread (writing its compilation cache to `target`, if
+    /// any) and notifies `callback` when done.
+    fn launch(
+        &self,
+        model: ValidatedModel,
+        charge: Charge,
+        callback: &Strong<dyn IPreparedModelCallback>,
+        target: Option<CacheTarget>,
+        call: &'static str,
+    ) -> BinderResult<()> {
         let driver = Arc::clone(&self.driver);
         let worker_callback = callback.clone();
         let queued = self.preparers.submit(move || {
             // A panic in the driver must still reach the client as a failure: the callback
             // is waited on without a timeout.
-            let prepared = guarded("prepareModel", || driver.prepare_validated(model));
+            let prepared = guarded(call, || match &target {
+                Some(target) => driver
+                    .prepare_validated_for_cache(model, &target.token)
+                    .map(|(prepared, image)| {
+                        // Written before the client hears of the model, so that a restore
+                        // right after the callback finds the files complete.
+                        cache::write_image(
+                            image.as_ref(),
+                            target.model.as_fd(),
+                            target.data.as_fd(),
+                        );
+                        prepared
+                    }),
+                None => driver.prepare_validated(model),
+            });
             match prepared {
                 Ok(prepared) => {
                     COUNTERS.prepared.fetch_add(1, Ordering::Relaxed);
@@ -558,28 +667,6 @@ impl IDevice for Device {
             return Err(to_status(&e, call));
         }
         Ok(())
-    }
-
-    fn prepareModelFromCache(
-        &self,
-        _deadline_ns: i64,
-        _model_cache: &[ParcelFileDescriptor],
-        _data_cache: &[ParcelFileDescriptor],
-        token: &[u8],
-        callback: PrepareCallbackArg<'_>,
-    ) -> BinderResult<()> {
-        let callback = require_callback(callback, "prepareModelFromCache")?;
-        if let Err(e) = check_cache_token(token) {
-            notify(callback, convert::error_status_to_aidl(e.status()), None);
-            return Err(to_status(&e, "prepareModelFromCache"));
-        }
-        // The contract: when caching is not supported, notify GENERAL_FAILURE with a null model
-        // and return the same status.
-        let e = HalError::GeneralFailure(
-            "compilation caching is not supported (getNumberOfCacheFilesNeeded is 0, 0)".into(),
-        );
-        notify(callback, convert::error_status_to_aidl(e.status()), None);
-        Err(refuse(&e, "prepareModelFromCache"))
     }
 }
 

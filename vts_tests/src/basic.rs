@@ -34,7 +34,7 @@ pub const BASIC_CASES: &[BasicCase] = &[
         run: capabilities,
     },
     BasicCase {
-        name: "no_extensions_and_no_cache_files",
+        name: "no_extensions_and_one_file_of_each_cache_kind",
         run: extensions_and_cache,
     },
     BasicCase {
@@ -62,7 +62,7 @@ pub const BASIC_CASES: &[BasicCase] = &[
         run: fenced_and_burst,
     },
     BasicCase {
-        name: "prepare_from_cache_and_allocate_are_refused",
+        name: "prepare_from_cache_without_files_and_allocate_are_refused",
         run: cache_and_allocate,
     },
 ];
@@ -175,8 +175,8 @@ fn extensions_and_cache(device: &RemoteDevice) -> Result<(), String> {
         device.number_of_cache_files(),
         "getNumberOfCacheFilesNeeded",
     )?;
-    check(files == (0, 0), || {
-        format!("cache files {files:?}, expected (0, 0)")
+    check(files == (1, 1), || {
+        format!("cache files {files:?}, expected (1, 1)")
     })
 }
 
@@ -393,7 +393,7 @@ fn fenced_and_burst(device: &RemoteDevice) -> Result<(), String> {
 
 fn cache_and_allocate(device: &RemoteDevice) -> Result<(), String> {
     match device.prepare_model_from_cache() {
-        Ok(_) => return Err("prepareModelFromCache succeeded without a cache".into()),
+        Ok(_) => return Err("prepareModelFromCache succeeded without cache files".into()),
         Err(e) if e.status() == ErrorStatus::GeneralFailure => {}
         Err(e) => {
             return Err(format!(

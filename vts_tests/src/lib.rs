@@ -12,12 +12,14 @@
 //! * [`mutations`] holds the VTS 1.0 model and request mutators (BI-01…BI-26);
 //! * [`basic`] holds the VTS BasicTests (status, capabilities, null and invalid arguments);
 //! * [`qos`] holds the deadline cases of QualityOfServiceTests;
+//! * [`caching`] holds CompilationCachingTest: save, restore, damaged and mismatched caches;
 //! * [`suites`] holds DynamicOutputShapeTest and QuantizationCouplingTest, which derive
 //!   models from the golden vectors.
 //!
 //! The `nnhal-vts` binary and the integration tests in `tests/` are thin layers over these.
 
 pub mod basic;
+pub mod caching;
 pub mod load;
 pub mod mutations;
 pub mod probe;

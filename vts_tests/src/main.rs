@@ -20,13 +20,13 @@
 
 use clap::{Args, Parser, Subcommand};
 use nnhal::hal::HalError;
-use nnhal_vts::basic;
 use nnhal_vts::load;
 use nnhal_vts::mutations::{base_models, BaseModel, MODEL_MUTATORS, REQUEST_MUTATORS};
 use nnhal_vts::runner::{run_model_class, run_request_class, run_vector, ClassReport};
 use nnhal_vts::suites::{self, Outcome};
 use nnhal_vts::transport::{self, Device, RpcDevice, TransportKind, TransportOptions};
 use nnhal_vts::vector::{bundled_dir, vector_files, Vector};
+use nnhal_vts::{basic, caching};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -91,6 +91,19 @@ enum Command {
     /// (OUTPUT_INSUFFICIENT_SIZE).
     #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
     Dynamic {
+        #[command(flatten)]
+        transport: TransportArgs,
+        /// Vector files or directories of them [default: the bundled vectors,
+        /// vts_tests/vectors]
+        paths: Vec<PathBuf>,
+    },
+    /// CompilationCachingTest: every vector prepared with cache files, restored with
+    /// prepareModelFromCache and executed (outputs as a fresh preparation's); wrong tokens,
+    /// handle counts and modes, shrunk, grown and byte-flipped files (every byte of the
+    /// smallest vector's cache, a sample of the largest's), shared handles, another kernel
+    /// level.
+    #[command(after_help = nnhal::cli::EXIT_STATUS_HELP)]
+    Caching {
         #[command(flatten)]
         transport: TransportArgs,
         /// Vector files or directories of them [default: the bundled vectors,
@@ -597,6 +610,69 @@ fn qos(service: &ServiceArgs) -> ExitCode {
     }
 }
 
+fn caching(transport: &TransportArgs, paths: &[PathBuf]) -> ExitCode {
+    let paths = match resolve_paths(paths) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let mut vectors = Vec::new();
+    let mut failed = 0usize;
+    for path in &paths {
+        match nnhal_vts::vector::load(path) {
+            Ok(v) => vectors.extend(v),
+            Err(e) => {
+                failed += 1;
+                println!("FAIL {e}");
+            }
+        }
+    }
+    let device = match transport.open() {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let mut outcomes = caching::vectors(device.as_ref(), &vectors);
+    // The smallest and the largest model that prepare, by constant bytes: every byte of the
+    // first's cache is flipped, a sample of the second's.
+    let size = |v: &Vector| {
+        nnhal_vts::to_model(v, nnhal_vts::ConstantMode::Copy)
+            .map(|m| m.operand_values.len() + m.operands.len() * 64)
+            .unwrap_or(usize::MAX)
+    };
+    let plain: Vec<&Vector> = vectors
+        .iter()
+        .filter(|v| !v.expect_failure && v.model.referenced.is_empty())
+        .collect();
+    if let Some(small) = plain.iter().min_by_key(|v| size(v)) {
+        outcomes.extend(caching::checks(device.as_ref(), small, true));
+    }
+    if let Some(large) = plain
+        .iter()
+        .filter(|v| size(v) != usize::MAX)
+        .max_by_key(|v| size(v))
+    {
+        outcomes.extend(caching::checks(device.as_ref(), large, false));
+    }
+    let mut passed = 0usize;
+    for (name, outcome) in outcomes {
+        match outcome {
+            Ok(()) => {
+                passed += 1;
+                println!("PASS {name}");
+            }
+            Err(reason) => {
+                failed += 1;
+                println!("FAIL {name}: {reason}");
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 fn basic(service: &ServiceArgs) -> ExitCode {
     let device = match RpcDevice::open(&service.options()) {
         Ok(d) => d,
@@ -707,6 +783,7 @@ fn main() -> ExitCode {
         Command::Qos { service } => qos(service),
         Command::Dynamic { transport, paths } => derived_suite(transport, paths, suites::dynamic),
         Command::Coupling { transport, paths } => derived_suite(transport, paths, suites::coupling),
+        Command::Caching { transport, paths } => caching(transport, paths),
         Command::Stress {
             service,
             clients,

@@ -9,9 +9,12 @@
 //!   without a process boundary.
 
 use nnhal::binder::child::{service_program, ChildOptions, ServiceChild};
-use nnhal::binder::{self, ConnectOptions, PrepareOptions, RemoteDevice, RemotePreparedModel};
+use nnhal::binder::{
+    self, CacheFiles, ConnectOptions, PrepareOptions, RemoteDevice, RemotePreparedModel,
+};
 use nnhal::hal::{Capabilities, ErrorStatus, HalError, HalResult, Model, Request};
 use nnhal::{Driver, ExecutionResult, PreparedModel};
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,6 +27,21 @@ pub trait Device: Send + Sync {
     fn supported_operations(&self, model: &Model) -> HalResult<Vec<bool>>;
     /// `prepareModel` and its callback folded into one result.
     fn prepare_model(&self, model: Model) -> HalResult<Box<dyn Prepared>>;
+    /// `prepareModel` with compilation-cache handles and a token.
+    fn prepare_model_cached(
+        &self,
+        model: Model,
+        model_cache: &[BorrowedFd<'_>],
+        data_cache: &[BorrowedFd<'_>],
+        token: &[u8],
+    ) -> HalResult<Box<dyn Prepared>>;
+    /// `prepareModelFromCache` and its callback folded into one result.
+    fn prepare_model_from_cache(
+        &self,
+        model_cache: &[BorrowedFd<'_>],
+        data_cache: &[BorrowedFd<'_>],
+        token: &[u8],
+    ) -> HalResult<Box<dyn Prepared>>;
     /// The binder client, when the device is reached over binder (for binder-only checks).
     fn remote(&self) -> Option<&RemoteDevice> {
         None
@@ -126,6 +144,31 @@ impl Device for InProcessDevice {
     fn prepare_model(&self, model: Model) -> HalResult<Box<dyn Prepared>> {
         Ok(Box::new(InProcessPrepared(
             self.driver.prepare_model(model)?,
+        )))
+    }
+
+    fn prepare_model_cached(
+        &self,
+        model: Model,
+        model_cache: &[BorrowedFd<'_>],
+        data_cache: &[BorrowedFd<'_>],
+        token: &[u8],
+    ) -> HalResult<Box<dyn Prepared>> {
+        Ok(Box::new(InProcessPrepared(
+            self.driver
+                .prepare_model_to_files(model, model_cache, data_cache, token)?,
+        )))
+    }
+
+    fn prepare_model_from_cache(
+        &self,
+        model_cache: &[BorrowedFd<'_>],
+        data_cache: &[BorrowedFd<'_>],
+        token: &[u8],
+    ) -> HalResult<Box<dyn Prepared>> {
+        Ok(Box::new(InProcessPrepared(
+            self.driver
+                .prepare_model_from_files(model_cache, data_cache, token)?,
         )))
     }
 }
@@ -232,6 +275,39 @@ impl Device for RpcDevice {
             }
             Err(e) => Err(e),
         }
+    }
+
+    fn prepare_model_cached(
+        &self,
+        model: Model,
+        model_cache: &[BorrowedFd<'_>],
+        data_cache: &[BorrowedFd<'_>],
+        token: &[u8],
+    ) -> HalResult<Box<dyn Prepared>> {
+        let files = CacheFiles {
+            model: model_cache.to_vec(),
+            data: data_cache.to_vec(),
+            token,
+        };
+        Ok(Box::new(RpcPrepared(
+            self.device.prepare_model_cached(&model, &files)?,
+        )))
+    }
+
+    fn prepare_model_from_cache(
+        &self,
+        model_cache: &[BorrowedFd<'_>],
+        data_cache: &[BorrowedFd<'_>],
+        token: &[u8],
+    ) -> HalResult<Box<dyn Prepared>> {
+        let files = CacheFiles {
+            model: model_cache.to_vec(),
+            data: data_cache.to_vec(),
+            token,
+        };
+        Ok(Box::new(RpcPrepared(
+            self.device.prepare_model_from_cache_with(&files)?,
+        )))
     }
 
     fn remote(&self) -> Option<&RemoteDevice> {

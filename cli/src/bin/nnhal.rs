@@ -16,7 +16,7 @@
 //! nnhal bench     (--builtin mobilenet-v1-f32 | VECTOR.json | MODEL.onnx | MODEL.mlmodel | MODEL.tflite)
 //!                 [--threads N] [--iterations K]
 //!                 [--warmup W] [--transport inproc|rpc] [--socket PATH] [--isa LEVEL]
-//!                 [--profile] [--json]
+//!                 [--profile] [--cache DIR] [--json]
 //!                                                        latency of one model, output checked
 //! ```
 //!
@@ -199,6 +199,10 @@ struct BenchArgs {
     /// only)
     #[arg(long)]
     profile: bool,
+    /// Prepare through a compilation cache kept in DIR: the first run prepares and writes
+    /// it (cold), later runs restore from it (warm); prepare_ms shows the difference
+    #[arg(long, value_name = "DIR")]
+    cache: Option<PathBuf>,
     /// End with one line of JSON (median_ms, p10_ms, p90_ms, min_ms, prepare_ms, ...)
     #[arg(long)]
     json: bool,
@@ -926,6 +930,7 @@ fn bench_model(a: &BenchArgs, out: &mut String) -> Result<(), CliError> {
         socket: a.socket.clone(),
         isa: a.isa.clone(),
         profile: a.profile,
+        cache: a.cache.clone(),
     };
     let report = bench::run(&options).map_err(|e| match e {
         BenchError::Usage(why) => CliError::Usage(why),

@@ -1,0 +1,698 @@
+//! Compilation cache: what `prepareModel` writes into the client's cache files and
+//! `prepareModelFromCache` reads back (AIDL `IDevice`, "compilation caching";
+//! docs/hal-contract.md, "Compilation caching").
+//!
+//! The driver asks for one model-cache file and one data-cache file
+//! ([`MODEL_CACHE_FILES`], [`DATA_CACHE_FILES`]). Both start with the same header and end with
+//! a CRC-32 (crate `crc32fast`) over every byte before it:
+//!
+//! | field | bytes |
+//! |---|---|
+//! | magic `NNHALCCH` | 8 |
+//! | format version ([`FORMAT_VERSION`]) | 4 |
+//! | kind: 1 model, 2 data | 4 |
+//! | build (crate version), length-prefixed | 2 + n |
+//! | kernel level (`NNHAL_ISA` name), length-prefixed | 2 + n |
+//! | tile geometry the plan was packed for (float32 GEMM mr, nr; uint8 GEMM mr, nr, weight shift; float32 depthwise lanes) | 24 |
+//! | the client's 32-byte token | 32 |
+//! | payload length | 8 |
+//! | payload | n |
+//! | CRC-32 of everything above | 4 |
+//!
+//! The model file's payload is the validated model in a compact canonical encoding
+//! ([`encode_model`]): CONSTANT_REFERENCE constants are copied into it as CONSTANT_COPY
+//! values, so the cache never depends on the client's memory pools. The data file's payload
+//! binds it to its model file (that file's CRC-32) and holds the plan's packed constants
+//! ([`encode_packed`]).
+//!
+//! A cache is untrusted input (bad-input classes BI-80…BI-84 in docs/bad-inputs.md): any
+//! damage the checksum catches, a header written for another build, kernel level, tile
+//! geometry or token, or a file of the wrong kind is a miss, which the service answers with
+//! GENERAL_FAILURE. A cache that passes the checksum still goes through the normal model
+//! validator, and every length and index in it is checked, so a forged cache is trusted no
+//! further than a model from the app. Files are read with `pread` into owned buffers (never
+//! mapped: a file shrunk while read cannot raise SIGBUS), bounded by [`MAX_CACHE_FILE_BYTES`].
+//!
+//! Models with referenced subgraphs (IF, WHILE) are prepared without writing a cache.
+
+use crate::executor::Packed;
+use crate::plan::Plan;
+use nnhal_hal::{
+    ChannelQuant, DataLocation, HalError, HalResult, Model, Operand, OperandLifeTime, Operation,
+};
+use nnhal_kernels::ukernels::Ukernels;
+use std::fs::File;
+use std::os::fd::BorrowedFd;
+use std::os::unix::fs::FileExt;
+
+/// Model-cache files the driver asks for (`NumberOfCacheFiles::numModelCache`).
+pub const MODEL_CACHE_FILES: usize = 1;
+/// Data-cache files the driver asks for (`NumberOfCacheFiles::numDataCache`).
+pub const DATA_CACHE_FILES: usize = 1;
+/// Bytes of a cache token (`IDevice::BYTE_SIZE_OF_CACHE_TOKEN`).
+pub const TOKEN_BYTES: usize = 32;
+/// Version of the file layout; raised whenever the header, the model encoding or a packed
+/// encoding changes, so older caches are misses instead of misreads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Largest cache file read back: the largest model the service accepts (256 MiB of
+/// constants) plus its packed copy, with room for headers.
+pub const MAX_CACHE_FILE_BYTES: u64 = 1 << 30;
+
+const MAGIC: [u8; 8] = *b"NNHALCCH";
+const BUILD: &str = env!("CARGO_PKG_VERSION");
+const KIND_MODEL: u32 = 1;
+const KIND_DATA: u32 = 2;
+
+/// A cache miss or damage: always GENERAL_FAILURE (the contract's answer when a cache cannot
+/// be used), never INVALID_ARGUMENT, since the client cannot have known.
+fn miss(why: impl std::fmt::Display) -> HalError {
+    HalError::GeneralFailure(format!("compilation cache not usable: {why}"))
+}
+
+/// The two file images one preparation writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CacheImage {
+    pub model: Vec<u8>,
+    pub data: Vec<u8>,
+}
+
+/// What the packed layout depends on, written into and checked against every header.
+fn binding(kernels: &Ukernels) -> (Vec<u8>, [u32; 6]) {
+    let isa = kernels.isa.name().as_bytes().to_vec();
+    let tiles = [
+        kernels.f32_gemm.mr as u32,
+        kernels.f32_gemm.nr as u32,
+        kernels.u8_gemm.mr as u32,
+        kernels.u8_gemm.nr as u32,
+        kernels.u8_gemm.weight_shift as u32,
+        kernels.f32_dw.lanes as u32,
+    ];
+    (isa, tiles)
+}
+
+/// Wraps `payload` in a header for `kernels` and `token`, and appends the checksum.
+fn seal(kind: u32, kernels: &Ukernels, token: &[u8; TOKEN_BYTES], payload: &[u8]) -> Vec<u8> {
+    let (isa, tiles) = binding(kernels);
+    let mut out = Vec::with_capacity(payload.len() + 128);
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&kind.to_le_bytes());
+    for s in [BUILD.as_bytes(), &isa] {
+        out.extend_from_slice(&(s.len() as u16).to_le_bytes());
+        out.extend_from_slice(s);
+    }
+    for t in tiles {
+        out.extend_from_slice(&t.to_le_bytes());
+    }
+    out.extend_from_slice(token);
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(payload);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Checks the checksum and every header field of `file` against `kind`, `kernels` and
+/// `token`; returns the payload.
+fn open<'a>(
+    file: &'a [u8],
+    kind: u32,
+    kernels: &Ukernels,
+    token: &[u8; TOKEN_BYTES],
+) -> HalResult<&'a [u8]> {
+    let what = if kind == KIND_MODEL { "model" } else { "data" };
+    let body_len = file
+        .len()
+        .checked_sub(4)
+        .ok_or_else(|| miss(format!("{what} cache file has {} bytes", file.len())))?;
+    let (body, sum) = file.split_at(body_len);
+    if crc32fast::hash(body).to_le_bytes() != sum {
+        return Err(miss(format!("{what} cache file is damaged (checksum)")));
+    }
+    let mut r = Reader::new(body);
+    if r.bytes(8)? != MAGIC {
+        return Err(miss(format!("{what} cache file is not an nnhal cache")));
+    }
+    let version = r.u32()?;
+    if version != FORMAT_VERSION {
+        return Err(miss(format!(
+            "{what} cache file has format {version}, this build reads {FORMAT_VERSION}"
+        )));
+    }
+    let found = r.u32()?;
+    if found != kind {
+        return Err(miss(format!(
+            "the {what} cache handle holds another kind of file"
+        )));
+    }
+    let (isa, tiles) = binding(kernels);
+    let build = r.short_bytes()?;
+    if build != BUILD.as_bytes() {
+        return Err(miss(format!(
+            "{what} cache file was written by build {:?}, this is {BUILD}",
+            String::from_utf8_lossy(build)
+        )));
+    }
+    let level = r.short_bytes()?;
+    if level != isa.as_slice() {
+        return Err(miss(format!(
+            "{what} cache file was packed for kernel level {:?}, this driver runs {}",
+            String::from_utf8_lossy(level),
+            kernels.isa
+        )));
+    }
+    for t in tiles {
+        if r.u32()? != t {
+            return Err(miss(format!(
+                "{what} cache file was packed for another tile geometry"
+            )));
+        }
+    }
+    if r.bytes(TOKEN_BYTES)? != token {
+        return Err(miss(format!(
+            "{what} cache file was written for another token"
+        )));
+    }
+    let len = r.u64()?;
+    let payload = r.bytes(usize::try_from(len).map_err(|_| miss("payload length"))?)?;
+    if !r.is_empty() {
+        return Err(miss(format!(
+            "{what} cache file has bytes after its payload"
+        )));
+    }
+    Ok(payload)
+}
+
+/// The cache files for a prepared model: `model` is [`encode_model`]'s output, `packed` the
+/// plan's packed section ([`encode_packed`]).
+pub fn seal_image(
+    kernels: &Ukernels,
+    token: &[u8; TOKEN_BYTES],
+    model: &[u8],
+    packed: &[u8],
+) -> CacheImage {
+    let model = seal(KIND_MODEL, kernels, token, model);
+    let mut data = Vec::with_capacity(packed.len() + 4);
+    data.extend_from_slice(&model[model.len() - 4..]);
+    data.extend_from_slice(packed);
+    let data = seal(KIND_DATA, kernels, token, &data);
+    CacheImage { model, data }
+}
+
+/// Opens both files of a cache: the model encoding and the packed section, each file's
+/// checksum and header checked, and the data file checked to belong to this model file.
+pub fn open_image<'a>(
+    model: &'a [u8],
+    data: &'a [u8],
+    kernels: &Ukernels,
+    token: &[u8; TOKEN_BYTES],
+) -> HalResult<(&'a [u8], &'a [u8])> {
+    let model_payload = open(model, KIND_MODEL, kernels, token)?;
+    let data_payload = open(data, KIND_DATA, kernels, token)?;
+    let (bound, packed) = data_payload
+        .split_at_checked(4)
+        .ok_or_else(|| miss("data cache file is too short"))?;
+    if bound != &model[model.len() - 4..] {
+        return Err(miss(
+            "the data cache file belongs to another model cache file",
+        ));
+    }
+    Ok((model_payload, packed))
+}
+
+/// What the data file says about one operation's packed constants.
+const PACKED_NONE: u8 = 0;
+/// The operation's packed constants are rebuilt at restore from the model's constants.
+const PACKED_REBUILT: u8 = 1;
+
+/// The data file's packed section: one entry per operation of the main graph, in model
+/// order. An entry records what the plan packed for that operation; a variant whose bytes are
+/// not stored is rebuilt from the model at restore (format 1 stores none). The match is
+/// exhaustive so that a new [`Packed`] variant does not compile without a decision here.
+pub fn encode_packed(plan: &Plan) -> Vec<u8> {
+    let steps: Vec<Option<&Packed>> = plan.packed_steps().collect();
+    let mut out = Vec::with_capacity(4 + steps.len());
+    put_u32(&mut out, steps.len() as u32);
+    for packed in steps {
+        let tag = match packed {
+            None => PACKED_NONE,
+            Some(
+                Packed::ConvF32(_)
+                | Packed::DwF32(_)
+                | Packed::ConvU8(_)
+                | Packed::DwU8(_)
+                | Packed::BinaryU8(_)
+                | Packed::Grouped(_)
+                | Packed::TransposeF32(_)
+                | Packed::TransposeU8(_)
+                | Packed::PerChannel { .. },
+            ) => PACKED_REBUILT,
+        };
+        out.push(tag);
+    }
+    out
+}
+
+/// Checks a packed section against the validated model it came with: one known entry per
+/// operation, nothing left over.
+pub fn check_packed(packed: &[u8], operations: usize) -> HalResult<()> {
+    let mut r = Reader::new(packed);
+    let n = r.count(1)?;
+    if n != operations {
+        return Err(miss(format!(
+            "packed section has {n} entries for {operations} operations"
+        )));
+    }
+    for k in 0..n {
+        let tag = r.u8()?;
+        if !matches!(tag, PACKED_NONE | PACKED_REBUILT) {
+            return Err(miss(format!("packed entry {k} has kind {tag}")));
+        }
+    }
+    if !r.is_empty() {
+        return Err(miss("packed section has bytes after its end"));
+    }
+    Ok(())
+}
+
+/// A bounds-checked little-endian reader: every read past the end is a miss.
+pub(crate) struct Reader<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
+        Reader { rest: bytes }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    pub(crate) fn bytes(&mut self, n: usize) -> HalResult<&'a [u8]> {
+        let (head, rest) = self.rest.split_at_checked(n).ok_or_else(|| {
+            miss(format!(
+                "truncated: {n} bytes wanted, {} left",
+                self.rest.len()
+            ))
+        })?;
+        self.rest = rest;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self) -> HalResult<[u8; N]> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.bytes(N)?);
+        Ok(a)
+    }
+
+    pub(crate) fn u8(&mut self) -> HalResult<u8> {
+        Ok(self.array::<1>()?[0])
+    }
+
+    pub(crate) fn u32(&mut self) -> HalResult<u32> {
+        self.array().map(u32::from_le_bytes)
+    }
+
+    pub(crate) fn i32(&mut self) -> HalResult<i32> {
+        self.array().map(i32::from_le_bytes)
+    }
+
+    pub(crate) fn u64(&mut self) -> HalResult<u64> {
+        self.array().map(u64::from_le_bytes)
+    }
+
+    fn short_bytes(&mut self) -> HalResult<&'a [u8]> {
+        let n = u16::from_le_bytes(self.array()?);
+        self.bytes(usize::from(n))
+    }
+
+    /// A count of items of at least `min_item` bytes each, refused when the rest of the input
+    /// cannot hold that many (a forged count never drives a large allocation).
+    pub(crate) fn count(&mut self, min_item: usize) -> HalResult<usize> {
+        let n = self.u32()? as usize;
+        if n.saturating_mul(min_item.max(1)) > self.rest.len() {
+            return Err(miss(format!("count {n} exceeds the bytes left")));
+        }
+        Ok(n)
+    }
+
+    fn u32s(&mut self) -> HalResult<Vec<u32>> {
+        let n = self.count(4)?;
+        (0..n).map(|_| self.u32()).collect()
+    }
+}
+
+fn put_u32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_u32s(out: &mut Vec<u8>, v: &[u32]) {
+    put_u32(out, v.len() as u32);
+    for &x in v {
+        put_u32(out, x);
+    }
+}
+
+/// The canonical encoding of a model that passed validation, with every CONSTANT_REFERENCE
+/// value copied in as a CONSTANT_COPY one (read through `constant`, which gets the operand
+/// index). `None` when the model cannot be cached: it has referenced subgraphs, or its
+/// constants pass the 4 GiB a CONSTANT_COPY offset can address.
+pub fn encode_model(
+    model: &Model,
+    mut constant: impl FnMut(usize) -> HalResult<Vec<u8>>,
+) -> HalResult<Option<Vec<u8>>> {
+    if !model.referenced.is_empty() {
+        return Ok(None);
+    }
+    let mut values = model.operand_values.clone();
+    let mut operands = model.operands.clone();
+    for (i, o) in operands.iter_mut().enumerate() {
+        if o.lifetime == OperandLifeTime::ConstantReference.raw() {
+            let bytes = constant(i)?;
+            // CONSTANT_COPY values are read at any offset (they are copied before decoding),
+            // but keeping them 4-aligned keeps the encoding the same shape as a client's.
+            while !values.len().is_multiple_of(4) {
+                values.push(0);
+            }
+            let (Ok(offset), Ok(length)) =
+                (u32::try_from(values.len()), u32::try_from(bytes.len()))
+            else {
+                return Ok(None);
+            };
+            values.extend_from_slice(&bytes);
+            o.lifetime = OperandLifeTime::ConstantCopy.raw();
+            o.location = DataLocation {
+                pool_index: 0,
+                offset,
+                length,
+            };
+        }
+    }
+    if u32::try_from(values.len()).is_err() {
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(values.len() + operands.len() * 48 + 64);
+    put_u32(
+        &mut out,
+        u32::from(model.relax_computation_float32_to_float16),
+    );
+    put_u32(&mut out, operands.len() as u32);
+    for o in &operands {
+        put_u32(&mut out, o.operand_type as u32);
+        put_u32s(&mut out, &o.dimensions);
+        put_u32(&mut out, o.number_of_consumers);
+        put_u32(&mut out, o.scale.to_bits());
+        put_u32(&mut out, o.zero_point as u32);
+        put_u32(&mut out, o.lifetime as u32);
+        put_u32(&mut out, o.location.pool_index);
+        put_u32(&mut out, o.location.offset);
+        put_u32(&mut out, o.location.length);
+        match &o.channel_quant {
+            None => put_u32(&mut out, 0),
+            Some(q) => {
+                put_u32(&mut out, 1);
+                put_u32(&mut out, q.channel_dim);
+                put_u32(&mut out, q.scales.len() as u32);
+                for s in &q.scales {
+                    put_u32(&mut out, s.to_bits());
+                }
+            }
+        }
+    }
+    put_u32(&mut out, model.operations.len() as u32);
+    for op in &model.operations {
+        put_u32(&mut out, op.operation_type as u32);
+        put_u32s(&mut out, &op.inputs);
+        put_u32s(&mut out, &op.outputs);
+    }
+    put_u32s(&mut out, &model.input_indexes);
+    put_u32s(&mut out, &model.output_indexes);
+    put_u32(&mut out, values.len() as u32);
+    out.extend_from_slice(&values);
+    Ok(Some(out))
+}
+
+/// Reads back [`encode_model`]'s output. Only the encoding is checked here (every count
+/// against the bytes left, nothing left over); the model itself goes through the validator
+/// next, like any model from a client.
+pub fn decode_model(bytes: &[u8]) -> HalResult<Model> {
+    let mut r = Reader::new(bytes);
+    let relax = match r.u32()? {
+        0 => false,
+        1 => true,
+        v => return Err(miss(format!("relaxComputation flag {v}"))),
+    };
+    // Fixed part of an operand: type, dimension count, consumers, scale, zero point,
+    // lifetime, location (3), channel-quant flag.
+    let n = r.count(40)?;
+    let mut operands = Vec::with_capacity(n);
+    for _ in 0..n {
+        let operand_type = r.i32()?;
+        let dimensions = r.u32s()?;
+        let number_of_consumers = r.u32()?;
+        let scale = f32::from_bits(r.u32()?);
+        let zero_point = r.i32()?;
+        let lifetime = r.i32()?;
+        let location = DataLocation {
+            pool_index: r.u32()?,
+            offset: r.u32()?,
+            length: r.u32()?,
+        };
+        let channel_quant = match r.u32()? {
+            0 => None,
+            1 => {
+                let channel_dim = r.u32()?;
+                let k = r.count(4)?;
+                let scales = (0..k)
+                    .map(|_| r.u32().map(f32::from_bits))
+                    .collect::<HalResult<_>>()?;
+                Some(ChannelQuant {
+                    scales,
+                    channel_dim,
+                })
+            }
+            v => return Err(miss(format!("channel-quant flag {v}"))),
+        };
+        operands.push(Operand {
+            operand_type,
+            dimensions,
+            number_of_consumers,
+            scale,
+            zero_point,
+            lifetime,
+            location,
+            channel_quant,
+        });
+    }
+    let n = r.count(12)?;
+    let mut operations = Vec::with_capacity(n);
+    for _ in 0..n {
+        operations.push(Operation {
+            operation_type: r.i32()?,
+            inputs: r.u32s()?,
+            outputs: r.u32s()?,
+        });
+    }
+    let input_indexes = r.u32s()?;
+    let output_indexes = r.u32s()?;
+    let n = r.count(1)?;
+    let operand_values = r.bytes(n)?.to_vec();
+    if !r.is_empty() {
+        return Err(miss("model encoding has bytes after its end"));
+    }
+    Ok(Model {
+        operands,
+        operations,
+        input_indexes,
+        output_indexes,
+        operand_values,
+        pools: Vec::new(),
+        referenced: Vec::new(),
+        relax_computation_float32_to_float16: relax,
+    })
+}
+
+fn file_of(fd: BorrowedFd<'_>, what: &str) -> HalResult<File> {
+    fd.try_clone_to_owned()
+        .map(File::from)
+        .map_err(|e| miss(format!("{what}: cannot duplicate the descriptor: {e}")))
+}
+
+/// Reads a whole cache file with `pread` into an owned buffer. A file that changes size
+/// while read is read as far as it goes (the checksum then decides); one longer than
+/// [`MAX_CACHE_FILE_BYTES`] is a miss. A descriptor opened write-only fails here.
+pub fn read_file(fd: BorrowedFd<'_>, what: &str) -> HalResult<Vec<u8>> {
+    let file = file_of(fd, what)?;
+    let size = file
+        .metadata()
+        .map_err(|e| miss(format!("{what}: {e}")))?
+        .len();
+    if size > MAX_CACHE_FILE_BYTES {
+        return Err(miss(format!("{what} has {size} bytes")));
+    }
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(size as usize + 1)
+        .map_err(|_| miss(format!("{what}: cannot allocate {size} bytes")))?;
+    buf.resize(size as usize + 1, 0);
+    let mut filled = 0usize;
+    loop {
+        if filled == buf.len() {
+            // Grown while read: keep reading, within the bound.
+            if buf.len() as u64 > MAX_CACHE_FILE_BYTES {
+                return Err(miss(format!(
+                    "{what} grew past {MAX_CACHE_FILE_BYTES} bytes"
+                )));
+            }
+            let more = buf.len().min(1 << 20);
+            buf.try_reserve(more)
+                .map_err(|_| miss(format!("{what}: cannot allocate")))?;
+            buf.resize(buf.len() + more, 0);
+        }
+        match file.read_at(&mut buf[filled..], filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(miss(format!("{what}: cannot read: {e}"))),
+        }
+    }
+    buf.truncate(filled);
+    Ok(buf)
+}
+
+/// Replaces the contents of a cache file with `bytes`. A descriptor opened read-only (or
+/// any other write error) fails here; the service then prepares without caching.
+pub fn write_file(fd: BorrowedFd<'_>, bytes: &[u8], what: &str) -> HalResult<()> {
+    let file = file_of(fd, what)?;
+    let written = file
+        .set_len(0)
+        .and_then(|()| file.write_all_at(bytes, 0))
+        .and_then(|()| file.set_len(bytes.len() as u64));
+    if let Err(e) = written {
+        // A half-written file would fail its checksum anyway; an empty one says so sooner.
+        let _ = file.set_len(0);
+        return Err(miss(format!("{what}: cannot write: {e}")));
+    }
+    Ok(())
+}
+
+/// Empties a cache file whose preparation was not cached, so that what an earlier
+/// preparation left there is not restored for this token.
+pub fn clear_file(fd: BorrowedFd<'_>) {
+    if let Ok(file) = fd.try_clone_to_owned().map(File::from) {
+        let _ = file.set_len(0);
+    }
+}
+
+/// A cache token as the interface gives it: exactly [`TOKEN_BYTES`] bytes, INVALID_ARGUMENT
+/// otherwise (whether or not cache files come with it).
+pub fn token(token: &[u8]) -> HalResult<[u8; TOKEN_BYTES]> {
+    token.try_into().map_err(|_| {
+        HalError::InvalidArgument(format!(
+            "cache token has {} bytes, {TOKEN_BYTES} expected",
+            token.len()
+        ))
+    })
+}
+
+/// Writes a preparation's cache into its two files; a failure (a read-only handle, a full
+/// disk) only means the next start prepares from scratch, so it is logged, never reported.
+/// `None` (a model that cannot be cached) empties both files.
+pub fn write_image(image: Option<&CacheImage>, model: BorrowedFd<'_>, data: BorrowedFd<'_>) {
+    let Some(image) = image else {
+        clear_file(model);
+        clear_file(data);
+        log::info!("this model is prepared without a compilation cache (referenced subgraphs)");
+        return;
+    };
+    let written = write_file(model, &image.model, "model cache")
+        .and_then(|()| write_file(data, &image.data, "data cache"));
+    if let Err(e) = written {
+        clear_file(model);
+        log::info!("compilation cache not written: {e}");
+    }
+}
+
+/// Reads both files of a cache given as handle lists; a list of the wrong length is a miss.
+pub fn read_image(
+    model: &[BorrowedFd<'_>],
+    data: &[BorrowedFd<'_>],
+) -> HalResult<(Vec<u8>, Vec<u8>)> {
+    if model.len() != MODEL_CACHE_FILES || data.len() != DATA_CACHE_FILES {
+        return Err(miss(format!(
+            "{} model and {} data cache handles, {MODEL_CACHE_FILES} and {DATA_CACHE_FILES} \
+             expected",
+            model.len(),
+            data.len()
+        )));
+    }
+    Ok((
+        read_file(model[0], "model cache")?,
+        read_file(data[0], "data cache")?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nnhal_kernels::ukernels;
+
+    #[test]
+    fn headers_bind_kind_token_and_every_byte() {
+        let k = ukernels::best();
+        let token = [7u8; TOKEN_BYTES];
+        let image = seal_image(k, &token, b"model bytes", b"packed");
+        let (m, p) = open_image(&image.model, &image.data, k, &token).unwrap();
+        assert_eq!((m, p), (&b"model bytes"[..], &b"packed"[..]));
+        // Swapped handles, another token, every byte flipped, shrunk, grown: all misses.
+        assert!(open_image(&image.data, &image.model, k, &token).is_err());
+        assert!(open_image(&image.model, &image.data, k, &[8u8; TOKEN_BYTES]).is_err());
+        for file in 0..2 {
+            let len = [image.model.len(), image.data.len()][file];
+            for i in 0..len {
+                let mut img = image.clone();
+                [&mut img.model, &mut img.data][file][i] ^= 0x10;
+                let e = open_image(&img.model, &img.data, k, &token).unwrap_err();
+                assert_eq!(e.status(), nnhal_hal::ErrorStatus::GeneralFailure);
+            }
+        }
+        let mut short = image.clone();
+        short.model.pop();
+        assert!(open_image(&short.model, &short.data, k, &token).is_err());
+        let mut long = image.clone();
+        long.data.push(0);
+        assert!(open_image(&long.model, &long.data, k, &token).is_err());
+    }
+
+    #[test]
+    fn another_kernel_level_is_a_miss() {
+        let levels = ukernels::Isa::levels();
+        let tables: Vec<_> = levels
+            .iter()
+            .filter_map(|&l| ukernels::table(l).ok())
+            .collect();
+        let token = [1u8; TOKEN_BYTES];
+        for a in &tables {
+            let image = seal_image(a, &token, b"m", b"p");
+            for b in &tables {
+                let opened = open_image(&image.model, &image.data, b, &token);
+                assert_eq!(
+                    opened.is_ok(),
+                    a.isa == b.isa,
+                    "{} read at {}",
+                    a.isa,
+                    b.isa
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn forged_counts_never_allocate_past_the_input() {
+        let mut bytes = Vec::new();
+        put_u32(&mut bytes, 0);
+        put_u32(&mut bytes, u32::MAX);
+        assert!(decode_model(&bytes).is_err());
+        assert!(decode_model(&[]).is_err());
+    }
+}

@@ -194,6 +194,20 @@ fn software_tiles_equal_the_register_tiles() {
     battery("software tiles", &software, 0x7113_5EED);
 }
 
+/// The software unit with the AVX-512 epilogue of the AMX level (the one the hardware runs).
+#[test]
+fn software_tiles_with_the_avx512_epilogue_equal_the_register_tiles() {
+    if !Isa::Avx512.is_supported() {
+        eprintln!("skipped: no AVX-512");
+        return;
+    }
+    let mut t = software_table(&register_table());
+    if let Some(tiles) = t.u8_tiles.as_mut() {
+        tiles.epilogue = ukernels::x86_64::amx::u8_epilogue_avx512;
+    }
+    battery("software tiles, AVX-512 epilogue", &t, 0x7113_5EEE);
+}
+
 #[test]
 fn amx_tiles_equal_the_register_tiles() {
     let Some(amx) = amx_table() else {

@@ -260,7 +260,7 @@ fn self_test() -> bool {
 }
 
 /// [`crate::ukernels::tile::u8_epilogue_generic`] with AVX-512: 32 columns per step, the
-/// requantization of the VNNI GEMM tile ([`requant_q512`], [`narrow2_512`] or the per-column
+/// requantization of the VNNI GEMM tile (`requant_q512` and `narrow2_512`, or the per-column
 /// form), so both paths round identically.
 ///
 /// # Safety

@@ -136,6 +136,16 @@ impl Driver {
         self.kernels
     }
 
+    /// A driver on the same worker pool as this one that runs `kernels` instead: two plans of
+    /// one model, one per driver, can then be timed alternately on the same threads (an A/B
+    /// comparison of kernel choices in the same seconds).
+    pub fn sibling(&self, kernels: &'static Ukernels) -> Driver {
+        Driver {
+            pool: Arc::clone(&self.pool),
+            kernels,
+        }
+    }
+
     /// The instruction-set level of the micro-kernels this driver runs.
     pub fn isa(&self) -> Isa {
         self.kernels.isa

@@ -103,6 +103,9 @@ pub struct Options {
     /// Prepare through a compilation cache in this directory: restored from it when it holds
     /// one for this model, prepared and written to it otherwise.
     pub cache: Option<PathBuf>,
+    /// In-process A/B: a second plan of the same model on this micro-kernel level, on the
+    /// same worker threads, timed alternately with the first ([`AbReport`]).
+    pub ab_isa: Option<String>,
 }
 
 impl Default for Options {
@@ -117,6 +120,7 @@ impl Default for Options {
             isa: None,
             profile: false,
             cache: None,
+            ab_isa: None,
         }
     }
 }
@@ -239,6 +243,25 @@ pub struct Verdict {
     pub fields: BTreeMap<String, Value>,
 }
 
+/// The second plan of an A/B run (`--ab-isa`): the same model prepared with another
+/// micro-kernel table on the same worker threads, executed alternately with the first (A, B,
+/// then B, A, ...), so both see the same phases of a shared host.
+#[derive(Clone, Debug)]
+pub struct AbReport {
+    pub isa: Isa,
+    pub prepare_ms: f64,
+    /// Latency of B's timed executions (as many as A's).
+    pub latency: Stats,
+    /// B's median over A's median.
+    pub ratio: f64,
+    /// The median of the per-pair ratios B/A (each pair ran back to back).
+    pub paired_ratio: f64,
+    /// B's first and last output.
+    pub output: Verdict,
+    /// B's golden-logits variant, when the vector has one.
+    pub logits: Option<Verdict>,
+}
+
 /// Everything one benchmark run measured.
 #[derive(Clone, Debug)]
 pub struct Report {
@@ -268,12 +291,18 @@ pub struct Report {
     /// The golden-logits variant, when the vector has one.
     pub logits: Option<Verdict>,
     pub profile: Option<Vec<ProfileRow>>,
+    /// The second plan of an A/B run.
+    pub ab: Option<AbReport>,
 }
 
 impl Report {
     /// Whether every checked output was right.
     pub fn passed(&self) -> bool {
-        self.output.ok && self.logits.as_ref().is_none_or(|l| l.ok)
+        let ab_ok = self
+            .ab
+            .as_ref()
+            .is_none_or(|b| b.output.ok && b.logits.as_ref().is_none_or(|l| l.ok));
+        self.output.ok && self.logits.as_ref().is_none_or(|l| l.ok) && ab_ok
     }
 
     /// The one-line JSON object (`median_ms` and friends).
@@ -328,6 +357,23 @@ impl Report {
                 .collect();
             map.insert("profile".into(), Value::Array(rows));
         }
+        if let Some(b) = &self.ab {
+            let mut ab = json!({
+                "isa": b.isa.name(),
+                "prepare_ms": b.prepare_ms,
+                "median_ms": b.latency.median,
+                "p10_ms": b.latency.p10,
+                "p90_ms": b.latency.p90,
+                "min_ms": b.latency.min,
+                "ratio": b.ratio,
+                "paired_ratio": b.paired_ratio,
+                "output_ok": b.output.ok,
+            });
+            if let Some(l) = &b.logits {
+                ab["logits_exact"] = json!(l.ok);
+            }
+            map.insert("ab".into(), ab);
+        }
         o
     }
 
@@ -380,6 +426,29 @@ impl Report {
                 if l.ok { "bit-exact:" } else { "NOT EXACT:" },
                 l.summary
             );
+        }
+        if let Some(b) = &self.ab {
+            let s = &b.latency;
+            let _ = writeln!(
+                out,
+                "B          isa {}: prepare {:.2} ms, median {:.3} ms, p10 {:.3}, p90 {:.3}, min \
+                 {:.3} ms (alternating with A above)",
+                b.isa, b.prepare_ms, s.median, s.p10, s.p90, s.min
+            );
+            let _ = writeln!(
+                out,
+                "B/A        {:.3} (medians), {:.3} (median of back-to-back pairs)",
+                b.ratio, b.paired_ratio
+            );
+            let _ = writeln!(out, "B output   {}", verdict(&b.output));
+            if let Some(l) = &b.logits {
+                let _ = writeln!(
+                    out,
+                    "B logits   {} {}",
+                    if l.ok { "bit-exact:" } else { "NOT EXACT:" },
+                    l.summary
+                );
+            }
         }
         if let Some(rows) = &self.profile {
             out.push_str(&profile_table(rows, unit));
@@ -1097,6 +1166,20 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
     }
     // Checked before a large vector is read.
     let isa = options.isa.as_deref().map(parse_isa).transpose()?;
+    let ab_isa = options
+        .ab_isa
+        .as_deref()
+        .map(|name| {
+            let isa =
+                Isa::parse(name).map_err(|e| BenchError::Usage(format!("--ab-isa {name}: {e}")))?;
+            ukernels::table(isa).map_err(|e| BenchError::Usage(format!("--ab-isa {name}: {e}")))
+        })
+        .transpose()?;
+    if ab_isa.is_some() && options.transport != Transport::Inproc {
+        return Err(BenchError::Usage(
+            "--ab-isa needs --transport inproc: both plans run in this process".into(),
+        ));
+    }
     if isa.is_some() && options.socket.is_some() {
         return Err(BenchError::Usage(
             "--isa cannot change a running service (--socket); start it with \
@@ -1133,23 +1216,55 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
         ),
     };
     let prepare_ms = ms(started.elapsed());
+    // The B plan of an A/B run: the same model on a sibling driver (same worker pool).
+    let second = match (&device, ab_isa) {
+        (Device::Inproc(driver), Some(table)) => {
+            let b = Device::Inproc(driver.sibling(table));
+            let started = Instant::now();
+            let prepared = b
+                .prepare(workload.model.clone())
+                .map_err(failed("prepareModel (B plan)"))?;
+            Some((b, prepared, ms(started.elapsed()), table.isa))
+        }
+        _ => None,
+    };
 
-    // The first output is checked before any timing, the last one after it.
+    // The first output of each plan is checked before any timing, the last one after it.
     let first_bytes = run_once(&prepared, &workload)?;
     let first = workload.judge(&first_bytes);
     scramble_outputs(&workload.request, &first_bytes)?;
+    let first_b = match &second {
+        Some((_, b, ..)) => {
+            let bytes = run_once(b, &workload)?;
+            let verdict = workload.judge(&bytes);
+            scramble_outputs(&workload.request, &bytes)?;
+            Some(verdict)
+        }
+        None => None,
+    };
+    let plans: Vec<&Prepared> = std::iter::once(&prepared)
+        .chain(second.as_ref().map(|(_, b, ..)| b))
+        .collect();
     for _ in 0..options.warmup {
-        prepared
-            .execute(&workload.request.request)
-            .map_err(failed("execution"))?;
+        for p in &plans {
+            p.execute(&workload.request.request)
+                .map_err(failed("execution"))?;
+        }
     }
-    let mut samples = Vec::with_capacity(options.iterations);
-    for _ in 0..options.iterations {
-        let t = Instant::now();
-        prepared
-            .execute(&workload.request.request)
-            .map_err(failed("execution"))?;
-        samples.push(ms(t.elapsed()));
+    // One sample list per plan; with two plans each iteration runs both back to back, A first
+    // on even iterations and B first on odd ones, so neither always follows the other.
+    let mut samples = vec![Vec::with_capacity(options.iterations); plans.len()];
+    let mut last_plan = 0;
+    for i in 0..options.iterations {
+        for j in 0..plans.len() {
+            let which = if i % 2 == 0 { j } else { plans.len() - 1 - j };
+            let t = Instant::now();
+            plans[which]
+                .execute(&workload.request.request)
+                .map_err(failed("execution"))?;
+            samples[which].push(ms(t.elapsed()));
+            last_plan = which;
+        }
     }
     let last = workload.judge(
         &workload
@@ -1157,14 +1272,19 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
             .read_outputs()
             .map_err(failed("reading the outputs"))?,
     );
-    let output = if first.ok && !last.ok {
-        Verdict {
+    let combine = |first: Verdict, last: Option<Verdict>| match last {
+        Some(last) if first.ok && !last.ok => Verdict {
             summary: format!("first execution right, last one wrong: {}", last.summary),
             ..last
-        }
-    } else {
-        first
+        },
+        _ => first,
     };
+    let (last_a, last_b) = if last_plan == 0 {
+        (Some(last), None)
+    } else {
+        (None, Some(last))
+    };
+    let output = combine(first, last_a);
 
     let profile = match (&prepared, profile_model) {
         (Prepared::Inproc(p), Some(model)) => Some(profile(
@@ -1177,15 +1297,39 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
         _ => None,
     };
 
-    let logits = match logits {
-        Some(variant) => {
-            let prepared = device
-                .prepare(variant.model.clone())
-                .map_err(failed("prepareModel (logits variant)"))?;
-            Some(variant.judge(&run_once(&prepared, &variant)?))
+    let judge_logits = |device: &Device| -> Result<Option<Verdict>, BenchError> {
+        match &logits {
+            Some(variant) => {
+                let prepared = device
+                    .prepare(variant.model.clone())
+                    .map_err(failed("prepareModel (logits variant)"))?;
+                Ok(Some(variant.judge(&run_once(&prepared, variant)?)))
+            }
+            None => Ok(None),
         }
-        None => None,
     };
+    let ab = match (second, first_b) {
+        (Some((device_b, _, prepare_ms, isa)), Some(first_b)) => {
+            let latency = Stats::of(&samples[1]);
+            let a = Stats::of(&samples[0]).median;
+            let pairs: Vec<f64> = samples[0]
+                .iter()
+                .zip(&samples[1])
+                .map(|(a, b)| b / a)
+                .collect();
+            Some(AbReport {
+                isa,
+                prepare_ms,
+                ratio: if a > 0.0 { latency.median / a } else { 0.0 },
+                paired_ratio: Stats::of(&pairs).median,
+                latency,
+                output: combine(first_b, last_b),
+                logits: judge_logits(&device_b)?,
+            })
+        }
+        _ => None,
+    };
+    let logits = judge_logits(&device)?;
 
     let endpoint = match &device {
         Device::Rpc { endpoint, .. } => Some(endpoint.clone()),
@@ -1204,10 +1348,11 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
         warmup: options.warmup,
         prepare_ms,
         cache,
-        latency: Stats::of(&samples),
+        latency: Stats::of(&samples[0]),
         output,
         logits,
         profile,
+        ab,
     })
 }
 

@@ -269,7 +269,7 @@ fn usage_errors_exit_with_2() {
 fn every_supported_isa_runs() {
     let conv = vectors().join("conv_float.json");
     let levels: &[&str] = if cfg!(target_arch = "x86_64") {
-        &["generic", "avx2", "avx512", "avx512vnni"]
+        &["generic", "avx2", "avx512", "avx512vnni", "avx512amx"]
     } else {
         &["generic", "neon", "dotprod"]
     };
@@ -316,4 +316,55 @@ fn builtin_mobilenet_matches_the_reference() {
     assert_eq!(j["output_ok"], true);
     assert_eq!(j["top5"], json!([290, 271, 523, 538, 149]));
     assert!(j["max_abs_diff"].as_f64().unwrap() <= 1e-5);
+}
+
+#[test]
+fn ab_runs_two_plans_alternately() {
+    let conv = vectors().join("conv_float.json");
+    let b = if cfg!(target_arch = "x86_64") {
+        "avx2"
+    } else {
+        "generic"
+    };
+    let out = nnhal(&[
+        "bench",
+        conv.to_str().unwrap(),
+        "--isa",
+        "generic",
+        "--ab-isa",
+        b,
+        "--iterations",
+        "5",
+        "--warmup",
+        "1",
+        "--json",
+    ]);
+    if out.status.code() == Some(2) && stderr(&out).contains("does not support") {
+        return;
+    }
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j = last_json(&out);
+    assert_eq!(j["isa"], "generic");
+    assert_eq!(j["ab"]["isa"], b);
+    assert_eq!(j["ab"]["output_ok"], true);
+    let (a_ms, b_ms) = (
+        j["median_ms"].as_f64().unwrap(),
+        j["ab"]["median_ms"].as_f64().unwrap(),
+    );
+    assert!(a_ms > 0.0 && b_ms > 0.0, "{j}");
+    let ratio = j["ab"]["ratio"].as_f64().unwrap();
+    assert!((ratio - b_ms / a_ms).abs() < 1e-9, "{j}");
+    assert!(j["ab"]["paired_ratio"].as_f64().unwrap() > 0.0);
+    assert!(stdout(&out).contains("B/A"), "{}", stdout(&out));
+    // Both plans live in this process.
+    let rpc = nnhal(&[
+        "bench",
+        conv.to_str().unwrap(),
+        "--ab-isa",
+        "generic",
+        "--transport",
+        "rpc",
+    ]);
+    assert_eq!(rpc.status.code(), Some(2), "{}", stderr(&rpc));
+    assert!(stderr(&rpc).contains("--ab-isa"), "{}", stderr(&rpc));
 }

@@ -392,7 +392,7 @@ fn levels_use_their_own_kernels() {
         let name = uk.f32_gemm.name;
         assert!(name.starts_with("f32_gemm_"), "{name}");
         let level = match uk.isa {
-            Isa::Avx512Vnni => "avx512",
+            Isa::Avx512Vnni | Isa::Avx512Amx => "avx512",
             Isa::Dotprod => "neon",
             other => other.name(),
         };

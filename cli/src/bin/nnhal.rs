@@ -16,7 +16,7 @@
 //! nnhal bench     (--builtin mobilenet-v1-f32 | VECTOR.json | MODEL.onnx | MODEL.mlmodel | MODEL.tflite)
 //!                 [--threads N] [--iterations K]
 //!                 [--warmup W] [--transport inproc|rpc] [--socket PATH] [--isa LEVEL]
-//!                 [--profile] [--cache DIR] [--json]
+//!                 [--ab-isa LEVEL] [--profile] [--cache DIR] [--json]
 //!                                                        latency of one model, output checked
 //! ```
 //!
@@ -193,8 +193,14 @@ struct BenchArgs {
     /// Micro-kernel instruction set [default: the best this processor supports, or
     /// $NNHAL_ISA]
     #[arg(long, value_name = "LEVEL",
-          value_parser = ["generic", "avx2", "avx512", "avx512vnni", "neon", "dotprod"])]
+          value_parser = ["generic", "avx2", "avx512", "avx512vnni", "avx512amx", "neon", "dotprod"])]
     isa: Option<String>,
+    /// In-process A/B: also prepare the model with the micro-kernels of LEVEL (on the same
+    /// worker threads) and time both plans alternately; prints both medians, both outputs'
+    /// checks and the ratio B/A ("ab" in the JSON line)
+    #[arg(long, value_name = "LEVEL",
+          value_parser = ["generic", "avx2", "avx512", "avx512vnni", "avx512amx", "neon", "dotprod"])]
+    ab_isa: Option<String>,
     /// Also time every operation, over K more executions (median per operation; in-process
     /// only)
     #[arg(long)]
@@ -931,6 +937,7 @@ fn bench_model(a: &BenchArgs, out: &mut String) -> Result<(), CliError> {
         isa: a.isa.clone(),
         profile: a.profile,
         cache: a.cache.clone(),
+        ab_isa: a.ab_isa.clone(),
     };
     let report = bench::run(&options).map_err(|e| match e {
         BenchError::Usage(why) => CliError::Usage(why),
@@ -944,6 +951,12 @@ fn bench_model(a: &BenchArgs, out: &mut String) -> Result<(), CliError> {
         Ok(())
     } else if !report.output.ok {
         Err(CliError::Failed("the output is wrong".into()))
+    } else if report.ab.as_ref().is_some_and(|b| !b.output.ok) {
+        Err(CliError::Failed("the output of the B plan is wrong".into()))
+    } else if report.logits.as_ref().is_none_or(|l| l.ok) {
+        Err(CliError::Failed(
+            "the logits of the B plan are not bit-exact".into(),
+        ))
     } else {
         Err(CliError::Failed("the logits are not bit-exact".into()))
     }

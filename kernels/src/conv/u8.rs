@@ -29,6 +29,10 @@ use crate::conv::reference::taps;
 use crate::parallel::MIN_U8_MACS;
 use crate::quant::{ChannelRequant, Requantize, RequantizeAny};
 use crate::ukernels::quant8::{Requant8, U8Gemm, U8GemmArgs, U8RowSum};
+use crate::ukernels::tile::{
+    SoftTiles, TileBackend, TileConfig, TileUnit, U8EpilogueArgs, U8Tiles, EPILOGUE_COL_BLOCK,
+    TILE_KB, TILE_MR, TILE_NR,
+};
 use crate::ukernels::Ukernels;
 use crate::{Activation, KernelError, QuantParams, Window};
 
@@ -198,6 +202,23 @@ struct FastConv {
     /// Per-channel requantization ([`crate::ukernels::quant8::ColRequant`] blocks of `nr`), or
     /// `None` for the per-tensor `rq`.
     cols: Option<AlignedBuf<i32>>,
+    /// The tile-matrix form, when the table has one.
+    tiles: Option<Box<TilePack>>,
+}
+
+/// The weights of the tile path ([`crate::ukernels::tile`]): blocks of [`TILE_NR`] channels,
+/// `kp/4` groups of `64 × 4` bytes each (a group is one k-quad row of four B tiles, so a B
+/// tile is 16 consecutive groups read with a 256-byte stride), signed (`w − 128`).
+#[derive(Debug)]
+struct TilePack {
+    unit: U8Tiles,
+    w: AlignedBuf<u8>,
+    /// `bias + K·za·zw' − za·Σw'` per channel, padded to whole blocks.
+    bias: AlignedBuf<i32>,
+    /// `zw' = zw − 128`.
+    zw: i32,
+    /// Per-channel requantization in blocks of [`EPILOGUE_COL_BLOCK`] columns, or `None`.
+    cols: Option<AlignedBuf<i32>>,
 }
 
 impl PackedConvU8 {
@@ -265,6 +286,10 @@ impl PackedConvU8 {
             return None;
         }
         let (head, cols) = col_requant(rq, uk.u8_gemm.nr)?;
+        let tile_cols = uk
+            .u8_tiles
+            .and_then(|_| col_requant(rq, EPILOGUE_COL_BLOCK))
+            .map(|(_, c)| c);
         let filter_image = filter;
         let q = ConvQuant {
             input,
@@ -279,7 +304,7 @@ impl PackedConvU8 {
             bias,
             &q,
             head,
-            Some(cols),
+            Some((cols, tile_cols)),
         ))
     }
 
@@ -314,7 +339,9 @@ impl PackedConvU8 {
         Some(Self::fast(uk, shape, filter, &bias, &q, rq, None))
     }
 
-    /// Packs for the table's GEMM; only the zero points of `q` are read.
+    /// Packs for the table's GEMM (and its tile form, if any); only the zero points of `q`
+    /// are read. `cols`: the per-channel constants in blocks of the GEMM's `nr` and, when they
+    /// are representable, of [`EPILOGUE_COL_BLOCK`].
     fn fast(
         uk: &Ukernels,
         shape: FilterShape,
@@ -322,35 +349,30 @@ impl PackedConvU8 {
         bias: &[i32],
         q: &ConvQuant,
         rq: Requant8,
-        cols: Option<AlignedBuf<i32>>,
+        cols: Option<(AlignedBuf<i32>, Option<AlignedBuf<i32>>)>,
     ) -> PackedConvU8 {
         let (n, k) = (shape.out_c, shape.taps());
         let g = uk.u8_gemm;
         let kp = k.div_ceil(4) * 4;
-        let blocks = n.div_ceil(g.nr);
-        let mut w = AlignedBuf::<u8>::zeroed(blocks * kp * g.nr);
-        let mut pb = AlignedBuf::<i32>::zeroed(blocks * g.nr);
         let za = q.input.zero_point;
         let zw = q.filter.zero_point - g.weight_shift;
-        let k_za_zw = (k as i32).wrapping_mul(za).wrapping_mul(zw);
-        for (oc, row) in filter.chunks_exact(k.max(1)).take(n).enumerate() {
-            let base = (oc / g.nr) * kp * g.nr + (oc % g.nr) * 4;
-            let mut sum = 0i32;
-            for (kk, &f) in row.iter().enumerate() {
-                let v = i32::from(f) - g.weight_shift;
-                sum = sum.wrapping_add(v);
-                // Two's-complement byte: a signed value for shift 128, the raw byte for 0.
-                w[base + (kk / 4) * g.nr * 4 + kk % 4] = v as u8;
-            }
-            pb[oc] = bias[oc]
-                .wrapping_add(k_za_zw)
-                .wrapping_sub(za.wrapping_mul(sum));
-        }
-        if k == 0 {
-            for (oc, &b) in bias.iter().enumerate() {
-                pb[oc] = b;
-            }
-        }
+        let (w, pb) = pack_blocks(filter, bias, n, k, g.nr, g.weight_shift, za, zw);
+        let (cols, tile_cols) = match cols {
+            Some((c, t)) => (Some(c), t.map(Some)),
+            None => (None, Some(None)),
+        };
+        // A per-channel table the tile epilogue cannot take keeps the register-tile kernel.
+        let tiles = uk.u8_tiles.zip(tile_cols).map(|(unit, cols)| {
+            let zw = q.filter.zero_point - 128;
+            let (w, bias) = pack_blocks(filter, bias, n, k, TILE_NR, 128, za, zw);
+            Box::new(TilePack {
+                unit,
+                w,
+                bias,
+                zw,
+                cols,
+            })
+        });
         PackedConvU8 {
             shape,
             imp: ConvImpl::Fast(FastConv {
@@ -364,7 +386,16 @@ impl PackedConvU8 {
                 za: za as u8,
                 rq,
                 cols,
+                tiles,
             }),
+        }
+    }
+
+    /// The tile kernel that runs products of enough rows, if any.
+    pub fn tile_kernel_name(&self) -> Option<&'static str> {
+        match &self.imp {
+            ConvImpl::Fast(f) => f.tiles.as_ref().map(|t| t.unit.name),
+            ConvImpl::Reference { .. } => None,
         }
     }
 
@@ -380,6 +411,46 @@ impl PackedConvU8 {
             ConvImpl::Reference { .. } => "reference",
         }
     }
+}
+
+/// Packs the `[n, k]` filter into blocks of `nr` channels, `ceil(k/4)` groups of `nr × 4`
+/// bytes (four consecutive k per channel, zero-filled), each weight stored as `w − shift`, and
+/// the per-channel bias `bias + K·za·zw − za·Σ(w − shift)` (`zw` already shifted).
+#[allow(clippy::too_many_arguments)]
+fn pack_blocks(
+    filter: &[u8],
+    bias: &[i32],
+    n: usize,
+    k: usize,
+    nr: usize,
+    shift: i32,
+    za: i32,
+    zw: i32,
+) -> (AlignedBuf<u8>, AlignedBuf<i32>) {
+    let kp = k.div_ceil(4) * 4;
+    let blocks = n.div_ceil(nr);
+    let mut w = AlignedBuf::<u8>::zeroed(blocks * kp * nr);
+    let mut pb = AlignedBuf::<i32>::zeroed(blocks * nr);
+    let k_za_zw = (k as i32).wrapping_mul(za).wrapping_mul(zw);
+    for (oc, row) in filter.chunks_exact(k.max(1)).take(n).enumerate() {
+        let base = (oc / nr) * kp * nr + (oc % nr) * 4;
+        let mut sum = 0i32;
+        for (kk, &f) in row.iter().enumerate() {
+            let v = i32::from(f) - shift;
+            sum = sum.wrapping_add(v);
+            // Two's-complement byte: a signed value for shift 128, the raw byte for 0.
+            w[base + (kk / 4) * nr * 4 + kk % 4] = v as u8;
+        }
+        pb[oc] = bias[oc]
+            .wrapping_add(k_za_zw)
+            .wrapping_sub(za.wrapping_mul(sum));
+    }
+    if k == 0 {
+        for (oc, &b) in bias.iter().enumerate() {
+            pb[oc] = b;
+        }
+    }
+    (w, pb)
 }
 
 /// Where the rows of A come from.
@@ -499,6 +570,10 @@ pub fn fully_connected_u8_raw(packed: &PackedConvU8, rows: usize, input: &[u8], 
 /// tiles, along N (channel blocks) for the small late layers.
 fn run_gemm(f: &FastConv, n: usize, m: usize, src: Source<'_>, out: OutPtr) {
     if m == 0 || n == 0 {
+        return;
+    }
+    if let Some(t) = f.tiles.as_ref().filter(|t| m >= t.unit.min_rows && f.k > 0) {
+        run_tiles(f, t, n, m, src, out);
         return;
     }
     let g = f.gemm;
@@ -717,4 +792,199 @@ fn panel_gemm(
             t0 += rows;
         }
     }
+}
+
+/// Per-thread buffers of the tile path: A rows that cannot be read in place (im2col rows, rows
+/// whose length is not a multiple of 4, the rows of a last partial tile padded to 16), the row
+/// corrections of a panel, and one 16 × 64 int32 accumulator block.
+#[derive(Default)]
+struct TileScratch {
+    panel: AlignedBuf<u8>,
+    /// The `(k, kp)` row layout `panel` was zeroed for (see [`Im2col`]).
+    layout: (usize, usize),
+    tail: AlignedBuf<u8>,
+    corr: Vec<i32>,
+    acc: AlignedBuf<i32>,
+}
+
+thread_local! {
+    static TILE_SCRATCH: RefCell<TileScratch> = RefCell::new(TileScratch::default());
+}
+
+/// Most bytes of A one tile panel holds; the rows of a panel share one pass over each block of
+/// B (so a weight block of `kp × 64` bytes is read from memory once per panel and then hit in
+/// the cache for each of its row tiles).
+const TILE_PANEL_BYTES: usize = 256 << 10;
+
+/// The `m × n` product on the tile path, split over the pool like [`run_gemm`]: by row tiles of
+/// 16 when there are enough, by 64-channel blocks otherwise.
+fn run_tiles(f: &FastConv, t: &TilePack, n: usize, m: usize, src: Source<'_>, out: OutPtr) {
+    let tiles = m.div_ceil(TILE_MR);
+    let blocks = n.div_ceil(TILE_NR);
+    let threads = crate::parallel::threads();
+    let work = m * n * f.k;
+    if tiles >= 4 * threads || tiles >= blocks {
+        split_units(tiles, work, |r| {
+            let rows = r.start * TILE_MR..(r.end * TILE_MR).min(m);
+            tile_region(f, t, n, src, out, rows, 0..blocks);
+        });
+    } else {
+        split_units(blocks, work, |b| tile_region(f, t, n, src, out, 0..m, b));
+    }
+}
+
+/// Output rows `rows` × channel blocks `blocks` on the slot's tile unit.
+fn tile_region(
+    f: &FastConv,
+    t: &TilePack,
+    n: usize,
+    src: Source<'_>,
+    out: OutPtr,
+    rows: Range<usize>,
+    blocks: Range<usize>,
+) {
+    match t.unit.unit {
+        TileUnit::Software => {
+            tile_region_on(&mut SoftTiles::default(), f, t, n, src, out, rows, blocks)
+        }
+        #[cfg(all(target_arch = "x86_64", feature = "avx512"))]
+        TileUnit::Amx => tile_region_on(
+            &mut crate::ukernels::x86_64::amx::AmxTiles,
+            f,
+            t,
+            n,
+            src,
+            out,
+            rows,
+            blocks,
+        ),
+    }
+}
+
+/// [`tile_region`] on `unit`: one tile configuration for the region, then panel by panel the
+/// row corrections, then every channel block × row tile of the panel (a block of B stays hot
+/// across the panel's row tiles), each tile product followed by the exact requantization.
+#[allow(clippy::too_many_arguments)]
+fn tile_region_on<B: TileBackend>(
+    unit: &mut B,
+    f: &FastConv,
+    t: &TilePack,
+    n: usize,
+    src: Source<'_>,
+    out: OutPtr,
+    rows: Range<usize>,
+    blocks: Range<usize>,
+) {
+    let (k, kp) = (f.k, f.kp);
+    let in_place = matches!(src, Source::Direct { .. }) && k == kp;
+    let panel = (TILE_PANEL_BYTES / kp.max(1) / TILE_MR).clamp(1, 16) * TILE_MR;
+    TILE_SCRATCH.with(|s| {
+        let s = &mut *s.borrow_mut();
+        if !in_place && (s.layout != (k, kp) || s.panel.len() < panel * kp) {
+            s.panel = AlignedBuf::zeroed(panel * kp);
+            s.layout = (k, kp);
+        }
+        if s.tail.len() < TILE_MR * kp {
+            s.tail = AlignedBuf::zeroed(TILE_MR * kp);
+        }
+        if s.acc.len() < TILE_MR * TILE_NR {
+            s.acc = AlignedBuf::zeroed(TILE_MR * TILE_NR);
+        }
+        if s.corr.len() < panel {
+            s.corr.resize(panel, 0);
+        }
+        // SAFETY: this thread's configuration for rows of `kp` bytes; the tile unit of the
+        // slot is usable (the table holds it only then).
+        unsafe { unit.configure(&TileConfig::gemm(kp)) };
+        let mut p0 = rows.start;
+        while p0 < rows.end {
+            let np = panel.min(rows.end - p0);
+            // The panel's A rows: `np` rows `stride` apart at `a`, each `kp` bytes readable.
+            let (a, stride): (&[u8], usize) = match src {
+                Source::Direct { a, stride } if in_place => {
+                    (&a[p0 * stride..(p0 + np - 1) * stride + k], stride)
+                }
+                Source::Direct { a, stride } => {
+                    for (i, row) in s.panel.chunks_exact_mut(kp).take(np).enumerate() {
+                        row[..k].copy_from_slice(&a[(p0 + i) * stride..(p0 + i) * stride + k]);
+                    }
+                    (&s.panel[..np * kp], kp)
+                }
+                Source::Im2col { w, input } => {
+                    im2col_panel(w, input, f.za, p0, &mut s.panel[..np * kp], kp);
+                    (&s.panel[..np * kp], kp)
+                }
+            };
+            let corr = &mut s.corr[..np];
+            if t.zw != 0 {
+                // SAFETY: rows i < np are `k` bytes at `a[i·stride ..]` inside `a` and `corr`
+                // has room for `np` values.
+                unsafe { (f.row_sum.kernel)(a.as_ptr(), stride, np, k, t.zw, corr.as_mut_ptr()) };
+            } else {
+                corr.fill(0);
+            }
+            // A last partial tile is copied into 16 rows of its own, so the unit never reads
+            // outside A; its rows past the panel hold whatever they held and are never stored.
+            let full = np / TILE_MR * TILE_MR;
+            if full < np {
+                for (i, row) in s.tail.chunks_exact_mut(kp).take(np - full).enumerate() {
+                    let at = (full + i) * stride;
+                    row.copy_from_slice(&a[at..at + kp]);
+                }
+            }
+            let block_bytes = kp * TILE_NR;
+            for j in blocks.clone() {
+                let w = &t.w[j * block_bytes..(j + 1) * block_bytes];
+                let cols = TILE_NR.min(n - j * TILE_NR);
+                let mut t0 = 0;
+                while t0 < np {
+                    let rows = TILE_MR.min(np - t0);
+                    let (at, lda) = if rows == TILE_MR {
+                        (a[t0 * stride..].as_ptr(), stride)
+                    } else {
+                        (s.tail.as_ptr(), kp)
+                    };
+                    // SAFETY: 16 rows of `kp` bytes `lda` apart at `at` (full tiles inside the
+                    // panel: `(t0 + 15)·stride + kp ≤ a.len()`; the partial one in `tail`),
+                    // `kp/4` k-quad rows of 256 bytes in the block `w`, and 16 × 64 values in
+                    // `acc`.
+                    unsafe {
+                        unit.block(
+                            at,
+                            lda,
+                            w.as_ptr(),
+                            kp / TILE_KB,
+                            kp % TILE_KB != 0,
+                            s.acc.as_mut_ptr(),
+                        )
+                    };
+                    let at = (p0 + t0) * n + j * TILE_NR;
+                    let args = U8EpilogueArgs {
+                        acc: s.acc.as_ptr(),
+                        acc_stride: TILE_NR,
+                        rows,
+                        cols,
+                        bias: t.bias[j * TILE_NR..].as_ptr(),
+                        row_corr: s.corr[t0..].as_ptr(),
+                        out: out.at(at),
+                        out_stride: n,
+                        rq: f.rq,
+                        col_rq: t.cols.as_ref().map_or(std::ptr::null(), |c| {
+                            c[j * (TILE_NR / EPILOGUE_COL_BLOCK) * 3 * EPILOGUE_COL_BLOCK..]
+                                .as_ptr()
+                        }),
+                        raw: out.raw_at(at),
+                    };
+                    // SAFETY: `acc` holds the block, the bias block 64 values, `corr` a value per
+                    // row, `col_rq` is null or the block's constants, and the output rows
+                    // p0+t0.. with `cols` columns from channel 64j lie inside the `m × n` output
+                    // this task alone writes (run_tiles splits disjoint rows or blocks).
+                    unsafe { (t.unit.epilogue)(&args) };
+                    t0 += rows;
+                }
+            }
+            p0 += np;
+        }
+        unit.release();
+    });
 }

@@ -10,7 +10,7 @@
 //!
 //! [`Ukernels`] gathers one entry per kernel family. [`Ukernels::generic`] fills every slot
 //! with the portable kernel; each instruction-set level then overrides the slots it does
-//! better, in order (AVX2, then AVX-512, then AVX-512 VNNI; NEON, then dotprod), so a level
+//! better, in order (AVX2, then AVX-512, then AVX-512 VNNI, then AMX; NEON, then dotprod), so a level
 //! always has a complete table. The table is chosen once per process by runtime feature
 //! detection ([`best`]); `NNHAL_ISA` lowers the choice for tests and comparisons, and
 //! [`table`] gives any supported level explicitly.
@@ -22,6 +22,7 @@ pub mod f32_small;
 pub mod generic;
 pub mod quant8;
 pub(crate) mod simd;
+pub mod tile;
 
 #[cfg(target_arch = "x86_64")]
 pub mod x86_64;
@@ -41,6 +42,9 @@ pub enum Isa {
     Avx512,
     /// AVX-512 with VNNI (`vpdpbusd`).
     Avx512Vnni,
+    /// AVX-512 VNNI with AMX-INT8 tiles for the uint8 GEMMs, when the operating system grants
+    /// the tile state and the start-up self-test passes ([`x86_64::amx::usable`]).
+    Avx512Amx,
     /// aarch64 Advanced SIMD.
     Neon,
     /// aarch64 Advanced SIMD with the dot-product extension (`sdot`/`udot`).
@@ -52,7 +56,13 @@ impl Isa {
     pub const fn levels() -> &'static [Isa] {
         #[cfg(target_arch = "x86_64")]
         {
-            &[Isa::Generic, Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni]
+            &[
+                Isa::Generic,
+                Isa::Avx2,
+                Isa::Avx512,
+                Isa::Avx512Vnni,
+                Isa::Avx512Amx,
+            ]
         }
         #[cfg(target_arch = "aarch64")]
         {
@@ -71,6 +81,7 @@ impl Isa {
             Isa::Avx2 => "avx2",
             Isa::Avx512 => "avx512",
             Isa::Avx512Vnni => "avx512vnni",
+            Isa::Avx512Amx => "avx512amx",
             Isa::Neon => "neon",
             Isa::Dotprod => "dotprod",
         }
@@ -107,6 +118,8 @@ impl Isa {
             Isa::Avx512Vnni => {
                 Isa::Avx512.is_supported() && std::arch::is_x86_feature_detected!("avx512vnni")
             }
+            #[cfg(all(target_arch = "x86_64", feature = "avx512"))]
+            Isa::Avx512Amx => Isa::Avx512Vnni.is_supported() && x86_64::amx::usable(),
             #[cfg(target_arch = "aarch64")]
             Isa::Neon => std::arch::is_aarch64_feature_detected!("neon"),
             #[cfg(target_arch = "aarch64")]
@@ -233,6 +246,9 @@ pub struct Ukernels {
     pub u8_row_sum: quant8::U8RowSum,
     /// uint8 depthwise convolution row.
     pub u8_dw: quant8::U8Dw,
+    /// The tile-matrix form of the uint8 GEMM (AMX), for products of enough rows; `None`
+    /// below the level that has it.
+    pub u8_tiles: Option<tile::U8Tiles>,
 }
 
 impl Ukernels {
@@ -247,6 +263,7 @@ impl Ukernels {
             u8_gemm: generic::U8_GEMM,
             u8_row_sum: generic::U8_ROW_SUM,
             u8_dw: generic::U8_DW,
+            u8_tiles: None,
         }
     }
 
@@ -265,7 +282,7 @@ impl Ukernels {
 
 /// The table for `isa`, built once per process.
 pub fn table(isa: Isa) -> Result<&'static Ukernels, IsaError> {
-    static TABLES: [OnceLock<Ukernels>; 6] = [const { OnceLock::new() }; 6];
+    static TABLES: [OnceLock<Ukernels>; 7] = [const { OnceLock::new() }; 7];
     if !Isa::levels().contains(&isa) {
         return Err(IsaError::Unknown(isa.name().to_string()));
     }

@@ -13,6 +13,10 @@ pub mod avx512;
 #[cfg(feature = "avx512")]
 #[clippy::msrv = "1.89"]
 pub mod avx512vnni;
+// The tile epilogue uses the AVX-512 requantization of `avx512`.
+#[cfg(feature = "avx512")]
+#[clippy::msrv = "1.89"]
+pub mod amx;
 
 /// Overrides the slots of `t` with the kernels of every level up to `isa`, lowest first.
 pub(super) fn apply(t: &mut Ukernels, isa: Isa) {
@@ -26,5 +30,9 @@ pub(super) fn apply(t: &mut Ukernels, isa: Isa) {
     #[cfg(feature = "avx512")]
     if isa >= Isa::Avx512Vnni {
         avx512vnni::fill(t);
+    }
+    #[cfg(feature = "avx512")]
+    if isa >= Isa::Avx512Amx {
+        amx::fill(t);
     }
 }

@@ -241,7 +241,7 @@ fn unsupported_attribute_names_the_node_and_exits_2() {
                 name: Some("Conv_17".into()),
                 op_type: Some("Conv".into()),
                 attribute: vec![AttributeProto {
-                    name: Some("dilations".into()),
+                    name: Some("coefficients".into()),
                     r#type: Some(attribute_proto::AttributeType::Ints as i32),
                     ints: vec![2, 2],
                     ..AttributeProto::default()
@@ -255,14 +255,14 @@ fn unsupported_attribute_names_the_node_and_exits_2() {
         }),
         ..ModelProto::default()
     };
-    let path = s.0.join("dilated.onnx");
+    let path = s.0.join("unknown_attribute.onnx");
     std::fs::write(&path, model.encode_to_vec()).unwrap();
     for command in ["run", "import"] {
         let out = s.nnhal(&[command, path.to_str().unwrap()]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(
-            err.contains("node 0 'Conv_17' (Conv): dilations [2, 2] not expressible in NNAPI 1.0"),
+            err.contains("node 0 'Conv_17' (Conv): attribute 'coefficients' is not supported"),
             "{err}"
         );
     }

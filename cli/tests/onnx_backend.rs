@@ -18,7 +18,7 @@ fn root() -> PathBuf {
 }
 
 /// The models that run, out of 140.
-const RUNS: usize = 91;
+const RUNS: usize = 95;
 
 /// Why the others are refused: a phrase of the importer's message, by model.
 const REFUSED: &[(&str, &str)] = &[
@@ -28,8 +28,6 @@ const REFUSED: &[(&str, &str)] = &[
         "test_AvgPool3d_stride1_pad0_gpu_input",
         "a 3-D convolution or pooling",
     ),
-    ("test_BatchNorm3d_eval", "rank 1..=4, has 5"),
-    ("test_BatchNorm3d_momentum_eval", "rank 1..=4, has 5"),
     ("test_Conv3d", "a 3-D convolution or pooling"),
     ("test_Conv3d_dilated", "a 3-D convolution or pooling"),
     (
@@ -56,8 +54,6 @@ const REFUSED: &[(&str, &str)] = &[
         "test_MaxPool3d_stride_padding",
         "a 3-D convolution or pooling",
     ),
-    ("test_PReLU_3d", "rank 1..=4, has 5"),
-    ("test_PReLU_3d_multiparam", "rank 1..=4, has 5"),
     ("test_operator_add_broadcast", "element type double"),
     ("test_operator_add_size1_broadcast", "element type double"),
     (

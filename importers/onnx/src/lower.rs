@@ -1,4 +1,4 @@
-//! Lowering of an ONNX graph to NNAPI 1.0 operations (README "ONNX models" lists what is
+//! Lowering of an ONNX graph to NNAPI operations (README "ONNX models" lists what is
 //! accepted). Nodes are taken in their (topological) order; each ONNX value becomes either a
 //! constant known at import time (folded further when its consumers allow) or an NNAPI operand.
 //! Rank-4 operands are NHWC; everything else keeps ONNX's order.
@@ -155,31 +155,47 @@ struct Lowering<'a> {
     transposed_inputs: HashSet<String>,
     opset: i64,
     summary: Vec<String>,
-    /// Elements made by constant folding so far, charged against [`MAX_FOLDED_TOTAL`].
-    folded_elements: usize,
+    /// Bytes made by constant folding so far, charged against `fold_budget`.
+    folded_bytes: usize,
+    /// The bytes all folds of this import may make: [`fold_budget`] of the file's size.
+    fold_budget: usize,
 }
 
-/// Largest tensor constant folding may make. Folding turns a few bytes of file into data
-/// (ConstantOfShape, Gather), so unlike a stored initializer its size is not bounded by the
-/// file: the shape and index computations of the models NNAPI 1.0 can run fold to a few
-/// thousand elements, and 4 Mi (16 MiB as float32) leaves ample room.
-const MAX_FOLDED_ELEMENTS: usize = 1 << 22;
-/// Largest number of elements all folds of one import may make together, so a chain of
-/// folds within the per-tensor bound cannot add up to gigabytes either.
-const MAX_FOLDED_TOTAL: usize = 1 << 24;
+/// Constant folding turns a few bytes of file into data (ConstantOfShape, Gather, Tile), so
+/// unlike a stored initializer its size is not bounded by the file. Every import may fold
+/// [`FOLD_FLOOR`] bytes, more in proportion to the file (a model that transposes or reshapes
+/// all its weights at load folds about the file's size once), and never more than
+/// [`FOLD_CAP`]: a 1 GiB file of weights (decode's [`crate::decode::MAX_FILE_BYTES`]) folds
+/// within it.
+pub const FOLD_FLOOR: usize = 64 << 20;
+/// The multiple of the file's size all folds of one import may make.
+pub const FOLD_PER_FILE_BYTE: usize = 2;
+/// The most all folds of one import may make, whatever the file.
+pub const FOLD_CAP: usize = 2 << 30;
 
-/// The element count of a tensor about to be folded, refused beyond [`MAX_FOLDED_ELEMENTS`]
-/// before anything is allocated.
-fn folded_count(dims: &[usize]) -> R<usize> {
-    crate::decode::bounded_count(dims, MAX_FOLDED_ELEMENTS).ok_or_else(|| {
-        format!(
-            "folding would make a tensor of dimensions {dims:?}, more than \
-             {MAX_FOLDED_ELEMENTS} elements"
-        )
-    })
+/// The folding budget of a file of `file_bytes` bytes.
+pub fn fold_budget(file_bytes: usize) -> usize {
+    file_bytes
+        .saturating_mul(FOLD_PER_FILE_BYTE)
+        .clamp(FOLD_FLOOR, FOLD_CAP)
 }
 
-pub fn lower(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
+impl Lowering<'_> {
+    /// The element count of a tensor of `elem`-byte elements about to be folded, refused
+    /// when it would pass what is left of the budget, before anything is allocated.
+    fn folded_count(&self, dims: &[usize], elem: usize) -> R<usize> {
+        let left = self.fold_budget.saturating_sub(self.folded_bytes);
+        crate::decode::bounded_count(dims, left / elem.max(1)).ok_or_else(|| {
+            format!(
+                "folding would make a tensor of dimensions {dims:?}, more than the {left} bytes \
+                 left of the {}-byte folding budget",
+                self.fold_budget
+            )
+        })
+    }
+}
+
+pub fn lower(model: &ModelProto, file_bytes: usize) -> Result<ImportedModel, OnnxError> {
     let graph: &GraphProto = model.graph.as_ref().expect("decode checked the graph");
     let mut opset = None;
     for o in &model.opset_import {
@@ -224,7 +240,8 @@ pub fn lower(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
         transposed_inputs: HashSet::new(),
         opset,
         summary: Vec::new(),
-        folded_elements: 0,
+        folded_bytes: 0,
+        fold_budget: fold_budget(file_bytes),
     };
     for (k, node) in graph.node.iter().enumerate() {
         for i in node.input.iter().filter(|i| !i.is_empty()) {
@@ -390,11 +407,19 @@ impl Lowering<'_> {
                     .all(|n| {
                         n.op_type.as_deref() == Some("Transpose")
                             && Attrs(&n.attribute).ints("perm").as_deref() == Some(&[0, 3, 1, 2])
+                            && !n.output.iter().any(|o| self.graph_outputs.contains(o))
                     });
             let (dims, logical, layout) = if pre_transposed {
                 let nchw = vec![shape[0], shape[3], shape[1], shape[2]];
                 self.transposed_inputs.insert(name.clone());
                 (nhwc(&nchw), nchw, EdgeLayout::Same)
+            } else if shape.len() > 4 {
+                // NNAPI operations take rank 4 at most: a higher-rank input is held as
+                // [N, C, rest] (the same elements in the same order), which the per-channel
+                // and element-wise lowerings take as it is.
+                let rest = element_count(&shape[2..]).map_err(bad)?;
+                let dims = [shape[0], shape[1], rest].map(|d| d as u32).to_vec();
+                (dims, shape.clone(), EdgeLayout::Same)
             } else {
                 (nhwc(&shape), shape.clone(), layout_of(&shape))
             };
@@ -698,9 +723,12 @@ impl Lowering<'_> {
             .all(|i| matches!(self.values.get(i), Some(Value::Const(_))));
         if all_const && !node.input.is_empty() {
             if let Some(t) = self.fold(op, node, &a)? {
-                self.folded_elements += t.data.len();
-                if self.folded_elements > MAX_FOLDED_TOTAL {
-                    bail!("constant folding has made more than {MAX_FOLDED_TOTAL} elements in all");
+                self.folded_bytes += t.data.len() * t.data.elem_size();
+                if self.folded_bytes > self.fold_budget {
+                    bail!(
+                        "constant folding has made more than the {}-byte folding budget in all",
+                        self.fold_budget
+                    );
                 }
                 self.set(node, Value::Const(t));
                 return Ok(Some("folded".into()));
@@ -1455,6 +1483,9 @@ impl Lowering<'_> {
             .map(|i| self.need(node, i))
             .collect::<R<_>>()?;
         let rank = value_shape(&ins[0]).len();
+        if rank > 4 {
+            bail!("rank {rank}: NNAPI's CONCATENATION takes rank 4 at most");
+        }
         let axis = norm_axis(a.i("axis", 1), rank)?;
         let mut ops = Vec::new();
         for v in &ins {
@@ -2599,11 +2630,11 @@ impl Lowering<'_> {
                     .iter()
                     .map(|&d| d.max(0) as usize)
                     .collect();
-                let n = folded_count(&dims)?;
                 let value = match a.get("value").and_then(|v| v.t.as_ref()) {
                     Some(t) => decode::tensor(t, "value").map_err(|e| e.to_string())?.data,
                     None => Data::F32(vec![0.0]),
                 };
+                let n = self.folded_count(&dims, value.elem_size())?;
                 if value.is_empty() {
                     bail!("empty value");
                 }
@@ -2621,7 +2652,7 @@ impl Lowering<'_> {
                     .checked_mul(ix.len())
                     .and_then(|p| p.checked_mul(inner))
                     .ok_or("the gathered size overflows")?;
-                folded_count(&[picked])?;
+                self.folded_count(&[picked], t.data.elem_size())?;
                 let mut pick = Vec::with_capacity(picked);
                 for o in 0..outer {
                     for &i in &ix {
@@ -2650,7 +2681,7 @@ impl Lowering<'_> {
             "Concat" => {
                 let ts: Vec<Tensor> = (0..node.input.len()).map(c).collect::<R<_>>()?;
                 if ts.iter().all(|t| t.dims.len() == 1) {
-                    folded_count(&[ts.iter().map(|t| t.data.len()).sum()])?;
+                    self.folded_count(&[ts.iter().map(|t| t.data.len()).sum()], 8)?;
                     let mut all = Vec::new();
                     for t in &ts {
                         all.extend(t.data.to_f64());

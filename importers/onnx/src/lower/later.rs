@@ -464,29 +464,48 @@ impl Lowering<'_> {
             act: None,
             ..x4
         };
-        let y = match back {
-            Some(shape) => self.reshape_general(&y, &shape)?,
-            None => y,
-        };
+        let y = Self::unview(y, back);
         self.set(node, Value::Dyn(y));
         Ok(None)
     }
 
-    /// A rank-5+ value `[N, C, ...]` viewed as `[N, C, rest]` for per-channel operations
-    /// (with the shape to reshape back to); ranks ≤ 4 as they are.
+    /// A rank-5+ value `[N, C, ...]`, held as an operand `[N, C, rest]` (graph inputs of rank
+    /// above 4 are), viewed at that shape for per-channel operations (with the shape the
+    /// result is labelled back with); ranks ≤ 4 as they are.
     fn rank4_view(&mut self, x: &Dyn) -> R<(Dyn, Option<Vec<usize>>)> {
         if x.shape.len() <= 4 {
             return Ok((x.clone(), None));
         }
         let rest = element_count(&x.shape[2..])?;
+        let view = vec![x.shape[0], x.shape[1], rest];
+        let dims: Vec<usize> = self
+            .b
+            .operand_at(x.operand)
+            .dimensions
+            .iter()
+            .map(|&d| d as usize)
+            .collect();
+        if dims != view || x.layout != EdgeLayout::Same {
+            bail!("a rank-{} tensor not held as [N, C, rest]", x.shape.len());
+        }
         let d = Dyn {
-            operand: self.reshape_raw(x.operand, &[x.shape[0], x.shape[1], rest], x.quant)?,
-            shape: vec![x.shape[0], x.shape[1], rest],
-            layout: EdgeLayout::Same,
-            quant: x.quant,
+            shape: view,
             act: None,
+            ..x.clone()
         };
         Ok((d, Some(x.shape.clone())))
+    }
+
+    /// `y` (a `[N, C, rest]` view) labelled with its rank-5+ shape again.
+    fn unview(y: Dyn, back: Option<Vec<usize>>) -> Dyn {
+        match back {
+            Some(shape) => Dyn {
+                shape,
+                act: None,
+                ..y
+            },
+            None => y,
+        }
     }
 
     /// BatchNormalization on a runtime input of rank 2–5+ (per channel, axis 1).
@@ -527,10 +546,7 @@ impl Lowering<'_> {
             act: back.is_none().then_some(act),
             ..x4
         };
-        let y = match back {
-            Some(shape) => self.reshape_general(&y, &shape)?,
-            None => y,
-        };
+        let y = Self::unview(y, back);
         self.set(node, Value::Dyn(y));
         Ok(None)
     }
@@ -995,7 +1011,7 @@ impl Lowering<'_> {
             for i in (0..rank.saturating_sub(1)).rev() {
                 strides_in[i] = strides_in[i + 1] * shape[i + 1];
             }
-            let total = crate::lower::folded_count(&out)?;
+            let total = self.folded_count(&out, t.data.elem_size())?;
             let mut pick = Vec::with_capacity(total);
             let mut idx = vec![0usize; rank];
             for _ in 0..total {
@@ -1136,6 +1152,9 @@ impl Lowering<'_> {
         };
         let x = self.runtime(&x)?;
         let rank = x.shape.len();
+        if rank > 4 {
+            bail!("rank {rank}: NNAPI's GATHER takes rank 4 at most");
+        }
         let axis = norm_axis(a.i("axis", 0), rank)?;
         let n = x.shape[axis] as i64;
         let ix: Vec<i32> = idx

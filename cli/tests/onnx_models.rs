@@ -241,7 +241,7 @@ fn unsupported_attribute_names_the_node_and_exits_2() {
                 name: Some("Conv_17".into()),
                 op_type: Some("Conv".into()),
                 attribute: vec![AttributeProto {
-                    name: Some("dilations".into()),
+                    name: Some("coefficients".into()),
                     r#type: Some(attribute_proto::AttributeType::Ints as i32),
                     ints: vec![2, 2],
                     ..AttributeProto::default()
@@ -255,14 +255,14 @@ fn unsupported_attribute_names_the_node_and_exits_2() {
         }),
         ..ModelProto::default()
     };
-    let path = s.0.join("dilated.onnx");
+    let path = s.0.join("unknown_attribute.onnx");
     std::fs::write(&path, model.encode_to_vec()).unwrap();
     for command in ["run", "import"] {
         let out = s.nnhal(&[command, path.to_str().unwrap()]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(
-            err.contains("node 0 'Conv_17' (Conv): dilations [2, 2] not expressible in NNAPI 1.0"),
+            err.contains("node 0 'Conv_17' (Conv): attribute 'coefficients' is not supported"),
             "{err}"
         );
     }
@@ -331,6 +331,106 @@ fn bench_takes_a_model_file_in_process_and_over_rpc() {
         assert!(
             text.contains("output     correct: outputs identical to an in-process run"),
             "{text}"
+        );
+    }
+}
+
+/// A model of 25 M parameters (generated here, 100 MB) whose weight is transposed by constant
+/// folding at import: it is within the folding budget (twice the file), where the old fixed
+/// bound of 16 M folded elements refused it, and it runs in process. The weight's values are
+/// a formula, so the expected output is computed here.
+#[test]
+fn a_25m_parameter_model_folds_and_runs_in_process() {
+    use nnhal_onnx::proto::*;
+    use prost::Message;
+    const K: usize = 5000;
+    const N: usize = 5001;
+    let w = |k: usize, n: usize| ((k * 7 + n * 3) % 11) as f32 - 5.0;
+    // Stored [N, K], transposed to [K, N] by a Transpose node, as exporters write Linear.
+    let raw: Vec<u8> = (0..N)
+        .flat_map(|n| (0..K).map(move |k| w(k, n)))
+        .flat_map(f32::to_le_bytes)
+        .collect();
+    let info = |name: &str, dims: &[i64]| ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(1),
+                shape: Some(TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| tensor_shape_proto::Dimension {
+                            value: Some(tensor_shape_proto::dimension::Value::DimValue(d)),
+                        })
+                        .collect(),
+                }),
+            })),
+        }),
+    };
+    let node = |op: &str, ins: &[&str], out: &str, perm: Option<Vec<i64>>| NodeProto {
+        input: ins.iter().map(|s| s.to_string()).collect(),
+        output: vec![out.into()],
+        op_type: Some(op.into()),
+        attribute: perm
+            .map(|p| AttributeProto {
+                name: Some("perm".into()),
+                r#type: Some(attribute_proto::AttributeType::Ints as i32),
+                ints: p,
+                ..AttributeProto::default()
+            })
+            .into_iter()
+            .collect(),
+        ..NodeProto::default()
+    };
+    let model = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(13),
+        }],
+        graph: Some(GraphProto {
+            node: vec![
+                node("Transpose", &["w"], "wt", Some(vec![1, 0])),
+                node("MatMul", &["x", "wt"], "y", None),
+            ],
+            initializer: vec![TensorProto {
+                dims: vec![N as i64, K as i64],
+                data_type: Some(1),
+                raw_data: Some(raw),
+                name: Some("w".into()),
+                ..TensorProto::default()
+            }],
+            input: vec![info("x", &[1, K as i64])],
+            output: vec![info("y", &[1, N as i64])],
+            ..GraphProto::default()
+        }),
+        ..ModelProto::default()
+    };
+    let bytes = model.encode_to_vec();
+    assert!(bytes.len() > 100_000_000);
+    const _: () = assert!(
+        K * N > 1 << 24,
+        "more than the old bound of 16 M folded elements"
+    );
+    let imported = nnhal_onnx::import(&bytes).unwrap();
+    let x: Vec<f32> = (0..K).map(|k| (k % 5) as f32 * 0.25).collect();
+    let input = Array {
+        shape: vec![1, K],
+        data: ArrayData::F32(x.clone()),
+    };
+    let request = ModelRequest::new(&imported, &[input]).unwrap();
+    let driver = nnhal::Driver::new(1).unwrap();
+    driver
+        .prepare_model(imported.model.clone())
+        .unwrap()
+        .execute(&request.request)
+        .unwrap();
+    let got = f32s(&request.outputs(&imported).unwrap()[0]);
+    for (n, &g) in got.iter().enumerate().step_by(97) {
+        let e: f64 = (0..K).map(|k| f64::from(x[k]) * f64::from(w(k, n))).sum();
+        assert!(
+            (f64::from(g) - e).abs() <= 1e-3 * e.abs().max(1.0),
+            "y[{n}] = {g}, expected {e}"
         );
     }
 }

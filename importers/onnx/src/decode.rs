@@ -56,6 +56,15 @@ impl Data {
         self.len() == 0
     }
 
+    /// Bytes per element.
+    pub fn elem_size(&self) -> usize {
+        match self {
+            Data::U8(_) | Data::I8(_) => 1,
+            Data::F32(_) | Data::I32(_) => 4,
+            Data::I64(_) => 8,
+        }
+    }
+
     pub fn type_name(&self) -> &'static str {
         match self {
             Data::F32(_) => "float32",

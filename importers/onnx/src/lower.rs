@@ -1,4 +1,4 @@
-//! Lowering of an ONNX graph to NNAPI 1.0 operations (README "ONNX models" lists what is
+//! Lowering of an ONNX graph to NNAPI operations (README "ONNX models" lists what is
 //! accepted). Nodes are taken in their (topological) order; each ONNX value becomes either a
 //! constant known at import time (folded further when its consumers allow) or an NNAPI operand.
 //! Rank-4 operands are NHWC; everything else keeps ONNX's order.
@@ -15,6 +15,8 @@ type R<T> = Result<T, String>;
 macro_rules! bail {
     ($($arg:tt)*) => { return Err(format!($($arg)*)) };
 }
+
+mod later;
 
 /// A runtime value: an NNAPI operand and how it maps to the ONNX tensor.
 #[derive(Clone, Debug)]
@@ -102,6 +104,9 @@ fn norm_axis(axis: i64, rank: usize) -> R<usize> {
     Ok(((axis + r) % r.max(1)) as usize)
 }
 
+/// The newest opset of the default domain (onnx 1.23.2 defines 1–28).
+pub const MAX_OPSET: i64 = 28;
+
 struct Attrs<'a>(&'a [AttributeProto]);
 
 impl Attrs<'_> {
@@ -126,7 +131,8 @@ impl Attrs<'_> {
     fn only(&self, known: &[&str]) -> R<()> {
         for a in self.0 {
             let name = a.name.as_deref().unwrap_or("");
-            if !known.contains(&name) {
+            // `consumed_inputs` (opsets 1–5) only marked in-place updates: no effect on values.
+            if !known.contains(&name) && name != "consumed_inputs" {
                 bail!("attribute '{name}' is not supported");
             }
         }
@@ -149,31 +155,47 @@ struct Lowering<'a> {
     transposed_inputs: HashSet<String>,
     opset: i64,
     summary: Vec<String>,
-    /// Elements made by constant folding so far, charged against [`MAX_FOLDED_TOTAL`].
-    folded_elements: usize,
+    /// Bytes made by constant folding so far, charged against `fold_budget`.
+    folded_bytes: usize,
+    /// The bytes all folds of this import may make: [`fold_budget`] of the file's size.
+    fold_budget: usize,
 }
 
-/// Largest tensor constant folding may make. Folding turns a few bytes of file into data
-/// (ConstantOfShape, Gather), so unlike a stored initializer its size is not bounded by the
-/// file: the shape and index computations of the models NNAPI 1.0 can run fold to a few
-/// thousand elements, and 4 Mi (16 MiB as float32) leaves ample room.
-const MAX_FOLDED_ELEMENTS: usize = 1 << 22;
-/// Largest number of elements all folds of one import may make together, so a chain of
-/// folds within the per-tensor bound cannot add up to gigabytes either.
-const MAX_FOLDED_TOTAL: usize = 1 << 24;
+/// Constant folding turns a few bytes of file into data (ConstantOfShape, Gather, Tile), so
+/// unlike a stored initializer its size is not bounded by the file. Every import may fold
+/// [`FOLD_FLOOR`] bytes, more in proportion to the file (a model that transposes or reshapes
+/// all its weights at load folds about the file's size once), and never more than
+/// [`FOLD_CAP`]: a 1 GiB file of weights (decode's [`crate::decode::MAX_FILE_BYTES`]) folds
+/// within it.
+pub const FOLD_FLOOR: usize = 64 << 20;
+/// The multiple of the file's size all folds of one import may make.
+pub const FOLD_PER_FILE_BYTE: usize = 2;
+/// The most all folds of one import may make, whatever the file.
+pub const FOLD_CAP: usize = 2 << 30;
 
-/// The element count of a tensor about to be folded, refused beyond [`MAX_FOLDED_ELEMENTS`]
-/// before anything is allocated.
-fn folded_count(dims: &[usize]) -> R<usize> {
-    crate::decode::bounded_count(dims, MAX_FOLDED_ELEMENTS).ok_or_else(|| {
-        format!(
-            "folding would make a tensor of dimensions {dims:?}, more than \
-             {MAX_FOLDED_ELEMENTS} elements"
-        )
-    })
+/// The folding budget of a file of `file_bytes` bytes.
+pub fn fold_budget(file_bytes: usize) -> usize {
+    file_bytes
+        .saturating_mul(FOLD_PER_FILE_BYTE)
+        .clamp(FOLD_FLOOR, FOLD_CAP)
 }
 
-pub fn lower(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
+impl Lowering<'_> {
+    /// The element count of a tensor of `elem`-byte elements about to be folded, refused
+    /// when it would pass what is left of the budget, before anything is allocated.
+    fn folded_count(&self, dims: &[usize], elem: usize) -> R<usize> {
+        let left = self.fold_budget.saturating_sub(self.folded_bytes);
+        crate::decode::bounded_count(dims, left / elem.max(1)).ok_or_else(|| {
+            format!(
+                "folding would make a tensor of dimensions {dims:?}, more than the {left} bytes \
+                 left of the {}-byte folding budget",
+                self.fold_budget
+            )
+        })
+    }
+}
+
+pub fn lower(model: &ModelProto, file_bytes: usize) -> Result<ImportedModel, OnnxError> {
     let graph: &GraphProto = model.graph.as_ref().expect("decode checked the graph");
     let mut opset = None;
     for o in &model.opset_import {
@@ -196,10 +218,10 @@ pub fn lower(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
             }
         }
     }
-    let opset = opset.unwrap_or(7);
-    if !(7..=21).contains(&opset) {
+    let opset = opset.unwrap_or(1);
+    if !(1..=MAX_OPSET).contains(&opset) {
         return Err(OnnxError::Unsupported(format!(
-            "opset {opset} of the default domain is outside the supported 7–21"
+            "opset {opset} of the default domain is outside the supported 1–{MAX_OPSET}"
         )));
     }
     if !graph.sparse_initializer.is_empty() {
@@ -218,7 +240,8 @@ pub fn lower(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
         transposed_inputs: HashSet::new(),
         opset,
         summary: Vec::new(),
-        folded_elements: 0,
+        folded_bytes: 0,
+        fold_budget: fold_budget(file_bytes),
     };
     for (k, node) in graph.node.iter().enumerate() {
         for i in node.input.iter().filter(|i| !i.is_empty()) {
@@ -384,11 +407,19 @@ impl Lowering<'_> {
                     .all(|n| {
                         n.op_type.as_deref() == Some("Transpose")
                             && Attrs(&n.attribute).ints("perm").as_deref() == Some(&[0, 3, 1, 2])
+                            && !n.output.iter().any(|o| self.graph_outputs.contains(o))
                     });
             let (dims, logical, layout) = if pre_transposed {
                 let nchw = vec![shape[0], shape[3], shape[1], shape[2]];
                 self.transposed_inputs.insert(name.clone());
                 (nhwc(&nchw), nchw, EdgeLayout::Same)
+            } else if shape.len() > 4 {
+                // NNAPI operations take rank 4 at most: a higher-rank input is held as
+                // [N, C, rest] (the same elements in the same order), which the per-channel
+                // and element-wise lowerings take as it is.
+                let rest = element_count(&shape[2..]).map_err(bad)?;
+                let dims = [shape[0], shape[1], rest].map(|d| d as u32).to_vec();
+                (dims, shape.clone(), EdgeLayout::Same)
             } else {
                 (nhwc(&shape), shape.clone(), layout_of(&shape))
             };
@@ -692,9 +723,12 @@ impl Lowering<'_> {
             .all(|i| matches!(self.values.get(i), Some(Value::Const(_))));
         if all_const && !node.input.is_empty() {
             if let Some(t) = self.fold(op, node, &a)? {
-                self.folded_elements += t.data.len();
-                if self.folded_elements > MAX_FOLDED_TOTAL {
-                    bail!("constant folding has made more than {MAX_FOLDED_TOTAL} elements in all");
+                self.folded_bytes += t.data.len() * t.data.elem_size();
+                if self.folded_bytes > self.fold_budget {
+                    bail!(
+                        "constant folding has made more than the {}-byte folding budget in all",
+                        self.fold_budget
+                    );
                 }
                 self.set(node, Value::Const(t));
                 return Ok(Some("folded".into()));
@@ -718,31 +752,41 @@ impl Lowering<'_> {
                 return self.qdq(node, &a, op, y, qk);
             }
         }
+        if matches!(
+            op,
+            "Conv" | "ConvTranspose" | "MaxPool" | "AveragePool" | "LpPool"
+        ) {
+            match self.input(node, 0).map(value_shape).map(|s| s.len()) {
+                Some(3) => return self.one_d(k, node, op),
+                Some(r) if r >= 5 => bail!(
+                    "a {}-D convolution or pooling: NNAPI has only 1-D (as 2-D) and 2-D ones",
+                    r - 2
+                ),
+                _ => {}
+            }
+        }
         match op {
             "Conv" => self.conv(k, node, &a),
+            "ConvTranspose" => self.conv_transpose(node, &a),
             "Gemm" | "MatMul" => self.gemm(k, node, &a, op == "MatMul"),
-            "Add" | "Mul" | "Sum" => self.binary(node, &a, op),
-            "Relu" | "Clip" => self.relu(node, &a, op),
-            "Sigmoid" | "Tanh" | "Floor" => {
-                a.only(&[])?;
-                let x = self.need(node, 0)?;
-                let x = self.float(&x)?;
-                let ty = match op {
-                    "Sigmoid" => OperationType::Logistic,
-                    "Tanh" => OperationType::Tanh,
-                    _ => OperationType::Floor,
-                };
-                let (operand, _) = self.emit(ty, &[x.operand], None)?;
-                self.set(
-                    node,
-                    Value::Dyn(Dyn {
-                        operand,
-                        act: None,
-                        ..x
-                    }),
-                );
-                Ok(None)
+            "Add" | "Mul" | "Sum" | "Sub" | "Div" | "Pow" | "Max" | "Min" => {
+                self.binary_any(node, &a, op)
             }
+            "Relu" | "Clip" => self.relu(node, &a, op),
+            "Sigmoid" | "Tanh" | "Floor" | "Neg" | "Exp" | "Log" | "Sqrt" | "Abs" | "Sin"
+            | "HardSwish" | "Reciprocal" | "Elu" | "Selu" | "LeakyRelu" | "Softplus"
+            | "Softsign" | "HardSigmoid" => self.unary(node, &a, op),
+            "PRelu" => self.prelu(node, &a),
+            "Shrink" => self.shrink(node, &a),
+            "InstanceNormalization" => self.instance_norm(node, &a),
+            "Pad" => self.pad(node, &a),
+            "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" => {
+                self.reduce(node, &a, op)
+            }
+            "Split" => self.split(node, &a),
+            "Slice" => self.slice(node, &a),
+            "Tile" | "Expand" => self.tile(node, &a, op),
+            "LogSoftmax" => self.softmax_any(node, &a, true),
             "MaxPool" | "AveragePool" | "LpPool" => self.pool(node, &a, op),
             "GlobalAveragePool" | "GlobalMaxPool" => {
                 a.only(&[])?;
@@ -766,6 +810,9 @@ impl Lowering<'_> {
                 Ok(None)
             }
             "Concat" => self.concat(node, &a),
+            "Reshape" if self.pixel_shuffle(k, node, &a)?.is_some() => {
+                Ok(Some("PixelShuffle: DEPTH_TO_SPACE".into()))
+            }
             "Reshape" | "Flatten" | "Squeeze" | "Unsqueeze" => {
                 let x = self.need(node, 0)?;
                 let shape = self.target_shape(node, &a, op, value_shape(&x))?;
@@ -773,23 +820,7 @@ impl Lowering<'_> {
                 self.set(node, out);
                 Ok(None)
             }
-            "Softmax" => {
-                a.only(&["axis"])?;
-                let x = self.need(node, 0)?;
-                let x = self.float(&x)?;
-                self.softmax_axis(&x, &a)?;
-                let beta = self.b.float(1.0);
-                let (operand, _) = self.emit(OperationType::Softmax, &[x.operand, beta], None)?;
-                self.set(
-                    node,
-                    Value::Dyn(Dyn {
-                        operand,
-                        act: None,
-                        ..x
-                    }),
-                );
-                Ok(None)
-            }
+            "Softmax" => self.softmax_any(node, &a, false),
             "LRN" => {
                 a.only(&["size", "alpha", "beta", "bias"])?;
                 let size = a.i("size", 0);
@@ -858,7 +889,7 @@ impl Lowering<'_> {
             }
             "Resize" | "Upsample" => self.resize(node, &a, op),
             "Transpose" => self.transpose(node, &a),
-            "BatchNormalization" => self.batchnorm(node, &a),
+            "BatchNormalization" => self.batchnorm_any(node),
             "Dropout" | "Identity" => {
                 if node
                     .output
@@ -900,22 +931,33 @@ impl Lowering<'_> {
                 );
                 Ok(Some("folded (static shape)".into()))
             }
-            "ConstantOfShape" | "Gather" | "Cast" => {
+            "Gather" => self.gather(node, &a),
+            "ConstantOfShape" | "Cast" => {
                 bail!("only foldable when its inputs are static (a runtime shape computation is not expressible)")
             }
-            _ => bail!("operator not supported by the NNAPI 1.0 lowering"),
+            _ => bail!("operator not supported by the NNAPI lowering"),
         }
     }
 
-    fn conv_params(&self, a: &Attrs, x: &Dyn, kh: usize, kw: usize) -> R<[i32; 6]> {
-        if let Some(d) = a.ints("dilations") {
-            if d.iter().any(|&v| v != 1) {
-                bail!("dilations {d:?} not expressible in NNAPI 1.0");
-            }
+    /// The dilations of a convolution (1, 1 when absent), NNAPI order (w, h).
+    fn dilations(a: &Attrs) -> R<[i32; 2]> {
+        let d = a.ints("dilations").unwrap_or(vec![1, 1]);
+        if d.len() != 2 || d.iter().any(|&v| !(1..=i64::from(u16::MAX)).contains(&v)) {
+            bail!("dilations {d:?}: two positive values expected");
         }
+        Ok([d[1] as i32, d[0] as i32])
+    }
+
+    fn conv_params(&self, a: &Attrs, x: &Dyn, kh: usize, kw: usize) -> R<[i32; 6]> {
+        let dil = Self::dilations(a)?;
+        let (kh, kw) = (
+            (kh - 1) * dil[1] as usize + 1,
+            (kw - 1) * dil[0] as usize + 1,
+        );
         if let Some(ks) = a.ints("kernel_shape") {
-            if ks != [kh as i64, kw as i64] {
-                bail!("kernel_shape {ks:?} disagrees with the weight's {kh}x{kw}");
+            let dk = |k: i64, d: i32| (k - 1) * i64::from(d) + 1;
+            if ks.len() != 2 || [dk(ks[0], dil[1]), dk(ks[1], dil[0])] != [kh as i64, kw as i64] {
+                bail!("kernel_shape {ks:?} disagrees with the weight");
             }
         }
         let strides = a.ints("strides").unwrap_or(vec![1, 1]);
@@ -971,6 +1013,8 @@ impl Lowering<'_> {
         let params = self.conv_params(a, &x, kh, kw)?;
         let bias_op = self.b.f32_tensor(&[m as u32], &bias);
         let act = self.act();
+        let dil = Self::dilations(a)?;
+        let dilated = dil != [1, 1];
         let d = if group == 1 {
             if cg != c {
                 bail!("weight has {cg} input channels, the input {c}");
@@ -984,6 +1028,11 @@ impl Lowering<'_> {
                 ins.push(self.b.int(p));
             }
             ins.push(act);
+            if dilated {
+                ins.push(self.b.constant(OperandType::Bool, &[], &[0]));
+                ins.push(self.b.int(dil[0]));
+                ins.push(self.b.int(dil[1]));
+            }
             self.emit_image(OperationType::Conv2d, &ins, None, Some(act))?
         } else if group == c && cg == 1 && m % c == 0 {
             // [M, 1, kh, kw] → [1, kh, kw, M]: output channel m reads input m / multiplier,
@@ -998,9 +1047,28 @@ impl Lowering<'_> {
             }
             ins.push(self.b.int((m / c) as i32));
             ins.push(act);
+            if dilated {
+                ins.push(self.b.constant(OperandType::Bool, &[], &[0]));
+                ins.push(self.b.int(dil[0]));
+                ins.push(self.b.int(dil[1]));
+            }
             self.emit_image(OperationType::DepthwiseConv2d, &ins, None, Some(act))?
+        } else if group > 1 && c % group == 0 && cg * group == c && m % group == 0 && !dilated {
+            // GROUPED_CONV_2D: filter [M, kh, kw, C/G], output channels in group order as ONNX.
+            let filter = to_nhwc(&wv, &[m, cg, kh, kw]);
+            let f = self
+                .b
+                .f32_tensor(&[m as u32, kh as u32, kw as u32, cg as u32], &filter);
+            let mut ins = vec![x.operand, f, bias_op];
+            for p in params {
+                ins.push(self.b.int(p));
+            }
+            ins.push(self.b.int(group as i32));
+            ins.push(act);
+            ins.push(self.b.constant(OperandType::Bool, &[], &[0]));
+            self.emit_image(OperationType::GroupedConv2d, &ins, None, Some(act))?
         } else {
-            bail!("group {group} with {c} input channels: only 1 or depthwise (group = channels) is expressible in NNAPI 1.0");
+            bail!("group {group} with {c} input channels and weight {:?}{}: not a grouping NNAPI expresses", w.dims, if dilated { " dilated (GROUPED_CONV_2D has no dilation)" } else { "" });
         };
         self.set_output(k, node, d, note.is_some())?;
         Ok(note)
@@ -1055,9 +1123,13 @@ impl Lowering<'_> {
     /// Per-channel (scale, shift) of an inference BatchNormalization with constant parameters.
     fn bn_params(&self, bn: &NodeProto) -> R<Option<(Vec<f32>, Vec<f32>)>> {
         let a = Attrs(&bn.attribute);
-        a.only(&["epsilon", "momentum", "spatial", "training_mode"])?;
+        a.only(&["epsilon", "momentum", "spatial", "training_mode", "is_test"])?;
         if a.i("training_mode", 0) != 0 || a.i("spatial", 1) != 1 {
             bail!("BatchNormalization in training mode or non-spatial form is not supported");
+        }
+        // `is_test` 0 (opsets 1–6) normalizes with the batch's own statistics (training).
+        if a.get("is_test").is_some() && a.i("is_test", 0) == 0 {
+            bail!("BatchNormalization with is_test 0 (training mode) is not supported");
         }
         if bn.output.iter().skip(1).any(|o| !o.is_empty()) {
             bail!("BatchNormalization with running-statistics outputs is not supported");
@@ -1104,49 +1176,19 @@ impl Lowering<'_> {
         Ok(())
     }
 
-    fn batchnorm(&mut self, node: &NodeProto, _a: &Attrs) -> R<Option<String>> {
-        let Some((scale, shift)) = self.bn_params(node)? else {
-            bail!("the scale, bias, mean and variance must be float32 constants");
-        };
-        let x = self.need(node, 0)?;
-        let x = self.float(&x)?;
-        let c = scale.len() as u32;
-        let dims = if x.shape.len() == 4 {
-            vec![1, 1, 1, c]
-        } else {
-            vec![c]
-        };
-        if x.shape.get(1) != Some(&(c as usize)) || (x.shape.len() != 4 && x.shape.len() != 2) {
-            bail!(
-                "input shape {:?} with {c} channels: only [N, C] and [N, C, H, W]",
-                x.shape
-            );
-        }
-        let s = self.b.f32_tensor(&dims, &scale);
-        let t = self.b.f32_tensor(&dims, &shift);
-        let act = self.act();
-        let (mul, _) = self.emit(OperationType::Mul, &[x.operand, s, act], None)?;
-        let act = self.act();
-        let (operand, _) = self.emit(OperationType::Add, &[mul, t, act], None)?;
-        self.set(
-            node,
-            Value::Dyn(Dyn {
-                operand,
-                act: Some(act),
-                ..x
-            }),
-        );
-        Ok(None)
-    }
-
     fn gemm(&mut self, k: usize, node: &NodeProto, a: &Attrs, matmul: bool) -> R<Option<String>> {
         if matmul {
             a.only(&[])?;
         } else {
-            a.only(&["alpha", "beta", "transA", "transB"])?;
-            if a.i("transA", 0) != 0 {
-                bail!("transA = 1 is not supported");
-            }
+            // `broadcast` (opsets 1–6) allowed C to broadcast, as it always may since 7.
+            a.only(&["alpha", "beta", "transA", "transB", "broadcast"])?;
+        }
+        let const_b = matches!(
+            self.input(node, 1),
+            Some(Value::Const(_) | Value::QConst(..))
+        );
+        if !const_b || (!matmul && a.i("transA", 0) != 0) {
+            return self.gemm_runtime(node, a, matmul);
         }
         let x = self.need(node, 0)?;
         let x = self.float(&x)?;
@@ -1234,42 +1276,6 @@ impl Lowering<'_> {
         Ok(note)
     }
 
-    fn binary(&mut self, node: &NodeProto, a: &Attrs, op: &str) -> R<Option<String>> {
-        a.only(&[])?;
-        let ty = if op == "Mul" {
-            OperationType::Mul
-        } else {
-            OperationType::Add
-        };
-        let ins: Vec<Value> = (0..node.input.len())
-            .map(|i| self.need(node, i))
-            .collect::<R<_>>()?;
-        if ins.is_empty() {
-            bail!("no inputs");
-        }
-        let mut acc = ins[0].clone();
-        if ins.len() == 1 {
-            self.set(node, acc);
-            return Ok(None);
-        }
-        for v in &ins[1..] {
-            let rank = value_shape(&acc).len().max(value_shape(v).len());
-            let x = self.broadcast_operand(&acc, rank)?;
-            let y = self.broadcast_operand(v, rank)?;
-            let act = self.act();
-            let (operand, dims) = self.emit(ty, &[x.operand, y.operand, act], None)?;
-            acc = Value::Dyn(Dyn {
-                operand,
-                shape: onnx_shape(&dims),
-                layout: layout_of(&dims),
-                quant: None,
-                act: Some(act),
-            });
-        }
-        self.set(node, acc);
-        Ok(None)
-    }
-
     /// An operand for one side of a broadcasting operation whose result has `rank`: a constant
     /// is expanded to that rank (and NHWC when 4); a runtime tensor must already fit.
     fn broadcast_operand(&mut self, v: &Value, rank: usize) -> R<Dyn> {
@@ -1329,9 +1335,7 @@ impl Lowering<'_> {
                 (0.0, 6.0) => FusedActivationFunc::Relu6,
                 (-1.0, 1.0) => FusedActivationFunc::Relu1,
                 (0.0, f32::INFINITY) => FusedActivationFunc::Relu,
-                _ => {
-                    bail!("Clip({lo}, {hi}): only (0, 6), (-1, 1) and (0, ∞) are NNAPI activations")
-                }
+                _ => return self.clip_general(node, lo, hi),
             }
         };
         let x = self.need(node, 0)?;
@@ -1399,7 +1403,7 @@ impl Lowering<'_> {
         }
         if let Some(d) = a.ints("dilations") {
             if d.iter().any(|&v| v != 1) {
-                bail!("dilations {d:?} not expressible in NNAPI 1.0");
+                bail!("dilations {d:?}: NNAPI 1.3's pools have no dilation");
             }
         }
         self.rank4(&x)?;
@@ -1479,6 +1483,9 @@ impl Lowering<'_> {
             .map(|i| self.need(node, i))
             .collect::<R<_>>()?;
         let rank = value_shape(&ins[0]).len();
+        if rank > 4 {
+            bail!("rank {rank}: NNAPI's CONCATENATION takes rank 4 at most");
+        }
         let axis = norm_axis(a.i("axis", 1), rank)?;
         let mut ops = Vec::new();
         for v in &ins {
@@ -1544,6 +1551,11 @@ impl Lowering<'_> {
         };
         let rank = shape.len();
         match op {
+            "Reshape" if self.opset < 5 => {
+                a.only(&["shape"])?;
+                let spec = a.ints("shape").ok_or("the shape attribute is missing")?;
+                reshape_spec(&shape, &spec, false)
+            }
             "Reshape" => {
                 a.only(&["allowzero"])?;
                 let spec = ints(1, "shape")?.ok_or("the shape input is missing")?;
@@ -1661,7 +1673,7 @@ impl Lowering<'_> {
         let (dims, layout) = if plain_order {
             if shape.len() == 4 {
                 if !(shape[1] == 1 || shape[2] * shape[3] == 1) {
-                    bail!("reshaping to the image {shape:?} needs a transpose to NHWC, which NNAPI 1.0 lacks");
+                    return Ok(Value::Dyn(self.reshape_general(&d, shape)?));
                 }
                 (nhwc(shape), EdgeLayout::Nhwc)
             } else {
@@ -1669,19 +1681,32 @@ impl Lowering<'_> {
             }
         } else {
             match (&d.layout, shape) {
-                (EdgeLayout::Nhwc, [n, chw]) if *n == d.shape[0] && *chw == d.shape[1] * d.shape[2] * d.shape[3] => (
-                    nhwc(shape),
-                    EdgeLayout::FlatNhwc { c: d.shape[1], h: d.shape[2], w: d.shape[3] },
-                ),
-                (EdgeLayout::FlatNhwc { c, h, w }, [n, c2, h2, w2]) if (c, h, w) == (c2, h2, w2) && *n == d.shape[0] => {
+                (EdgeLayout::Nhwc, [n, chw])
+                    if *n == d.shape[0] && *chw == d.shape[1] * d.shape[2] * d.shape[3] =>
+                {
+                    (
+                        nhwc(shape),
+                        EdgeLayout::FlatNhwc {
+                            c: d.shape[1],
+                            h: d.shape[2],
+                            w: d.shape[3],
+                        },
+                    )
+                }
+                (EdgeLayout::FlatNhwc { c, h, w }, [n, c2, h2, w2])
+                    if (c, h, w) == (c2, h2, w2) && *n == d.shape[0] =>
+                {
                     (nhwc(shape), EdgeLayout::Nhwc)
                 }
-                _ => bail!(
-                    "reshaping the NCHW image {:?} to {shape:?} needs its NCHW element order, which the NHWC operand does not have (only a flatten to [N, C·H·W] feeding Gemm/MatMul is exact)",
-                    d.shape
-                ),
+                _ => return Ok(Value::Dyn(self.reshape_general(&d, shape)?)),
             }
         };
+        if dims.len() > 4 {
+            bail!(
+                "reshaping to rank {}: NNAPI's RESHAPE takes rank 4 at most",
+                dims.len()
+            );
+        }
         let bytes: Vec<u8> = dims
             .iter()
             .flat_map(|&v| (v as i32).to_le_bytes())
@@ -1756,7 +1781,15 @@ impl Lowering<'_> {
                     && self.graph_outputs.contains(&output) =>
             {
                 let shape = vec![d.shape[0], d.shape[2], d.shape[3], d.shape[1]];
-                self.set(node, Value::Dyn(Dyn { shape, layout: EdgeLayout::Same, act: None, ..d }));
+                self.set(
+                    node,
+                    Value::Dyn(Dyn {
+                        shape,
+                        layout: EdgeLayout::Same,
+                        act: None,
+                        ..d
+                    }),
+                );
                 Ok(Some("the graph output is the NHWC operand".into()))
             }
             Value::Shuffle {
@@ -1772,7 +1805,9 @@ impl Lowering<'_> {
                         transposed: !transposed,
                     },
                 );
-                Ok(Some("channel shuffle (a permutation CONV_2D at the reshape back)".into()))
+                Ok(Some(
+                    "channel shuffle (a permutation CONV_2D at the reshape back)".into(),
+                ))
             }
             Value::Const(t) => {
                 let rank = t.dims.len();
@@ -1803,10 +1838,20 @@ impl Lowering<'_> {
                         index[ax] = 0;
                     }
                 }
-                self.set(node, Value::Const(Tensor { dims, data: t.data.pick(&pick) }));
+                self.set(
+                    node,
+                    Value::Const(Tensor {
+                        dims,
+                        data: t.data.pick(&pick),
+                    }),
+                );
                 Ok(Some("folded".into()))
             }
-            _ => bail!("perm {perm:?}: NNAPI 1.0 has no TRANSPOSE; only a channel shuffle (Reshape → Transpose [0, 2, 1, 3, 4] → Reshape) or a constant is lowered"),
+            v => {
+                let y = self.transpose_any(&v, perm)?;
+                self.set(node, y);
+                Ok(None)
+            }
         }
     }
 
@@ -2068,6 +2113,9 @@ impl Lowering<'_> {
             bail!("weight shape {:?}: only 2-D convolutions", w.dims);
         }
         let (m, cg, kh, kw) = (w.dims[0], w.dims[1], w.dims[2], w.dims[3]);
+        if Self::dilations(a)? != [1, 1] {
+            bail!("a dilated quantized convolution is not supported");
+        }
         let bias_scale = x.quant.ok_or("the input is not quantized")?.0 * ws;
         let bias = bias.unwrap_or(vec![0; m]);
         if bias.len() != m {
@@ -2582,11 +2630,11 @@ impl Lowering<'_> {
                     .iter()
                     .map(|&d| d.max(0) as usize)
                     .collect();
-                let n = folded_count(&dims)?;
                 let value = match a.get("value").and_then(|v| v.t.as_ref()) {
                     Some(t) => decode::tensor(t, "value").map_err(|e| e.to_string())?.data,
                     None => Data::F32(vec![0.0]),
                 };
+                let n = self.folded_count(&dims, value.elem_size())?;
                 if value.is_empty() {
                     bail!("empty value");
                 }
@@ -2604,7 +2652,7 @@ impl Lowering<'_> {
                     .checked_mul(ix.len())
                     .and_then(|p| p.checked_mul(inner))
                     .ok_or("the gathered size overflows")?;
-                folded_count(&[picked])?;
+                self.folded_count(&[picked], t.data.elem_size())?;
                 let mut pick = Vec::with_capacity(picked);
                 for o in 0..outer {
                     for &i in &ix {
@@ -2633,7 +2681,7 @@ impl Lowering<'_> {
             "Concat" => {
                 let ts: Vec<Tensor> = (0..node.input.len()).map(c).collect::<R<_>>()?;
                 if ts.iter().all(|t| t.dims.len() == 1) {
-                    folded_count(&[ts.iter().map(|t| t.data.len()).sum()])?;
+                    self.folded_count(&[ts.iter().map(|t| t.data.len()).sum()], 8)?;
                     let mut all = Vec::new();
                     for t in &ts {
                         all.extend(t.data.to_f64());

@@ -350,13 +350,6 @@ impl Lowering<'_> {
             );
         }
         let tensor = self.tensor(t);
-        if tensor.shape.is_empty() || tensor.shape.contains(&0) {
-            bail!(
-                "output tensor '{}' has shape {:?}: dynamic or rank-0 results are not lowered",
-                tensor.name,
-                tensor.shape
-            );
-        }
         let o = describe(tensor).map_err(|e| format!("tensor '{}': {e}", tensor.name))?;
         self.result_as(t, o)
     }
@@ -368,6 +361,14 @@ impl Lowering<'_> {
             bail!(
                 "output tensor {t} '{}' is written twice",
                 self.tensor(t).name
+            );
+        }
+        let tensor = self.tensor(t);
+        if tensor.shape.is_empty() || tensor.shape.contains(&0) {
+            bail!(
+                "output tensor '{}' has shape {:?}: dynamic or rank-0 results are not lowered",
+                tensor.name,
+                tensor.shape
             );
         }
         let index = self.b.push(o);

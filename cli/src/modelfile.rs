@@ -39,6 +39,9 @@ pub enum ArrayData {
     F32(Vec<f32>),
     U8(Vec<u8>),
     I8(Vec<i8>),
+    I32(Vec<i32>),
+    /// NumPy `bool`: one byte per element, 0 or 1.
+    Bool(Vec<bool>),
 }
 
 impl ArrayData {
@@ -47,6 +50,8 @@ impl ArrayData {
             ArrayData::F32(v) => v.len(),
             ArrayData::U8(v) => v.len(),
             ArrayData::I8(v) => v.len(),
+            ArrayData::I32(v) => v.len(),
+            ArrayData::Bool(v) => v.len(),
         }
     }
 
@@ -59,12 +64,14 @@ impl ArrayData {
             ArrayData::F32(_) => "float32",
             ArrayData::U8(_) => "uint8",
             ArrayData::I8(_) => "int8",
+            ArrayData::I32(_) => "int32",
+            ArrayData::Bool(_) => "bool",
         }
     }
 }
 
-/// NumPy's `.npy` format (versions 1–3), little-endian float32 (`<f4`), uint8 (`|u1`) and
-/// int8 (`|i1`) arrays in C order: what the runner reads and writes.
+/// NumPy's `.npy` format (versions 1–3), little-endian float32 (`<f4`), uint8 (`|u1`), int8
+/// (`|i1`), int32 (`<i4`) and bool (`|b1`) arrays in C order: what the runner reads and writes.
 pub mod npy {
     use super::{Array, ArrayData};
 
@@ -151,9 +158,37 @@ pub mod npy {
                 }
                 ArrayData::I8(body.iter().map(|&b| b as i8).collect())
             }
+            "<i4" => {
+                if body.len() != count * 4 {
+                    return Err(format!(
+                        "shape {shape:?} needs {} bytes of int32, the file has {}",
+                        count * 4,
+                        body.len()
+                    ));
+                }
+                ArrayData::I32(
+                    body.chunks_exact(4)
+                        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        .collect(),
+                )
+            }
+            "|b1" => {
+                if body.len() != count {
+                    return Err(format!(
+                        "shape {shape:?} needs {count} bytes of bool, the file has {}",
+                        body.len()
+                    ));
+                }
+                // NumPy writes 0 and 1; any other byte is a damaged file, not a truth value.
+                if let Some(b) = body.iter().find(|&&b| b > 1) {
+                    return Err(format!("a bool element holds byte {b}, not 0 or 1"));
+                }
+                ArrayData::Bool(body.iter().map(|&b| b == 1).collect())
+            }
             other => {
                 return Err(format!(
-                    "dtype {other:?}: only float32 ('<f4'), uint8 ('|u1') and int8 ('|i1')"
+                    "dtype {other:?}: only float32 ('<f4'), uint8 ('|u1'), int8 ('|i1'), \
+                     int32 ('<i4') and bool ('|b1')"
                 ))
             }
         };
@@ -166,6 +201,8 @@ pub mod npy {
             ArrayData::F32(_) => "<f4",
             ArrayData::U8(_) => "|u1",
             ArrayData::I8(_) => "|i1",
+            ArrayData::I32(_) => "<i4",
+            ArrayData::Bool(_) => "|b1",
         };
         let shape = match a.shape.len() {
             1 => format!("({},)", a.shape[0]),
@@ -196,6 +233,10 @@ pub mod npy {
                 .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
             ArrayData::U8(v) => out.extend_from_slice(v),
             ArrayData::I8(v) => out.extend(v.iter().map(|&x| x as u8)),
+            ArrayData::I32(v) => v
+                .iter()
+                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            ArrayData::Bool(v) => out.extend(v.iter().map(|&x| u8::from(x))),
         }
         out
     }
@@ -305,15 +346,17 @@ pub fn input_bytes(edge: &Edge, array: &Array) -> Result<Vec<u8>, ModelFileError
         (ArrayData::I8(v), SourceType::Int8, _) => {
             Ok((0..v.len()).map(|i| v[order(i)] as u8).collect())
         }
+        (ArrayData::I32(v), SourceType::Int32, _) => Ok((0..v.len())
+            .flat_map(|i| v[order(i)].to_le_bytes())
+            .collect()),
+        (ArrayData::Bool(v), SourceType::Bool8, _) => {
+            Ok((0..v.len()).map(|i| u8::from(v[order(i)])).collect())
+        }
         (data, _, _) => Err(input_err(format!(
             "input '{}': {} data, the model takes {}",
             edge.name,
             data.type_name(),
-            match edge.source_type {
-                SourceType::Float32 => "float32",
-                SourceType::UInt8 => "uint8",
-                SourceType::Int8 => "int8",
-            }
+            edge.source_type.name()
         ))),
     }
 }
@@ -336,6 +379,22 @@ pub fn output_array(edge: &Edge, ty: OperandType, bytes: &[u8]) -> Array {
             }
             ArrayData::I8(out)
         }
+        OperandType::TensorInt32 => {
+            let mut out = vec![0i32; bytes.len() / 4];
+            for (i, c) in bytes.chunks_exact(4).enumerate() {
+                out[perm.as_ref().map_or(i, |p| p[i])] =
+                    i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            }
+            ArrayData::I32(out)
+        }
+        OperandType::TensorBool8 => {
+            // NNAPI's TENSOR_BOOL8 reads any nonzero byte as true.
+            let mut out = vec![false; bytes.len()];
+            for (i, &b) in bytes.iter().enumerate() {
+                out[perm.as_ref().map_or(i, |p| p[i])] = b != 0;
+            }
+            ArrayData::Bool(out)
+        }
         _ => {
             let mut out = vec![0f32; bytes.len() / 4];
             for (i, c) in bytes.chunks_exact(4).enumerate() {
@@ -352,7 +411,8 @@ pub fn output_array(edge: &Edge, ty: OperandType, bytes: &[u8]) -> Array {
 }
 
 /// A seeded pseudo-random input for an edge (xorshift; floats in [0, 1), bytes 0–255, int8
-/// −128–127).
+/// −128–127, int32 0–7 (small enough to be an index or a lookup key of a small table),
+/// booleans even odds).
 pub fn random_input(edge: &Edge, seed: u64) -> Array {
     let mut s = seed ^ 0x9E37_79B9_7F4A_7C15;
     let mut next = move || {
@@ -370,6 +430,8 @@ pub fn random_input(edge: &Edge, seed: u64) -> Array {
         ),
         SourceType::UInt8 => ArrayData::U8((0..n).map(|_| (next() >> 56) as u8).collect()),
         SourceType::Int8 => ArrayData::I8((0..n).map(|_| (next() >> 56) as u8 as i8).collect()),
+        SourceType::Int32 => ArrayData::I32((0..n).map(|_| (next() >> 61) as i32).collect()),
+        SourceType::Bool8 => ArrayData::Bool((0..n).map(|_| next() >> 63 == 1).collect()),
     };
     Array {
         shape: edge.shape.clone(),
@@ -489,6 +551,8 @@ pub fn describe(a: &Array) -> String {
         ArrayData::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
         ArrayData::U8(v) => v.iter().map(|&x| f64::from(x)).collect(),
         ArrayData::I8(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        ArrayData::I32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        ArrayData::Bool(v) => v.iter().map(|&x| f64::from(u8::from(x))).collect(),
     };
     let (lo, hi) = values
         .iter()
@@ -529,10 +593,25 @@ mod tests {
                 shape: vec![2, 2],
                 data: ArrayData::I8(vec![-128, -1, 0, 127]),
             },
+            Array {
+                shape: vec![3],
+                data: ArrayData::I32(vec![i32::MIN, -1, i32::MAX]),
+            },
+            Array {
+                shape: vec![1, 3],
+                data: ArrayData::Bool(vec![true, false, true]),
+            },
         ] {
             assert_eq!(npy::parse(&npy::to_bytes(&a)).unwrap(), a);
         }
         assert!(npy::parse(b"\x93NUMPY\x01\x00\x05\x00{'des").is_err());
+        // A bool array holding a byte other than 0 or 1 is refused.
+        let mut bytes = npy::to_bytes(&Array {
+            shape: vec![2],
+            data: ArrayData::Bool(vec![true, false]),
+        });
+        *bytes.last_mut().unwrap() = 2;
+        assert!(npy::parse(&bytes).unwrap_err().contains("byte 2"));
     }
 
     #[test]

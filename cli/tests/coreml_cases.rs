@@ -41,6 +41,8 @@ fn values(a: &Array) -> Vec<f64> {
         ArrayData::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
         ArrayData::U8(v) => v.iter().map(|&x| f64::from(x)).collect(),
         ArrayData::I8(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        ArrayData::I32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        ArrayData::Bool(v) => v.iter().map(|&x| f64::from(u8::from(x))).collect(),
     }
 }
 

@@ -86,6 +86,7 @@ fn f32s(a: &Array) -> Vec<f32> {
         ArrayData::F32(v) => v.clone(),
         ArrayData::U8(v) => v.iter().map(|&x| f32::from(x)).collect(),
         ArrayData::I8(v) => v.iter().map(|&x| f32::from(x)).collect(),
+        other => panic!("a {} output", other.type_name()),
     }
 }
 

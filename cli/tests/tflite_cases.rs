@@ -5,7 +5,8 @@
 //! MobileNet v2 float32 and int8 from the shared perf directory when it is present, within
 //! the tolerance of the golden vector made from the same file.
 //!
-//! Fixture tolerance: float32 |a − e| ≤ 1e-5 + 1e-4·|e| (the driver and LiteRT sum in
+//! Fixture tolerance: bool and int32 outputs (comparisons, ARG_MAX, TOPK_V2 indices) exactly;
+//! float32 |a − e| ≤ 1e-5 + 1e-4·|e| (the driver and LiteRT sum in
 //! different orders); int8 two output steps: each of the up to 17 requantizing operations of a
 //! fixture may round one step apart from LiteRT's fixed-point multipliers, and the int8
 //! HARD_SWISH and LOGISTIC follow NNAPI's reference formulas, not LiteRT's tables (measured
@@ -39,6 +40,9 @@ const CASES: &[&str] = &[
     "moves_f32",
     "moves_int8",
     "math_f32",
+    "edges_f32",
+    "lookup_f32",
+    "recurrent_f32",
 ];
 
 fn values(a: &Array) -> Vec<f64> {
@@ -46,6 +50,8 @@ fn values(a: &Array) -> Vec<f64> {
         ArrayData::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
         ArrayData::U8(v) => v.iter().map(|&x| f64::from(x)).collect(),
         ArrayData::I8(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        ArrayData::I32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        ArrayData::Bool(v) => v.iter().map(|&x| f64::from(u8::from(x))).collect(),
     }
 }
 
@@ -80,10 +86,14 @@ fn check(stem: &str, execute: &dyn Fn(&nnhal::hal::Model, &nnhal::hal::Request))
             ));
             continue;
         }
+        // Booleans and integers (comparisons, indices) must match exactly.
+        let exact = matches!(e.data, ArrayData::I32(_) | ArrayData::Bool(_));
         let quantized = !matches!(e.data, ArrayData::F32(_));
         let (gv, ev) = (values(g), values(&e));
         let bad = gv.iter().zip(&ev).enumerate().find(|(_, (a, b))| {
-            if quantized {
+            if exact {
+                a != b
+            } else if quantized {
                 (*a - *b).abs() > 2.0
             } else {
                 (*a - *b).abs() > 1e-5 + 1e-4 * b.abs()
@@ -290,4 +300,55 @@ fn the_cli_runs_and_reports_a_tflite_file() {
     std::fs::remove_file(&cut).ok();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("TensorFlow Lite model"));
+}
+
+/// `nnhal run` reads int32 and bool `.npy` inputs and writes each output in the model's type:
+/// a comparison as bool, ARG_MAX and TOPK_V2 indices as int32, equal to LiteRT's.
+#[test]
+fn the_cli_reads_and_writes_bool_and_int32_arrays() {
+    let exe = Path::new(env!("CARGO_BIN_EXE_nnhal"));
+    let tmp = std::env::temp_dir().join(format!("nnhal-tflite-edges-{}", std::process::id()));
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("run").arg(dir().join("edges_f32.tflite"));
+    for k in 0..3 {
+        cmd.arg("--input")
+            .arg(dir().join(format!("edges_f32.input_{k}.npy")));
+    }
+    let out = cmd.arg("--output-dir").arg(&tmp).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (k, ty) in [(0, "bool"), (1, "int32"), (3, "int32")] {
+        let got = npy::read(&tmp.join(format!("output_{k}.npy"))).unwrap();
+        let want = npy::read(&dir().join(format!("edges_f32.output_{k}.npy"))).unwrap();
+        assert_eq!(got.data.type_name(), ty, "output {k}");
+        assert_eq!(got, want, "output {k}");
+    }
+    // An input of the wrong type (float32 indices) is a usage error naming both types.
+    let floats = tmp.join("idx.npy");
+    npy::write(
+        &floats,
+        &Array {
+            shape: vec![2],
+            data: ArrayData::F32(vec![0.0, 1.0]),
+        },
+    )
+    .unwrap();
+    let out = std::process::Command::new(exe)
+        .arg("run")
+        .arg(dir().join("edges_f32.tflite"))
+        .arg("--input")
+        .arg(dir().join("edges_f32.input_0.npy"))
+        .arg("--input")
+        .arg(&floats)
+        .arg("--input")
+        .arg(dir().join("edges_f32.input_2.npy"))
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&tmp).ok();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("float32 data, the model takes int32"), "{err}");
 }

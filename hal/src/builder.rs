@@ -254,6 +254,23 @@ pub enum SourceType {
     UInt8,
     /// Signed 8-bit (a TensorFlow Lite int8 model's edges, TENSOR_QUANT8_ASYMM_SIGNED).
     Int8,
+    /// 32-bit integers (TENSOR_INT32: indices, lookup keys, ARG_MAX results).
+    Int32,
+    /// Booleans, one byte each, 0 or 1 (TENSOR_BOOL8: masks, comparison results).
+    Bool8,
+}
+
+impl SourceType {
+    /// NumPy's name of the element type.
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceType::Float32 => "float32",
+            SourceType::UInt8 => "uint8",
+            SourceType::Int8 => "int8",
+            SourceType::Int32 => "int32",
+            SourceType::Bool8 => "bool",
+        }
+    }
 }
 
 /// One graph input or output of an imported model.

@@ -28,6 +28,9 @@ pub struct Tensor {
     /// The constant's bytes (little-endian, row-major), already checked against the shape.
     pub data: Option<Vec<u8>>,
     pub quant: Option<Quant>,
+    /// A state tensor (an RNN's hidden state, an SVDF's memory): no buffer, zeros until the
+    /// interpreter's first invocation writes it.
+    pub is_variable: bool,
 }
 
 /// An operator's code: a builtin number or a custom name.
@@ -384,6 +387,7 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, TfliteError> {
             ty: t.type_,
             data,
             quant,
+            is_variable: t.is_variable,
         });
     }
     let list = |v: Option<Vec<i32>>, what: &str| -> Result<Vec<usize>, TfliteError> {

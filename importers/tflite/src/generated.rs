@@ -5,19 +5,19 @@ const _: () = ::planus::check_version_compatibility("planus-1.3.0");
 /// The root namespace
 ///
 /// Generated from these locations:
-/// * File `/work/wt/tfl2/importers/tflite/schema/tflite.fbs`
+/// * File `/work/wt/tfl3/importers/tflite/schema/tflite.fbs`
 #[no_implicit_prelude]
 #[allow(clippy::needless_lifetimes)]
 mod root {
     /// The namespace `tflite`
     ///
     /// Generated from these locations:
-    /// * File `/work/wt/tfl2/importers/tflite/schema/tflite.fbs`
+    /// * File `/work/wt/tfl3/importers/tflite/schema/tflite.fbs`
     pub mod tflite {
         /// The enum `TensorType` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Enum `TensorType` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:16`
+        /// * Enum `TensorType` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:16`
         #[derive(
             Copy,
             Clone,
@@ -274,7 +274,7 @@ mod root {
         /// The table `CustomQuantization` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `CustomQuantization` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:39`
+        /// * Table `CustomQuantization` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:39`
         #[derive(
             Clone,
             Debug,
@@ -557,7 +557,7 @@ mod root {
         /// The union `QuantizationDetails` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Union `QuantizationDetails` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:43`
+        /// * Union `QuantizationDetails` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:43`
         #[derive(
             Clone,
             Debug,
@@ -720,7 +720,7 @@ mod root {
         /// The table `QuantizationParameters` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `QuantizationParameters` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:49`
+        /// * Table `QuantizationParameters` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:49`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub struct QuantizationParameters {
             /// The field `min` in the table `QuantizationParameters`
@@ -1292,7 +1292,7 @@ mod root {
         /// The table `SparsityParameters` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SparsityParameters` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:59`
+        /// * Table `SparsityParameters` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:59`
         #[derive(
             Clone,
             Debug,
@@ -1587,7 +1587,7 @@ mod root {
         /// The table `Tensor` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Tensor` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:63`
+        /// * Table `Tensor` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:63`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub struct Tensor {
             /// The field `shape` in the table `Tensor`
@@ -2221,7 +2221,7 @@ mod root {
         /// The enum `Padding` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Enum `Padding` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:77`
+        /// * Enum `Padding` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:77`
         #[derive(
             Copy,
             Clone,
@@ -2387,7 +2387,7 @@ mod root {
         /// The enum `ActivationFunctionType` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Enum `ActivationFunctionType` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:79`
+        /// * Enum `ActivationFunctionType` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:79`
         #[derive(
             Copy,
             Clone,
@@ -2578,10 +2578,352 @@ mod root {
             }
         }
 
+        /// The enum `LSHProjectionType` in the namespace `tflite`
+        ///
+        /// Generated from these locations:
+        /// * Enum `LSHProjectionType` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:88`
+        #[derive(
+            Copy,
+            Clone,
+            Debug,
+            PartialEq,
+            Eq,
+            PartialOrd,
+            Ord,
+            Hash,
+            ::serde::Serialize,
+            ::serde::Deserialize,
+        )]
+        #[repr(i8)]
+        pub enum LshProjectionType {
+            /// The variant `UNKNOWN` in the enum `LSHProjectionType`
+            Unknown = 0,
+
+            /// The variant `SPARSE` in the enum `LSHProjectionType`
+            Sparse = 1,
+
+            /// The variant `DENSE` in the enum `LSHProjectionType`
+            Dense = 2,
+        }
+
+        impl LshProjectionType {
+            /// Array containing all valid variants of LshProjectionType
+            pub const ENUM_VALUES: [Self; 3] = [Self::Unknown, Self::Sparse, Self::Dense];
+        }
+
+        impl ::core::convert::TryFrom<i8> for LshProjectionType {
+            type Error = ::planus::errors::UnknownEnumTagKind;
+            #[inline]
+            fn try_from(
+                value: i8,
+            ) -> ::core::result::Result<Self, ::planus::errors::UnknownEnumTagKind> {
+                #[allow(clippy::match_single_binding)]
+                match value {
+                    0 => ::core::result::Result::Ok(LshProjectionType::Unknown),
+                    1 => ::core::result::Result::Ok(LshProjectionType::Sparse),
+                    2 => ::core::result::Result::Ok(LshProjectionType::Dense),
+
+                    _ => ::core::result::Result::Err(::planus::errors::UnknownEnumTagKind {
+                        tag: value as i128,
+                    }),
+                }
+            }
+        }
+
+        impl ::core::convert::From<LshProjectionType> for i8 {
+            #[inline]
+            fn from(value: LshProjectionType) -> Self {
+                value as i8
+            }
+        }
+
+        /// # Safety
+        /// The Planus compiler correctly calculates `ALIGNMENT` and `SIZE`.
+        unsafe impl ::planus::Primitive for LshProjectionType {
+            const ALIGNMENT: usize = 1;
+            const SIZE: usize = 1;
+        }
+
+        impl ::planus::WriteAsPrimitive<LshProjectionType> for LshProjectionType {
+            #[inline]
+            fn write<const N: usize>(&self, cursor: ::planus::Cursor<'_, N>, buffer_position: u32) {
+                (*self as i8).write(cursor, buffer_position);
+            }
+        }
+
+        impl ::planus::WriteAs<LshProjectionType> for LshProjectionType {
+            type Prepared = Self;
+
+            #[inline]
+            fn prepare(&self, _builder: &mut ::planus::Builder) -> LshProjectionType {
+                *self
+            }
+        }
+
+        impl ::planus::WriteAsDefault<LshProjectionType, LshProjectionType> for LshProjectionType {
+            type Prepared = Self;
+
+            #[inline]
+            fn prepare(
+                &self,
+                _builder: &mut ::planus::Builder,
+                default: &LshProjectionType,
+            ) -> ::core::option::Option<LshProjectionType> {
+                if self == default {
+                    ::core::option::Option::None
+                } else {
+                    ::core::option::Option::Some(*self)
+                }
+            }
+        }
+
+        impl ::planus::WriteAsOptional<LshProjectionType> for LshProjectionType {
+            type Prepared = Self;
+
+            #[inline]
+            fn prepare(
+                &self,
+                _builder: &mut ::planus::Builder,
+            ) -> ::core::option::Option<LshProjectionType> {
+                ::core::option::Option::Some(*self)
+            }
+        }
+
+        impl<'buf> ::planus::TableRead<'buf> for LshProjectionType {
+            #[inline]
+            fn from_buffer(
+                buffer: ::planus::SliceWithStartOffset<'buf>,
+                offset: usize,
+            ) -> ::core::result::Result<Self, ::planus::errors::ErrorKind> {
+                let n: i8 = ::planus::TableRead::from_buffer(buffer, offset)?;
+                ::core::result::Result::Ok(::core::convert::TryInto::try_into(n)?)
+            }
+        }
+
+        impl<'buf> ::planus::VectorReadInner<'buf> for LshProjectionType {
+            type Error = ::planus::errors::UnknownEnumTag;
+            const STRIDE: usize = 1;
+            #[inline]
+            unsafe fn from_buffer(
+                buffer: ::planus::SliceWithStartOffset<'buf>,
+                offset: usize,
+            ) -> ::core::result::Result<Self, ::planus::errors::UnknownEnumTag> {
+                let value = unsafe { *buffer.buffer.get_unchecked(offset) as i8 };
+                let value: ::core::result::Result<Self, _> =
+                    ::core::convert::TryInto::try_into(value);
+                value.map_err(|error_kind| {
+                    error_kind.with_error_location(
+                        "LshProjectionType",
+                        "VectorRead::from_buffer",
+                        buffer.offset_from_start,
+                    )
+                })
+            }
+        }
+
+        /// # Safety
+        /// The planus compiler generates implementations that initialize
+        /// the bytes in `write_values`.
+        unsafe impl ::planus::VectorWrite<LshProjectionType> for LshProjectionType {
+            const STRIDE: usize = 1;
+
+            type Value = Self;
+
+            #[inline]
+            fn prepare(&self, _builder: &mut ::planus::Builder) -> Self {
+                *self
+            }
+
+            #[inline]
+            unsafe fn write_values(
+                values: &[Self],
+                bytes: *mut ::core::mem::MaybeUninit<u8>,
+                buffer_position: u32,
+            ) {
+                let bytes = bytes as *mut [::core::mem::MaybeUninit<u8>; 1];
+                for (i, v) in ::core::iter::Iterator::enumerate(values.iter()) {
+                    ::planus::WriteAsPrimitive::write(
+                        v,
+                        ::planus::Cursor::new(unsafe { &mut *bytes.add(i) }),
+                        buffer_position - i as u32,
+                    );
+                }
+            }
+        }
+
+        /// The enum `LSTMKernelType` in the namespace `tflite`
+        ///
+        /// Generated from these locations:
+        /// * Enum `LSTMKernelType` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:95`
+        #[derive(
+            Copy,
+            Clone,
+            Debug,
+            PartialEq,
+            Eq,
+            PartialOrd,
+            Ord,
+            Hash,
+            ::serde::Serialize,
+            ::serde::Deserialize,
+        )]
+        #[repr(i8)]
+        pub enum LstmKernelType {
+            /// The variant `FULL` in the enum `LSTMKernelType`
+            Full = 0,
+
+            /// The variant `BASIC` in the enum `LSTMKernelType`
+            Basic = 1,
+        }
+
+        impl LstmKernelType {
+            /// Array containing all valid variants of LstmKernelType
+            pub const ENUM_VALUES: [Self; 2] = [Self::Full, Self::Basic];
+        }
+
+        impl ::core::convert::TryFrom<i8> for LstmKernelType {
+            type Error = ::planus::errors::UnknownEnumTagKind;
+            #[inline]
+            fn try_from(
+                value: i8,
+            ) -> ::core::result::Result<Self, ::planus::errors::UnknownEnumTagKind> {
+                #[allow(clippy::match_single_binding)]
+                match value {
+                    0 => ::core::result::Result::Ok(LstmKernelType::Full),
+                    1 => ::core::result::Result::Ok(LstmKernelType::Basic),
+
+                    _ => ::core::result::Result::Err(::planus::errors::UnknownEnumTagKind {
+                        tag: value as i128,
+                    }),
+                }
+            }
+        }
+
+        impl ::core::convert::From<LstmKernelType> for i8 {
+            #[inline]
+            fn from(value: LstmKernelType) -> Self {
+                value as i8
+            }
+        }
+
+        /// # Safety
+        /// The Planus compiler correctly calculates `ALIGNMENT` and `SIZE`.
+        unsafe impl ::planus::Primitive for LstmKernelType {
+            const ALIGNMENT: usize = 1;
+            const SIZE: usize = 1;
+        }
+
+        impl ::planus::WriteAsPrimitive<LstmKernelType> for LstmKernelType {
+            #[inline]
+            fn write<const N: usize>(&self, cursor: ::planus::Cursor<'_, N>, buffer_position: u32) {
+                (*self as i8).write(cursor, buffer_position);
+            }
+        }
+
+        impl ::planus::WriteAs<LstmKernelType> for LstmKernelType {
+            type Prepared = Self;
+
+            #[inline]
+            fn prepare(&self, _builder: &mut ::planus::Builder) -> LstmKernelType {
+                *self
+            }
+        }
+
+        impl ::planus::WriteAsDefault<LstmKernelType, LstmKernelType> for LstmKernelType {
+            type Prepared = Self;
+
+            #[inline]
+            fn prepare(
+                &self,
+                _builder: &mut ::planus::Builder,
+                default: &LstmKernelType,
+            ) -> ::core::option::Option<LstmKernelType> {
+                if self == default {
+                    ::core::option::Option::None
+                } else {
+                    ::core::option::Option::Some(*self)
+                }
+            }
+        }
+
+        impl ::planus::WriteAsOptional<LstmKernelType> for LstmKernelType {
+            type Prepared = Self;
+
+            #[inline]
+            fn prepare(
+                &self,
+                _builder: &mut ::planus::Builder,
+            ) -> ::core::option::Option<LstmKernelType> {
+                ::core::option::Option::Some(*self)
+            }
+        }
+
+        impl<'buf> ::planus::TableRead<'buf> for LstmKernelType {
+            #[inline]
+            fn from_buffer(
+                buffer: ::planus::SliceWithStartOffset<'buf>,
+                offset: usize,
+            ) -> ::core::result::Result<Self, ::planus::errors::ErrorKind> {
+                let n: i8 = ::planus::TableRead::from_buffer(buffer, offset)?;
+                ::core::result::Result::Ok(::core::convert::TryInto::try_into(n)?)
+            }
+        }
+
+        impl<'buf> ::planus::VectorReadInner<'buf> for LstmKernelType {
+            type Error = ::planus::errors::UnknownEnumTag;
+            const STRIDE: usize = 1;
+            #[inline]
+            unsafe fn from_buffer(
+                buffer: ::planus::SliceWithStartOffset<'buf>,
+                offset: usize,
+            ) -> ::core::result::Result<Self, ::planus::errors::UnknownEnumTag> {
+                let value = unsafe { *buffer.buffer.get_unchecked(offset) as i8 };
+                let value: ::core::result::Result<Self, _> =
+                    ::core::convert::TryInto::try_into(value);
+                value.map_err(|error_kind| {
+                    error_kind.with_error_location(
+                        "LstmKernelType",
+                        "VectorRead::from_buffer",
+                        buffer.offset_from_start,
+                    )
+                })
+            }
+        }
+
+        /// # Safety
+        /// The planus compiler generates implementations that initialize
+        /// the bytes in `write_values`.
+        unsafe impl ::planus::VectorWrite<LstmKernelType> for LstmKernelType {
+            const STRIDE: usize = 1;
+
+            type Value = Self;
+
+            #[inline]
+            fn prepare(&self, _builder: &mut ::planus::Builder) -> Self {
+                *self
+            }
+
+            #[inline]
+            unsafe fn write_values(
+                values: &[Self],
+                bytes: *mut ::core::mem::MaybeUninit<u8>,
+                buffer_position: u32,
+            ) {
+                let bytes = bytes as *mut [::core::mem::MaybeUninit<u8>; 1];
+                for (i, v) in ::core::iter::Iterator::enumerate(values.iter()) {
+                    ::planus::WriteAsPrimitive::write(
+                        v,
+                        ::planus::Cursor::new(unsafe { &mut *bytes.add(i) }),
+                        buffer_position - i as u32,
+                    );
+                }
+            }
+        }
+
         /// The enum `FullyConnectedOptionsWeightsFormat` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Enum `FullyConnectedOptionsWeightsFormat` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:88`
+        /// * Enum `FullyConnectedOptionsWeightsFormat` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:100`
         #[derive(
             Copy,
             Clone,
@@ -2766,7 +3108,7 @@ mod root {
         /// The union `BuiltinOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Union `BuiltinOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:94`
+        /// * Union `BuiltinOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:106`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub enum BuiltinOptions {
             /// The variant of type `Conv2DOptions` in the union `BuiltinOptions`
@@ -10676,7 +11018,7 @@ mod root {
         /// The table `Conv2DOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Conv2DOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:223`
+        /// * Table `Conv2DOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:235`
         #[derive(
             Clone,
             Debug,
@@ -11295,7 +11637,7 @@ mod root {
         /// The table `DepthwiseConv2DOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `DepthwiseConv2DOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:234`
+        /// * Table `DepthwiseConv2DOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:246`
         #[derive(
             Clone,
             Debug,
@@ -11941,7 +12283,7 @@ mod root {
         /// The table `ConcatEmbeddingsOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ConcatEmbeddingsOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:245`
+        /// * Table `ConcatEmbeddingsOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:257`
         #[derive(
             Clone,
             Debug,
@@ -12181,7 +12523,7 @@ mod root {
         /// The table `LSHProjectionOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LSHProjectionOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:246`
+        /// * Table `LSHProjectionOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:258`
         #[derive(
             Clone,
             Debug,
@@ -12193,12 +12535,17 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct LshProjectionOptions {}
+        pub struct LshProjectionOptions {
+            /// The field `type` in the table `LSHProjectionOptions`
+            pub type_: self::LshProjectionType,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for LshProjectionOptions {
             fn default() -> Self {
-                Self {}
+                Self {
+                    type_: self::LshProjectionType::Unknown,
+                }
             }
         }
 
@@ -12210,11 +12557,28 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_type_: impl ::planus::WriteAsDefault<
+                    self::LshProjectionType,
+                    self::LshProjectionType,
+                >,
+            ) -> ::planus::Offset<Self> {
+                let prepared_type_ =
+                    field_type_.prepare(builder, &self::LshProjectionType::Unknown);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<6> =
                     ::core::default::Default::default();
+                if prepared_type_.is_some() {
+                    table_writer.write_entry::<self::LshProjectionType>(0);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_type_) = prepared_type_ {
+                            object_writer.write::<_, _, 1>(&prepared_type_);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -12250,7 +12614,7 @@ mod root {
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<LshProjectionOptions> {
-                LshProjectionOptions::create(builder)
+                LshProjectionOptions::create(builder, self.type_)
             }
         }
 
@@ -12262,6 +12626,25 @@ mod root {
         pub struct LshProjectionOptionsBuilder<State>(State);
 
         impl LshProjectionOptionsBuilder<()> {
+            /// Setter for the [`type` field](LshProjectionOptions#structfield.type_).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn type_<T0>(self, value: T0) -> LshProjectionOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<self::LshProjectionType, self::LshProjectionType>,
+            {
+                LshProjectionOptionsBuilder((value,))
+            }
+
+            /// Sets the [`type` field](LshProjectionOptions#structfield.type_) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn type_as_default(self) -> LshProjectionOptionsBuilder<(::planus::DefaultValue,)> {
+                self.type_(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> LshProjectionOptionsBuilder<(T0,)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [LshProjectionOptions].
             #[inline]
             pub fn finish(
@@ -12275,7 +12658,10 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<LshProjectionOptions>> for LshProjectionOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<self::LshProjectionType, self::LshProjectionType>>
+            ::planus::WriteAs<::planus::Offset<LshProjectionOptions>>
+            for LshProjectionOptionsBuilder<(T0,)>
+        {
             type Prepared = ::planus::Offset<LshProjectionOptions>;
 
             #[inline]
@@ -12287,8 +12673,9 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<LshProjectionOptions>>
-            for LshProjectionOptionsBuilder<()>
+        impl<T0: ::planus::WriteAsDefault<self::LshProjectionType, self::LshProjectionType>>
+            ::planus::WriteAsOptional<::planus::Offset<LshProjectionOptions>>
+            for LshProjectionOptionsBuilder<(T0,)>
         {
             type Prepared = ::planus::Offset<LshProjectionOptions>;
 
@@ -12301,13 +12688,16 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<LshProjectionOptions> for LshProjectionOptionsBuilder<()> {
+        impl<T0: ::planus::WriteAsDefault<self::LshProjectionType, self::LshProjectionType>>
+            ::planus::WriteAsOffset<LshProjectionOptions> for LshProjectionOptionsBuilder<(T0,)>
+        {
             #[inline]
             fn prepare(
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<LshProjectionOptions> {
-                LshProjectionOptions::create(builder)
+                let (v0,) = &self.0;
+                LshProjectionOptions::create(builder, v0)
             }
         }
 
@@ -12317,12 +12707,22 @@ mod root {
             #[allow(dead_code)] ::planus::table_reader::Table<'a>,
         );
 
-        impl<'a> LshProjectionOptionsRef<'a> {}
+        impl<'a> LshProjectionOptionsRef<'a> {
+            /// Getter for the [`type` field](LshProjectionOptions#structfield.type_).
+            #[inline]
+            pub fn type_(&self) -> ::planus::Result<self::LshProjectionType> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(0, "LshProjectionOptions", "type_")?
+                        .unwrap_or(self::LshProjectionType::Unknown),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for LshProjectionOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("LshProjectionOptionsRef");
-
+                f.field("type_", &self.type_());
                 f.finish()
             }
         }
@@ -12330,8 +12730,11 @@ mod root {
         impl<'a> ::core::convert::TryFrom<LshProjectionOptionsRef<'a>> for LshProjectionOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: LshProjectionOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: LshProjectionOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    type_: ::core::convert::TryInto::try_into(value.type_()?)?,
+                })
             }
         }
 
@@ -12411,7 +12814,7 @@ mod root {
         /// The table `Pool2DOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Pool2DOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:247`
+        /// * Table `Pool2DOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:261`
         #[derive(
             Clone,
             Debug,
@@ -12959,7 +13362,7 @@ mod root {
         /// The table `SVDFOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SVDFOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:256`
+        /// * Table `SVDFOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:270`
         #[derive(
             Clone,
             Debug,
@@ -12971,12 +13374,23 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct SvdfOptions {}
+        pub struct SvdfOptions {
+            /// The field `rank` in the table `SVDFOptions`
+            pub rank: i32,
+            /// The field `fused_activation_function` in the table `SVDFOptions`
+            pub fused_activation_function: self::ActivationFunctionType,
+            /// The field `asymmetric_quantize_inputs` in the table `SVDFOptions`
+            pub asymmetric_quantize_inputs: bool,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for SvdfOptions {
             fn default() -> Self {
-                Self {}
+                Self {
+                    rank: 0,
+                    fused_activation_function: self::ActivationFunctionType::None,
+                    asymmetric_quantize_inputs: false,
+                }
             }
         }
 
@@ -12988,11 +13402,49 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_rank: impl ::planus::WriteAsDefault<i32, i32>,
+                field_fused_activation_function: impl ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                field_asymmetric_quantize_inputs: impl ::planus::WriteAsDefault<bool, bool>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_rank = field_rank.prepare(builder, &0);
+                let prepared_fused_activation_function = field_fused_activation_function
+                    .prepare(builder, &self::ActivationFunctionType::None);
+                let prepared_asymmetric_quantize_inputs =
+                    field_asymmetric_quantize_inputs.prepare(builder, &false);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<10> =
                     ::core::default::Default::default();
+                if prepared_rank.is_some() {
+                    table_writer.write_entry::<i32>(0);
+                }
+                if prepared_fused_activation_function.is_some() {
+                    table_writer.write_entry::<self::ActivationFunctionType>(1);
+                }
+                if prepared_asymmetric_quantize_inputs.is_some() {
+                    table_writer.write_entry::<bool>(2);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_rank) = prepared_rank {
+                            object_writer.write::<_, _, 4>(&prepared_rank);
+                        }
+                        if let ::core::option::Option::Some(prepared_fused_activation_function) =
+                            prepared_fused_activation_function
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_fused_activation_function);
+                        }
+                        if let ::core::option::Option::Some(prepared_asymmetric_quantize_inputs) =
+                            prepared_asymmetric_quantize_inputs
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_asymmetric_quantize_inputs);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -13022,7 +13474,12 @@ mod root {
         impl ::planus::WriteAsOffset<SvdfOptions> for SvdfOptions {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<SvdfOptions> {
-                SvdfOptions::create(builder)
+                SvdfOptions::create(
+                    builder,
+                    self.rank,
+                    self.fused_activation_function,
+                    self.asymmetric_quantize_inputs,
+                )
             }
         }
 
@@ -13034,6 +13491,75 @@ mod root {
         pub struct SvdfOptionsBuilder<State>(State);
 
         impl SvdfOptionsBuilder<()> {
+            /// Setter for the [`rank` field](SvdfOptions#structfield.rank).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn rank<T0>(self, value: T0) -> SvdfOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<i32, i32>,
+            {
+                SvdfOptionsBuilder((value,))
+            }
+
+            /// Sets the [`rank` field](SvdfOptions#structfield.rank) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn rank_as_default(self) -> SvdfOptionsBuilder<(::planus::DefaultValue,)> {
+                self.rank(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> SvdfOptionsBuilder<(T0,)> {
+            /// Setter for the [`fused_activation_function` field](SvdfOptions#structfield.fused_activation_function).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function<T1>(self, value: T1) -> SvdfOptionsBuilder<(T0, T1)>
+            where
+                T1: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            {
+                let (v0,) = self.0;
+                SvdfOptionsBuilder((v0, value))
+            }
+
+            /// Sets the [`fused_activation_function` field](SvdfOptions#structfield.fused_activation_function) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function_as_default(
+                self,
+            ) -> SvdfOptionsBuilder<(T0, ::planus::DefaultValue)> {
+                self.fused_activation_function(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1> SvdfOptionsBuilder<(T0, T1)> {
+            /// Setter for the [`asymmetric_quantize_inputs` field](SvdfOptions#structfield.asymmetric_quantize_inputs).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn asymmetric_quantize_inputs<T2>(
+                self,
+                value: T2,
+            ) -> SvdfOptionsBuilder<(T0, T1, T2)>
+            where
+                T2: ::planus::WriteAsDefault<bool, bool>,
+            {
+                let (v0, v1) = self.0;
+                SvdfOptionsBuilder((v0, v1, value))
+            }
+
+            /// Sets the [`asymmetric_quantize_inputs` field](SvdfOptions#structfield.asymmetric_quantize_inputs) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn asymmetric_quantize_inputs_as_default(
+                self,
+            ) -> SvdfOptionsBuilder<(T0, T1, ::planus::DefaultValue)> {
+                self.asymmetric_quantize_inputs(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2> SvdfOptionsBuilder<(T0, T1, T2)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [SvdfOptions].
             #[inline]
             pub fn finish(self, builder: &mut ::planus::Builder) -> ::planus::Offset<SvdfOptions>
@@ -13044,7 +13570,16 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<SvdfOptions>> for SvdfOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<i32, i32>,
+                T1: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T2: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAs<::planus::Offset<SvdfOptions>>
+            for SvdfOptionsBuilder<(T0, T1, T2)>
+        {
             type Prepared = ::planus::Offset<SvdfOptions>;
 
             #[inline]
@@ -13053,7 +13588,16 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<SvdfOptions>> for SvdfOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<i32, i32>,
+                T1: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T2: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOptional<::planus::Offset<SvdfOptions>>
+            for SvdfOptionsBuilder<(T0, T1, T2)>
+        {
             type Prepared = ::planus::Offset<SvdfOptions>;
 
             #[inline]
@@ -13065,10 +13609,19 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<SvdfOptions> for SvdfOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<i32, i32>,
+                T1: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T2: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOffset<SvdfOptions> for SvdfOptionsBuilder<(T0, T1, T2)>
+        {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<SvdfOptions> {
-                SvdfOptions::create(builder)
+                let (v0, v1, v2) = &self.0;
+                SvdfOptions::create(builder, v0, v1, v2)
             }
         }
 
@@ -13076,12 +13629,48 @@ mod root {
         #[derive(Copy, Clone)]
         pub struct SvdfOptionsRef<'a>(#[allow(dead_code)] ::planus::table_reader::Table<'a>);
 
-        impl<'a> SvdfOptionsRef<'a> {}
+        impl<'a> SvdfOptionsRef<'a> {
+            /// Getter for the [`rank` field](SvdfOptions#structfield.rank).
+            #[inline]
+            pub fn rank(&self) -> ::planus::Result<i32> {
+                ::core::result::Result::Ok(self.0.access(0, "SvdfOptions", "rank")?.unwrap_or(0))
+            }
+
+            /// Getter for the [`fused_activation_function` field](SvdfOptions#structfield.fused_activation_function).
+            #[inline]
+            pub fn fused_activation_function(
+                &self,
+            ) -> ::planus::Result<self::ActivationFunctionType> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(1, "SvdfOptions", "fused_activation_function")?
+                        .unwrap_or(self::ActivationFunctionType::None),
+                )
+            }
+
+            /// Getter for the [`asymmetric_quantize_inputs` field](SvdfOptions#structfield.asymmetric_quantize_inputs).
+            #[inline]
+            pub fn asymmetric_quantize_inputs(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(2, "SvdfOptions", "asymmetric_quantize_inputs")?
+                        .unwrap_or(false),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for SvdfOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("SvdfOptionsRef");
-
+                f.field("rank", &self.rank());
+                f.field(
+                    "fused_activation_function",
+                    &self.fused_activation_function(),
+                );
+                f.field(
+                    "asymmetric_quantize_inputs",
+                    &self.asymmetric_quantize_inputs(),
+                );
                 f.finish()
             }
         }
@@ -13089,8 +13678,17 @@ mod root {
         impl<'a> ::core::convert::TryFrom<SvdfOptionsRef<'a>> for SvdfOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: SvdfOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: SvdfOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    rank: ::core::convert::TryInto::try_into(value.rank()?)?,
+                    fused_activation_function: ::core::convert::TryInto::try_into(
+                        value.fused_activation_function()?,
+                    )?,
+                    asymmetric_quantize_inputs: ::core::convert::TryInto::try_into(
+                        value.asymmetric_quantize_inputs()?,
+                    )?,
+                })
             }
         }
 
@@ -13170,7 +13768,7 @@ mod root {
         /// The table `RNNOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `RNNOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:257`
+        /// * Table `RNNOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:275`
         #[derive(
             Clone,
             Debug,
@@ -13182,12 +13780,20 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct RnnOptions {}
+        pub struct RnnOptions {
+            /// The field `fused_activation_function` in the table `RNNOptions`
+            pub fused_activation_function: self::ActivationFunctionType,
+            /// The field `asymmetric_quantize_inputs` in the table `RNNOptions`
+            pub asymmetric_quantize_inputs: bool,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for RnnOptions {
             fn default() -> Self {
-                Self {}
+                Self {
+                    fused_activation_function: self::ActivationFunctionType::None,
+                    asymmetric_quantize_inputs: false,
+                }
             }
         }
 
@@ -13199,11 +13805,41 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_fused_activation_function: impl ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                field_asymmetric_quantize_inputs: impl ::planus::WriteAsDefault<bool, bool>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_fused_activation_function = field_fused_activation_function
+                    .prepare(builder, &self::ActivationFunctionType::None);
+                let prepared_asymmetric_quantize_inputs =
+                    field_asymmetric_quantize_inputs.prepare(builder, &false);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<8> =
                     ::core::default::Default::default();
+                if prepared_fused_activation_function.is_some() {
+                    table_writer.write_entry::<self::ActivationFunctionType>(0);
+                }
+                if prepared_asymmetric_quantize_inputs.is_some() {
+                    table_writer.write_entry::<bool>(1);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_fused_activation_function) =
+                            prepared_fused_activation_function
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_fused_activation_function);
+                        }
+                        if let ::core::option::Option::Some(prepared_asymmetric_quantize_inputs) =
+                            prepared_asymmetric_quantize_inputs
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_asymmetric_quantize_inputs);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -13233,7 +13869,11 @@ mod root {
         impl ::planus::WriteAsOffset<RnnOptions> for RnnOptions {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<RnnOptions> {
-                RnnOptions::create(builder)
+                RnnOptions::create(
+                    builder,
+                    self.fused_activation_function,
+                    self.asymmetric_quantize_inputs,
+                )
             }
         }
 
@@ -13245,6 +13885,52 @@ mod root {
         pub struct RnnOptionsBuilder<State>(State);
 
         impl RnnOptionsBuilder<()> {
+            /// Setter for the [`fused_activation_function` field](RnnOptions#structfield.fused_activation_function).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function<T0>(self, value: T0) -> RnnOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            {
+                RnnOptionsBuilder((value,))
+            }
+
+            /// Sets the [`fused_activation_function` field](RnnOptions#structfield.fused_activation_function) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function_as_default(
+                self,
+            ) -> RnnOptionsBuilder<(::planus::DefaultValue,)> {
+                self.fused_activation_function(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> RnnOptionsBuilder<(T0,)> {
+            /// Setter for the [`asymmetric_quantize_inputs` field](RnnOptions#structfield.asymmetric_quantize_inputs).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn asymmetric_quantize_inputs<T1>(self, value: T1) -> RnnOptionsBuilder<(T0, T1)>
+            where
+                T1: ::planus::WriteAsDefault<bool, bool>,
+            {
+                let (v0,) = self.0;
+                RnnOptionsBuilder((v0, value))
+            }
+
+            /// Sets the [`asymmetric_quantize_inputs` field](RnnOptions#structfield.asymmetric_quantize_inputs) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn asymmetric_quantize_inputs_as_default(
+                self,
+            ) -> RnnOptionsBuilder<(T0, ::planus::DefaultValue)> {
+                self.asymmetric_quantize_inputs(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1> RnnOptionsBuilder<(T0, T1)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [RnnOptions].
             #[inline]
             pub fn finish(self, builder: &mut ::planus::Builder) -> ::planus::Offset<RnnOptions>
@@ -13255,7 +13941,14 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<RnnOptions>> for RnnOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T1: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAs<::planus::Offset<RnnOptions>> for RnnOptionsBuilder<(T0, T1)>
+        {
             type Prepared = ::planus::Offset<RnnOptions>;
 
             #[inline]
@@ -13264,7 +13957,15 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<RnnOptions>> for RnnOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T1: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOptional<::planus::Offset<RnnOptions>>
+            for RnnOptionsBuilder<(T0, T1)>
+        {
             type Prepared = ::planus::Offset<RnnOptions>;
 
             #[inline]
@@ -13276,10 +13977,18 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<RnnOptions> for RnnOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T1: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOffset<RnnOptions> for RnnOptionsBuilder<(T0, T1)>
+        {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<RnnOptions> {
-                RnnOptions::create(builder)
+                let (v0, v1) = &self.0;
+                RnnOptions::create(builder, v0, v1)
             }
         }
 
@@ -13287,12 +13996,41 @@ mod root {
         #[derive(Copy, Clone)]
         pub struct RnnOptionsRef<'a>(#[allow(dead_code)] ::planus::table_reader::Table<'a>);
 
-        impl<'a> RnnOptionsRef<'a> {}
+        impl<'a> RnnOptionsRef<'a> {
+            /// Getter for the [`fused_activation_function` field](RnnOptions#structfield.fused_activation_function).
+            #[inline]
+            pub fn fused_activation_function(
+                &self,
+            ) -> ::planus::Result<self::ActivationFunctionType> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(0, "RnnOptions", "fused_activation_function")?
+                        .unwrap_or(self::ActivationFunctionType::None),
+                )
+            }
+
+            /// Getter for the [`asymmetric_quantize_inputs` field](RnnOptions#structfield.asymmetric_quantize_inputs).
+            #[inline]
+            pub fn asymmetric_quantize_inputs(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(1, "RnnOptions", "asymmetric_quantize_inputs")?
+                        .unwrap_or(false),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for RnnOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("RnnOptionsRef");
-
+                f.field(
+                    "fused_activation_function",
+                    &self.fused_activation_function(),
+                );
+                f.field(
+                    "asymmetric_quantize_inputs",
+                    &self.asymmetric_quantize_inputs(),
+                );
                 f.finish()
             }
         }
@@ -13300,8 +14038,16 @@ mod root {
         impl<'a> ::core::convert::TryFrom<RnnOptionsRef<'a>> for RnnOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: RnnOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: RnnOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    fused_activation_function: ::core::convert::TryInto::try_into(
+                        value.fused_activation_function()?,
+                    )?,
+                    asymmetric_quantize_inputs: ::core::convert::TryInto::try_into(
+                        value.asymmetric_quantize_inputs()?,
+                    )?,
+                })
             }
         }
 
@@ -13381,7 +14127,7 @@ mod root {
         /// The table `FullyConnectedOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `FullyConnectedOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:258`
+        /// * Table `FullyConnectedOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:279`
         #[derive(
             Clone,
             Debug,
@@ -13948,7 +14694,7 @@ mod root {
         /// The table `SoftmaxOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SoftmaxOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:269`
+        /// * Table `SoftmaxOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:290`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub struct SoftmaxOptions {
             /// The field `beta` in the table `SoftmaxOptions`
@@ -14203,7 +14949,7 @@ mod root {
         /// The table `ConcatenationOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ConcatenationOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:273`
+        /// * Table `ConcatenationOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:294`
         #[derive(
             Clone,
             Debug,
@@ -14570,7 +15316,7 @@ mod root {
         /// The table `AddOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `AddOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:278`
+        /// * Table `AddOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:299`
         #[derive(
             Clone,
             Debug,
@@ -14923,7 +15669,7 @@ mod root {
         /// The table `L2NormOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `L2NormOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:283`
+        /// * Table `L2NormOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:304`
         #[derive(
             Clone,
             Debug,
@@ -15222,7 +15968,7 @@ mod root {
         /// The table `LocalResponseNormalizationOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LocalResponseNormalizationOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:286`
+        /// * Table `LocalResponseNormalizationOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:307`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub struct LocalResponseNormalizationOptions {
             /// The field `radius` in the table `LocalResponseNormalizationOptions`
@@ -15680,24 +16426,31 @@ mod root {
         /// The table `LSTMOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LSTMOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:292`
-        #[derive(
-            Clone,
-            Debug,
-            PartialEq,
-            PartialOrd,
-            Eq,
-            Ord,
-            Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
-        )]
-        pub struct LstmOptions {}
+        /// * Table `LSTMOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:313`
+        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        pub struct LstmOptions {
+            /// The field `fused_activation_function` in the table `LSTMOptions`
+            pub fused_activation_function: self::ActivationFunctionType,
+            /// The field `cell_clip` in the table `LSTMOptions`
+            pub cell_clip: f32,
+            /// The field `proj_clip` in the table `LSTMOptions`
+            pub proj_clip: f32,
+            /// The field `kernel_type` in the table `LSTMOptions`
+            pub kernel_type: self::LstmKernelType,
+            /// The field `asymmetric_quantize_inputs` in the table `LSTMOptions`
+            pub asymmetric_quantize_inputs: bool,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for LstmOptions {
             fn default() -> Self {
-                Self {}
+                Self {
+                    fused_activation_function: self::ActivationFunctionType::None,
+                    cell_clip: 0.0,
+                    proj_clip: 0.0,
+                    kernel_type: self::LstmKernelType::Full,
+                    asymmetric_quantize_inputs: false,
+                }
             }
         }
 
@@ -15709,11 +16462,73 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_fused_activation_function: impl ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                field_cell_clip: impl ::planus::WriteAsDefault<f32, f32>,
+                field_proj_clip: impl ::planus::WriteAsDefault<f32, f32>,
+                field_kernel_type: impl ::planus::WriteAsDefault<
+                    self::LstmKernelType,
+                    self::LstmKernelType,
+                >,
+                field_asymmetric_quantize_inputs: impl ::planus::WriteAsDefault<bool, bool>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_fused_activation_function = field_fused_activation_function
+                    .prepare(builder, &self::ActivationFunctionType::None);
+                let prepared_cell_clip = field_cell_clip.prepare(builder, &0.0);
+                let prepared_proj_clip = field_proj_clip.prepare(builder, &0.0);
+                let prepared_kernel_type =
+                    field_kernel_type.prepare(builder, &self::LstmKernelType::Full);
+                let prepared_asymmetric_quantize_inputs =
+                    field_asymmetric_quantize_inputs.prepare(builder, &false);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<14> =
                     ::core::default::Default::default();
+                if prepared_cell_clip.is_some() {
+                    table_writer.write_entry::<f32>(1);
+                }
+                if prepared_proj_clip.is_some() {
+                    table_writer.write_entry::<f32>(2);
+                }
+                if prepared_fused_activation_function.is_some() {
+                    table_writer.write_entry::<self::ActivationFunctionType>(0);
+                }
+                if prepared_kernel_type.is_some() {
+                    table_writer.write_entry::<self::LstmKernelType>(3);
+                }
+                if prepared_asymmetric_quantize_inputs.is_some() {
+                    table_writer.write_entry::<bool>(4);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_cell_clip) = prepared_cell_clip
+                        {
+                            object_writer.write::<_, _, 4>(&prepared_cell_clip);
+                        }
+                        if let ::core::option::Option::Some(prepared_proj_clip) = prepared_proj_clip
+                        {
+                            object_writer.write::<_, _, 4>(&prepared_proj_clip);
+                        }
+                        if let ::core::option::Option::Some(prepared_fused_activation_function) =
+                            prepared_fused_activation_function
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_fused_activation_function);
+                        }
+                        if let ::core::option::Option::Some(prepared_kernel_type) =
+                            prepared_kernel_type
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_kernel_type);
+                        }
+                        if let ::core::option::Option::Some(prepared_asymmetric_quantize_inputs) =
+                            prepared_asymmetric_quantize_inputs
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_asymmetric_quantize_inputs);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -15743,7 +16558,14 @@ mod root {
         impl ::planus::WriteAsOffset<LstmOptions> for LstmOptions {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<LstmOptions> {
-                LstmOptions::create(builder)
+                LstmOptions::create(
+                    builder,
+                    self.fused_activation_function,
+                    self.cell_clip,
+                    self.proj_clip,
+                    self.kernel_type,
+                    self.asymmetric_quantize_inputs,
+                )
             }
         }
 
@@ -15755,6 +16577,119 @@ mod root {
         pub struct LstmOptionsBuilder<State>(State);
 
         impl LstmOptionsBuilder<()> {
+            /// Setter for the [`fused_activation_function` field](LstmOptions#structfield.fused_activation_function).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function<T0>(self, value: T0) -> LstmOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            {
+                LstmOptionsBuilder((value,))
+            }
+
+            /// Sets the [`fused_activation_function` field](LstmOptions#structfield.fused_activation_function) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function_as_default(
+                self,
+            ) -> LstmOptionsBuilder<(::planus::DefaultValue,)> {
+                self.fused_activation_function(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> LstmOptionsBuilder<(T0,)> {
+            /// Setter for the [`cell_clip` field](LstmOptions#structfield.cell_clip).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn cell_clip<T1>(self, value: T1) -> LstmOptionsBuilder<(T0, T1)>
+            where
+                T1: ::planus::WriteAsDefault<f32, f32>,
+            {
+                let (v0,) = self.0;
+                LstmOptionsBuilder((v0, value))
+            }
+
+            /// Sets the [`cell_clip` field](LstmOptions#structfield.cell_clip) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn cell_clip_as_default(self) -> LstmOptionsBuilder<(T0, ::planus::DefaultValue)> {
+                self.cell_clip(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1> LstmOptionsBuilder<(T0, T1)> {
+            /// Setter for the [`proj_clip` field](LstmOptions#structfield.proj_clip).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn proj_clip<T2>(self, value: T2) -> LstmOptionsBuilder<(T0, T1, T2)>
+            where
+                T2: ::planus::WriteAsDefault<f32, f32>,
+            {
+                let (v0, v1) = self.0;
+                LstmOptionsBuilder((v0, v1, value))
+            }
+
+            /// Sets the [`proj_clip` field](LstmOptions#structfield.proj_clip) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn proj_clip_as_default(
+                self,
+            ) -> LstmOptionsBuilder<(T0, T1, ::planus::DefaultValue)> {
+                self.proj_clip(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2> LstmOptionsBuilder<(T0, T1, T2)> {
+            /// Setter for the [`kernel_type` field](LstmOptions#structfield.kernel_type).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn kernel_type<T3>(self, value: T3) -> LstmOptionsBuilder<(T0, T1, T2, T3)>
+            where
+                T3: ::planus::WriteAsDefault<self::LstmKernelType, self::LstmKernelType>,
+            {
+                let (v0, v1, v2) = self.0;
+                LstmOptionsBuilder((v0, v1, v2, value))
+            }
+
+            /// Sets the [`kernel_type` field](LstmOptions#structfield.kernel_type) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn kernel_type_as_default(
+                self,
+            ) -> LstmOptionsBuilder<(T0, T1, T2, ::planus::DefaultValue)> {
+                self.kernel_type(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2, T3> LstmOptionsBuilder<(T0, T1, T2, T3)> {
+            /// Setter for the [`asymmetric_quantize_inputs` field](LstmOptions#structfield.asymmetric_quantize_inputs).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn asymmetric_quantize_inputs<T4>(
+                self,
+                value: T4,
+            ) -> LstmOptionsBuilder<(T0, T1, T2, T3, T4)>
+            where
+                T4: ::planus::WriteAsDefault<bool, bool>,
+            {
+                let (v0, v1, v2, v3) = self.0;
+                LstmOptionsBuilder((v0, v1, v2, v3, value))
+            }
+
+            /// Sets the [`asymmetric_quantize_inputs` field](LstmOptions#structfield.asymmetric_quantize_inputs) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn asymmetric_quantize_inputs_as_default(
+                self,
+            ) -> LstmOptionsBuilder<(T0, T1, T2, T3, ::planus::DefaultValue)> {
+                self.asymmetric_quantize_inputs(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2, T3, T4> LstmOptionsBuilder<(T0, T1, T2, T3, T4)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [LstmOptions].
             #[inline]
             pub fn finish(self, builder: &mut ::planus::Builder) -> ::planus::Offset<LstmOptions>
@@ -15765,7 +16700,18 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<LstmOptions>> for LstmOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T1: ::planus::WriteAsDefault<f32, f32>,
+                T2: ::planus::WriteAsDefault<f32, f32>,
+                T3: ::planus::WriteAsDefault<self::LstmKernelType, self::LstmKernelType>,
+                T4: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAs<::planus::Offset<LstmOptions>>
+            for LstmOptionsBuilder<(T0, T1, T2, T3, T4)>
+        {
             type Prepared = ::planus::Offset<LstmOptions>;
 
             #[inline]
@@ -15774,7 +16720,18 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<LstmOptions>> for LstmOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T1: ::planus::WriteAsDefault<f32, f32>,
+                T2: ::planus::WriteAsDefault<f32, f32>,
+                T3: ::planus::WriteAsDefault<self::LstmKernelType, self::LstmKernelType>,
+                T4: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOptional<::planus::Offset<LstmOptions>>
+            for LstmOptionsBuilder<(T0, T1, T2, T3, T4)>
+        {
             type Prepared = ::planus::Offset<LstmOptions>;
 
             #[inline]
@@ -15786,10 +16743,21 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<LstmOptions> for LstmOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T1: ::planus::WriteAsDefault<f32, f32>,
+                T2: ::planus::WriteAsDefault<f32, f32>,
+                T3: ::planus::WriteAsDefault<self::LstmKernelType, self::LstmKernelType>,
+                T4: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOffset<LstmOptions> for LstmOptionsBuilder<(T0, T1, T2, T3, T4)>
+        {
             #[inline]
             fn prepare(&self, builder: &mut ::planus::Builder) -> ::planus::Offset<LstmOptions> {
-                LstmOptions::create(builder)
+                let (v0, v1, v2, v3, v4) = &self.0;
+                LstmOptions::create(builder, v0, v1, v2, v3, v4)
             }
         }
 
@@ -15797,12 +16765,70 @@ mod root {
         #[derive(Copy, Clone)]
         pub struct LstmOptionsRef<'a>(#[allow(dead_code)] ::planus::table_reader::Table<'a>);
 
-        impl<'a> LstmOptionsRef<'a> {}
+        impl<'a> LstmOptionsRef<'a> {
+            /// Getter for the [`fused_activation_function` field](LstmOptions#structfield.fused_activation_function).
+            #[inline]
+            pub fn fused_activation_function(
+                &self,
+            ) -> ::planus::Result<self::ActivationFunctionType> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(0, "LstmOptions", "fused_activation_function")?
+                        .unwrap_or(self::ActivationFunctionType::None),
+                )
+            }
+
+            /// Getter for the [`cell_clip` field](LstmOptions#structfield.cell_clip).
+            #[inline]
+            pub fn cell_clip(&self) -> ::planus::Result<f32> {
+                ::core::result::Result::Ok(
+                    self.0.access(1, "LstmOptions", "cell_clip")?.unwrap_or(0.0),
+                )
+            }
+
+            /// Getter for the [`proj_clip` field](LstmOptions#structfield.proj_clip).
+            #[inline]
+            pub fn proj_clip(&self) -> ::planus::Result<f32> {
+                ::core::result::Result::Ok(
+                    self.0.access(2, "LstmOptions", "proj_clip")?.unwrap_or(0.0),
+                )
+            }
+
+            /// Getter for the [`kernel_type` field](LstmOptions#structfield.kernel_type).
+            #[inline]
+            pub fn kernel_type(&self) -> ::planus::Result<self::LstmKernelType> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(3, "LstmOptions", "kernel_type")?
+                        .unwrap_or(self::LstmKernelType::Full),
+                )
+            }
+
+            /// Getter for the [`asymmetric_quantize_inputs` field](LstmOptions#structfield.asymmetric_quantize_inputs).
+            #[inline]
+            pub fn asymmetric_quantize_inputs(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(4, "LstmOptions", "asymmetric_quantize_inputs")?
+                        .unwrap_or(false),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for LstmOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("LstmOptionsRef");
-
+                f.field(
+                    "fused_activation_function",
+                    &self.fused_activation_function(),
+                );
+                f.field("cell_clip", &self.cell_clip());
+                f.field("proj_clip", &self.proj_clip());
+                f.field("kernel_type", &self.kernel_type());
+                f.field(
+                    "asymmetric_quantize_inputs",
+                    &self.asymmetric_quantize_inputs(),
+                );
                 f.finish()
             }
         }
@@ -15810,8 +16836,19 @@ mod root {
         impl<'a> ::core::convert::TryFrom<LstmOptionsRef<'a>> for LstmOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: LstmOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: LstmOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    fused_activation_function: ::core::convert::TryInto::try_into(
+                        value.fused_activation_function()?,
+                    )?,
+                    cell_clip: ::core::convert::TryInto::try_into(value.cell_clip()?)?,
+                    proj_clip: ::core::convert::TryInto::try_into(value.proj_clip()?)?,
+                    kernel_type: ::core::convert::TryInto::try_into(value.kernel_type()?)?,
+                    asymmetric_quantize_inputs: ::core::convert::TryInto::try_into(
+                        value.asymmetric_quantize_inputs()?,
+                    )?,
+                })
             }
         }
 
@@ -15891,7 +16928,7 @@ mod root {
         /// The table `ResizeBilinearOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ResizeBilinearOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:293`
+        /// * Table `ResizeBilinearOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:320`
         #[derive(
             Clone,
             Debug,
@@ -16240,7 +17277,7 @@ mod root {
         /// The table `CallOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `CallOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:299`
+        /// * Table `CallOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:326`
         #[derive(
             Clone,
             Debug,
@@ -16451,7 +17488,7 @@ mod root {
         /// The table `ReshapeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ReshapeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:300`
+        /// * Table `ReshapeOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:327`
         #[derive(
             Clone,
             Debug,
@@ -16726,7 +17763,7 @@ mod root {
         /// The table `SkipGramOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SkipGramOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:304`
+        /// * Table `SkipGramOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:331`
         #[derive(
             Clone,
             Debug,
@@ -16952,7 +17989,7 @@ mod root {
         /// The table `SpaceToDepthOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SpaceToDepthOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:305`
+        /// * Table `SpaceToDepthOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:332`
         #[derive(
             Clone,
             Debug,
@@ -17241,7 +18278,7 @@ mod root {
         /// The table `EmbeddingLookupSparseOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `EmbeddingLookupSparseOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:308`
+        /// * Table `EmbeddingLookupSparseOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:335`
         #[derive(
             Clone,
             Debug,
@@ -17489,7 +18526,7 @@ mod root {
         /// The table `MulOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `MulOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:309`
+        /// * Table `MulOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:336`
         #[derive(
             Clone,
             Debug,
@@ -17787,7 +18824,7 @@ mod root {
         /// The table `PadOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `PadOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:313`
+        /// * Table `PadOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:340`
         #[derive(
             Clone,
             Debug,
@@ -17998,7 +19035,7 @@ mod root {
         /// The table `GatherOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `GatherOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:314`
+        /// * Table `GatherOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:341`
         #[derive(
             Clone,
             Debug,
@@ -18310,7 +19347,7 @@ mod root {
         /// The table `BatchToSpaceNDOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BatchToSpaceNDOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:318`
+        /// * Table `BatchToSpaceNDOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:345`
         #[derive(
             Clone,
             Debug,
@@ -18544,7 +19581,7 @@ mod root {
         /// The table `SpaceToBatchNDOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SpaceToBatchNDOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:319`
+        /// * Table `SpaceToBatchNDOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:346`
         #[derive(
             Clone,
             Debug,
@@ -18778,7 +19815,7 @@ mod root {
         /// The table `TransposeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `TransposeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:320`
+        /// * Table `TransposeOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:347`
         #[derive(
             Clone,
             Debug,
@@ -19004,7 +20041,7 @@ mod root {
         /// The table `ReducerOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ReducerOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:321`
+        /// * Table `ReducerOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:348`
         #[derive(
             Clone,
             Debug,
@@ -19272,7 +20309,7 @@ mod root {
         /// The table `SubOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SubOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:325`
+        /// * Table `SubOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:352`
         #[derive(
             Clone,
             Debug,
@@ -19625,7 +20662,7 @@ mod root {
         /// The table `DivOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `DivOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:330`
+        /// * Table `DivOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:357`
         #[derive(
             Clone,
             Debug,
@@ -19923,7 +20960,7 @@ mod root {
         /// The table `SqueezeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SqueezeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:334`
+        /// * Table `SqueezeOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:361`
         #[derive(
             Clone,
             Debug,
@@ -20202,7 +21239,7 @@ mod root {
         /// The table `SequenceRNNOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SequenceRNNOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:338`
+        /// * Table `SequenceRNNOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:365`
         #[derive(
             Clone,
             Debug,
@@ -20214,12 +21251,23 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct SequenceRnnOptions {}
+        pub struct SequenceRnnOptions {
+            /// The field `time_major` in the table `SequenceRNNOptions`
+            pub time_major: bool,
+            /// The field `fused_activation_function` in the table `SequenceRNNOptions`
+            pub fused_activation_function: self::ActivationFunctionType,
+            /// The field `asymmetric_quantize_inputs` in the table `SequenceRNNOptions`
+            pub asymmetric_quantize_inputs: bool,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for SequenceRnnOptions {
             fn default() -> Self {
-                Self {}
+                Self {
+                    time_major: false,
+                    fused_activation_function: self::ActivationFunctionType::None,
+                    asymmetric_quantize_inputs: false,
+                }
             }
         }
 
@@ -20231,11 +21279,51 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_time_major: impl ::planus::WriteAsDefault<bool, bool>,
+                field_fused_activation_function: impl ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                field_asymmetric_quantize_inputs: impl ::planus::WriteAsDefault<bool, bool>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_time_major = field_time_major.prepare(builder, &false);
+                let prepared_fused_activation_function = field_fused_activation_function
+                    .prepare(builder, &self::ActivationFunctionType::None);
+                let prepared_asymmetric_quantize_inputs =
+                    field_asymmetric_quantize_inputs.prepare(builder, &false);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<10> =
                     ::core::default::Default::default();
+                if prepared_time_major.is_some() {
+                    table_writer.write_entry::<bool>(0);
+                }
+                if prepared_fused_activation_function.is_some() {
+                    table_writer.write_entry::<self::ActivationFunctionType>(1);
+                }
+                if prepared_asymmetric_quantize_inputs.is_some() {
+                    table_writer.write_entry::<bool>(2);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_time_major) =
+                            prepared_time_major
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_time_major);
+                        }
+                        if let ::core::option::Option::Some(prepared_fused_activation_function) =
+                            prepared_fused_activation_function
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_fused_activation_function);
+                        }
+                        if let ::core::option::Option::Some(prepared_asymmetric_quantize_inputs) =
+                            prepared_asymmetric_quantize_inputs
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_asymmetric_quantize_inputs);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -20271,7 +21359,12 @@ mod root {
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<SequenceRnnOptions> {
-                SequenceRnnOptions::create(builder)
+                SequenceRnnOptions::create(
+                    builder,
+                    self.time_major,
+                    self.fused_activation_function,
+                    self.asymmetric_quantize_inputs,
+                )
             }
         }
 
@@ -20283,6 +21376,80 @@ mod root {
         pub struct SequenceRnnOptionsBuilder<State>(State);
 
         impl SequenceRnnOptionsBuilder<()> {
+            /// Setter for the [`time_major` field](SequenceRnnOptions#structfield.time_major).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn time_major<T0>(self, value: T0) -> SequenceRnnOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<bool, bool>,
+            {
+                SequenceRnnOptionsBuilder((value,))
+            }
+
+            /// Sets the [`time_major` field](SequenceRnnOptions#structfield.time_major) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn time_major_as_default(
+                self,
+            ) -> SequenceRnnOptionsBuilder<(::planus::DefaultValue,)> {
+                self.time_major(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> SequenceRnnOptionsBuilder<(T0,)> {
+            /// Setter for the [`fused_activation_function` field](SequenceRnnOptions#structfield.fused_activation_function).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function<T1>(
+                self,
+                value: T1,
+            ) -> SequenceRnnOptionsBuilder<(T0, T1)>
+            where
+                T1: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            {
+                let (v0,) = self.0;
+                SequenceRnnOptionsBuilder((v0, value))
+            }
+
+            /// Sets the [`fused_activation_function` field](SequenceRnnOptions#structfield.fused_activation_function) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function_as_default(
+                self,
+            ) -> SequenceRnnOptionsBuilder<(T0, ::planus::DefaultValue)> {
+                self.fused_activation_function(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1> SequenceRnnOptionsBuilder<(T0, T1)> {
+            /// Setter for the [`asymmetric_quantize_inputs` field](SequenceRnnOptions#structfield.asymmetric_quantize_inputs).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn asymmetric_quantize_inputs<T2>(
+                self,
+                value: T2,
+            ) -> SequenceRnnOptionsBuilder<(T0, T1, T2)>
+            where
+                T2: ::planus::WriteAsDefault<bool, bool>,
+            {
+                let (v0, v1) = self.0;
+                SequenceRnnOptionsBuilder((v0, v1, value))
+            }
+
+            /// Sets the [`asymmetric_quantize_inputs` field](SequenceRnnOptions#structfield.asymmetric_quantize_inputs) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn asymmetric_quantize_inputs_as_default(
+                self,
+            ) -> SequenceRnnOptionsBuilder<(T0, T1, ::planus::DefaultValue)> {
+                self.asymmetric_quantize_inputs(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2> SequenceRnnOptionsBuilder<(T0, T1, T2)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [SequenceRnnOptions].
             #[inline]
             pub fn finish(
@@ -20296,7 +21463,16 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<SequenceRnnOptions>> for SequenceRnnOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<bool, bool>,
+                T1: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T2: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAs<::planus::Offset<SequenceRnnOptions>>
+            for SequenceRnnOptionsBuilder<(T0, T1, T2)>
+        {
             type Prepared = ::planus::Offset<SequenceRnnOptions>;
 
             #[inline]
@@ -20308,8 +21484,15 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<SequenceRnnOptions>>
-            for SequenceRnnOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<bool, bool>,
+                T1: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T2: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOptional<::planus::Offset<SequenceRnnOptions>>
+            for SequenceRnnOptionsBuilder<(T0, T1, T2)>
         {
             type Prepared = ::planus::Offset<SequenceRnnOptions>;
 
@@ -20322,13 +21505,23 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<SequenceRnnOptions> for SequenceRnnOptionsBuilder<()> {
+        impl<
+                T0: ::planus::WriteAsDefault<bool, bool>,
+                T1: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T2: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOffset<SequenceRnnOptions>
+            for SequenceRnnOptionsBuilder<(T0, T1, T2)>
+        {
             #[inline]
             fn prepare(
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<SequenceRnnOptions> {
-                SequenceRnnOptions::create(builder)
+                let (v0, v1, v2) = &self.0;
+                SequenceRnnOptions::create(builder, v0, v1, v2)
             }
         }
 
@@ -20336,12 +21529,52 @@ mod root {
         #[derive(Copy, Clone)]
         pub struct SequenceRnnOptionsRef<'a>(#[allow(dead_code)] ::planus::table_reader::Table<'a>);
 
-        impl<'a> SequenceRnnOptionsRef<'a> {}
+        impl<'a> SequenceRnnOptionsRef<'a> {
+            /// Getter for the [`time_major` field](SequenceRnnOptions#structfield.time_major).
+            #[inline]
+            pub fn time_major(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(0, "SequenceRnnOptions", "time_major")?
+                        .unwrap_or(false),
+                )
+            }
+
+            /// Getter for the [`fused_activation_function` field](SequenceRnnOptions#structfield.fused_activation_function).
+            #[inline]
+            pub fn fused_activation_function(
+                &self,
+            ) -> ::planus::Result<self::ActivationFunctionType> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(1, "SequenceRnnOptions", "fused_activation_function")?
+                        .unwrap_or(self::ActivationFunctionType::None),
+                )
+            }
+
+            /// Getter for the [`asymmetric_quantize_inputs` field](SequenceRnnOptions#structfield.asymmetric_quantize_inputs).
+            #[inline]
+            pub fn asymmetric_quantize_inputs(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(2, "SequenceRnnOptions", "asymmetric_quantize_inputs")?
+                        .unwrap_or(false),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for SequenceRnnOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("SequenceRnnOptionsRef");
-
+                f.field("time_major", &self.time_major());
+                f.field(
+                    "fused_activation_function",
+                    &self.fused_activation_function(),
+                );
+                f.field(
+                    "asymmetric_quantize_inputs",
+                    &self.asymmetric_quantize_inputs(),
+                );
                 f.finish()
             }
         }
@@ -20349,8 +21582,17 @@ mod root {
         impl<'a> ::core::convert::TryFrom<SequenceRnnOptionsRef<'a>> for SequenceRnnOptions {
             type Error = ::planus::Error;
 
-            fn try_from(_value: SequenceRnnOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: SequenceRnnOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    time_major: ::core::convert::TryInto::try_into(value.time_major()?)?,
+                    fused_activation_function: ::core::convert::TryInto::try_into(
+                        value.fused_activation_function()?,
+                    )?,
+                    asymmetric_quantize_inputs: ::core::convert::TryInto::try_into(
+                        value.asymmetric_quantize_inputs()?,
+                    )?,
+                })
             }
         }
 
@@ -20430,7 +21672,7 @@ mod root {
         /// The table `StridedSliceOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `StridedSliceOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:339`
+        /// * Table `StridedSliceOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:370`
         #[derive(
             Clone,
             Debug,
@@ -20991,7 +22233,7 @@ mod root {
         /// The table `ExpOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ExpOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:349`
+        /// * Table `ExpOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:380`
         #[derive(
             Clone,
             Debug,
@@ -21202,7 +22444,7 @@ mod root {
         /// The table `TopKV2Options` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `TopKV2Options` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:350`
+        /// * Table `TopKV2Options` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:381`
         #[derive(
             Clone,
             Debug,
@@ -21413,7 +22655,7 @@ mod root {
         /// The table `SplitOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SplitOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:351`
+        /// * Table `SplitOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:382`
         #[derive(
             Clone,
             Debug,
@@ -21680,7 +22922,7 @@ mod root {
         /// The table `LogSoftmaxOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LogSoftmaxOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:354`
+        /// * Table `LogSoftmaxOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:385`
         #[derive(
             Clone,
             Debug,
@@ -21908,7 +23150,7 @@ mod root {
         /// The table `CastOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `CastOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:355`
+        /// * Table `CastOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:386`
         #[derive(
             Clone,
             Debug,
@@ -22119,7 +23361,7 @@ mod root {
         /// The table `DequantizeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `DequantizeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:356`
+        /// * Table `DequantizeOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:387`
         #[derive(
             Clone,
             Debug,
@@ -22347,7 +23589,7 @@ mod root {
         /// The table `MaximumMinimumOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `MaximumMinimumOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:357`
+        /// * Table `MaximumMinimumOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:388`
         #[derive(
             Clone,
             Debug,
@@ -22581,7 +23823,7 @@ mod root {
         /// The table `ArgMaxOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ArgMaxOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:358`
+        /// * Table `ArgMaxOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:389`
         #[derive(
             Clone,
             Debug,
@@ -22792,7 +24034,7 @@ mod root {
         /// The table `LessOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LessOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:359`
+        /// * Table `LessOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:390`
         #[derive(
             Clone,
             Debug,
@@ -23003,7 +24245,7 @@ mod root {
         /// The table `NegOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `NegOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:360`
+        /// * Table `NegOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:391`
         #[derive(
             Clone,
             Debug,
@@ -23214,7 +24456,7 @@ mod root {
         /// The table `PadV2Options` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `PadV2Options` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:361`
+        /// * Table `PadV2Options` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:392`
         #[derive(
             Clone,
             Debug,
@@ -23425,7 +24667,7 @@ mod root {
         /// The table `GreaterOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `GreaterOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:362`
+        /// * Table `GreaterOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:393`
         #[derive(
             Clone,
             Debug,
@@ -23636,7 +24878,7 @@ mod root {
         /// The table `GreaterEqualOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `GreaterEqualOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:363`
+        /// * Table `GreaterEqualOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:394`
         #[derive(
             Clone,
             Debug,
@@ -23866,7 +25108,7 @@ mod root {
         /// The table `LessEqualOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LessEqualOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:364`
+        /// * Table `LessEqualOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:395`
         #[derive(
             Clone,
             Debug,
@@ -24092,7 +25334,7 @@ mod root {
         /// The table `SelectOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SelectOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:365`
+        /// * Table `SelectOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:396`
         #[derive(
             Clone,
             Debug,
@@ -24303,7 +25545,7 @@ mod root {
         /// The table `SliceOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SliceOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:366`
+        /// * Table `SliceOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:397`
         #[derive(
             Clone,
             Debug,
@@ -24514,7 +25756,7 @@ mod root {
         /// The table `TransposeConvOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `TransposeConvOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:367`
+        /// * Table `TransposeConvOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:398`
         #[derive(
             Clone,
             Debug,
@@ -24985,7 +26227,7 @@ mod root {
         /// The table `SparseToDenseOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SparseToDenseOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:373`
+        /// * Table `SparseToDenseOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:404`
         #[derive(
             Clone,
             Debug,
@@ -25215,7 +26457,7 @@ mod root {
         /// The table `TileOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `TileOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:374`
+        /// * Table `TileOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:405`
         #[derive(
             Clone,
             Debug,
@@ -25426,7 +26668,7 @@ mod root {
         /// The table `ExpandDimsOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ExpandDimsOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:375`
+        /// * Table `ExpandDimsOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:406`
         #[derive(
             Clone,
             Debug,
@@ -25654,7 +26896,7 @@ mod root {
         /// The table `EqualOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `EqualOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:376`
+        /// * Table `EqualOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:407`
         #[derive(
             Clone,
             Debug,
@@ -25865,7 +27107,7 @@ mod root {
         /// The table `NotEqualOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `NotEqualOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:377`
+        /// * Table `NotEqualOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:408`
         #[derive(
             Clone,
             Debug,
@@ -26091,7 +27333,7 @@ mod root {
         /// The table `ShapeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ShapeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:378`
+        /// * Table `ShapeOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:409`
         #[derive(
             Clone,
             Debug,
@@ -26302,7 +27544,7 @@ mod root {
         /// The table `PowOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `PowOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:379`
+        /// * Table `PowOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:410`
         #[derive(
             Clone,
             Debug,
@@ -26513,7 +27755,7 @@ mod root {
         /// The table `ArgMinOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ArgMinOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:380`
+        /// * Table `ArgMinOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:411`
         #[derive(
             Clone,
             Debug,
@@ -26724,7 +27966,7 @@ mod root {
         /// The table `FakeQuantOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `FakeQuantOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:381`
+        /// * Table `FakeQuantOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:412`
         #[derive(
             Clone,
             Debug,
@@ -26950,7 +28192,7 @@ mod root {
         /// The table `PackOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `PackOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:382`
+        /// * Table `PackOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:413`
         #[derive(
             Clone,
             Debug,
@@ -27260,7 +28502,7 @@ mod root {
         /// The table `LogicalOrOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LogicalOrOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:386`
+        /// * Table `LogicalOrOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:417`
         #[derive(
             Clone,
             Debug,
@@ -27486,7 +28728,7 @@ mod root {
         /// The table `OneHotOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `OneHotOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:387`
+        /// * Table `OneHotOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:418`
         #[derive(
             Clone,
             Debug,
@@ -27697,7 +28939,7 @@ mod root {
         /// The table `LogicalAndOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LogicalAndOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:388`
+        /// * Table `LogicalAndOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:419`
         #[derive(
             Clone,
             Debug,
@@ -27925,7 +29167,7 @@ mod root {
         /// The table `LogicalNotOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LogicalNotOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:389`
+        /// * Table `LogicalNotOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:420`
         #[derive(
             Clone,
             Debug,
@@ -28153,7 +29395,7 @@ mod root {
         /// The table `UnpackOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `UnpackOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:390`
+        /// * Table `UnpackOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:421`
         #[derive(
             Clone,
             Debug,
@@ -28454,7 +29696,7 @@ mod root {
         /// The table `FloorDivOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `FloorDivOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:394`
+        /// * Table `FloorDivOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:425`
         #[derive(
             Clone,
             Debug,
@@ -28680,7 +29922,7 @@ mod root {
         /// The table `SquareOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SquareOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:395`
+        /// * Table `SquareOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:426`
         #[derive(
             Clone,
             Debug,
@@ -28891,7 +30133,7 @@ mod root {
         /// The table `ZerosLikeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ZerosLikeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:396`
+        /// * Table `ZerosLikeOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:427`
         #[derive(
             Clone,
             Debug,
@@ -29117,7 +30359,7 @@ mod root {
         /// The table `FillOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `FillOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:397`
+        /// * Table `FillOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:428`
         #[derive(
             Clone,
             Debug,
@@ -29328,24 +30570,34 @@ mod root {
         /// The table `BidirectionalSequenceLSTMOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BidirectionalSequenceLSTMOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:398`
-        #[derive(
-            Clone,
-            Debug,
-            PartialEq,
-            PartialOrd,
-            Eq,
-            Ord,
-            Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
-        )]
-        pub struct BidirectionalSequenceLstmOptions {}
+        /// * Table `BidirectionalSequenceLSTMOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:429`
+        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        pub struct BidirectionalSequenceLstmOptions {
+            /// The field `fused_activation_function` in the table `BidirectionalSequenceLSTMOptions`
+            pub fused_activation_function: self::ActivationFunctionType,
+            /// The field `cell_clip` in the table `BidirectionalSequenceLSTMOptions`
+            pub cell_clip: f32,
+            /// The field `proj_clip` in the table `BidirectionalSequenceLSTMOptions`
+            pub proj_clip: f32,
+            /// The field `merge_outputs` in the table `BidirectionalSequenceLSTMOptions`
+            pub merge_outputs: bool,
+            /// The field `time_major` in the table `BidirectionalSequenceLSTMOptions`
+            pub time_major: bool,
+            /// The field `asymmetric_quantize_inputs` in the table `BidirectionalSequenceLSTMOptions`
+            pub asymmetric_quantize_inputs: bool,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for BidirectionalSequenceLstmOptions {
             fn default() -> Self {
-                Self {}
+                Self {
+                    fused_activation_function: self::ActivationFunctionType::None,
+                    cell_clip: 0.0,
+                    proj_clip: 0.0,
+                    merge_outputs: false,
+                    time_major: true,
+                    asymmetric_quantize_inputs: false,
+                }
             }
         }
 
@@ -29357,11 +30609,79 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_fused_activation_function: impl ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                field_cell_clip: impl ::planus::WriteAsDefault<f32, f32>,
+                field_proj_clip: impl ::planus::WriteAsDefault<f32, f32>,
+                field_merge_outputs: impl ::planus::WriteAsDefault<bool, bool>,
+                field_time_major: impl ::planus::WriteAsDefault<bool, bool>,
+                field_asymmetric_quantize_inputs: impl ::planus::WriteAsDefault<bool, bool>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_fused_activation_function = field_fused_activation_function
+                    .prepare(builder, &self::ActivationFunctionType::None);
+                let prepared_cell_clip = field_cell_clip.prepare(builder, &0.0);
+                let prepared_proj_clip = field_proj_clip.prepare(builder, &0.0);
+                let prepared_merge_outputs = field_merge_outputs.prepare(builder, &false);
+                let prepared_time_major = field_time_major.prepare(builder, &true);
+                let prepared_asymmetric_quantize_inputs =
+                    field_asymmetric_quantize_inputs.prepare(builder, &false);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<16> =
                     ::core::default::Default::default();
+                if prepared_cell_clip.is_some() {
+                    table_writer.write_entry::<f32>(1);
+                }
+                if prepared_proj_clip.is_some() {
+                    table_writer.write_entry::<f32>(2);
+                }
+                if prepared_fused_activation_function.is_some() {
+                    table_writer.write_entry::<self::ActivationFunctionType>(0);
+                }
+                if prepared_merge_outputs.is_some() {
+                    table_writer.write_entry::<bool>(3);
+                }
+                if prepared_time_major.is_some() {
+                    table_writer.write_entry::<bool>(4);
+                }
+                if prepared_asymmetric_quantize_inputs.is_some() {
+                    table_writer.write_entry::<bool>(5);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_cell_clip) = prepared_cell_clip
+                        {
+                            object_writer.write::<_, _, 4>(&prepared_cell_clip);
+                        }
+                        if let ::core::option::Option::Some(prepared_proj_clip) = prepared_proj_clip
+                        {
+                            object_writer.write::<_, _, 4>(&prepared_proj_clip);
+                        }
+                        if let ::core::option::Option::Some(prepared_fused_activation_function) =
+                            prepared_fused_activation_function
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_fused_activation_function);
+                        }
+                        if let ::core::option::Option::Some(prepared_merge_outputs) =
+                            prepared_merge_outputs
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_merge_outputs);
+                        }
+                        if let ::core::option::Option::Some(prepared_time_major) =
+                            prepared_time_major
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_time_major);
+                        }
+                        if let ::core::option::Option::Some(prepared_asymmetric_quantize_inputs) =
+                            prepared_asymmetric_quantize_inputs
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_asymmetric_quantize_inputs);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -29404,7 +30724,15 @@ mod root {
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<BidirectionalSequenceLstmOptions> {
-                BidirectionalSequenceLstmOptions::create(builder)
+                BidirectionalSequenceLstmOptions::create(
+                    builder,
+                    self.fused_activation_function,
+                    self.cell_clip,
+                    self.proj_clip,
+                    self.merge_outputs,
+                    self.time_major,
+                    self.asymmetric_quantize_inputs,
+                )
             }
         }
 
@@ -29416,6 +30744,162 @@ mod root {
         pub struct BidirectionalSequenceLstmOptionsBuilder<State>(State);
 
         impl BidirectionalSequenceLstmOptionsBuilder<()> {
+            /// Setter for the [`fused_activation_function` field](BidirectionalSequenceLstmOptions#structfield.fused_activation_function).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function<T0>(
+                self,
+                value: T0,
+            ) -> BidirectionalSequenceLstmOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            {
+                BidirectionalSequenceLstmOptionsBuilder((value,))
+            }
+
+            /// Sets the [`fused_activation_function` field](BidirectionalSequenceLstmOptions#structfield.fused_activation_function) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function_as_default(
+                self,
+            ) -> BidirectionalSequenceLstmOptionsBuilder<(::planus::DefaultValue,)> {
+                self.fused_activation_function(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> BidirectionalSequenceLstmOptionsBuilder<(T0,)> {
+            /// Setter for the [`cell_clip` field](BidirectionalSequenceLstmOptions#structfield.cell_clip).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn cell_clip<T1>(
+                self,
+                value: T1,
+            ) -> BidirectionalSequenceLstmOptionsBuilder<(T0, T1)>
+            where
+                T1: ::planus::WriteAsDefault<f32, f32>,
+            {
+                let (v0,) = self.0;
+                BidirectionalSequenceLstmOptionsBuilder((v0, value))
+            }
+
+            /// Sets the [`cell_clip` field](BidirectionalSequenceLstmOptions#structfield.cell_clip) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn cell_clip_as_default(
+                self,
+            ) -> BidirectionalSequenceLstmOptionsBuilder<(T0, ::planus::DefaultValue)> {
+                self.cell_clip(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1> BidirectionalSequenceLstmOptionsBuilder<(T0, T1)> {
+            /// Setter for the [`proj_clip` field](BidirectionalSequenceLstmOptions#structfield.proj_clip).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn proj_clip<T2>(
+                self,
+                value: T2,
+            ) -> BidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2)>
+            where
+                T2: ::planus::WriteAsDefault<f32, f32>,
+            {
+                let (v0, v1) = self.0;
+                BidirectionalSequenceLstmOptionsBuilder((v0, v1, value))
+            }
+
+            /// Sets the [`proj_clip` field](BidirectionalSequenceLstmOptions#structfield.proj_clip) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn proj_clip_as_default(
+                self,
+            ) -> BidirectionalSequenceLstmOptionsBuilder<(T0, T1, ::planus::DefaultValue)>
+            {
+                self.proj_clip(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2> BidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2)> {
+            /// Setter for the [`merge_outputs` field](BidirectionalSequenceLstmOptions#structfield.merge_outputs).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn merge_outputs<T3>(
+                self,
+                value: T3,
+            ) -> BidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3)>
+            where
+                T3: ::planus::WriteAsDefault<bool, bool>,
+            {
+                let (v0, v1, v2) = self.0;
+                BidirectionalSequenceLstmOptionsBuilder((v0, v1, v2, value))
+            }
+
+            /// Sets the [`merge_outputs` field](BidirectionalSequenceLstmOptions#structfield.merge_outputs) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn merge_outputs_as_default(
+                self,
+            ) -> BidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, ::planus::DefaultValue)>
+            {
+                self.merge_outputs(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2, T3> BidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3)> {
+            /// Setter for the [`time_major` field](BidirectionalSequenceLstmOptions#structfield.time_major).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn time_major<T4>(
+                self,
+                value: T4,
+            ) -> BidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, T4)>
+            where
+                T4: ::planus::WriteAsDefault<bool, bool>,
+            {
+                let (v0, v1, v2, v3) = self.0;
+                BidirectionalSequenceLstmOptionsBuilder((v0, v1, v2, v3, value))
+            }
+
+            /// Sets the [`time_major` field](BidirectionalSequenceLstmOptions#structfield.time_major) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn time_major_as_default(
+                self,
+            ) -> BidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, ::planus::DefaultValue)>
+            {
+                self.time_major(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2, T3, T4> BidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, T4)> {
+            /// Setter for the [`asymmetric_quantize_inputs` field](BidirectionalSequenceLstmOptions#structfield.asymmetric_quantize_inputs).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn asymmetric_quantize_inputs<T5>(
+                self,
+                value: T5,
+            ) -> BidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, T4, T5)>
+            where
+                T5: ::planus::WriteAsDefault<bool, bool>,
+            {
+                let (v0, v1, v2, v3, v4) = self.0;
+                BidirectionalSequenceLstmOptionsBuilder((v0, v1, v2, v3, v4, value))
+            }
+
+            /// Sets the [`asymmetric_quantize_inputs` field](BidirectionalSequenceLstmOptions#structfield.asymmetric_quantize_inputs) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn asymmetric_quantize_inputs_as_default(
+                self,
+            ) -> BidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, T4, ::planus::DefaultValue)>
+            {
+                self.asymmetric_quantize_inputs(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2, T3, T4, T5> BidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, T4, T5)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [BidirectionalSequenceLstmOptions].
             #[inline]
             pub fn finish(
@@ -29429,8 +30913,18 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<BidirectionalSequenceLstmOptions>>
-            for BidirectionalSequenceLstmOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T1: ::planus::WriteAsDefault<f32, f32>,
+                T2: ::planus::WriteAsDefault<f32, f32>,
+                T3: ::planus::WriteAsDefault<bool, bool>,
+                T4: ::planus::WriteAsDefault<bool, bool>,
+                T5: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAs<::planus::Offset<BidirectionalSequenceLstmOptions>>
+            for BidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, T4, T5)>
         {
             type Prepared = ::planus::Offset<BidirectionalSequenceLstmOptions>;
 
@@ -29443,8 +30937,18 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<BidirectionalSequenceLstmOptions>>
-            for BidirectionalSequenceLstmOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T1: ::planus::WriteAsDefault<f32, f32>,
+                T2: ::planus::WriteAsDefault<f32, f32>,
+                T3: ::planus::WriteAsDefault<bool, bool>,
+                T4: ::planus::WriteAsDefault<bool, bool>,
+                T5: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOptional<::planus::Offset<BidirectionalSequenceLstmOptions>>
+            for BidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, T4, T5)>
         {
             type Prepared = ::planus::Offset<BidirectionalSequenceLstmOptions>;
 
@@ -29458,15 +30962,26 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<BidirectionalSequenceLstmOptions>
-            for BidirectionalSequenceLstmOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T1: ::planus::WriteAsDefault<f32, f32>,
+                T2: ::planus::WriteAsDefault<f32, f32>,
+                T3: ::planus::WriteAsDefault<bool, bool>,
+                T4: ::planus::WriteAsDefault<bool, bool>,
+                T5: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOffset<BidirectionalSequenceLstmOptions>
+            for BidirectionalSequenceLstmOptionsBuilder<(T0, T1, T2, T3, T4, T5)>
         {
             #[inline]
             fn prepare(
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<BidirectionalSequenceLstmOptions> {
-                BidirectionalSequenceLstmOptions::create(builder)
+                let (v0, v1, v2, v3, v4, v5) = &self.0;
+                BidirectionalSequenceLstmOptions::create(builder, v0, v1, v2, v3, v4, v5)
             }
         }
 
@@ -29476,12 +30991,93 @@ mod root {
             #[allow(dead_code)] ::planus::table_reader::Table<'a>,
         );
 
-        impl<'a> BidirectionalSequenceLstmOptionsRef<'a> {}
+        impl<'a> BidirectionalSequenceLstmOptionsRef<'a> {
+            /// Getter for the [`fused_activation_function` field](BidirectionalSequenceLstmOptions#structfield.fused_activation_function).
+            #[inline]
+            pub fn fused_activation_function(
+                &self,
+            ) -> ::planus::Result<self::ActivationFunctionType> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(
+                            0,
+                            "BidirectionalSequenceLstmOptions",
+                            "fused_activation_function",
+                        )?
+                        .unwrap_or(self::ActivationFunctionType::None),
+                )
+            }
+
+            /// Getter for the [`cell_clip` field](BidirectionalSequenceLstmOptions#structfield.cell_clip).
+            #[inline]
+            pub fn cell_clip(&self) -> ::planus::Result<f32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(1, "BidirectionalSequenceLstmOptions", "cell_clip")?
+                        .unwrap_or(0.0),
+                )
+            }
+
+            /// Getter for the [`proj_clip` field](BidirectionalSequenceLstmOptions#structfield.proj_clip).
+            #[inline]
+            pub fn proj_clip(&self) -> ::planus::Result<f32> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(2, "BidirectionalSequenceLstmOptions", "proj_clip")?
+                        .unwrap_or(0.0),
+                )
+            }
+
+            /// Getter for the [`merge_outputs` field](BidirectionalSequenceLstmOptions#structfield.merge_outputs).
+            #[inline]
+            pub fn merge_outputs(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(3, "BidirectionalSequenceLstmOptions", "merge_outputs")?
+                        .unwrap_or(false),
+                )
+            }
+
+            /// Getter for the [`time_major` field](BidirectionalSequenceLstmOptions#structfield.time_major).
+            #[inline]
+            pub fn time_major(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(4, "BidirectionalSequenceLstmOptions", "time_major")?
+                        .unwrap_or(true),
+                )
+            }
+
+            /// Getter for the [`asymmetric_quantize_inputs` field](BidirectionalSequenceLstmOptions#structfield.asymmetric_quantize_inputs).
+            #[inline]
+            pub fn asymmetric_quantize_inputs(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(
+                            5,
+                            "BidirectionalSequenceLstmOptions",
+                            "asymmetric_quantize_inputs",
+                        )?
+                        .unwrap_or(false),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for BidirectionalSequenceLstmOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("BidirectionalSequenceLstmOptionsRef");
-
+                f.field(
+                    "fused_activation_function",
+                    &self.fused_activation_function(),
+                );
+                f.field("cell_clip", &self.cell_clip());
+                f.field("proj_clip", &self.proj_clip());
+                f.field("merge_outputs", &self.merge_outputs());
+                f.field("time_major", &self.time_major());
+                f.field(
+                    "asymmetric_quantize_inputs",
+                    &self.asymmetric_quantize_inputs(),
+                );
                 f.finish()
             }
         }
@@ -29491,8 +31087,20 @@ mod root {
         {
             type Error = ::planus::Error;
 
-            fn try_from(_value: BidirectionalSequenceLstmOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: BidirectionalSequenceLstmOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    fused_activation_function: ::core::convert::TryInto::try_into(
+                        value.fused_activation_function()?,
+                    )?,
+                    cell_clip: ::core::convert::TryInto::try_into(value.cell_clip()?)?,
+                    proj_clip: ::core::convert::TryInto::try_into(value.proj_clip()?)?,
+                    merge_outputs: ::core::convert::TryInto::try_into(value.merge_outputs()?)?,
+                    time_major: ::core::convert::TryInto::try_into(value.time_major()?)?,
+                    asymmetric_quantize_inputs: ::core::convert::TryInto::try_into(
+                        value.asymmetric_quantize_inputs()?,
+                    )?,
+                })
             }
         }
 
@@ -29578,7 +31186,7 @@ mod root {
         /// The table `BidirectionalSequenceRNNOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BidirectionalSequenceRNNOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:399`
+        /// * Table `BidirectionalSequenceRNNOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:437`
         #[derive(
             Clone,
             Debug,
@@ -29590,12 +31198,26 @@ mod root {
             ::serde::Serialize,
             ::serde::Deserialize,
         )]
-        pub struct BidirectionalSequenceRnnOptions {}
+        pub struct BidirectionalSequenceRnnOptions {
+            /// The field `time_major` in the table `BidirectionalSequenceRNNOptions`
+            pub time_major: bool,
+            /// The field `fused_activation_function` in the table `BidirectionalSequenceRNNOptions`
+            pub fused_activation_function: self::ActivationFunctionType,
+            /// The field `merge_outputs` in the table `BidirectionalSequenceRNNOptions`
+            pub merge_outputs: bool,
+            /// The field `asymmetric_quantize_inputs` in the table `BidirectionalSequenceRNNOptions`
+            pub asymmetric_quantize_inputs: bool,
+        }
 
         #[allow(clippy::derivable_impls)]
         impl ::core::default::Default for BidirectionalSequenceRnnOptions {
             fn default() -> Self {
-                Self {}
+                Self {
+                    time_major: false,
+                    fused_activation_function: self::ActivationFunctionType::None,
+                    merge_outputs: false,
+                    asymmetric_quantize_inputs: false,
+                }
             }
         }
 
@@ -29607,11 +31229,61 @@ mod root {
             }
 
             #[allow(clippy::too_many_arguments)]
-            pub fn create(builder: &mut ::planus::Builder) -> ::planus::Offset<Self> {
-                let table_writer: ::planus::table_writer::TableWriter<4> =
+            pub fn create(
+                builder: &mut ::planus::Builder,
+                field_time_major: impl ::planus::WriteAsDefault<bool, bool>,
+                field_fused_activation_function: impl ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                field_merge_outputs: impl ::planus::WriteAsDefault<bool, bool>,
+                field_asymmetric_quantize_inputs: impl ::planus::WriteAsDefault<bool, bool>,
+            ) -> ::planus::Offset<Self> {
+                let prepared_time_major = field_time_major.prepare(builder, &false);
+                let prepared_fused_activation_function = field_fused_activation_function
+                    .prepare(builder, &self::ActivationFunctionType::None);
+                let prepared_merge_outputs = field_merge_outputs.prepare(builder, &false);
+                let prepared_asymmetric_quantize_inputs =
+                    field_asymmetric_quantize_inputs.prepare(builder, &false);
+
+                let mut table_writer: ::planus::table_writer::TableWriter<12> =
                     ::core::default::Default::default();
+                if prepared_time_major.is_some() {
+                    table_writer.write_entry::<bool>(0);
+                }
+                if prepared_fused_activation_function.is_some() {
+                    table_writer.write_entry::<self::ActivationFunctionType>(1);
+                }
+                if prepared_merge_outputs.is_some() {
+                    table_writer.write_entry::<bool>(2);
+                }
+                if prepared_asymmetric_quantize_inputs.is_some() {
+                    table_writer.write_entry::<bool>(3);
+                }
+
                 unsafe {
-                    table_writer.finish(builder, |_table_writer| {});
+                    table_writer.finish(builder, |object_writer| {
+                        if let ::core::option::Option::Some(prepared_time_major) =
+                            prepared_time_major
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_time_major);
+                        }
+                        if let ::core::option::Option::Some(prepared_fused_activation_function) =
+                            prepared_fused_activation_function
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_fused_activation_function);
+                        }
+                        if let ::core::option::Option::Some(prepared_merge_outputs) =
+                            prepared_merge_outputs
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_merge_outputs);
+                        }
+                        if let ::core::option::Option::Some(prepared_asymmetric_quantize_inputs) =
+                            prepared_asymmetric_quantize_inputs
+                        {
+                            object_writer.write::<_, _, 1>(&prepared_asymmetric_quantize_inputs);
+                        }
+                    });
                 }
                 builder.current_offset()
             }
@@ -29652,7 +31324,13 @@ mod root {
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<BidirectionalSequenceRnnOptions> {
-                BidirectionalSequenceRnnOptions::create(builder)
+                BidirectionalSequenceRnnOptions::create(
+                    builder,
+                    self.time_major,
+                    self.fused_activation_function,
+                    self.merge_outputs,
+                    self.asymmetric_quantize_inputs,
+                )
             }
         }
 
@@ -29664,6 +31342,107 @@ mod root {
         pub struct BidirectionalSequenceRnnOptionsBuilder<State>(State);
 
         impl BidirectionalSequenceRnnOptionsBuilder<()> {
+            /// Setter for the [`time_major` field](BidirectionalSequenceRnnOptions#structfield.time_major).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn time_major<T0>(self, value: T0) -> BidirectionalSequenceRnnOptionsBuilder<(T0,)>
+            where
+                T0: ::planus::WriteAsDefault<bool, bool>,
+            {
+                BidirectionalSequenceRnnOptionsBuilder((value,))
+            }
+
+            /// Sets the [`time_major` field](BidirectionalSequenceRnnOptions#structfield.time_major) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn time_major_as_default(
+                self,
+            ) -> BidirectionalSequenceRnnOptionsBuilder<(::planus::DefaultValue,)> {
+                self.time_major(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0> BidirectionalSequenceRnnOptionsBuilder<(T0,)> {
+            /// Setter for the [`fused_activation_function` field](BidirectionalSequenceRnnOptions#structfield.fused_activation_function).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function<T1>(
+                self,
+                value: T1,
+            ) -> BidirectionalSequenceRnnOptionsBuilder<(T0, T1)>
+            where
+                T1: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+            {
+                let (v0,) = self.0;
+                BidirectionalSequenceRnnOptionsBuilder((v0, value))
+            }
+
+            /// Sets the [`fused_activation_function` field](BidirectionalSequenceRnnOptions#structfield.fused_activation_function) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn fused_activation_function_as_default(
+                self,
+            ) -> BidirectionalSequenceRnnOptionsBuilder<(T0, ::planus::DefaultValue)> {
+                self.fused_activation_function(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1> BidirectionalSequenceRnnOptionsBuilder<(T0, T1)> {
+            /// Setter for the [`merge_outputs` field](BidirectionalSequenceRnnOptions#structfield.merge_outputs).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn merge_outputs<T2>(
+                self,
+                value: T2,
+            ) -> BidirectionalSequenceRnnOptionsBuilder<(T0, T1, T2)>
+            where
+                T2: ::planus::WriteAsDefault<bool, bool>,
+            {
+                let (v0, v1) = self.0;
+                BidirectionalSequenceRnnOptionsBuilder((v0, v1, value))
+            }
+
+            /// Sets the [`merge_outputs` field](BidirectionalSequenceRnnOptions#structfield.merge_outputs) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn merge_outputs_as_default(
+                self,
+            ) -> BidirectionalSequenceRnnOptionsBuilder<(T0, T1, ::planus::DefaultValue)>
+            {
+                self.merge_outputs(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2> BidirectionalSequenceRnnOptionsBuilder<(T0, T1, T2)> {
+            /// Setter for the [`asymmetric_quantize_inputs` field](BidirectionalSequenceRnnOptions#structfield.asymmetric_quantize_inputs).
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn asymmetric_quantize_inputs<T3>(
+                self,
+                value: T3,
+            ) -> BidirectionalSequenceRnnOptionsBuilder<(T0, T1, T2, T3)>
+            where
+                T3: ::planus::WriteAsDefault<bool, bool>,
+            {
+                let (v0, v1, v2) = self.0;
+                BidirectionalSequenceRnnOptionsBuilder((v0, v1, v2, value))
+            }
+
+            /// Sets the [`asymmetric_quantize_inputs` field](BidirectionalSequenceRnnOptions#structfield.asymmetric_quantize_inputs) to the default value.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn asymmetric_quantize_inputs_as_default(
+                self,
+            ) -> BidirectionalSequenceRnnOptionsBuilder<(T0, T1, T2, ::planus::DefaultValue)>
+            {
+                self.asymmetric_quantize_inputs(::planus::DefaultValue)
+            }
+        }
+
+        impl<T0, T1, T2, T3> BidirectionalSequenceRnnOptionsBuilder<(T0, T1, T2, T3)> {
             /// Finish writing the builder to get an [Offset](::planus::Offset) to a serialized [BidirectionalSequenceRnnOptions].
             #[inline]
             pub fn finish(
@@ -29677,8 +31456,16 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAs<::planus::Offset<BidirectionalSequenceRnnOptions>>
-            for BidirectionalSequenceRnnOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<bool, bool>,
+                T1: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T2: ::planus::WriteAsDefault<bool, bool>,
+                T3: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAs<::planus::Offset<BidirectionalSequenceRnnOptions>>
+            for BidirectionalSequenceRnnOptionsBuilder<(T0, T1, T2, T3)>
         {
             type Prepared = ::planus::Offset<BidirectionalSequenceRnnOptions>;
 
@@ -29691,8 +31478,16 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOptional<::planus::Offset<BidirectionalSequenceRnnOptions>>
-            for BidirectionalSequenceRnnOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<bool, bool>,
+                T1: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T2: ::planus::WriteAsDefault<bool, bool>,
+                T3: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOptional<::planus::Offset<BidirectionalSequenceRnnOptions>>
+            for BidirectionalSequenceRnnOptionsBuilder<(T0, T1, T2, T3)>
         {
             type Prepared = ::planus::Offset<BidirectionalSequenceRnnOptions>;
 
@@ -29706,15 +31501,24 @@ mod root {
             }
         }
 
-        impl ::planus::WriteAsOffset<BidirectionalSequenceRnnOptions>
-            for BidirectionalSequenceRnnOptionsBuilder<()>
+        impl<
+                T0: ::planus::WriteAsDefault<bool, bool>,
+                T1: ::planus::WriteAsDefault<
+                    self::ActivationFunctionType,
+                    self::ActivationFunctionType,
+                >,
+                T2: ::planus::WriteAsDefault<bool, bool>,
+                T3: ::planus::WriteAsDefault<bool, bool>,
+            > ::planus::WriteAsOffset<BidirectionalSequenceRnnOptions>
+            for BidirectionalSequenceRnnOptionsBuilder<(T0, T1, T2, T3)>
         {
             #[inline]
             fn prepare(
                 &self,
                 builder: &mut ::planus::Builder,
             ) -> ::planus::Offset<BidirectionalSequenceRnnOptions> {
-                BidirectionalSequenceRnnOptions::create(builder)
+                let (v0, v1, v2, v3) = &self.0;
+                BidirectionalSequenceRnnOptions::create(builder, v0, v1, v2, v3)
             }
         }
 
@@ -29724,12 +31528,71 @@ mod root {
             #[allow(dead_code)] ::planus::table_reader::Table<'a>,
         );
 
-        impl<'a> BidirectionalSequenceRnnOptionsRef<'a> {}
+        impl<'a> BidirectionalSequenceRnnOptionsRef<'a> {
+            /// Getter for the [`time_major` field](BidirectionalSequenceRnnOptions#structfield.time_major).
+            #[inline]
+            pub fn time_major(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(0, "BidirectionalSequenceRnnOptions", "time_major")?
+                        .unwrap_or(false),
+                )
+            }
+
+            /// Getter for the [`fused_activation_function` field](BidirectionalSequenceRnnOptions#structfield.fused_activation_function).
+            #[inline]
+            pub fn fused_activation_function(
+                &self,
+            ) -> ::planus::Result<self::ActivationFunctionType> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(
+                            1,
+                            "BidirectionalSequenceRnnOptions",
+                            "fused_activation_function",
+                        )?
+                        .unwrap_or(self::ActivationFunctionType::None),
+                )
+            }
+
+            /// Getter for the [`merge_outputs` field](BidirectionalSequenceRnnOptions#structfield.merge_outputs).
+            #[inline]
+            pub fn merge_outputs(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(2, "BidirectionalSequenceRnnOptions", "merge_outputs")?
+                        .unwrap_or(false),
+                )
+            }
+
+            /// Getter for the [`asymmetric_quantize_inputs` field](BidirectionalSequenceRnnOptions#structfield.asymmetric_quantize_inputs).
+            #[inline]
+            pub fn asymmetric_quantize_inputs(&self) -> ::planus::Result<bool> {
+                ::core::result::Result::Ok(
+                    self.0
+                        .access(
+                            3,
+                            "BidirectionalSequenceRnnOptions",
+                            "asymmetric_quantize_inputs",
+                        )?
+                        .unwrap_or(false),
+                )
+            }
+        }
 
         impl<'a> ::core::fmt::Debug for BidirectionalSequenceRnnOptionsRef<'a> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 let mut f = f.debug_struct("BidirectionalSequenceRnnOptionsRef");
-
+                f.field("time_major", &self.time_major());
+                f.field(
+                    "fused_activation_function",
+                    &self.fused_activation_function(),
+                );
+                f.field("merge_outputs", &self.merge_outputs());
+                f.field(
+                    "asymmetric_quantize_inputs",
+                    &self.asymmetric_quantize_inputs(),
+                );
                 f.finish()
             }
         }
@@ -29739,8 +31602,18 @@ mod root {
         {
             type Error = ::planus::Error;
 
-            fn try_from(_value: BidirectionalSequenceRnnOptionsRef<'a>) -> ::planus::Result<Self> {
-                ::core::result::Result::Ok(Self {})
+            #[allow(unreachable_code)]
+            fn try_from(value: BidirectionalSequenceRnnOptionsRef<'a>) -> ::planus::Result<Self> {
+                ::core::result::Result::Ok(Self {
+                    time_major: ::core::convert::TryInto::try_into(value.time_major()?)?,
+                    fused_activation_function: ::core::convert::TryInto::try_into(
+                        value.fused_activation_function()?,
+                    )?,
+                    merge_outputs: ::core::convert::TryInto::try_into(value.merge_outputs()?)?,
+                    asymmetric_quantize_inputs: ::core::convert::TryInto::try_into(
+                        value.asymmetric_quantize_inputs()?,
+                    )?,
+                })
             }
         }
 
@@ -29826,7 +31699,7 @@ mod root {
         /// The table `UnidirectionalSequenceLSTMOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `UnidirectionalSequenceLSTMOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:400`
+        /// * Table `UnidirectionalSequenceLSTMOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:443`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub struct UnidirectionalSequenceLstmOptions {
             /// The field `fused_activation_function` in the table `UnidirectionalSequenceLSTMOptions`
@@ -30459,7 +32332,7 @@ mod root {
         /// The table `FloorModOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `FloorModOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:408`
+        /// * Table `FloorModOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:451`
         #[derive(
             Clone,
             Debug,
@@ -30685,7 +32558,7 @@ mod root {
         /// The table `RangeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `RangeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:409`
+        /// * Table `RangeOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:452`
         #[derive(
             Clone,
             Debug,
@@ -30896,7 +32769,7 @@ mod root {
         /// The table `ResizeNearestNeighborOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ResizeNearestNeighborOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:410`
+        /// * Table `ResizeNearestNeighborOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:453`
         #[derive(
             Clone,
             Debug,
@@ -31264,7 +33137,7 @@ mod root {
         /// The table `LeakyReluOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `LeakyReluOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:414`
+        /// * Table `LeakyReluOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:457`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub struct LeakyReluOptions {
             /// The field `alpha` in the table `LeakyReluOptions`
@@ -31537,7 +33410,7 @@ mod root {
         /// The table `SquaredDifferenceOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SquaredDifferenceOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:417`
+        /// * Table `SquaredDifferenceOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:460`
         #[derive(
             Clone,
             Debug,
@@ -31777,7 +33650,7 @@ mod root {
         /// The table `MirrorPadOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `MirrorPadOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:418`
+        /// * Table `MirrorPadOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:461`
         #[derive(
             Clone,
             Debug,
@@ -32003,7 +33876,7 @@ mod root {
         /// The table `AbsOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `AbsOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:419`
+        /// * Table `AbsOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:462`
         #[derive(
             Clone,
             Debug,
@@ -32214,7 +34087,7 @@ mod root {
         /// The table `SplitVOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SplitVOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:420`
+        /// * Table `SplitVOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:463`
         #[derive(
             Clone,
             Debug,
@@ -32483,7 +34356,7 @@ mod root {
         /// The table `UniqueOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `UniqueOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:423`
+        /// * Table `UniqueOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:466`
         #[derive(
             Clone,
             Debug,
@@ -32694,7 +34567,7 @@ mod root {
         /// The table `ReverseV2Options` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ReverseV2Options` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:424`
+        /// * Table `ReverseV2Options` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:467`
         #[derive(
             Clone,
             Debug,
@@ -32920,7 +34793,7 @@ mod root {
         /// The table `AddNOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `AddNOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:425`
+        /// * Table `AddNOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:468`
         #[derive(
             Clone,
             Debug,
@@ -33131,7 +35004,7 @@ mod root {
         /// The table `GatherNdOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `GatherNdOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:426`
+        /// * Table `GatherNdOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:469`
         #[derive(
             Clone,
             Debug,
@@ -33357,7 +35230,7 @@ mod root {
         /// The table `CosOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `CosOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:427`
+        /// * Table `CosOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:470`
         #[derive(
             Clone,
             Debug,
@@ -33568,7 +35441,7 @@ mod root {
         /// The table `WhereOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `WhereOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:428`
+        /// * Table `WhereOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:471`
         #[derive(
             Clone,
             Debug,
@@ -33779,7 +35652,7 @@ mod root {
         /// The table `RankOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `RankOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:429`
+        /// * Table `RankOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:472`
         #[derive(
             Clone,
             Debug,
@@ -33990,7 +35863,7 @@ mod root {
         /// The table `ReverseSequenceOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ReverseSequenceOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:430`
+        /// * Table `ReverseSequenceOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:473`
         #[derive(
             Clone,
             Debug,
@@ -34226,7 +36099,7 @@ mod root {
         /// The table `MatrixDiagOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `MatrixDiagOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:431`
+        /// * Table `MatrixDiagOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:474`
         #[derive(
             Clone,
             Debug,
@@ -34454,7 +36327,7 @@ mod root {
         /// The table `QuantizeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `QuantizeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:432`
+        /// * Table `QuantizeOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:475`
         #[derive(
             Clone,
             Debug,
@@ -34680,7 +36553,7 @@ mod root {
         /// The table `MatrixSetDiagOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `MatrixSetDiagOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:433`
+        /// * Table `MatrixSetDiagOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:476`
         #[derive(
             Clone,
             Debug,
@@ -34910,7 +36783,7 @@ mod root {
         /// The table `HardSwishOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `HardSwishOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:434`
+        /// * Table `HardSwishOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:477`
         #[derive(
             Clone,
             Debug,
@@ -35136,7 +37009,7 @@ mod root {
         /// The table `IfOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `IfOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:435`
+        /// * Table `IfOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:478`
         #[derive(
             Clone,
             Debug,
@@ -35347,7 +37220,7 @@ mod root {
         /// The table `WhileOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `WhileOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:436`
+        /// * Table `WhileOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:479`
         #[derive(
             Clone,
             Debug,
@@ -35558,7 +37431,7 @@ mod root {
         /// The table `DepthToSpaceOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `DepthToSpaceOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:437`
+        /// * Table `DepthToSpaceOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:480`
         #[derive(
             Clone,
             Debug,
@@ -35847,7 +37720,7 @@ mod root {
         /// The table `NonMaxSuppressionV4Options` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `NonMaxSuppressionV4Options` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:440`
+        /// * Table `NonMaxSuppressionV4Options` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:483`
         #[derive(
             Clone,
             Debug,
@@ -36091,7 +37964,7 @@ mod root {
         /// The table `NonMaxSuppressionV5Options` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `NonMaxSuppressionV5Options` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:441`
+        /// * Table `NonMaxSuppressionV5Options` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:484`
         #[derive(
             Clone,
             Debug,
@@ -36335,7 +38208,7 @@ mod root {
         /// The table `ScatterNdOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ScatterNdOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:442`
+        /// * Table `ScatterNdOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:485`
         #[derive(
             Clone,
             Debug,
@@ -36561,7 +38434,7 @@ mod root {
         /// The table `SelectV2Options` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SelectV2Options` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:443`
+        /// * Table `SelectV2Options` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:486`
         #[derive(
             Clone,
             Debug,
@@ -36787,7 +38660,7 @@ mod root {
         /// The table `DensifyOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `DensifyOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:444`
+        /// * Table `DensifyOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:487`
         #[derive(
             Clone,
             Debug,
@@ -36998,7 +38871,7 @@ mod root {
         /// The table `SegmentSumOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SegmentSumOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:445`
+        /// * Table `SegmentSumOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:488`
         #[derive(
             Clone,
             Debug,
@@ -37226,7 +39099,7 @@ mod root {
         /// The table `BatchMatMulOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BatchMatMulOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:446`
+        /// * Table `BatchMatMulOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:489`
         #[derive(
             Clone,
             Debug,
@@ -37454,7 +39327,7 @@ mod root {
         /// The table `CumsumOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `CumsumOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:447`
+        /// * Table `CumsumOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:490`
         #[derive(
             Clone,
             Debug,
@@ -37665,7 +39538,7 @@ mod root {
         /// The table `CallOnceOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `CallOnceOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:448`
+        /// * Table `CallOnceOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:491`
         #[derive(
             Clone,
             Debug,
@@ -37891,7 +39764,7 @@ mod root {
         /// The table `BroadcastToOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BroadcastToOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:449`
+        /// * Table `BroadcastToOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:492`
         #[derive(
             Clone,
             Debug,
@@ -38119,7 +39992,7 @@ mod root {
         /// The table `Rfft2dOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Rfft2dOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:450`
+        /// * Table `Rfft2dOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:493`
         #[derive(
             Clone,
             Debug,
@@ -38330,7 +40203,7 @@ mod root {
         /// The table `Conv3DOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Conv3DOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:451`
+        /// * Table `Conv3DOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:494`
         #[derive(
             Clone,
             Debug,
@@ -38541,7 +40414,7 @@ mod root {
         /// The table `HashtableOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `HashtableOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:452`
+        /// * Table `HashtableOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:495`
         #[derive(
             Clone,
             Debug,
@@ -38767,7 +40640,7 @@ mod root {
         /// The table `HashtableFindOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `HashtableFindOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:453`
+        /// * Table `HashtableFindOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:496`
         #[derive(
             Clone,
             Debug,
@@ -38997,7 +40870,7 @@ mod root {
         /// The table `HashtableImportOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `HashtableImportOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:454`
+        /// * Table `HashtableImportOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:497`
         #[derive(
             Clone,
             Debug,
@@ -39233,7 +41106,7 @@ mod root {
         /// The table `HashtableSizeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `HashtableSizeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:455`
+        /// * Table `HashtableSizeOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:498`
         #[derive(
             Clone,
             Debug,
@@ -39463,7 +41336,7 @@ mod root {
         /// The table `VarHandleOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `VarHandleOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:456`
+        /// * Table `VarHandleOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:499`
         #[derive(
             Clone,
             Debug,
@@ -39689,7 +41562,7 @@ mod root {
         /// The table `ReadVariableOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ReadVariableOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:457`
+        /// * Table `ReadVariableOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:500`
         #[derive(
             Clone,
             Debug,
@@ -39919,7 +41792,7 @@ mod root {
         /// The table `AssignVariableOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `AssignVariableOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:458`
+        /// * Table `AssignVariableOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:501`
         #[derive(
             Clone,
             Debug,
@@ -40153,7 +42026,7 @@ mod root {
         /// The table `RandomOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `RandomOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:459`
+        /// * Table `RandomOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:502`
         #[derive(
             Clone,
             Debug,
@@ -40364,7 +42237,7 @@ mod root {
         /// The table `BucketizeOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BucketizeOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:460`
+        /// * Table `BucketizeOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:503`
         #[derive(
             Clone,
             Debug,
@@ -40590,7 +42463,7 @@ mod root {
         /// The table `GeluOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `GeluOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:461`
+        /// * Table `GeluOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:504`
         #[derive(
             Clone,
             Debug,
@@ -40801,7 +42674,7 @@ mod root {
         /// The table `DynamicUpdateSliceOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `DynamicUpdateSliceOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:462`
+        /// * Table `DynamicUpdateSliceOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:505`
         #[derive(
             Clone,
             Debug,
@@ -41041,7 +42914,7 @@ mod root {
         /// The table `UnsortedSegmentProdOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `UnsortedSegmentProdOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:463`
+        /// * Table `UnsortedSegmentProdOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:506`
         #[derive(
             Clone,
             Debug,
@@ -41285,7 +43158,7 @@ mod root {
         /// The table `UnsortedSegmentMaxOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `UnsortedSegmentMaxOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:464`
+        /// * Table `UnsortedSegmentMaxOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:507`
         #[derive(
             Clone,
             Debug,
@@ -41525,7 +43398,7 @@ mod root {
         /// The table `UnsortedSegmentMinOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `UnsortedSegmentMinOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:465`
+        /// * Table `UnsortedSegmentMinOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:508`
         #[derive(
             Clone,
             Debug,
@@ -41765,7 +43638,7 @@ mod root {
         /// The table `UnsortedSegmentSumOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `UnsortedSegmentSumOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:466`
+        /// * Table `UnsortedSegmentSumOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:509`
         #[derive(
             Clone,
             Debug,
@@ -42005,7 +43878,7 @@ mod root {
         /// The table `ATan2Options` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `ATan2Options` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:467`
+        /// * Table `ATan2Options` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:510`
         #[derive(
             Clone,
             Debug,
@@ -42216,7 +44089,7 @@ mod root {
         /// The table `SignOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SignOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:468`
+        /// * Table `SignOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:511`
         #[derive(
             Clone,
             Debug,
@@ -42427,7 +44300,7 @@ mod root {
         /// The table `BitcastOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BitcastOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:469`
+        /// * Table `BitcastOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:512`
         #[derive(
             Clone,
             Debug,
@@ -42638,7 +44511,7 @@ mod root {
         /// The table `BitwiseXorOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `BitwiseXorOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:470`
+        /// * Table `BitwiseXorOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:513`
         #[derive(
             Clone,
             Debug,
@@ -42866,7 +44739,7 @@ mod root {
         /// The table `RightShiftOptions` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `RightShiftOptions` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:471`
+        /// * Table `RightShiftOptions` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:514`
         #[derive(
             Clone,
             Debug,
@@ -43094,7 +44967,7 @@ mod root {
         /// The table `OperatorCode` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `OperatorCode` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:474`
+        /// * Table `OperatorCode` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:517`
         #[derive(
             Clone,
             Debug,
@@ -43528,7 +45401,7 @@ mod root {
         /// The table `Operator` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Operator` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:484`
+        /// * Table `Operator` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:527`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub struct Operator {
             /// The field `opcode_index` in the table `Operator`
@@ -44008,7 +45881,7 @@ mod root {
         /// The table `SubGraph` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `SubGraph` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:494`
+        /// * Table `SubGraph` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:537`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub struct SubGraph {
             /// The field `tensors` in the table `SubGraph`
@@ -44488,7 +46361,7 @@ mod root {
         /// The table `Buffer` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Buffer` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:503`
+        /// * Table `Buffer` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:546`
         #[derive(
             Clone,
             Debug,
@@ -44837,7 +46710,7 @@ mod root {
         /// The table `Model` in the namespace `tflite`
         ///
         /// Generated from these locations:
-        /// * Table `Model` in the file `/work/wt/tfl2/importers/tflite/schema/tflite.fbs:510`
+        /// * Table `Model` in the file `/work/wt/tfl3/importers/tflite/schema/tflite.fbs:553`
         #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
         pub struct Model {
             /// The field `version` in the table `Model`

@@ -6,7 +6,10 @@
 //! weights dequantized to float32 constants at import). Builtins without one NNAPI operation
 //! are rewritten as the delegate rewrites them: LEAKY_RELU as PRELU with a one-element alpha,
 //! SQUARED_DIFFERENCE as SUB + MUL, PACK as CONCATENATION + RESHAPE, UNPACK as SPLIT + RESHAPE,
-//! SPLIT_V as SPLIT (equal parts) or SLICEs. The README ("TensorFlow Lite models")
+//! SPLIT_V as SPLIT (equal parts) or SLICEs. The recurrent builtins get the operands the
+//! delegate adds (activation, clips, `time_major`, absent layer-norm weights, NNAPI's extra
+//! state and scratch outputs); their variable state tensors become zero constants, the state
+//! of the single invocation an imported model stands for. The README ("TensorFlow Lite models")
 //! lists every builtin and what it becomes; [`lower_operator`] has one arm per builtin.
 
 use crate::decode::{builtin_name, Code, Decoded, Operator, Tensor, TensorType};
@@ -101,6 +104,28 @@ fn activation(a: ActivationFunctionType) -> R<i32> {
         other => bail!("fused activation {other:?} has no NNAPI code"),
     })
 }
+
+/// TensorFlow Lite's activation number, which the delegate passes unchanged to the recurrent
+/// operations (whose NNAPI activation takes TANH = 4 besides the fused codes).
+fn raw_activation(a: ActivationFunctionType) -> i32 {
+    match a {
+        ActivationFunctionType::None => 0,
+        ActivationFunctionType::Relu => 1,
+        ActivationFunctionType::ReluN1To1 => 2,
+        ActivationFunctionType::Relu6 => 3,
+        ActivationFunctionType::Tanh => 4,
+        ActivationFunctionType::SignBit => 5,
+    }
+}
+
+/// The inputs of an LSTM that may not be omitted: the input, the forget, cell and output
+/// gates' input and recurrent weights and their biases (the input gate's are omitted under
+/// CIFG, peepholes and projection are optional).
+const LSTM_REQUIRED: [usize; 10] = [0, 2, 3, 4, 6, 7, 8, 13, 14, 15];
+
+/// The most elements a zero state constant may have (64 MiB of float32): a state is a batch
+/// of one layer's units, far below it.
+const MAX_STATE_ELEMENTS: usize = 1 << 24;
 
 /// NNAPI's implicit padding code (1 SAME, 2 VALID): both compute TensorFlow's padding.
 fn padding(p: Padding) -> i32 {
@@ -220,9 +245,14 @@ fn edge(t: &Tensor) -> Result<Edge, TfliteError> {
         TensorType::Float32 => SourceType::Float32,
         TensorType::Uint8 => SourceType::UInt8,
         TensorType::Int8 => SourceType::Int8,
+        TensorType::Int32 => SourceType::Int32,
+        TensorType::Bool => SourceType::Bool8,
+        // The delegate has no NNAPI type for int64 (or int16, float16) tensors: it leaves
+        // operators reading or writing them on the CPU rather than casting.
         other => {
             return Err(TfliteError::Unsupported(format!(
-                "graph edge '{}' of type {other:?}: only float32, uint8 and int8 edges are run",
+                "graph edge '{}' of type {other:?}: only float32, uint8, int8, int32 and bool \
+                 edges are run",
                 t.name
             )))
         }
@@ -320,6 +350,20 @@ impl Lowering<'_> {
             );
         }
         let tensor = self.tensor(t);
+        let o = describe(tensor).map_err(|e| format!("tensor '{}': {e}", tensor.name))?;
+        self.result_as(t, o)
+    }
+
+    /// [`Self::result`] with the operand described by the caller (a type NNAPI gives a
+    /// result that TensorFlow Lite describes otherwise).
+    fn result_as(&mut self, t: usize, o: Operand) -> R<u32> {
+        if self.operands[t].is_some() || self.tensor(t).data.is_some() {
+            bail!(
+                "output tensor {t} '{}' is written twice",
+                self.tensor(t).name
+            );
+        }
+        let tensor = self.tensor(t);
         if tensor.shape.is_empty() || tensor.shape.contains(&0) {
             bail!(
                 "output tensor '{}' has shape {:?}: dynamic or rank-0 results are not lowered",
@@ -327,10 +371,98 @@ impl Lowering<'_> {
                 tensor.shape
             );
         }
-        let o = describe(tensor).map_err(|e| format!("tensor '{}': {e}", tensor.name))?;
         let index = self.b.push(o);
         self.operands[t] = Some(index);
         Ok(index)
+    }
+
+    /// Input `i` of an operator, or NNAPI's omitted operand when the file omits it (-1) or
+    /// the operator has fewer inputs.
+    fn optional(&mut self, op: &Operator, i: usize) -> R<u32> {
+        match op.inputs.get(i) {
+            Some(Some(t)) => self.operand(*t),
+            _ => Ok(self.b.no_value()),
+        }
+    }
+
+    /// A recurrent operator's state input. TensorFlow Lite keeps it in a variable tensor its
+    /// kernel updates in place; the delegate hands NNAPI that tensor's current contents as an
+    /// input and copies the state output back after each run. The first invocation of a fresh
+    /// interpreter — the one run an imported model stands for — reads zeros, so the state
+    /// becomes a zero constant of its shape.
+    fn state(&mut self, op: &Operator, i: usize) -> R<u32> {
+        let t = self.input(op, i)?;
+        if self.operands[t].is_some() || self.tensor(t).data.is_some() {
+            return self.operand(t);
+        }
+        let tensor = self.tensor(t);
+        if !tensor.is_variable {
+            bail!(
+                "state tensor '{}' is neither a variable nor a constant",
+                tensor.name
+            );
+        }
+        if tensor.ty != TensorType::Float32 {
+            bail!(
+                "state tensor '{}' is {:?}: the delegate sends float32 states",
+                tensor.name,
+                tensor.ty
+            );
+        }
+        let n = tensor
+            .shape
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d as usize))
+            .filter(|&n| n > 0 && n <= MAX_STATE_ELEMENTS)
+            .ok_or_else(|| {
+                format!(
+                    "state tensor '{}' of shape {:?} is empty or over {MAX_STATE_ELEMENTS} \
+                     elements",
+                    tensor.name, tensor.shape
+                )
+            })?;
+        let shape = tensor.shape.clone();
+        let index = self.b.f32_tensor(&shape, &vec![0.0; n]);
+        self.operands[t] = Some(index);
+        Ok(index)
+    }
+
+    /// A temporary output of `ty(inputs)` (a state output NNAPI writes and TensorFlow Lite
+    /// does not have), its dimensions inferred.
+    fn extra_output(&mut self, ty: OperationType, inputs: &[u32], k: usize) -> R<u32> {
+        let dims = self.b.infer(ty, inputs)?;
+        let dims = dims
+            .get(k)
+            .ok_or_else(|| format!("{} has no output {k}", ty.name()))?
+            .clone();
+        Ok(self.b.temporary(OperandType::TensorFloat32, &dims, 0.0, 0))
+    }
+
+    /// Checks that the inputs at `slots` are given (not omitted).
+    fn required(&self, op: &Operator, slots: &[usize]) -> R<()> {
+        for &i in slots {
+            self.input(op, i)?;
+        }
+        Ok(())
+    }
+
+    /// Refuses a hybrid recurrent operator (float input, quantized weights in input `w`),
+    /// which the delegate keeps on the CPU.
+    fn not_hybrid(&self, op: &Operator, w: usize) -> R<()> {
+        let x = self.tensor(self.input(op, 0)?);
+        if let Some(Some(wt)) = op.inputs.get(w) {
+            let wt = self.tensor(*wt);
+            if x.ty == TensorType::Float32 && wt.ty != TensorType::Float32 {
+                bail!(
+                    "hybrid form (float input, {:?} weights): the delegate refuses it",
+                    wt.ty
+                );
+            }
+        }
+        if x.ty != TensorType::Float32 {
+            bail!("{:?} input: the importer lowers the float32 form", x.ty);
+        }
+        Ok(())
     }
 
     /// A temporary like `like` with other dimensions (and optionally another type).
@@ -1224,6 +1356,249 @@ fn lower_operator(l: &mut Lowering, code: i32, op: &Operator) -> R<()> {
                 let y = l.result(t)?;
                 l.op(T::Reshape, &[p, s], &[y]);
             }
+        }
+        "TOPK_V2" => {
+            let (x_t, k_t) = (l.input(op, 0)?, l.input(op, 1)?);
+            let ty = l.tensor(x_t).ty;
+            if !matches!(
+                ty,
+                TensorType::Float32 | TensorType::Int32 | TensorType::Uint8 | TensorType::Int8
+            ) {
+                bail!("TOPK_V2 of {ty:?}: the delegate sends float32, int32, uint8 and int8");
+            }
+            let k = l.tensor(k_t);
+            if k.ty != TensorType::Int32 || k.data.is_none() {
+                bail!("TOPK_V2's k must be an int32 constant (the delegate passes it as a scalar)");
+            }
+            let k = l.int_scalar(k_t)?;
+            let idx_t = l.output(op, 1)?;
+            if l.tensor(idx_t).ty != TensorType::Int32 {
+                bail!(
+                    "TOPK_V2 with {:?} indices: NNAPI's are int32",
+                    l.tensor(idx_t).ty
+                );
+            }
+            let x = l.operand(x_t)?;
+            let k = l.b.int(k);
+            let values = l.result(l.output(op, 0)?)?;
+            let indices = l.result(idx_t)?;
+            l.op(T::TopkV2, &[x, k], &[values, indices]);
+        }
+        "HASHTABLE_LOOKUP" => {
+            let (out_t, hits_t) = (l.output(op, 0)?, l.output(op, 1)?);
+            if l.tensor(out_t).ty != TensorType::Float32 {
+                bail!(
+                    "HASHTABLE_LOOKUP of {:?} values: the delegate sends float32 only",
+                    l.tensor(out_t).ty
+                );
+            }
+            if l.tensor(hits_t).ty != TensorType::Uint8 {
+                bail!("HASHTABLE_LOOKUP's hits must be uint8");
+            }
+            let lookups = l.int_tensor(l.input(op, 0)?)?;
+            let keys = l.int_tensor(l.input(op, 1)?)?;
+            let values = l.operand(l.input(op, 2)?)?;
+            let y = l.result(out_t)?;
+            // TensorFlow Lite's hits are plain bytes 0 and 1; NNAPI's are a
+            // TENSOR_QUANT8_ASYMM of scale 1 and zero point 0, the same bytes.
+            let mut hits = Operand::new(
+                OperandType::TensorQuant8Asymm,
+                &l.tensor(hits_t).shape,
+                OperandLifeTime::TemporaryVariable,
+            );
+            hits.scale = 1.0;
+            let hits = l.result_as(hits_t, hits)?;
+            l.op(T::HashtableLookup, &[lookups, keys, values], &[y, hits]);
+        }
+        "LSH_PROJECTION" => {
+            use crate::generated::tflite::LshProjectionType as P;
+            let Some(BuiltinOptions::LshProjectionOptions(o)) = opts else {
+                bail!("no LSHProjectionOptions")
+            };
+            // NNAPI numbers SPARSE 3 (1 is the deprecated form the delegate no longer sends).
+            let kind = match o.type_ {
+                P::Sparse => {
+                    if op.inputs.len() != 2 {
+                        bail!("a SPARSE projection with a weight input: the delegate refuses it");
+                    }
+                    3
+                }
+                P::Dense => {
+                    if !matches!(op.inputs.get(2), Some(Some(_))) {
+                        bail!("a DENSE projection without weights: NNAPI's takes them");
+                    }
+                    2
+                }
+                P::Unknown => bail!("LSH projection type UNKNOWN"),
+            };
+            let hash = l.operand(l.input(op, 0)?)?;
+            let x = l.operand(l.input(op, 1)?)?;
+            let weight = l.optional(op, 2)?;
+            let kind = l.b.int(kind);
+            let y = l.result(l.output(op, 0)?)?;
+            l.op(T::LshProjection, &[hash, x, weight, kind], &[y]);
+        }
+        "RNN" | "SVDF" => {
+            if op.inputs.len() != 5 {
+                bail!(
+                    "{name} with {} inputs: the delegate takes 5",
+                    op.inputs.len()
+                );
+            }
+            l.not_hybrid(op, 1)?;
+            let mut args = Vec::new();
+            for i in 0..4 {
+                // SVDF's bias (input 3) is optional; every other input is required.
+                args.push(if name == "SVDF" && i == 3 {
+                    l.optional(op, i)?
+                } else {
+                    let t = l.input(op, i)?;
+                    l.operand(t)?
+                });
+            }
+            args.push(l.state(op, 4)?);
+            let ty = if name == "RNN" {
+                let Some(BuiltinOptions::RnnOptions(o)) = opts else {
+                    bail!("no RNNOptions")
+                };
+                args.push(l.b.int(activation(o.fused_activation_function)?));
+                T::Rnn
+            } else {
+                let Some(BuiltinOptions::SvdfOptions(o)) = opts else {
+                    bail!("no SVDFOptions")
+                };
+                args.push(l.b.int(o.rank));
+                args.push(l.b.int(activation(o.fused_activation_function)?));
+                T::Svdf
+            };
+            // NNAPI writes the new state as output 0; the delegate adds that output.
+            let state_out = l.extra_output(ty, &args, 0)?;
+            let y = l.result(l.output(op, 0)?)?;
+            l.op(ty, &args, &[state_out, y]);
+        }
+        "UNIDIRECTIONAL_SEQUENCE_RNN" => {
+            let Some(BuiltinOptions::SequenceRnnOptions(o)) = opts else {
+                bail!("no SequenceRNNOptions")
+            };
+            if op.inputs.len() != 5 {
+                bail!(
+                    "{name} with {} inputs: the delegate takes 5",
+                    op.inputs.len()
+                );
+            }
+            l.not_hybrid(op, 1)?;
+            let mut args = Vec::new();
+            for i in 0..4 {
+                let t = l.input(op, i)?;
+                args.push(l.operand(t)?);
+            }
+            args.push(l.state(op, 4)?);
+            args.push(l.b.int(activation(o.fused_activation_function)?));
+            args.push(l.b.int(i32::from(o.time_major)));
+            let y = l.result(l.output(op, 0)?)?;
+            l.op(T::UnidirectionalSequenceRnn, &args, &[y]);
+        }
+        "LSTM" | "UNIDIRECTIONAL_SEQUENCE_LSTM" => {
+            let unidirectional = name != "LSTM";
+            let (act, cell_clip, proj_clip, time_major) = match opts {
+                Some(BuiltinOptions::LstmOptions(o)) if !unidirectional => {
+                    if o.kernel_type == crate::generated::tflite::LstmKernelType::Basic {
+                        bail!(
+                            "the basic (5-input, quantized) LSTM kernel is not lowered by this \
+                             importer"
+                        );
+                    }
+                    (o.fused_activation_function, o.cell_clip, o.proj_clip, false)
+                }
+                Some(BuiltinOptions::UnidirectionalSequenceLstmOptions(o)) if unidirectional => {
+                    if o.diagonal_recurrent_tensors {
+                        bail!("diagonal recurrent weights have no NNAPI form");
+                    }
+                    (
+                        o.fused_activation_function,
+                        o.cell_clip,
+                        o.proj_clip,
+                        o.time_major,
+                    )
+                }
+                _ => bail!("no {name} options"),
+            };
+            let n = op.inputs.len();
+            if n != 20 && n != 24 {
+                bail!("{name} with {n} inputs: the delegate takes 20 or 24");
+            }
+            l.not_hybrid(op, 2)?;
+            l.required(op, &LSTM_REQUIRED)?;
+            let mut args = Vec::new();
+            for i in 0..18 {
+                args.push(l.optional(op, i)?);
+            }
+            args.push(l.state(op, 18)?);
+            args.push(l.state(op, 19)?);
+            args.push(l.b.int(raw_activation(act)));
+            args.push(l.b.float(cell_clip));
+            args.push(l.b.float(proj_clip));
+            if unidirectional {
+                args.push(l.bool_scalar(time_major));
+            }
+            // Layer normalization weights: the file's (24 inputs), else omitted — the LSTM
+            // of 20 inputs has no such operands, the sequence form always has the four.
+            if n == 24 || unidirectional {
+                for i in 20..24 {
+                    args.push(l.optional(op, i)?);
+                }
+            }
+            if unidirectional {
+                let y = l.result(l.output(op, 0)?)?;
+                l.op(T::UnidirectionalSequenceLstm, &args, &[y]);
+            } else {
+                // NNAPI's LSTM writes a scratch buffer and both states before the output.
+                let extra: Vec<u32> = (0..3)
+                    .map(|k| l.extra_output(T::Lstm, &args, k))
+                    .collect::<R<_>>()?;
+                let y = l.result(l.output(op, 0)?)?;
+                l.op(T::Lstm, &args, &[extra[0], extra[1], extra[2], y]);
+            }
+        }
+        "BIDIRECTIONAL_SEQUENCE_LSTM" => {
+            let Some(BuiltinOptions::BidirectionalSequenceLstmOptions(o)) = opts else {
+                bail!("no BidirectionalSequenceLSTMOptions")
+            };
+            if op.inputs.len() != 48 {
+                bail!(
+                    "{name} with {} inputs: TensorFlow Lite's has 48",
+                    op.inputs.len()
+                );
+            }
+            l.not_hybrid(op, 2)?;
+            l.required(op, &LSTM_REQUIRED)?;
+            l.required(op, &LSTM_REQUIRED.map(|i| if i == 0 { 0 } else { i + 17 }))?;
+            let mut args = Vec::new();
+            for i in 0..48 {
+                // 35–38: both directions' activation and cell states.
+                args.push(if (35..=38).contains(&i) {
+                    l.state(op, i)?
+                } else {
+                    l.optional(op, i)?
+                });
+            }
+            args.push(l.b.int(raw_activation(o.fused_activation_function)));
+            args.push(l.b.float(o.cell_clip));
+            args.push(l.b.float(o.proj_clip));
+            args.push(l.bool_scalar(o.merge_outputs));
+            args.push(l.bool_scalar(o.time_major));
+            // TensorFlow Lite's has no layer normalization: eight omitted weights.
+            for _ in 0..8 {
+                args.push(l.b.no_value());
+            }
+            let mut ys = vec![l.result(l.output(op, 0)?)?];
+            if !o.merge_outputs {
+                ys.push(l.result(l.output(op, 1)?)?);
+            }
+            l.op(T::BidirectionalSequenceLstm, &args, &ys);
+        }
+        "BIDIRECTIONAL_SEQUENCE_RNN" => {
+            bail!("the NNAPI delegate has no mapping for BIDIRECTIONAL_SEQUENCE_RNN")
         }
         "CUSTOM" | "CALL" | "IF" | "WHILE" | "CALL_ONCE" | "DELEGATE" => {
             bail!("the NNAPI delegate does not send {name}")

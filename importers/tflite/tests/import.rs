@@ -215,6 +215,145 @@ fn a_builtin_without_an_nnapi_form_is_refused_by_name_with_the_whole_report() {
 }
 
 #[test]
+fn bool_and_int32_edges_keep_their_types() {
+    use nnhal_tflite::SourceType;
+    let m = import(&fixture("edges_f32.tflite")).unwrap();
+    let ins: Vec<_> = m.inputs.iter().map(|e| e.source_type).collect();
+    assert_eq!(
+        ins,
+        [SourceType::Float32, SourceType::Int32, SourceType::Bool8]
+    );
+    let outs: Vec<_> = m.outputs.iter().map(|e| e.source_type).collect();
+    assert_eq!(
+        outs,
+        [
+            SourceType::Bool8,
+            SourceType::Int32,
+            SourceType::Float32,
+            SourceType::Int32,
+            SourceType::Float32
+        ]
+    );
+    let ty = |i: u32| m.model.operands[i as usize].operand_type;
+    assert_eq!(ty(m.model.input_indexes[2]), OperandType::TensorBool8.raw());
+    assert_eq!(
+        ty(m.model.output_indexes[1]),
+        OperandType::TensorInt32.raw()
+    );
+    // k is passed as a scalar, the indices come out as int32.
+    let topk = line(&m, "TOPK_V2");
+    assert!(topk.ends_with("→ TOPK_V2"), "{topk}");
+    let op = m
+        .model
+        .operations
+        .iter()
+        .find(|o| o.operation_type == OperationType::TopkV2.raw())
+        .unwrap();
+    assert_eq!(ty(op.inputs[1]), OperandType::Int32.raw());
+    assert_eq!(ty(op.outputs[1]), OperandType::TensorInt32.raw());
+}
+
+#[test]
+fn recurrent_builtins_get_the_delegates_extra_operands() {
+    let m = import(&fixture("recurrent_f32.tflite")).unwrap();
+    let op = |t: OperationType| {
+        m.model
+            .operations
+            .iter()
+            .find(|o| o.operation_type == t.raw())
+            .unwrap_or_else(|| panic!("no {}", t.name()))
+    };
+    let lifetime = |i: u32| m.model.operands[i as usize].lifetime;
+    let zeros = |i: u32| {
+        let o = &m.model.operands[i as usize];
+        let at = o.location.offset as usize;
+        o.lifetime == nnhal_hal::OperandLifeTime::ConstantCopy.raw()
+            && m.model.operand_values[at..at + o.location.length as usize]
+                .iter()
+                .all(|&b| b == 0)
+    };
+    // RNN: activation appended, state in as zeros, state out added before the output.
+    let rnn = op(OperationType::Rnn);
+    assert_eq!((rnn.inputs.len(), rnn.outputs.len()), (6, 2));
+    assert!(zeros(rnn.inputs[4]));
+    assert_eq!(
+        lifetime(rnn.outputs[0]),
+        nnhal_hal::OperandLifeTime::TemporaryVariable.raw()
+    );
+    let svdf = op(OperationType::Svdf);
+    assert_eq!((svdf.inputs.len(), svdf.outputs.len()), (7, 2));
+    // LSTM of 24 inputs: 20 tensors, 3 scalars, 4 layer-norm weights (all absent here);
+    // scratch buffer and both states before the output.
+    let lstm = op(OperationType::Lstm);
+    assert_eq!((lstm.inputs.len(), lstm.outputs.len()), (27, 4));
+    assert!(zeros(lstm.inputs[18]) && zeros(lstm.inputs[19]));
+    for i in 23..27 {
+        assert_eq!(
+            lifetime(lstm.inputs[i]),
+            nnhal_hal::OperandLifeTime::NoValue.raw()
+        );
+    }
+    let seq = op(OperationType::UnidirectionalSequenceLstm);
+    assert_eq!(seq.inputs.len(), 28);
+    // CIFG: the input gate's weights are absent.
+    assert_eq!(
+        lifetime(seq.inputs[1]),
+        nnhal_hal::OperandLifeTime::NoValue.raw()
+    );
+    assert_eq!(op(OperationType::UnidirectionalSequenceRnn).inputs.len(), 7);
+    let bi = op(OperationType::BidirectionalSequenceLstm);
+    assert_eq!((bi.inputs.len(), bi.outputs.len()), (61, 1));
+}
+
+#[test]
+fn lookups_and_projections_lower_as_the_delegate_sends_them() {
+    let m = import(&fixture("lookup_f32.tflite")).unwrap();
+    let hits = m.model.operands[m.model.output_indexes[1] as usize].clone();
+    assert_eq!(hits.operand_type, OperandType::TensorQuant8Asymm.raw());
+    assert_eq!((hits.scale, hits.zero_point), (1.0, 0));
+    let lsh: Vec<_> = m
+        .model
+        .operations
+        .iter()
+        .filter(|o| o.operation_type == OperationType::LshProjection.raw())
+        .collect();
+    assert_eq!(lsh.len(), 2);
+    let kind = |o: &nnhal_hal::Operation| {
+        let c = &m.model.operands[o.inputs[3] as usize];
+        let at = c.location.offset as usize;
+        i32::from_le_bytes(m.model.operand_values[at..at + 4].try_into().unwrap())
+    };
+    // SPARSE is NNAPI's type 3 with the weight omitted; DENSE type 2 with its weights.
+    assert_eq!(kind(lsh[0]), 3);
+    assert_eq!(
+        m.model.operands[lsh[0].inputs[2] as usize].lifetime,
+        nnhal_hal::OperandLifeTime::NoValue.raw()
+    );
+    assert_eq!(kind(lsh[1]), 2);
+}
+
+#[test]
+fn operators_the_delegate_keeps_on_the_cpu_are_reported_with_the_reason() {
+    let e = import(&fixture("refused_f32.tflite")).unwrap_err();
+    let TfliteError::Operators { count, report } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(*count, 4, "{report:#?}");
+    for (builtin, why) in [
+        ("RNN", "fused activation Tanh"),
+        ("BIDIRECTIONAL_SEQUENCE_RNN", "no mapping"),
+        ("LSH_PROJECTION", "SPARSE projection with a weight input"),
+        ("TOPK_V2", "k must be an int32 constant"),
+    ] {
+        let l = report
+            .iter()
+            .find(|l| l.contains(&format!("({builtin}) →")))
+            .unwrap();
+        assert!(l.contains("not lowered") && l.contains(why), "{l}");
+    }
+}
+
+#[test]
 fn bi90_truncated_or_foreign_bytes_are_not_tflite() {
     let bytes = fixture("conv_f32.tflite");
     for cut in [0, 3, 7] {

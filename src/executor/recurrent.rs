@@ -125,8 +125,10 @@ pub struct PackedRecurrent {
     scratch: ArrayQueue<Vec<f32>>,
 }
 
-/// The packed directions: forward, and backward for the bidirectional operations.
+/// The packed directions: forward, and backward for the bidirectional operations. (One per
+/// operation, behind the box of [`Packed::Recurrent`]: the variants' sizes do not matter.)
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 enum Cells {
     Lstm(PackedLstm, Option<PackedLstm>),
     Rnn(PackedRnn, Option<PackedRnn>),
@@ -148,7 +150,7 @@ fn zeroed(len: usize) -> HalResult<Vec<f32>> {
 impl PackedRecurrent {
     /// The cells with one scratch buffer of `scratch_len` values allocated now; `None` when it
     /// cannot be (the operation then runs the reference loops).
-    fn new(cells: Cells, scratch_len: usize) -> Option<Packed> {
+    fn packed(cells: Cells, scratch_len: usize) -> Option<Packed> {
         let scratch = ArrayQueue::new(POOLED_SCRATCH);
         scratch.push(zeroed(scratch_len).ok()?).ok()?;
         Some(Packed::Recurrent(Box::new(PackedRecurrent {
@@ -398,7 +400,7 @@ fn pack_lstm(a: &PackArgs) -> HalResult<Option<Packed>> {
         return Ok(None);
     };
     let len = cell.scratch_len(step_dims(p.batch));
-    Ok(PackedRecurrent::new(Cells::Lstm(cell, None), len))
+    Ok(PackedRecurrent::packed(Cells::Lstm(cell, None), len))
 }
 
 /// One time step of `batch` rows as a sequence.
@@ -596,7 +598,7 @@ fn pack_rnn(a: &PackArgs) -> HalResult<Option<Packed>> {
         return Ok(None);
     };
     let len = cell.scratch_len(step_dims(batch));
-    Ok(PackedRecurrent::new(Cells::Rnn(cell, None), len))
+    Ok(PackedRecurrent::packed(Cells::Rnn(cell, None), len))
 }
 
 fn rnn(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
@@ -762,7 +764,10 @@ fn pack_sequence_rnn(a: &PackArgs) -> HalResult<Option<Packed>> {
         .scratch_len(seq)
         .max(bw.as_ref().map_or(0, |b| b.scratch_len(seq)));
     let spare = seq.batch * (p.fw_units + p.bw_units) as usize;
-    Ok(PackedRecurrent::new(Cells::Rnn(fw, bw), step_len + spare))
+    Ok(PackedRecurrent::packed(
+        Cells::Rnn(fw, bw),
+        step_len + spare,
+    ))
 }
 
 fn sequence_rnn(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
@@ -847,6 +852,8 @@ fn sequence_rnn(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
 // ---- sequence LSTM ---------------------------------------------------------------------------
 
 /// One direction of a sequence LSTM: its packed cell, or its tensors for the reference loops.
+/// (Two at most per call, on the stack: the variants' sizes do not matter.)
+#[allow(clippy::large_enum_variant)]
 enum LstmDirection<'a> {
     Packed {
         cell: &'a PackedLstm,
@@ -967,7 +974,7 @@ fn pack_sequence_lstm(a: &PackArgs) -> HalResult<Option<Packed>> {
     let step_len = fw
         .scratch_len(seq)
         .max(bw.as_ref().map_or(0, |b| b.scratch_len(seq)));
-    Ok(PackedRecurrent::new(
+    Ok(PackedRecurrent::packed(
         Cells::Lstm(fw, bw),
         step_len + lstm_spare_len(p),
     ))

@@ -405,7 +405,16 @@ impl Plan {
         let n = m.operands.len();
         if self.steps.iter().any(|s| s.params.is_none())
             || m.inputs.iter().any(|&i| m.omittable[i])
-            || m.static_dims.iter().any(|d| d.is_none())
+            || m.static_dims
+                .iter()
+                .zip(&m.operands)
+                .enumerate()
+                .any(|(i, (d, o))| {
+                    // An omitted optional operand has no extents and no home; the recurrent
+                    // operations run with it in the arena plan (the others still decide at
+                    // execution).
+                    d.is_none() && !(o.lifetime == OperandLifeTime::NoValue && recurrent_only(m, i))
+                })
         {
             return Ok(None);
         }
@@ -611,7 +620,9 @@ impl Plan {
                 .as_ref()
                 .expect("static plans resolve every step");
             let (outs, gaps) = carve(arena, &layout.homes, &op.outputs, &step.out_order)?;
-            let mut values: SmallVec<[Option<TensorRef>; 12]> = SmallVec::new();
+            // Room for every input and output of any operation (BIDIRECTIONAL_SEQUENCE_LSTM:
+            // 61 and 6), so the steady state allocates none.
+            let mut values: SmallVec<[Option<TensorRef>; 64]> = SmallVec::new();
             for &i in &op.inputs {
                 values.push(match &layout.homes[i] {
                     Home::Absent => None,
@@ -622,7 +633,7 @@ impl Plan {
                     }),
                 });
             }
-            let mut out_views: SmallVec<[TensorMut; 4]> = SmallVec::new();
+            let mut out_views: SmallVec<[TensorMut; 6]> = SmallVec::new();
             for ((bytes, r), dims) in outs.into_iter().zip(&inferred.outputs) {
                 if !step.imp.is_some_and(|imp| imp.fills) {
                     bytes.fill(0);
@@ -1322,6 +1333,24 @@ fn place_in_slots(values: &[Value], cool_down: usize) -> (Vec<usize>, usize) {
     (offsets, total)
 }
 
+/// Whether operand `i` is read only by the recurrent operations (LSTM, RNN and the sequence
+/// forms), whose registrations take an omitted optional input as absent on both paths.
+fn recurrent_only(m: &ValidModel, i: usize) -> bool {
+    use nnhal_hal::OperationType as T;
+    let mut readers = m.operations.iter().filter(|op| op.inputs.contains(&i));
+    readers.all(|op| {
+        matches!(
+            op.ty,
+            T::Lstm
+                | T::Rnn
+                | T::UnidirectionalSequenceLstm
+                | T::BidirectionalSequenceLstm
+                | T::UnidirectionalSequenceRnn
+                | T::BidirectionalSequenceRnn
+        )
+    })
+}
+
 fn layout_error() -> HalError {
     HalError::GeneralFailure("an arena slot is misaligned or mis-sized".into())
 }
@@ -1421,11 +1450,11 @@ fn carve<'a>(
     outputs: &[usize],
     order: &[usize],
 ) -> HalResult<(
-    SmallVec<[(&'a mut [u8], Region); 4]>,
-    SmallVec<[Gap<'a>; 5]>,
+    SmallVec<[(&'a mut [u8], Region); 6]>,
+    SmallVec<[Gap<'a>; 7]>,
 )> {
-    let mut gaps: SmallVec<[Gap<'a>; 5]> = SmallVec::new();
-    let mut slots: SmallVec<[Option<(&'a mut [u8], Region)>; 4]> =
+    let mut gaps: SmallVec<[Gap<'a>; 7]> = SmallVec::new();
+    let mut slots: SmallVec<[Option<(&'a mut [u8], Region)>; 6]> =
         (0..outputs.len()).map(|_| None).collect();
     let mut rest: &'a mut [u8] = arena;
     let mut at = 0usize;

@@ -1,8 +1,10 @@
 //! The compiled plan's hot path allocates nothing: once a prepared model has run, further
-//! executions of a validated request allocate only the output shapes they return. The model
-//! is the float32 MobileNet v1 and its uint8 sibling, so every fast registration (packed
+//! executions of a validated request allocate only the output shapes they return. The models
+//! are the float32 MobileNet v1 and its uint8 sibling, so every fast registration (packed
 //! convolutions, depthwise, pooling, aliased RESHAPE, SOFTMAX) and the arena pool are on the
-//! path. This is the only test of its binary: the allocation counter is process-wide.
+//! path, and the float32 LSTM keyword spotter (UNIDIRECTIONAL_SEQUENCE_LSTM on packed gate
+//! weights with the plan's step scratch, STRIDED_SLICE, FULLY_CONNECTED, SOFTMAX). This is the
+//! only test of its binary: the allocation counter is process-wide.
 
 mod common;
 
@@ -56,18 +58,20 @@ fn arg(pool: u32, length: u32) -> RequestArgument {
     }
 }
 
-/// Runs `model` (one input, one output of the given byte sizes) a few times to warm up, then
+/// Runs `model` (inputs and outputs of the given byte sizes) a few times to warm up, then
 /// counts the allocations of `runs` more executions of the plan.
-fn allocations_per_run(model: Model, input_bytes: u32, output_bytes: u32) -> usize {
+fn allocations_per_run(model: Model, inputs: &[u32], outputs: &[u32]) -> usize {
     let prepared = Driver::new(1).unwrap().prepare_model(model).unwrap();
     assert!(prepared.plan().is_static());
+    let n = inputs.len() as u32;
     let request = Request {
-        inputs: vec![arg(0, input_bytes)],
-        outputs: vec![arg(1, output_bytes)],
-        pools: vec![
-            pool(&vec![1u8; input_bytes as usize], input_bytes as u64),
-            pool(&[], output_bytes as u64),
-        ],
+        inputs: (0..n).zip(inputs).map(|(i, &b)| arg(i, b)).collect(),
+        outputs: (n..).zip(outputs).map(|(i, &b)| arg(i, b)).collect(),
+        pools: inputs
+            .iter()
+            .map(|&b| pool(&vec![1u8; b as usize], u64::from(b)))
+            .chain(outputs.iter().map(|&b| pool(&[], u64::from(b))))
+            .collect(),
     };
     let bound = validate_request(prepared.plan().model(), &request, None).unwrap();
     for _ in 0..2 {
@@ -77,21 +81,33 @@ fn allocations_per_run(model: Model, input_bytes: u32, output_bytes: u32) -> usi
     let before = ALLOCATIONS.load(Ordering::SeqCst);
     for _ in 0..runs {
         let shapes = prepared.plan().run(&bound, None).unwrap();
-        assert_eq!(shapes.len(), 1);
+        assert_eq!(shapes.len(), outputs.len());
     }
     (ALLOCATIONS.load(Ordering::SeqCst) - before) / runs
 }
 
+fn vector_model(path: &str) -> Model {
+    let vector = nnhal_vts::vector::Vector::from_file(&common::repo_root().join(path)).unwrap();
+    nnhal_vts::vector::model::to_model(&vector, ConstantMode::Copy).unwrap()
+}
+
 #[test]
 fn executions_allocate_only_the_returned_shapes() {
-    // One allocation for the list of output shapes and one for the single shape in it.
-    let float = allocations_per_run(nnhal_cli::mobilenet::model(), 224 * 224 * 3 * 4, 1001 * 4);
+    // One allocation for the list of output shapes and one per shape in it.
+    let float = allocations_per_run(
+        nnhal_cli::mobilenet::model(),
+        &[224 * 224 * 3 * 4],
+        &[1001 * 4],
+    );
     assert_eq!(float, 2, "float32 MobileNet: allocations per execution");
-    let vector = nnhal_vts::vector::Vector::from_file(
-        &common::repo_root().join("perf/mobilenet_v1_u8.json"),
-    )
-    .unwrap();
-    let model = nnhal_vts::vector::model::to_model(&vector, ConstantMode::Copy).unwrap();
-    let quant = allocations_per_run(model, 224 * 224 * 3, 1001);
+    let model = vector_model("perf/mobilenet_v1_u8.json");
+    let quant = allocations_per_run(model, &[224 * 224 * 3], &[1001]);
     assert_eq!(quant, 2, "uint8 MobileNet: allocations per execution");
+    // Features [1, 49, 10] and the two zero states [1, 32]; two [1, 12] outputs.
+    let model = vector_model("vts_tests/real/kws_lstm_f32.json");
+    let lstm = allocations_per_run(model, &[49 * 10 * 4, 32 * 4, 32 * 4], &[12 * 4, 12 * 4]);
+    assert_eq!(
+        lstm, 3,
+        "float32 LSTM keyword spotter: allocations per execution"
+    );
 }

@@ -1273,6 +1273,25 @@ impl ValidModel {
     }
 }
 
+/// Whether operand `i` is read only by UNIDIRECTIONAL_ / BIDIRECTIONAL_SEQUENCE_LSTM and _RNN.
+pub fn sequence_only(valid: &ValidModel, i: usize) -> bool {
+    let mut readers = valid
+        .operations
+        .iter()
+        .filter(|op| op.inputs.contains(&i))
+        .peekable();
+    readers.peek().is_some()
+        && readers.all(|op| {
+            matches!(
+                op.ty,
+                OperationType::UnidirectionalSequenceLstm
+                    | OperationType::BidirectionalSequenceLstm
+                    | OperationType::UnidirectionalSequenceRnn
+                    | OperationType::BidirectionalSequenceRnn
+            )
+        })
+}
+
 /// Runs shape inference over every operation whose shapes and parameters are known before
 /// execution, rejecting inconsistent models up front and recording shapes for the planner.
 fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
@@ -1294,7 +1313,11 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
         );
         let small =
             !o.ty.is_tensor() || (o.ty == OperandType::TensorInt32 && o.location.length <= 1024);
-        if is_const && small && !o.ty.is_opaque() {
+        // BOOL scalars too where only the recurrent sequence operations read them (their
+        // time_major and merge_outputs decide shapes; known at prepare, they let the plan pack
+        // and place those operations). The image operations' layout flags stay for execution.
+        let recurrent_bool = o.ty == OperandType::Bool && sequence_only(valid, i);
+        if is_const && small && (!o.ty.is_opaque() || recurrent_bool) {
             values.insert(i, valid.constant_bytes(model, i)?);
         }
     }

@@ -50,6 +50,9 @@ pub enum Packed {
     /// TRANSPOSE_CONV_2D quant8: the filter as one uint8 GEMM with int32 sums, the bias and the
     /// per-channel requantizers.
     TransposeU8(nnhal_kernels::conv::transpose::PackedTransposeU8),
+    /// LSTM / RNN and their sequence forms, float32: each direction's gate weights packed for
+    /// the float32 GEMM, and the operation's step scratch.
+    Recurrent(Box<recurrent::PackedRecurrent>),
     /// CONV_2D / DEPTHWISE_CONV_2D with a TENSOR_QUANT8_SYMM_PER_CHANNEL filter: the filter's
     /// unsigned image (zero point 128), the bias and one requantizer per output channel.
     PerChannel {

@@ -68,13 +68,13 @@ fn vector_batch_vector_product_accumulate(weights: &[f32], batch_vector: &[f32],
 }
 
 #[inline]
-fn sigmoid(x: f32) -> f32 {
+pub(crate) fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + (-x).exp())
 }
 
 /// `[-limit, limit]` clipping with the reference's comparisons (a NaN passes through).
 #[inline]
-fn clip(x: f32, limit: f32) -> f32 {
+pub(crate) fn clip(x: f32, limit: f32) -> f32 {
     let x = if limit < x { limit } else { x };
     if -limit > x {
         -limit
@@ -468,7 +468,7 @@ pub struct LstmLayerNorm<'a> {
 /// Normalises each `weights.len()`-wide row of `gate` as [`LstmLayerNorm`] describes:
 /// `((x − mean) / sqrt(variance + 1e-8)) · weight + bias`, in f32 and in that order, the
 /// mean and (population) variance taken in two passes over the row.
-fn layer_norm_rows(gate: &mut [f32], weights: &[f32], bias: Option<&[f32]>) {
+pub(crate) fn layer_norm_rows(gate: &mut [f32], weights: &[f32], bias: Option<&[f32]>) {
     const EPSILON: f32 = 1e-8;
     let n = weights.len();
     if n == 0 {

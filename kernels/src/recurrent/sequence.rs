@@ -59,7 +59,7 @@ fn gather(dims: SeqDims, t: usize, seq: &[f32], size: usize, dst: &mut [f32]) {
 }
 
 /// Copies `src`, `[batch, len]`, into step `t` of `out`.
-fn scatter(dims: SeqDims, t: usize, src: &[f32], len: usize, out: &mut SeqOutput<'_>) {
+pub(crate) fn scatter(dims: SeqDims, t: usize, src: &[f32], len: usize, out: &mut SeqOutput<'_>) {
     if len == 0 {
         return;
     }
@@ -70,7 +70,7 @@ fn scatter(dims: SeqDims, t: usize, src: &[f32], len: usize, out: &mut SeqOutput
 }
 
 /// The steps of a direction in the order it visits them.
-fn steps(max_time: usize, reverse: bool) -> impl Iterator<Item = usize> {
+pub(crate) fn steps(max_time: usize, reverse: bool) -> impl Iterator<Item = usize> {
     (0..max_time).map(move |t| if reverse { max_time - 1 - t } else { t })
 }
 

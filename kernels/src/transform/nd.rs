@@ -94,10 +94,19 @@ pub fn strided_slice<T: Copy + Send + Sync>(
     count: &[usize],
     out: &mut [T],
 ) {
-    let s = strides(shape);
-    let base: isize = (0..shape.len()).map(|k| (begin[k] * s[k]) as isize).sum();
-    let st: Vec<isize> = (0..shape.len()).map(|k| step[k] * s[k] as isize).collect();
-    gather(input, base, count, &st, out);
+    // Fixed arrays, not vectors: a steady-state execution allocates nothing.
+    let rank = shape.len();
+    assert!(rank <= MAX_RANK, "rank {rank}");
+    let mut s = [1usize; MAX_RANK];
+    for k in (0..rank.saturating_sub(1)).rev() {
+        s[k] = s[k + 1] * shape[k + 1];
+    }
+    let base: isize = (0..rank).map(|k| (begin[k] * s[k]) as isize).sum();
+    let mut st = [0isize; MAX_RANK];
+    for k in 0..rank {
+        st[k] = step[k] * s[k] as isize;
+    }
+    gather(input, base, count, &st[..rank], out);
 }
 
 /// BATCH_TO_SPACE_ND, NHWC: the output `[b, y·bh + i, x·bw + j, c]` viewed as

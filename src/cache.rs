@@ -245,7 +245,8 @@ pub fn encode_packed(plan: &Plan) -> Vec<u8> {
                 | Packed::Grouped(_)
                 | Packed::TransposeF32(_)
                 | Packed::TransposeU8(_)
-                | Packed::PerChannel { .. },
+                | Packed::PerChannel { .. }
+                | Packed::Recurrent(_),
             ) => PACKED_REBUILT,
         };
         out.push(tag);

@@ -432,8 +432,10 @@ fn voxelnet_is_refused_by_its_custom_operator_and_imports_after_it() {
 }
 
 /// The public VoxelNet quantizer output from its custom operator on: the cut graph in-process
-/// against the NNAPI-rounding and DPU-rounding references, per output the share of elements
-/// equal to the first and within one step of the second. Too slow for CI (a few minutes in
+/// against the NNAPI-rounding reference (bit-exact) and the DPU-rounding one (per output the
+/// share of elements equal and within one step), and per requantized layer the share of
+/// accumulators the two roundings put one step apart (about 2^-shift, never more than one
+/// step). Too slow for CI (a few minutes in
 /// release): `cargo test --release -p nnhal-cli --test xmodel_cases -- --ignored voxelnet`.
 #[test]
 #[ignore]
@@ -508,7 +510,40 @@ fn voxelnet_after_its_custom_operator_against_the_references() {
                 100.0 * equal as f64 / g.len() as f64,
                 100.0 * within as f64 / g.len() as f64
             );
-            assert!(within * 100 >= 99 * g.len());
+            // The driver is the NNAPI-rounding reference, bit for bit. Against the DPU's
+            // rounding the outputs are where about 20 requantized layers' one-step differences
+            // have compounded (figures in the README); each layer's own are checked below.
+            if rounding == Rounding::Nnapi {
+                assert_eq!(equal, g.len(), "output {k}");
+            }
         }
     }
+    let layers =
+        reference::rounding_by_layer(&graph, &options, std::slice::from_ref(&input)).unwrap();
+    let (mut total, mut apart) = (0, 0);
+    for l in &layers {
+        let d = l.dpu_higher + l.dpu_lower;
+        total += l.elements;
+        apart += d;
+        println!(
+            "layer '{}' (2^-{}): {d} of {} one step apart ({} up, {} down, {:.3} %)",
+            l.name,
+            l.shift,
+            l.elements,
+            l.dpu_higher,
+            l.dpu_lower,
+            100.0 * d as f64 / l.elements as f64
+        );
+        // About 2^-shift of the accumulators (research sweep; 2× for the data's spread).
+        assert!(
+            d as f64 <= 2.0 * 2f64.powi(-(l.shift as i32)) * l.elements as f64,
+            "layer '{}'",
+            l.name
+        );
+    }
+    println!(
+        "{} requantized layers: {apart} of {total} elements one step apart ({:.3} %)",
+        layers.len(),
+        100.0 * apart as f64 / total as f64
+    );
 }

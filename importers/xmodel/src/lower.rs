@@ -497,7 +497,9 @@ fn lower_op(l: &mut Lowering, op: &Op) -> R<String> {
                     .iter()
                     .map(|&v| fix_value(v, fp, bits, signed, &mode))
                     .collect();
-                l.vals.insert(i, Val::Const(s, d, Some(fix)));
+                // Weights and biases as quant8 need the scale to stay a normal float32.
+                let kept = QUANT_FP.contains(&fp).then_some(fix);
+                l.vals.insert(i, Val::Const(s, d, kept));
                 return Ok(format!("constant folded (fix_point {fp})"));
             }
             let before = l.quant_of(p[0]);
@@ -1551,11 +1553,12 @@ fn lower_one(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
                 what.push_str(" on TENSOR_QUANT8_ASYMM (its input's quantization)");
             }
         }
-        _ if op.ty != "fix"
-            && op
-                .args
-                .iter()
-                .any(|(_, p)| p.iter().any(|&q| l.quant_of(q).is_some())) =>
+        (None, Some(Val::Tensor(..)))
+            if op.ty != "fix"
+                && op
+                    .args
+                    .iter()
+                    .any(|(_, p)| p.iter().any(|&q| l.quant_of(q).is_some())) =>
         {
             what.push_str(" on float32 (quant8 inputs dequantized: no exact quant8 form here)");
         }
@@ -1620,6 +1623,7 @@ fn lower_with_plan(
                 .then(|| fix_params(op).ok())
                 .flatten()
                 .filter(|(fp, ..)| QUANT_FP.contains(fp));
+            let mut quantized = String::new();
             if let Some((fp, _, signed, _)) = fix {
                 let f = Fix { fp, signed };
                 match l.emit_typed(
@@ -1632,6 +1636,10 @@ fn lower_with_plan(
                 ) {
                     Ok(q) => {
                         l.vals.insert(i, Val::Quant(q, op.shape.clone(), f));
+                        quantized = format!(
+                            ", QUANTIZE (TENSOR_QUANT8_ASYMM scale 2^-{fp}, zero point {})",
+                            f.zero_point()
+                        );
                     }
                     Err(why) => report.push(format!("'{}' ({}): {why}", op.name, op.ty)),
                 }
@@ -1644,7 +1652,7 @@ fn lower_with_plan(
                 quantized: None,
             });
             summary.push(format!(
-                "'{}' ({}): model input {:?}",
+                "'{}' ({}): model input {:?}{quantized}",
                 op.name, op.ty, op.shape
             ));
             continue;

@@ -106,6 +106,9 @@ pub fn run(g: &Graph, options: &Options, inputs: &[Tensor], rounding: Rounding) 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LayerRounding {
     pub name: String,
+    /// The requantization 2^-shift (a fraction 2^-shift of evenly spread accumulators round
+    /// differently).
+    pub shift: i64,
     pub elements: usize,
     pub dpu_higher: usize,
     pub dpu_lower: usize,
@@ -227,6 +230,7 @@ fn compare_rounding(name: &str, v: &Tensor, q: &Tensor, rq: Requant) -> R<LayerR
     }
     Ok(LayerRounding {
         name: name.to_string(),
+        shift: rq.shift,
         elements: v.data.len(),
         dpu_higher: higher,
         dpu_lower: lower,

@@ -2,7 +2,8 @@
 //! order. XIR tensors are NHWC like NNAPI's, so every edge keeps its layout. Quantizer output
 //! lowers to quant8 operations (`docs/xmodel.md`, "Quantization"): an 8-bit `fix` on an
 //! activation is a TENSOR_QUANT8_ASYMM operand at scale 2^-fix_point ([`Fix`]); constants
-//! after a `fix` become uint8 weights and int32 biases; convolutions, inner products and
+//! after a `fix` become uint8 weights (at one float32 ulp below their power of two where that
+//! makes the driver round once) and int32 biases; convolutions, inner products and
 //! two-input ADD/SUB/MUL on quant8 inputs write the quantization of the first `fix` after the
 //! quantization-transparent operators that follow them ([`Requant`]: the driver's one
 //! requantization, which the NNAPI-rounding reference mirrors); operators without an exact
@@ -241,13 +242,66 @@ pub const QUANT_FP: std::ops::RangeInclusive<i64> = -24..=40;
 
 /// An operation the lowering computes on quant8 operands and NNAPI requantizes once: its exact
 /// result `v` becomes the integer `acc = v · 2^(out.fp + shift)`, scaled by 2^-shift with the
-/// driver's rounding (a rounding doubling high multiply by 2^30, then a rounding right shift
-/// by `shift − 1`), saturated to `out`'s range. `reference` rounds it so.
+/// driver's rounding (a rounding doubling high multiply by the Q31 `multiplier`, then a
+/// rounding right shift by `right_shift`), saturated to `out`'s range. `reference` rounds it so.
+///
+/// At an exact power of two 2^-shift the driver's multiplier is (2^30, shift − 1): two
+/// roundings. A convolution-like operator whose weight scale is one float32 ulp below 2^-fp_w
+/// (`below`) gets (2^31 − 2^7, shift) instead: the multiply leaves every accumulator of
+/// magnitude below 2^23 unchanged and the shift rounds once (`docs/xmodel.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Requant {
     pub out: Fix,
     pub shift: i64,
+    pub multiplier: i64,
+    pub right_shift: i64,
+    /// The weights are held at one float32 ulp below 2^-fp_w.
+    pub below: bool,
 }
+
+impl Requant {
+    /// The requantization by exactly 2^-shift (`shift ≥ 1`).
+    pub fn power_of_two(out: Fix, shift: i64) -> Requant {
+        Requant {
+            out,
+            shift,
+            multiplier: 1 << 30,
+            right_shift: shift - 1,
+            below: false,
+        }
+    }
+}
+
+/// The largest float32 below 2^-fp (2^-fp · (1 − 2^-24)), a normal float for every fp in
+/// [`QUANT_FP`].
+pub fn scale_below(fp: i64) -> f32 {
+    f32::from_bits(2f32.powi(-fp as i32).to_bits() - 1)
+}
+
+/// The Q31 multiplier and right shift NNAPI 1.0 derives for a quantized convolution-like
+/// operation: `s_in · s_w` then `/ s_out`, both in float32, split as fraction · 2^e with the
+/// fraction in [0.5, 1), the fraction rounded to 31 bits (half away from zero; a carry to 2^31
+/// renormalised), the right shift −e. `None` when the multiplier is not in (0, 1).
+pub fn nnapi_multiplier(s_in: f32, s_w: f32, s_out: f32) -> Option<(i64, i64)> {
+    let real = f64::from(s_in * s_w / s_out);
+    if !(real > 0.0 && real < 1.0) || real < f64::MIN_POSITIVE {
+        return None;
+    }
+    let bits = real.to_bits();
+    let mut e = ((bits >> 52) & 0x7ff) as i64 - 1022;
+    let fraction = f64::from_bits((bits & !(0x7ffu64 << 52)) | (1022u64 << 52));
+    let mut q = (fraction * 2f64.powi(31)).round() as i64;
+    if q == 1 << 31 {
+        q /= 2;
+        e += 1;
+    }
+    (e <= 0).then_some((q, -e))
+}
+
+/// The accumulators a requantization with `multiplier` 2^31 − 2^7 leaves unchanged: the
+/// rounding doubling high multiply gives `acc − acc · 2^-24` rounded, which is `acc` while
+/// |acc| < 2^23.
+pub const BELOW_EXACT: i64 = 1 << 23;
 
 #[derive(Clone, Debug)]
 enum Val {
@@ -962,7 +1016,13 @@ fn conv(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
             (ty, ws.clone(), w.clone())
         }
     };
-    let (ft, bt) = filter_and_bias(l, quant, &filter_shape, &filter, &bias);
+    // NNAPI's depthwise filter [1, h, w, channels] has its output channel last.
+    let axis = if ty == T::DepthwiseConv2d {
+        filter_shape.len().saturating_sub(1)
+    } else {
+        0
+    };
+    let (ft, bt, quant) = filter_and_bias(l, quant, &filter_shape, axis, &filter, &bias);
     let mut ins = vec![x, ft, bt];
     if ty == T::TransposeConv2d {
         if (dw, dh) != (1, 1) {
@@ -1085,7 +1145,7 @@ fn conv_quant(
     if weight_zero_point(&wq, fw).is_none() {
         return Ok(None);
     }
-    Ok(Some((Requant { out, shift }, fin, fw)))
+    Ok(Some((Requant::power_of_two(out, shift), fin, fw)))
 }
 
 /// The zero point that holds weights `w` (on `fix`'s grid) in uint8: 128 for signed values, 0
@@ -1104,38 +1164,70 @@ fn weight_zero_point(w: &[f64], fix: Fix) -> Option<i64> {
     }
 }
 
-/// The filter and bias operands: float32, or for the quant8 form TENSOR_QUANT8_ASYMM weights at
-/// scale 2^-fp_w and a TENSOR_INT32 bias at scale s_in·s_w (each value exactly
-/// `b · 2^(fp_in + fp_w)`, checked by `conv_quant`).
+/// The filter and bias operands: float32, or for the quant8 form TENSOR_QUANT8_ASYMM weights
+/// and a TENSOR_INT32 bias at scale s_in·s_w (each value exactly `b · 2^(fp_in + fp_w)`,
+/// checked by `conv_quant`). The weight scale is one float32 ulp below 2^-fp_w ([`scale_below`])
+/// when every accumulator of the layer stays below [`BELOW_EXACT`] (bounded per output channel,
+/// the filter's `channel_axis`, from the largest input and the weights and bias): the driver
+/// then rounds once; otherwise exactly 2^-fp_w. The integers stay the file's either way; the
+/// requantization returned says which.
 fn filter_and_bias(
     l: &mut Lowering,
     quant: Option<(Requant, Fix, Fix)>,
     filter_shape: &[usize],
+    channel_axis: usize,
     filter: &[f64],
     bias: &[f64],
-) -> (u32, u32) {
+) -> (u32, u32, Option<(Requant, Fix, Fix)>) {
     match quant {
-        Some((_, fin, fw)) => {
+        Some((rq, fin, fw)) => {
             let zp = weight_zero_point(filter, fw).unwrap_or(128);
             let step = 2f64.powi(fw.fp as i32);
-            let u: Vec<u8> = filter
-                .iter()
-                .map(|&v| ((v * step) as i64 + zp) as u8)
-                .collect();
-            let ft =
-                l.b.u8_tensor(&dims(filter_shape), &u, fw.scale(), zp as i32);
+            let q: Vec<i64> = filter.iter().map(|&v| (v * step) as i64).collect();
             let product = 2f64.powi((fin.fp + fw.fp) as i32);
             let b: Vec<i32> = bias.iter().map(|&v| (v * product) as i32).collect();
-            let bt =
-                l.b.i32_tensor(&[bias.len() as u32], &b, fin.scale() * fw.scale());
-            (ft, bt)
+            // |x − zp_x| is at most 128 (signed input) or 255 (unsigned).
+            let x_max: i64 = if fin.signed { 128 } else { 255 };
+            let channels = filter_shape.get(channel_axis).copied().unwrap_or(1).max(1);
+            let inner: usize = filter_shape
+                .get(channel_axis + 1..)
+                .map_or(1, |s| s.iter().product());
+            let mut bound = vec![0i64; channels];
+            for (n, &w) in q.iter().enumerate() {
+                bound[(n / inner.max(1)) % channels] += w.abs() * x_max;
+            }
+            for (c, &v) in b.iter().enumerate() {
+                if let Some(s) = bound.get_mut(c) {
+                    *s += i64::from(v).abs();
+                }
+            }
+            // Past a right shift of 31 the driver's multiplier is zero: keep the power of two.
+            let below = rq.shift <= 31 && bound.iter().all(|&s| s < BELOW_EXACT);
+            let s_w = if below {
+                scale_below(fw.fp)
+            } else {
+                fw.scale()
+            };
+            let rq = match nnapi_multiplier(fin.scale(), s_w, rq.out.scale()) {
+                Some((multiplier, right_shift)) if below => Requant {
+                    multiplier,
+                    right_shift,
+                    below,
+                    ..rq
+                },
+                _ => rq,
+            };
+            let u: Vec<u8> = q.iter().map(|&v| (v + zp) as u8).collect();
+            let ft = l.b.u8_tensor(&dims(filter_shape), &u, s_w, zp as i32);
+            let bt = l.b.i32_tensor(&[bias.len() as u32], &b, fin.scale() * s_w);
+            (ft, bt, Some((rq, fin, fw)))
         }
         None => {
             let f: Vec<f32> = filter.iter().map(|&v| v as f32).collect();
             let ft = l.b.f32_tensor(&dims(filter_shape), &f);
             let b: Vec<f32> = bias.iter().map(|&v| v as f32).collect();
             let bt = l.b.f32_tensor(&[bias.len() as u32], &b);
-            (ft, bt)
+            (ft, bt, None)
         }
     }
 }
@@ -1154,10 +1246,18 @@ fn quant_what(
             l.requant.insert(i, rq);
             format!(
                 "{name} on TENSOR_QUANT8_ASYMM (output scale 2^-{}, zero point {}; \
-                 requantized by 2^-{})",
+                 requantized by 2^-{}{})",
                 rq.out.fp,
                 rq.out.zero_point(),
-                rq.shift
+                rq.shift,
+                if rq.below {
+                    format!(
+                        ", weights one ulp below 2^-fp: multiplier {} >> {}",
+                        rq.multiplier, rq.right_shift
+                    )
+                } else {
+                    String::new()
+                }
             )
         }
         None => name.to_string(),
@@ -1284,7 +1384,7 @@ fn eltwise_quant(l: &Lowering, op: &Op, i: usize, p: &[usize]) -> Option<(Requan
     };
     (1..=31)
         .contains(&shift)
-        .then_some((Requant { out, shift }, a, b))
+        .then_some((Requant::power_of_two(out, shift), a, b))
 }
 
 fn dense(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
@@ -1351,7 +1451,7 @@ fn dense(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
         Some((bs, _)) => bail!("bias {bs:?} for {units} units"),
         None => vec![0.0; units],
     };
-    let (wt, bt) = filter_and_bias(l, quant, &[units, depth], &weights, &bias);
+    let (wt, bt, quant) = filter_and_bias(l, quant, &[units, depth], 0, &weights, &bias);
     let act = l.b.int(0);
     if shape.iter().product::<usize>() != batch * units {
         bail!("output {shape:?} is not {batch}×{units}");

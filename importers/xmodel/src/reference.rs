@@ -6,9 +6,11 @@
 //!
 //! With [`Rounding::Nnapi`], the operators the lowering computes on quant8 operands
 //! ([`crate::lower::quant_plan`]) are rounded as the driver requantizes their integer result:
-//! the exact accumulator scaled by 2^-k with a rounding doubling high multiply by 2^30 (half
-//! toward +∞) then a rounding right shift by k − 1 (half away from zero), saturated to the
-//! output range — two roundings where the DPU's `DPU_ROUND` makes one (`docs/xmodel.md`).
+//! the exact accumulator scaled by 2^-k with a rounding doubling high multiply by the Q31
+//! multiplier the lowered scales give (half toward +∞) then a rounding right shift (half away
+//! from zero), saturated to the output range. At an exact power of two that is (2^30, k − 1),
+//! two roundings where the DPU's `DPU_ROUND` makes one; with the weights one float32 ulp below
+//! their power of two, (2^31 − 2^7, k), one rounding (`docs/xmodel.md`).
 
 use crate::decode::{Graph, Op};
 use crate::lower::{
@@ -191,20 +193,23 @@ fn run_inner(
     Ok(outs.iter().map(|o| vals[o].clone()).collect())
 }
 
-/// `acc · 2^-k` as the driver's requantization rounds it: the rounding doubling high multiply
-/// of `acc` by 2^30 (acc / 2, an exact half toward +∞), then a right shift by k − 1 rounding
-/// half away from zero (`k ≥ 1`).
-pub fn nnapi_requantize(acc: i64, k: i64) -> i64 {
-    let half = if acc >= 0 { (acc + 1) / 2 } else { -(-acc / 2) };
-    let e = k - 1;
-    if e == 0 {
-        return half;
+/// `acc` scaled as the driver's requantization rounds it: the rounding doubling high multiply
+/// by the Q31 `multiplier` (`acc · m / 2^31` to nearest, an exact half toward +∞ when
+/// positive and toward zero when negative), then a right shift by `right_shift` rounding half
+/// away from zero. At a power of two 2^-k the multiplier is (2^30, k − 1): two roundings; one
+/// float32 ulp below it, (2^31 − 2^7, k): the multiply keeps |acc| < 2^23, one rounding.
+pub fn nnapi_requantize(acc: i64, multiplier: i64, right_shift: i64) -> i64 {
+    let ab = i128::from(acc) * i128::from(multiplier);
+    let nudge: i128 = if ab >= 0 { 1 << 30 } else { 1 - (1 << 30) };
+    let high = ((ab + nudge) / (1i128 << 31)) as i64;
+    if right_shift == 0 {
+        return high;
     }
-    if e >= 62 {
+    if right_shift >= 62 {
         return 0;
     }
-    let magnitude = (half.abs() + (1i64 << (e - 1))) >> e;
-    if half < 0 {
+    let magnitude = (high.abs() + (1i64 << (right_shift - 1))) >> right_shift;
+    if high < 0 {
         -magnitude
     } else {
         magnitude
@@ -250,7 +255,10 @@ fn requantize(v: &Tensor, rq: Requant) -> R<Tensor> {
             if acc.fract() != 0.0 || acc.abs() >= 2f64.powi(31) {
                 return Err(format!("accumulator {acc} is not an int32"));
             }
-            Ok(nnapi_requantize(acc as i64, rq.shift).clamp(lo, hi) as f64 * step)
+            Ok(
+                nnapi_requantize(acc as i64, rq.multiplier, rq.right_shift).clamp(lo, hi) as f64
+                    * step,
+            )
         })
         .collect::<R<Vec<f64>>>()?;
     Ok(Tensor {

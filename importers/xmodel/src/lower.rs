@@ -1,11 +1,14 @@
 //! Lowering of a checked XIR graph to NNAPI operations, operator by operator, in producer
-//! order. XIR tensors are NHWC like NNAPI's, so every edge keeps its layout; constants (after
-//! the `fix` that follows them, folded at import) become TENSOR_FLOAT32 operands. A `fix` on
-//! an activation becomes QUANTIZE then DEQUANTIZE at scale 2^-fix_point (zero point 0,
-//! TENSOR_QUANT8_ASYMM_SIGNED when signed): the float graph carries the quantizer's values,
-//! with NNAPI's rounding (half away from zero) where the DPU rounds half toward +∞ — the two
-//! differ only on exact ties (`docs/xmodel.md`). The README ("XModel models") lists what each
-//! XIR operator becomes; `lower_op` has one arm per operator type.
+//! order. XIR tensors are NHWC like NNAPI's, so every edge keeps its layout. Quantizer output
+//! lowers to quant8 operations (`docs/xmodel.md`, "Quantization"): an 8-bit `fix` on an
+//! activation is a TENSOR_QUANT8_ASYMM operand at scale 2^-fix_point ([`Fix`]); constants
+//! after a `fix` become uint8 weights (at one float32 ulp below their power of two where that
+//! makes the driver round once) and int32 biases; convolutions, inner products and
+//! two-input ADD/SUB/MUL on quant8 inputs write the quantization of the first `fix` after the
+//! quantization-transparent operators that follow them ([`Requant`]: the driver's one
+//! requantization, which the NNAPI-rounding reference mirrors); operators without an exact
+//! quant8 form compute on float32 between the `fix`es. The README ("XModel models") lists
+//! what each XIR operator becomes; `lower_op` has one arm per operator type.
 
 use crate::decode::{Graph, Op};
 use crate::XmodelError;
@@ -199,16 +202,130 @@ pub fn pair(op: &Op, key: &str, default: Option<(usize, usize)>) -> R<(usize, us
     }
 }
 
+/// A `fix` as NNAPI holds it: TENSOR_QUANT8_ASYMM at scale 2^-fix_point, zero point 128 when
+/// signed (the DPU's q stored as q + 128), 0 when not. One operand type for both lets an
+/// operation read signed values and write unsigned ones (a convolution whose ReLU output is
+/// fixed unsigned) without a conversion, on NNAPI 1.0's own quantized type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fix {
+    pub fp: i64,
+    pub signed: bool,
+}
+
+impl Fix {
+    pub fn zero_point(self) -> i32 {
+        if self.signed {
+            128
+        } else {
+            0
+        }
+    }
+
+    pub fn scale(self) -> f32 {
+        2f32.powi(-self.fp as i32)
+    }
+
+    /// The integer range of q (the DPU's values, before the zero point).
+    pub fn range(self) -> (i64, i64) {
+        if self.signed {
+            (-128, 127)
+        } else {
+            (0, 255)
+        }
+    }
+}
+
+/// The fix points held as quant8 operands: every scale 2^-fp, and every product of two, stays
+/// a normal float32 (the driver derives its multipliers in float32). Others keep the float
+/// carrier (QUANTIZE + DEQUANTIZE).
+pub const QUANT_FP: std::ops::RangeInclusive<i64> = -24..=40;
+
+/// An operation the lowering computes on quant8 operands and NNAPI requantizes once: its exact
+/// result `v` becomes the integer `acc = v · 2^(out.fp + shift)`, scaled by 2^-shift with the
+/// driver's rounding (a rounding doubling high multiply by the Q31 `multiplier`, then a
+/// rounding right shift by `right_shift`), saturated to `out`'s range. `reference` rounds it so.
+///
+/// At an exact power of two 2^-shift the driver's multiplier is (2^30, shift − 1): two
+/// roundings. A convolution-like operator whose weight scale is one float32 ulp below 2^-fp_w
+/// (`below`) gets (2^31 − 2^7, shift) instead: the multiply leaves every accumulator of
+/// magnitude below 2^23 unchanged and the shift rounds once (`docs/xmodel.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Requant {
+    pub out: Fix,
+    pub shift: i64,
+    pub multiplier: i64,
+    pub right_shift: i64,
+    /// The weights are held at one float32 ulp below 2^-fp_w.
+    pub below: bool,
+}
+
+impl Requant {
+    /// The requantization by exactly 2^-shift (`shift ≥ 1`).
+    pub fn power_of_two(out: Fix, shift: i64) -> Requant {
+        Requant {
+            out,
+            shift,
+            multiplier: 1 << 30,
+            right_shift: shift - 1,
+            below: false,
+        }
+    }
+}
+
+/// The largest float32 below 2^-fp (2^-fp · (1 − 2^-24)), a normal float for every fp in
+/// [`QUANT_FP`].
+pub fn scale_below(fp: i64) -> f32 {
+    f32::from_bits(2f32.powi(-fp as i32).to_bits() - 1)
+}
+
+/// The Q31 multiplier and right shift NNAPI 1.0 derives for a quantized convolution-like
+/// operation: `s_in · s_w` then `/ s_out`, both in float32, split as fraction · 2^e with the
+/// fraction in [0.5, 1), the fraction rounded to 31 bits (half away from zero; a carry to 2^31
+/// renormalised), the right shift −e. `None` when the multiplier is not in (0, 1).
+pub fn nnapi_multiplier(s_in: f32, s_w: f32, s_out: f32) -> Option<(i64, i64)> {
+    let real = f64::from(s_in * s_w / s_out);
+    if !(real > 0.0 && real < 1.0) || real < f64::MIN_POSITIVE {
+        return None;
+    }
+    let bits = real.to_bits();
+    let mut e = ((bits >> 52) & 0x7ff) as i64 - 1022;
+    let fraction = f64::from_bits((bits & !(0x7ffu64 << 52)) | (1022u64 << 52));
+    let mut q = (fraction * 2f64.powi(31)).round() as i64;
+    if q == 1 << 31 {
+        q /= 2;
+        e += 1;
+    }
+    (e <= 0).then_some((q, -e))
+}
+
+/// The accumulators a requantization with `multiplier` 2^31 − 2^7 leaves unchanged: the
+/// rounding doubling high multiply gives `acc − acc · 2^-24` rounded, which is `acc` while
+/// |acc| < 2^23.
+pub const BELOW_EXACT: i64 = 1 << 23;
+
 #[derive(Clone, Debug)]
 enum Val {
     Tensor(u32, Vec<usize>),
-    Const(Vec<usize>, Vec<f64>),
+    /// A TENSOR_QUANT8_ASYMM operand holding a `fix`'s values.
+    Quant(u32, Vec<usize>, Fix),
+    /// A constant, with the `fix` it went through.
+    Const(Vec<usize>, Vec<f64>, Option<Fix>),
 }
 
 struct Lowering<'a> {
     b: ModelBuilder,
     g: &'a Graph,
     vals: HashMap<usize, Val>,
+    /// The float32 form (DEQUANTIZE) of quant8 values, made on first use.
+    floats: HashMap<usize, u32>,
+    /// `tensor` gives quant8 operands as they are (the operator being lowered takes them).
+    quant_in: bool,
+    /// The quantization of the operation outputs `emit` makes (none: float32).
+    carrier: Option<Fix>,
+    /// The operators needed, and the graph's outputs (whose values stay as XIR has them).
+    need: HashSet<usize>,
+    outs: HashSet<usize>,
+    requant: HashMap<usize, Requant>,
 }
 
 fn dims(shape: &[usize]) -> Vec<u32> {
@@ -267,16 +384,50 @@ impl Lowering<'_> {
 
     fn konst(&self, i: usize) -> Option<(Vec<usize>, Vec<f64>)> {
         match self.vals.get(&i)? {
-            Val::Const(s, d) => Some((s.clone(), d.clone())),
-            Val::Tensor(..) => None,
+            Val::Const(s, d, _) => Some((s.clone(), d.clone())),
+            _ => None,
         }
     }
 
-    /// Operator `i`'s value as an operand (a constant made a TENSOR_FLOAT32 on first use).
+    /// The `fix` a constant went through.
+    fn const_fix(&self, i: usize) -> Option<Fix> {
+        match self.vals.get(&i)? {
+            Val::Const(_, _, f) => *f,
+            _ => None,
+        }
+    }
+
+    /// The quantization of a quant8 value.
+    fn quant_of(&self, i: usize) -> Option<Fix> {
+        match self.vals.get(&i)? {
+            Val::Quant(_, _, f) => Some(*f),
+            _ => None,
+        }
+    }
+
+    /// Operator `i`'s value as an operand: a constant made a TENSOR_FLOAT32 on first use, a
+    /// quant8 value as it is when the operator takes quant8 (`quant_in`), else its float32
+    /// form (DEQUANTIZE, exact: q · 2^-fp is a float32).
     fn tensor(&mut self, i: usize) -> R<(u32, Vec<usize>)> {
         match self.val(i)?.clone() {
             Val::Tensor(t, s) => Ok((t, s)),
-            Val::Const(s, d) => {
+            Val::Quant(t, s, _) if self.quant_in => Ok((t, s)),
+            Val::Quant(t, s, _) => {
+                if let Some(&f) = self.floats.get(&i) {
+                    return Ok((f, s));
+                }
+                let f = self.emit_typed(
+                    OperationType::Dequantize,
+                    &[t],
+                    &s,
+                    OperandType::TensorFloat32,
+                    0.0,
+                    0,
+                )?;
+                self.floats.insert(i, f);
+                Ok((f, s))
+            }
+            Val::Const(s, d, _) => {
                 let values: Vec<f32> = d.iter().map(|&x| x as f32).collect();
                 let t = self.b.f32_tensor(&dims(&s), &values);
                 self.vals.insert(i, Val::Tensor(t, s.clone()));
@@ -294,9 +445,20 @@ impl Lowering<'_> {
         self.b.constant(OperandType::Bool, &[], &[u8::from(v)])
     }
 
-    /// Appends `ty` with a fresh float32 output whose shape inference must give `shape`.
+    /// Appends `ty` with a fresh output (float32, or quant8 as `carrier` says) whose shape
+    /// inference must give `shape`.
     fn emit(&mut self, ty: OperationType, inputs: &[u32], shape: &[usize]) -> R<u32> {
-        self.emit_typed(ty, inputs, shape, OperandType::TensorFloat32, 0.0, 0)
+        match self.carrier {
+            Some(f) => self.emit_typed(
+                ty,
+                inputs,
+                shape,
+                OperandType::TensorQuant8Asymm,
+                f.scale(),
+                f.zero_point(),
+            ),
+            None => self.emit_typed(ty, inputs, shape, OperandType::TensorFloat32, 0.0, 0),
+        }
     }
 
     fn emit_typed(
@@ -365,7 +527,7 @@ fn lower_op(l: &mut Lowering, op: &Op) -> R<String> {
     let what = match op.ty.as_str() {
         "const" => {
             let data = op.data.clone().ok_or("const without data")?;
-            l.vals.insert(i, Val::Const(shape, data));
+            l.vals.insert(i, Val::Const(shape, data, None));
             return Ok("constant".into());
         }
         "identity" => {
@@ -383,15 +545,45 @@ fn lower_op(l: &mut Lowering, op: &Op) -> R<String> {
             if p.len() != 1 {
                 bail!("fix of {} operators", p.len());
             }
+            let fix = Fix { fp, signed };
             if let Some((s, d)) = l.konst(p[0]) {
                 let d = d
                     .iter()
                     .map(|&v| fix_value(v, fp, bits, signed, &mode))
                     .collect();
-                l.vals.insert(i, Val::Const(s, d));
+                // Weights and biases as quant8 need the scale to stay a normal float32.
+                let kept = QUANT_FP.contains(&fp).then_some(fix);
+                l.vals.insert(i, Val::Const(s, d, kept));
                 return Ok(format!("constant folded (fix_point {fp})"));
             }
+            let before = l.quant_of(p[0]);
+            if before == Some(fix) {
+                // The operation before already wrote this fix's grid and range.
+                let v = l.val(p[0])?.clone();
+                l.vals.insert(i, v);
+                return Ok("no operation (its input holds this quantization already)".into());
+            }
             let (x, _) = l.tensor(p[0])?;
+            if QUANT_FP.contains(&fp) {
+                let t = l.emit_typed(
+                    T::Quantize,
+                    &[x],
+                    &shape,
+                    OperandType::TensorQuant8Asymm,
+                    fix.scale(),
+                    fix.zero_point(),
+                )?;
+                l.vals.insert(i, Val::Quant(t, shape, fix));
+                return Ok(format!(
+                    "{}QUANTIZE (TENSOR_QUANT8_ASYMM scale 2^-{fp}, zero point {})",
+                    if before.is_some() {
+                        "DEQUANTIZE + "
+                    } else {
+                        ""
+                    },
+                    fix.zero_point()
+                ));
+            }
             let scale = 2f32.powi(-fp as i32);
             let q = if signed {
                 OperandType::TensorQuant8AsymmSigned
@@ -454,6 +646,12 @@ fn lower_op(l: &mut Lowering, op: &Op) -> R<String> {
             if p.len() < 2 {
                 bail!("{} of {} input(s), want at least 2", op.ty, p.len());
             }
+            // The quant8 form (two inputs) is one operation writing the output's quantization.
+            let quant = eltwise_quant(l, op, i, &p);
+            let what = quant_what(l, i, quant, ty.name());
+            if quant.is_some() {
+                l.quant_in = true;
+            }
             let (mut acc, _) = l.tensor(p[0])?;
             for (k, &q) in p.iter().enumerate().skip(1) {
                 let (y, _) = l.tensor(q)?;
@@ -470,7 +668,11 @@ fn lower_op(l: &mut Lowering, op: &Op) -> R<String> {
                 acc = l.emit(ty, &ins, &out_shape)?;
             }
             l.vals.insert(i, Val::Tensor(acc, shape));
-            format!("{} ×{}", ty.name(), p.len() - 1)
+            if p.len() == 2 {
+                what
+            } else {
+                format!("{what} ×{}", p.len() - 1)
+            }
         }
         "maxpool2d" | "avgpool2d" => pool(l, op, i)?,
         "reduction_mean" | "reduction_max" | "reduction_sum" => {
@@ -524,7 +726,12 @@ fn lower_op(l: &mut Lowering, op: &Op) -> R<String> {
                 &p.iter().map(|&v| v as i32).collect::<Vec<_>>(),
                 0.0,
             );
-            let cv = l.b.float(c as f32);
+            let cv = match l.carrier {
+                Some(f) => {
+                    l.b.int((c * 2f64.powi(f.fp as i32)) as i32 + f.zero_point())
+                }
+                None => l.b.float(c as f32),
+            };
             let o = l.emit(T::PadV2, &[x, pads, cv], &shape)?;
             l.vals.insert(i, Val::Tensor(o, shape));
             "PAD_V2".into()
@@ -723,7 +930,16 @@ pub fn slice_bounds(op: &Op, s: &[usize]) -> R<(Vec<i64>, Vec<i64>, Vec<i64>)> {
 fn conv(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
     use OperationType as T;
     let shape = op.shape.clone();
+    let quant = conv_quant(
+        l,
+        op,
+        i,
+        op.arg("input").first().copied(),
+        op.arg("weights").first().copied(),
+    )?;
+    l.quant_in = quant.is_some();
     let (x, s) = l.input(op, "input")?;
+    l.quant_in = false;
     let (ws, w) = l.weights(op, "weights")?.ok_or("no weights")?;
     if s.len() != 4 || ws.len() != 4 || shape.len() != 4 {
         bail!("input {s:?}, weights {ws:?}: want 4-D NHWC");
@@ -744,14 +960,11 @@ fn conv(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
             shape[3]
         );
     }
-    let bias: Vec<f32> = match l.weights(op, "bias")? {
-        Some((bs, b)) if bs.iter().product::<usize>() == out_c => {
-            b.iter().map(|&v| v as f32).collect()
-        }
+    let bias: Vec<f64> = match l.weights(op, "bias")? {
+        Some((bs, b)) if bs.iter().product::<usize>() == out_c => b,
         Some((bs, _)) => bail!("bias {bs:?} for {out_c} output channels"),
         None => vec![0.0; out_c],
     };
-    let bt = l.b.f32_tensor(&[out_c as u32], &bias);
     let sc = |l: &mut Lowering, v: usize| l.b.int(v as i32);
     let (ty, filter_shape, filter): (T, Vec<usize>, Vec<f64>) = match op.ty.as_str() {
         "transposed-conv2d" => {
@@ -803,8 +1016,13 @@ fn conv(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
             (ty, ws.clone(), w.clone())
         }
     };
-    let values: Vec<f32> = filter.iter().map(|&v| v as f32).collect();
-    let ft = l.b.f32_tensor(&dims(&filter_shape), &values);
+    // NNAPI's depthwise filter [1, h, w, channels] has its output channel last.
+    let axis = if ty == T::DepthwiseConv2d {
+        filter_shape.len().saturating_sub(1)
+    } else {
+        0
+    };
+    let (ft, bt, quant) = filter_and_bias(l, quant, &filter_shape, axis, &filter, &bias);
     let mut ins = vec![x, ft, bt];
     if ty == T::TransposeConv2d {
         if (dw, dh) != (1, 1) {
@@ -861,20 +1079,325 @@ fn conv(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
         ins.push(sc(l, dw));
         ins.push(sc(l, dh));
     }
+    let what = quant_what(l, i, quant, ty.name());
     let o = l.emit(ty, &ins, &shape)?;
     l.vals.insert(i, Val::Tensor(o, shape));
-    Ok(ty.name().to_string())
+    Ok(what)
+}
+
+/// A convolution-like operator's quant8 form: its requantization and the input and weight
+/// fixes, when its input is quant8, its weights went through a `fix` and a `fix` follows it
+/// (past quantization-transparent operators); `None` keeps the float form. Refused: an output
+/// multiplier of 1 or more, and a bias finer than input × weights (a negative bias shift).
+fn conv_quant(
+    l: &Lowering,
+    op: &Op,
+    i: usize,
+    input: Option<usize>,
+    weights: Option<usize>,
+) -> R<Option<(Requant, Fix, Fix)>> {
+    let (Some(input), Some(weights)) = (input, weights) else {
+        return Ok(None);
+    };
+    let (Some(fin), Some(fw)) = (l.quant_of(input), l.const_fix(weights)) else {
+        return Ok(None);
+    };
+    let Some(out) = out_fix(l, i) else {
+        return Ok(None);
+    };
+    let shift = fin.fp + fw.fp - out.fp;
+    if shift < 1 {
+        bail!(
+            "output multiplier 2^{} (input 2^-{}, weights 2^-{}, output 2^-{}) is not below 1: \
+             NNAPI 1.0 requires the output scale of a quantized convolution or fully \
+             connected layer to exceed input scale × filter scale",
+            -shift,
+            fin.fp,
+            fw.fp,
+            out.fp
+        );
+    }
+    let product = 2f64.powi((fin.fp + fw.fp) as i32);
+    if let Some(&b) = op.arg("bias").first() {
+        if let Some(fb) = l.const_fix(b) {
+            let sb = fin.fp + fw.fp - fb.fp;
+            if sb < 0 {
+                bail!(
+                    "negative bias shift {sb}: the bias fix_point {} is finer than input × \
+                     weights (2^-{}); an int32 bias at that scale cannot hold it exactly",
+                    fb.fp,
+                    fin.fp + fw.fp
+                );
+            }
+        }
+        // An unfixed bias must land on the int32 grid too, else the float form.
+        let on_grid = l.konst(b).is_some_and(|(_, d)| {
+            d.iter().all(|&v| {
+                let q = v * product;
+                q.fract() == 0.0 && q.abs() < 2f64.powi(31)
+            })
+        });
+        if !on_grid {
+            return Ok(None);
+        }
+    }
+    let wq = l.konst(weights).map(|(_, d)| d).unwrap_or_default();
+    if weight_zero_point(&wq, fw).is_none() {
+        return Ok(None);
+    }
+    Ok(Some((Requant::power_of_two(out, shift), fin, fw)))
+}
+
+/// The zero point that holds weights `w` (on `fix`'s grid) in uint8: 128 for signed values, 0
+/// for values in [0, 255]; `None` when neither holds them.
+fn weight_zero_point(w: &[f64], fix: Fix) -> Option<i64> {
+    let step = 2f64.powi(fix.fp as i32);
+    let q: Vec<f64> = w.iter().map(|&v| v * step).collect();
+    if q.iter().any(|v| v.fract() != 0.0) {
+        None
+    } else if q.iter().all(|&v| (-128.0..=127.0).contains(&v)) {
+        Some(128)
+    } else if q.iter().all(|&v| (0.0..=255.0).contains(&v)) {
+        Some(0)
+    } else {
+        None
+    }
+}
+
+/// The filter and bias operands: float32, or for the quant8 form TENSOR_QUANT8_ASYMM weights
+/// and a TENSOR_INT32 bias at scale s_in·s_w (each value exactly `b · 2^(fp_in + fp_w)`,
+/// checked by `conv_quant`). The weight scale is one float32 ulp below 2^-fp_w ([`scale_below`])
+/// when every accumulator of the layer stays below [`BELOW_EXACT`] (bounded per output channel,
+/// the filter's `channel_axis`, from the largest input and the weights and bias): the driver
+/// then rounds once; otherwise exactly 2^-fp_w. The integers stay the file's either way; the
+/// requantization returned says which.
+fn filter_and_bias(
+    l: &mut Lowering,
+    quant: Option<(Requant, Fix, Fix)>,
+    filter_shape: &[usize],
+    channel_axis: usize,
+    filter: &[f64],
+    bias: &[f64],
+) -> (u32, u32, Option<(Requant, Fix, Fix)>) {
+    match quant {
+        Some((rq, fin, fw)) => {
+            let zp = weight_zero_point(filter, fw).unwrap_or(128);
+            let step = 2f64.powi(fw.fp as i32);
+            let q: Vec<i64> = filter.iter().map(|&v| (v * step) as i64).collect();
+            let product = 2f64.powi((fin.fp + fw.fp) as i32);
+            let b: Vec<i32> = bias.iter().map(|&v| (v * product) as i32).collect();
+            // |x − zp_x| is at most 128 (signed input) or 255 (unsigned).
+            let x_max: i64 = if fin.signed { 128 } else { 255 };
+            let channels = filter_shape.get(channel_axis).copied().unwrap_or(1).max(1);
+            let inner: usize = filter_shape
+                .get(channel_axis + 1..)
+                .map_or(1, |s| s.iter().product());
+            let mut bound = vec![0i64; channels];
+            for (n, &w) in q.iter().enumerate() {
+                bound[(n / inner.max(1)) % channels] += w.abs() * x_max;
+            }
+            for (c, &v) in b.iter().enumerate() {
+                if let Some(s) = bound.get_mut(c) {
+                    *s += i64::from(v).abs();
+                }
+            }
+            // Past a right shift of 31 the driver's multiplier is zero: keep the power of two.
+            let below = rq.shift <= 31 && bound.iter().all(|&s| s < BELOW_EXACT);
+            let s_w = if below {
+                scale_below(fw.fp)
+            } else {
+                fw.scale()
+            };
+            let rq = match nnapi_multiplier(fin.scale(), s_w, rq.out.scale()) {
+                Some((multiplier, right_shift)) if below => Requant {
+                    multiplier,
+                    right_shift,
+                    below,
+                    ..rq
+                },
+                _ => rq,
+            };
+            let u: Vec<u8> = q.iter().map(|&v| (v + zp) as u8).collect();
+            let ft = l.b.u8_tensor(&dims(filter_shape), &u, s_w, zp as i32);
+            let bt = l.b.i32_tensor(&[bias.len() as u32], &b, fin.scale() * s_w);
+            (ft, bt, Some((rq, fin, fw)))
+        }
+        None => {
+            let f: Vec<f32> = filter.iter().map(|&v| v as f32).collect();
+            let ft = l.b.f32_tensor(&dims(filter_shape), &f);
+            let b: Vec<f32> = bias.iter().map(|&v| v as f32).collect();
+            let bt = l.b.f32_tensor(&[bias.len() as u32], &b);
+            (ft, bt, None)
+        }
+    }
+}
+
+/// Sets the quant8 output of an operator lowered in its quant8 form, records its
+/// requantization, and says so.
+fn quant_what(
+    l: &mut Lowering,
+    i: usize,
+    quant: Option<(Requant, Fix, Fix)>,
+    name: &str,
+) -> String {
+    match quant {
+        Some((rq, _, _)) => {
+            l.carrier = Some(rq.out);
+            l.requant.insert(i, rq);
+            format!(
+                "{name} on TENSOR_QUANT8_ASYMM (output scale 2^-{}, zero point {}; \
+                 requantized by 2^-{}{})",
+                rq.out.fp,
+                rq.out.zero_point(),
+                rq.shift,
+                if rq.below {
+                    format!(
+                        ", weights one ulp below 2^-fp: multiplier {} >> {}",
+                        rq.multiplier, rq.right_shift
+                    )
+                } else {
+                    String::new()
+                }
+            )
+        }
+        None => name.to_string(),
+    }
+}
+
+/// The `fix` an arithmetic operator's output reaches through quantization-transparent
+/// operators (each the only consumer of the one before, none a graph output): the quantization
+/// its quant8 form writes. The rounding then happens before those operators rather than after;
+/// each of them commutes with it (ReLU, ReLU6 with 6 on the grid, max pooling and max
+/// reductions are monotone; the rest move or copy values).
+fn out_fix(l: &Lowering, i: usize) -> Option<Fix> {
+    let g = l.g;
+    let mut cur = i;
+    let mut relu6 = false;
+    loop {
+        if l.outs.contains(&cur) {
+            return None;
+        }
+        let next: Vec<usize> = g
+            .consumers(cur)
+            .into_iter()
+            .filter(|c| l.need.contains(c))
+            .collect();
+        let [n] = next[..] else {
+            return None;
+        };
+        let op = &g.ops[n];
+        match op.ty.as_str() {
+            "fix" => {
+                let (fp, _, signed, _) = fix_params(op).ok()?;
+                return (QUANT_FP.contains(&fp) && (!relu6 || fp >= -1))
+                    .then_some(Fix { fp, signed });
+            }
+            "resize" if op.string("mode").unwrap_or("NEAREST") != "NEAREST" => return None,
+            t if TRANSPARENT.contains(&t) => {
+                relu6 |= t == "relu6";
+                cur = n;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Operators that move, copy, select or clamp values: on quant8 operands of one quantization
+/// they keep it (`resize` only NEAREST, `relu6` only with 6 on the grid, `pad` only with its
+/// value on it, `max`/`min` only between quant8 operands).
+const TRANSPARENT: &[&str] = &[
+    "identity",
+    "relu",
+    "relu6",
+    "reshape",
+    "flatten",
+    "squeeze",
+    "maxpool2d",
+    "reduction_max",
+    "transpose",
+    "strided_slice",
+    "tile",
+    "gstiling",
+    "reorg",
+    "pixel-shuffle",
+    "concat",
+    "pad",
+    "resize",
+    "max",
+    "min",
+];
+
+/// The quantization a quantization-transparent operator keeps: that of its inputs, when they
+/// are all quant8 of one quantization and the operator's parameters stay on its grid.
+fn transparent_fix(l: &Lowering, op: &Op) -> Option<Fix> {
+    if !TRANSPARENT.contains(&op.ty.as_str()) || op.ty == "identity" {
+        return None;
+    }
+    let args = op.arg("input");
+    let mut fix = None;
+    for &p in args {
+        let f = l.quant_of(p)?;
+        if fix.is_some_and(|g| g != f) {
+            return None;
+        }
+        fix = Some(f);
+    }
+    let f = fix?;
+    let on_grid = |v: f64| {
+        let q = v * 2f64.powi(f.fp as i32);
+        let (lo, hi) = f.range();
+        q.fract() == 0.0 && (lo as f64..=hi as f64).contains(&q)
+    };
+    let ok = match op.ty.as_str() {
+        "relu6" => f.fp >= -1,
+        "resize" => op.string("mode").unwrap_or("NEAREST") == "NEAREST",
+        "pad" if op.string("mode").unwrap_or("CONSTANT") == "CONSTANT" => on_grid(
+            op.floats("constant_values")
+                .unwrap_or_default()
+                .first()
+                .copied()
+                .unwrap_or(0.0),
+        ),
+        _ => true,
+    };
+    ok.then_some(f)
+}
+
+/// ADD, SUB and MUL of two quant8 operands followed by a `fix`: the driver's requantization
+/// (ADD/SUB bring both inputs to twice the coarser scale with 2^20 of headroom, exact while
+/// the finer scale is at most 2^19 finer; MUL multiplies the integers). `None` (the float
+/// form) when that is not exact or the output multiplier is not below 1.
+fn eltwise_quant(l: &Lowering, op: &Op, i: usize, p: &[usize]) -> Option<(Requant, Fix, Fix)> {
+    if p.len() != 2 || !matches!(op.ty.as_str(), "add" | "sub" | "mul") {
+        return None;
+    }
+    let (a, b) = (l.quant_of(p[0])?, l.quant_of(p[1])?);
+    let out = out_fix(l, i)?;
+    let shift = if op.ty == "mul" {
+        a.fp + b.fp - out.fp
+    } else {
+        let (lo, hi) = (a.fp.min(b.fp), a.fp.max(b.fp));
+        if hi - lo > 19 {
+            return None;
+        }
+        19 + lo - out.fp
+    };
+    (1..=31)
+        .contains(&shift)
+        .then_some((Requant::power_of_two(out, shift), a, b))
 }
 
 fn dense(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
     use OperationType as T;
     let shape = op.shape.clone();
+    let weight_op: Option<usize>;
     let (a, k_rows, weights): (usize, usize, Vec<f64>) = if op.ty == "inner-product" {
         let p = op.arg("input");
         if p.len() != 1 {
             bail!("inner-product of {} inputs", p.len());
         }
         let (ws, w) = l.weights(op, "weights")?.ok_or("no weights")?;
+        weight_op = op.arg("weights").first().copied();
         (p[0], ws[0], w)
     } else {
         let p: Vec<usize> = op
@@ -892,6 +1415,7 @@ fn dense(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
         let (bs, bv) = l
             .konst(p[1])
             .ok_or("matmul of two activations (B is not constant)")?;
+        weight_op = Some(p[1]);
         if bs.len() != 2 {
             bail!("matmul B of shape {bs:?}");
         }
@@ -908,7 +1432,10 @@ fn dense(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
             (p[0], n, t)
         }
     };
+    let quant = conv_quant(l, op, i, Some(a), weight_op)?;
+    l.quant_in = quant.is_some();
     let (x, s) = l.tensor(a)?;
+    l.quant_in = false;
     let total: usize = s.iter().product();
     let units = k_rows;
     if units == 0 || !weights.len().is_multiple_of(units) {
@@ -919,25 +1446,24 @@ fn dense(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
         bail!("input {s:?} does not flatten to rows of {depth}");
     }
     let batch = total / depth;
-    let values: Vec<f32> = weights.iter().map(|&v| v as f32).collect();
-    let wt = l.b.f32_tensor(&[units as u32, depth as u32], &values);
-    let bias: Vec<f32> = match l.weights(op, "bias")? {
-        Some((_, b)) if b.len() == units => b.iter().map(|&v| v as f32).collect(),
+    let bias: Vec<f64> = match l.weights(op, "bias")? {
+        Some((_, b)) if b.len() == units => b,
         Some((bs, _)) => bail!("bias {bs:?} for {units} units"),
         None => vec![0.0; units],
     };
-    let bt = l.b.f32_tensor(&[units as u32], &bias);
+    let (wt, bt, quant) = filter_and_bias(l, quant, &[units, depth], 0, &weights, &bias);
     let act = l.b.int(0);
     if shape.iter().product::<usize>() != batch * units {
         bail!("output {shape:?} is not {batch}×{units}");
     }
+    let what = quant_what(l, i, quant, "FULLY_CONNECTED");
     let mut o = l.emit(T::FullyConnected, &[x, wt, bt, act], &[batch, units])?;
     if shape != [batch, units] {
         let st = l.i32s(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>());
         o = l.emit(T::Reshape, &[o, st], &shape)?;
     }
     l.vals.insert(i, Val::Tensor(o, shape));
-    Ok("FULLY_CONNECTED".into())
+    Ok(what)
 }
 
 fn pool(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
@@ -974,9 +1500,11 @@ fn pool(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
     let mut what = String::new();
     if avg && op.bool("count_include_pad").unwrap_or(true) && pads.iter().any(|&p| p > 0) {
         // XIR counts the padding in the divisor, NNAPI does not: pad with zeros first. The
-        // part CEIL adds beyond `pad` stays outside the count, as in the frameworks.
+        // part CEIL adds beyond `pad` is counted too with `count_include_invalid` ("count data
+        // outside the padded input", XIR's default true), else it stays outside the count.
+        let invalid = op.bool("count_include_invalid").unwrap_or(true);
         let given = match op.string("pad_mode").unwrap_or("FLOOR") {
-            "FLOOR" | "CEIL" => {
+            "FLOOR" | "CEIL" if !invalid => {
                 let g = op.ints("pad").unwrap_or_else(|| vec![0; 4]);
                 [g[0] as usize, g[1] as usize, g[2] as usize, g[3] as usize]
             }
@@ -1107,8 +1635,53 @@ fn rearrange(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
     Ok(what.into())
 }
 
+/// One operator, in its quant8 form where it has one (a quantization-transparent operator on
+/// quant8 inputs keeps their quantization; the arithmetic ones decide in their arms), else on
+/// float32, its quant8 inputs dequantized: the summary line says which.
+fn lower_one(l: &mut Lowering, op: &Op, i: usize) -> R<String> {
+    let keep = transparent_fix(l, op);
+    l.quant_in = keep.is_some();
+    l.carrier = keep;
+    let result = lower_op(l, op);
+    l.quant_in = false;
+    let carrier = l.carrier.take();
+    let mut what = result?;
+    match (carrier, l.vals.get(&i).cloned()) {
+        (Some(f), Some(Val::Tensor(t, s))) => {
+            l.vals.insert(i, Val::Quant(t, s, f));
+            if keep.is_some() {
+                what.push_str(" on TENSOR_QUANT8_ASYMM (its input's quantization)");
+            }
+        }
+        (None, Some(Val::Tensor(..)))
+            if op.ty != "fix"
+                && op
+                    .args
+                    .iter()
+                    .any(|(_, p)| p.iter().any(|&q| l.quant_of(q).is_some())) =>
+        {
+            what.push_str(" on float32 (quant8 inputs dequantized: no exact quant8 form here)");
+        }
+        _ => {}
+    }
+    Ok(what)
+}
+
 /// Lowers `g` (from the `--start-at` operators when given).
 pub fn lower(g: &Graph, options: &Options) -> Result<ImportedModel, XmodelError> {
+    lower_with_plan(g, options).map(|(m, _)| m)
+}
+
+/// The operators `lower` computes on quant8 operands with one requantization, by operator
+/// index: what the NNAPI-rounding reference rounds as the driver does.
+pub fn quant_plan(g: &Graph, options: &Options) -> Result<HashMap<usize, Requant>, XmodelError> {
+    lower_with_plan(g, options).map(|(_, p)| p)
+}
+
+fn lower_with_plan(
+    g: &Graph,
+    options: &Options,
+) -> Result<(ImportedModel, HashMap<usize, Requant>), XmodelError> {
     let start = start_ops(g, options).map_err(XmodelError::Unsupported)?;
     let outs = outputs(g, &start).map_err(XmodelError::Unsupported)?;
     let need = needed(g, &outs, &start);
@@ -1116,6 +1689,12 @@ pub fn lower(g: &Graph, options: &Options) -> Result<ImportedModel, XmodelError>
         b: ModelBuilder::new(),
         g,
         vals: HashMap::new(),
+        floats: HashMap::new(),
+        quant_in: false,
+        carrier: None,
+        need: need.clone(),
+        outs: outs.iter().copied().collect(),
+        requant: HashMap::new(),
     };
     let mut inputs = Vec::new();
     let mut summary = Vec::new();
@@ -1139,6 +1718,32 @@ pub fn lower(g: &Graph, options: &Options) -> Result<ImportedModel, XmodelError>
             }
             let t = l.b.input(OperandType::TensorFloat32, &dims(&op.shape));
             l.vals.insert(i, Val::Tensor(t, op.shape.clone()));
+            // A starting `fix` keeps its grid: the input is quantized at it (as the fix would).
+            let fix = (op.ty == "fix")
+                .then(|| fix_params(op).ok())
+                .flatten()
+                .filter(|(fp, ..)| QUANT_FP.contains(fp));
+            let mut quantized = String::new();
+            if let Some((fp, _, signed, _)) = fix {
+                let f = Fix { fp, signed };
+                match l.emit_typed(
+                    OperationType::Quantize,
+                    &[t],
+                    &op.shape,
+                    OperandType::TensorQuant8Asymm,
+                    f.scale(),
+                    f.zero_point(),
+                ) {
+                    Ok(q) => {
+                        l.vals.insert(i, Val::Quant(q, op.shape.clone(), f));
+                        quantized = format!(
+                            ", QUANTIZE (TENSOR_QUANT8_ASYMM scale 2^-{fp}, zero point {})",
+                            f.zero_point()
+                        );
+                    }
+                    Err(why) => report.push(format!("'{}' ({}): {why}", op.name, op.ty)),
+                }
+            }
             inputs.push(Edge {
                 name: op.name.clone(),
                 shape: op.shape.clone(),
@@ -1147,7 +1752,7 @@ pub fn lower(g: &Graph, options: &Options) -> Result<ImportedModel, XmodelError>
                 quantized: None,
             });
             summary.push(format!(
-                "'{}' ({}): model input {:?}",
+                "'{}' ({}): model input {:?}{quantized}",
                 op.name, op.ty, op.shape
             ));
             continue;
@@ -1161,7 +1766,7 @@ pub fn lower(g: &Graph, options: &Options) -> Result<ImportedModel, XmodelError>
             blocked += 1;
             continue;
         }
-        match lower_op(&mut l, op) {
+        match lower_one(&mut l, op, i) {
             Ok(what) => summary.push(format!("'{}' ({}): {what}", op.name, op.ty)),
             Err(why) => report.push(format!("'{}' ({}): {why}", op.name, op.ty)),
         }
@@ -1184,6 +1789,8 @@ pub fn lower(g: &Graph, options: &Options) -> Result<ImportedModel, XmodelError>
         let op = &g.ops[o];
         let t = match l.vals.get(&o) {
             Some(Val::Tensor(t, _)) => *t,
+            // Quantized outputs are dequantized (exactly) in the model.
+            Some(Val::Quant(..)) => l.tensor(o).map_err(XmodelError::Unsupported)?.0,
             _ => {
                 return Err(XmodelError::Unsupported(format!(
                     "output '{}' is a constant",
@@ -1209,11 +1816,14 @@ pub fn lower(g: &Graph, options: &Options) -> Result<ImportedModel, XmodelError>
     }
     let model = l.b.finish();
     nnhal_hal::validate::validate_model(&model).map_err(|e| XmodelError::Invalid(e.to_string()))?;
-    Ok(ImportedModel {
-        model,
-        inputs,
-        outputs,
-        summary,
-        class_labels: None,
-    })
+    Ok((
+        ImportedModel {
+            model,
+            inputs,
+            outputs,
+            summary,
+            class_labels: None,
+        },
+        l.requant,
+    ))
 }

@@ -3,10 +3,19 @@
 //! convolution weights, numpy broadcasting): the oracle the importer's tests compare the
 //! driver against. `fix` rounds as [`Rounding`] says — NNAPI's QUANTIZE (half away from zero)
 //! or the DPU's (half toward +∞) — so one graph gives both references.
+//!
+//! With [`Rounding::Nnapi`], the operators the lowering computes on quant8 operands
+//! ([`crate::lower::quant_plan`]) are rounded as the driver requantizes their integer result:
+//! the exact accumulator scaled by 2^-k with a rounding doubling high multiply by the Q31
+//! multiplier the lowered scales give (half toward +∞) then a rounding right shift (half away
+//! from zero), saturated to the output range. At an exact power of two that is (2^30, k − 1),
+//! two roundings where the DPU's `DPU_ROUND` makes one; with the weights one float32 ulp below
+//! their power of two, (2^31 − 2^7, k), one rounding (`docs/xmodel.md`).
 
 use crate::decode::{Graph, Op};
 use crate::lower::{
-    fix_params, fix_value, needed, outputs, pair, slice_bounds, start_ops, window_pads,
+    fix_params, fix_value, needed, outputs, pair, quant_plan, slice_bounds, start_ops, window_pads,
+    Requant,
 };
 use crate::Options;
 use std::collections::HashMap;
@@ -90,9 +99,46 @@ fn bshape(a: &[usize], b: &[usize]) -> Vec<usize> {
 
 /// Runs `g` on `inputs` (one per model input, in the importer's order) and gives its outputs.
 pub fn run(g: &Graph, options: &Options, inputs: &[Tensor], rounding: Rounding) -> R<Vec<Tensor>> {
+    run_inner(g, options, inputs, rounding, None)
+}
+
+/// One requantized operator of the NNAPI-rounding run: its name, its element count, and how
+/// many of its elements the DPU's single rounding (`DPU_ROUND` of the same accumulator) puts
+/// one step higher and one step lower than the driver's (never further: asserted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayerRounding {
+    pub name: String,
+    /// The requantization 2^-shift (a fraction 2^-shift of evenly spread accumulators round
+    /// differently).
+    pub shift: i64,
+    pub elements: usize,
+    pub dpu_higher: usize,
+    pub dpu_lower: usize,
+}
+
+/// Runs `g` with NNAPI rounding and gives, per requantized operator, how the DPU's rounding
+/// of the same accumulators differs (the layer-by-layer distribution, free of the differences
+/// earlier layers pass on).
+pub fn rounding_by_layer(g: &Graph, options: &Options, inputs: &[Tensor]) -> R<Vec<LayerRounding>> {
+    let mut layers = Vec::new();
+    run_inner(g, options, inputs, Rounding::Nnapi, Some(&mut layers))?;
+    Ok(layers)
+}
+
+fn run_inner(
+    g: &Graph,
+    options: &Options,
+    inputs: &[Tensor],
+    rounding: Rounding,
+    mut layers: Option<&mut Vec<LayerRounding>>,
+) -> R<Vec<Tensor>> {
     let start = start_ops(g, options)?;
     let outs = outputs(g, &start)?;
     let need = needed(g, &outs, &start);
+    let plan = match rounding {
+        Rounding::Nnapi => quant_plan(g, options).map_err(|e| e.to_string())?,
+        Rounding::Dpu => HashMap::new(),
+    };
     let mut vals: HashMap<usize, Tensor> = HashMap::new();
     let mut next = inputs.iter();
     for &i in &g.order {
@@ -101,10 +147,32 @@ pub fn run(g: &Graph, options: &Options, inputs: &[Tensor], rounding: Rounding) 
         }
         let op = &g.ops[i];
         let v = if op.ty == "data" || start.contains(&i) {
-            next.next().ok_or("too few inputs")?.clone()
+            let v = next.next().ok_or("too few inputs")?.clone();
+            if op.ty == "fix" {
+                // A starting fix still puts its input on its grid.
+                let (fp, bits, signed, mode) = fix_params(op)?;
+                let mode = match rounding {
+                    Rounding::Nnapi => "STD_ROUND".to_string(),
+                    Rounding::Dpu => mode,
+                };
+                map(&v, |x| fix_value(x, fp, bits, signed, &mode))
+            } else {
+                v
+            }
         } else {
             let on_constant = op.arg("input").iter().all(|&p| g.ops[p].ty == "const");
-            eval(op, &vals, rounding, on_constant).map_err(|e| format!("'{}': {e}", op.name))?
+            let v = eval(op, &vals, rounding, on_constant)
+                .map_err(|e| format!("'{}': {e}", op.name))?;
+            match plan.get(&i) {
+                Some(&rq) => {
+                    let q = requantize(&v, rq).map_err(|e| format!("'{}': {e}", op.name))?;
+                    if let Some(layers) = layers.as_deref_mut() {
+                        layers.push(compare_rounding(&op.name, &v, &q, rq)?);
+                    }
+                    q
+                }
+                None => v,
+            }
         };
         if v.data.len() != op.shape.iter().product::<usize>() {
             return Err(format!(
@@ -123,6 +191,80 @@ pub fn run(g: &Graph, options: &Options, inputs: &[Tensor], rounding: Rounding) 
         );
     }
     Ok(outs.iter().map(|o| vals[o].clone()).collect())
+}
+
+/// `acc` scaled as the driver's requantization rounds it: the rounding doubling high multiply
+/// by the Q31 `multiplier` (`acc · m / 2^31` to nearest, an exact half toward +∞ when
+/// positive and toward zero when negative), then a right shift by `right_shift` rounding half
+/// away from zero. At a power of two 2^-k the multiplier is (2^30, k − 1): two roundings; one
+/// float32 ulp below it, (2^31 − 2^7, k): the multiply keeps |acc| < 2^23, one rounding.
+pub fn nnapi_requantize(acc: i64, multiplier: i64, right_shift: i64) -> i64 {
+    let ab = i128::from(acc) * i128::from(multiplier);
+    let nudge: i128 = if ab >= 0 { 1 << 30 } else { 1 - (1 << 30) };
+    let high = ((ab + nudge) / (1i128 << 31)) as i64;
+    if right_shift == 0 {
+        return high;
+    }
+    if right_shift >= 62 {
+        return 0;
+    }
+    let magnitude = (high.abs() + (1i64 << (right_shift - 1))) >> right_shift;
+    if high < 0 {
+        -magnitude
+    } else {
+        magnitude
+    }
+}
+
+/// The DPU's rounding of an operator's exact result `v` against the driver's `q`.
+fn compare_rounding(name: &str, v: &Tensor, q: &Tensor, rq: Requant) -> R<LayerRounding> {
+    let step = 2f64.powi(-rq.out.fp as i32);
+    let (mut higher, mut lower) = (0, 0);
+    for (&x, &n) in v.data.iter().zip(&q.data) {
+        let d = fix_value(x, rq.out.fp, 8, rq.out.signed, "DPU_ROUND");
+        let k = (d - n) / step;
+        if k == 1.0 {
+            higher += 1;
+        } else if k == -1.0 {
+            lower += 1;
+        } else if k != 0.0 {
+            return Err(format!(
+                "'{name}': DPU rounding {d} and NNAPI's {n} differ by {k} steps"
+            ));
+        }
+    }
+    Ok(LayerRounding {
+        name: name.to_string(),
+        shift: rq.shift,
+        elements: v.data.len(),
+        dpu_higher: higher,
+        dpu_lower: lower,
+    })
+}
+
+/// An operator's exact result requantized as the driver does (see [`nnapi_requantize`]).
+fn requantize(v: &Tensor, rq: Requant) -> R<Tensor> {
+    let up = 2f64.powi((rq.out.fp + rq.shift) as i32);
+    let step = 2f64.powi(-rq.out.fp as i32);
+    let (lo, hi) = rq.out.range();
+    let data = v
+        .data
+        .iter()
+        .map(|&x| {
+            let acc = x * up;
+            if acc.fract() != 0.0 || acc.abs() >= 2f64.powi(31) {
+                return Err(format!("accumulator {acc} is not an int32"));
+            }
+            Ok(
+                nnapi_requantize(acc as i64, rq.multiplier, rq.right_shift).clamp(lo, hi) as f64
+                    * step,
+            )
+        })
+        .collect::<R<Vec<f64>>>()?;
+    Ok(Tensor {
+        shape: v.shape.clone(),
+        data,
+    })
 }
 
 fn arg<'a>(op: &Op, vals: &'a HashMap<usize, Tensor>, name: &str) -> R<&'a Tensor> {
@@ -553,9 +695,10 @@ fn pool(op: &Op, x: &Tensor) -> R<Tensor> {
     let avg = op.ty == "avgpool2d";
     let include = op.bool("count_include_pad").unwrap_or(true);
     // The padded extent the divisor may count: the explicit `pad` (SAME's own padding too),
-    // never what CEIL adds past it.
+    // and what CEIL adds past it only with `count_include_invalid` (XIR's default, true).
+    let invalid = op.bool("count_include_invalid").unwrap_or(true);
     let counted = match op.string("pad_mode").unwrap_or("FLOOR") {
-        "FLOOR" | "CEIL" if !global => {
+        "FLOOR" | "CEIL" if !global && !invalid => {
             let g = op.ints("pad").unwrap_or_else(|| vec![0; 4]);
             [g[0] as usize, g[1] as usize, g[2] as usize, g[3] as usize]
         }

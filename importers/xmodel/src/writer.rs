@@ -122,14 +122,27 @@ impl GraphWriter {
 
     /// A signed 8-bit `fix` (DPU_ROUND) of `input`.
     pub fn fix(&mut self, name: &str, input: &str, fix_point: i64, shape: &[usize]) -> String {
+        self.fix_with(name, input, fix_point, 8, true, shape)
+    }
+
+    /// A `fix` (DPU_ROUND) of `input` of any bit width and signedness.
+    pub fn fix_with(
+        &mut self,
+        name: &str,
+        input: &str,
+        fix_point: i64,
+        bit_width: i64,
+        signed: bool,
+        shape: &[usize],
+    ) -> String {
         self.op(
             name,
             "fix",
             &[("input", &[input])],
             vec![
                 ("fix_point", int(fix_point)),
-                ("bit_width", int(8)),
-                ("if_signed", boolean(true)),
+                ("bit_width", int(bit_width)),
+                ("if_signed", boolean(signed)),
                 ("round_mode", string("DPU_ROUND")),
             ],
             shape,

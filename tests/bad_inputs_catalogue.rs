@@ -92,10 +92,7 @@ fn catalogue_has_one_row_per_class() {
     // parameters.
     assert_eq!(
         numbers,
-        (1..=62)
-            .chain(67..=92)
-            .chain(95..=99)
-            .collect::<Vec<_>>()
+        (1..=62).chain(67..=92).chain(95..=99).collect::<Vec<_>>()
     );
 }
 

@@ -825,7 +825,9 @@ pub fn requantize_u8(input: &[u8], from: QuantParams, to: QuantParams, output: &
     let scale = from.scale * (1.0 / to.scale);
     let bias = -(from.zero_point as f32) * scale;
     map_unary(input, output, |q| {
-        let v = (f32::from(q) * scale + bias).round() as i32 + to.zero_point;
+        // A scale ratio past i32's range saturates the cast; the zero point is then added
+        // saturating too, so the clamp below sees the extreme rather than a wrapped value.
+        let v = ((f32::from(q) * scale + bias).round() as i32).saturating_add(to.zero_point);
         v.clamp(0, 255) as u8
     });
 }
@@ -838,6 +840,21 @@ pub fn tanh_f32(input: &[f32], output: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::fixed_point::*;
+
+    #[test]
+    fn requantize_u8_saturates_a_scale_ratio_past_i32() {
+        let from = super::QuantParams {
+            scale: 1.0e20,
+            zero_point: 0,
+        };
+        let to = super::QuantParams {
+            scale: 1.0e-10,
+            zero_point: 200,
+        };
+        let mut out = [7u8; 3];
+        super::requantize_u8(&[0, 1, 255], from, to, &mut out);
+        assert_eq!(out, [200, 255, 255]);
+    }
     use super::*;
 
     fn q(scale: f32, zero_point: i32) -> QuantParams {

@@ -1808,7 +1808,7 @@ impl Lowering<'_> {
                 );
             }
             let span = padded[i] - eff[i];
-            if a.i("ceil_mode", 0) != 0 && span % s[i] != 0 {
+            if a.i("ceil_mode", 0) != 0 && !span.is_multiple_of(s[i]) {
                 bail!("ceil_mode 1 changes the output size here; not supported");
             }
             out[i] = span / s[i] + 1;

@@ -816,6 +816,14 @@ impl Lowering<'_> {
         match op {
             "Conv" => self.conv(k, node, &a),
             "ConvTranspose" => self.conv_transpose(node, &a),
+            "MatMul"
+                if self
+                    .input(node, 0)
+                    .map(value_shape)
+                    .is_some_and(|s| s.len() > 2) =>
+            {
+                self.matmul_nd(k, node)
+            }
             "Gemm" | "MatMul" => self.gemm(k, node, &a, op == "MatMul"),
             "Add" | "Mul" | "Sum" | "Sub" | "Div" | "Pow" | "Max" | "Min" => {
                 self.binary_any(node, &a, op)
@@ -836,6 +844,36 @@ impl Lowering<'_> {
             "Tile" | "Expand" => self.tile(node, &a, op),
             "LogSoftmax" => self.softmax_any(node, &a, true),
             "MaxPool" | "AveragePool" | "LpPool" => self.pool(node, &a, op),
+            "GlobalLpPool" => {
+                a.only(&["p"])?;
+                if a.i("p", 2) != 2 {
+                    bail!("p {}: only p = 2 (L2_POOL_2D)", a.i("p", 2));
+                }
+                let x = self.need(node, 0)?;
+                let x = self.float(&x)?;
+                self.rank4(&x)?;
+                let (h, w) = (x.shape[2] as i32, x.shape[3] as i32);
+                let mut ins = vec![x.operand];
+                for v in [0, 0, 0, 0, 1, 1, w, h] {
+                    ins.push(self.b.int(v));
+                }
+                let act = self.act();
+                ins.push(act);
+                let d = self.emit_image(OperationType::L2Pool2d, &ins, None, None)?;
+                // L2_POOL_2D is √(Σx²/n); LpPool is √(Σx²).
+                let k = self.b.f32_tensor(&[1], &[((h * w) as f32).sqrt()]);
+                let act = self.act();
+                let (operand, _) = self.emit(OperationType::Mul, &[d.operand, k, act], None)?;
+                self.set(
+                    node,
+                    Value::Dyn(Dyn {
+                        operand,
+                        act: Some(act),
+                        ..d
+                    }),
+                );
+                Ok(None)
+            }
             "GlobalAveragePool" | "GlobalMaxPool" => {
                 a.only(&[])?;
                 let x = self.need(node, 0)?;
@@ -2045,7 +2083,22 @@ impl Lowering<'_> {
                 );
                 Ok(Some("folded".into()))
             }
-            _ => bail!("quantizing a runtime float32 tensor needs QUANTIZE, which NNAPI 1.0 lacks"),
+            v => {
+                // A runtime float32 tensor: QUANTIZE (round to nearest, ties away from zero in
+                // NNAPI; onnxruntime rounds ties to even, so exact halves may differ by a step).
+                let d = self.float(&v)?;
+                let (operand, _) = self.emit(OperationType::Quantize, &[d.operand], Some(q))?;
+                self.set(
+                    node,
+                    Value::Dyn(Dyn {
+                        operand,
+                        quant: Some(q),
+                        act: None,
+                        ..d
+                    }),
+                );
+                Ok(None)
+            }
         }
     }
 

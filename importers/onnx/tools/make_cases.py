@@ -365,6 +365,13 @@ def later_cases():
          [("x", [1, 2, 9, 8])], ["y"])
     case("maxpool_1d_dilated_padded", [N("MaxPool", ["x"], ["y"], kernel_shape=[3], dilations=[2], pads=[2, 1])],
          [("x", [1, 3, 10])], ["y"], opset=12)
+    # QuantizeLinear of a runtime tensor (QUANTIZE), MatMul of a 3-D input, GlobalLpPool.
+    qs, qz = np.float32(0.01), np.uint8(100)
+    case("quantize_runtime", [N("Relu", ["x"], ["r"]), N("QuantizeLinear", ["r", "qs", "qz"], ["q"]),
+                              N("DequantizeLinear", ["q", "qs", "qz"], ["y"])],
+         [("x", [2, 3, 4])], ["y"], [init("qs", qs), init("qz", qz)], tol="quant", step=float(qs))
+    case("matmul_3d_const_b", [N("MatMul", ["x", "b"], ["y"])], [("x", [2, 3, 5])], ["y"], [init("b", w(5, 4))])
+    case("global_lppool", [N("GlobalLpPool", ["x"], ["y"], p=2)], [("x", [1, 3, 4, 5])], ["y"])
 
 
 def main():

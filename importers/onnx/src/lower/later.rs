@@ -1861,3 +1861,41 @@ impl Lowering<'_> {
         })
     }
 }
+
+impl Lowering<'_> {
+    /// MatMul of an input of rank > 2 by a 2-D constant B (a Linear layer over a sequence):
+    /// the input's leading axes folded into rows, FULLY_CONNECTED, then the leading axes back.
+    /// A B of rank > 2 (a batched product) is refused: NNAPI 1.3 has no BATCH_MATMUL.
+    pub(super) fn matmul_nd(&mut self, k: usize, node: &NodeProto) -> R<Option<String>> {
+        let x = self.need(node, 0)?;
+        let xs = value_shape(&x);
+        let bs = match self.input(node, 1) {
+            Some(Value::Const(t) | Value::QConst(t, ..)) => t.dims.clone(),
+            _ => bail!(
+                "a runtime B with an input of rank {}: NNAPI 1.3 has no BATCH_MATMUL",
+                xs.len()
+            ),
+        };
+        if bs.len() != 2 {
+            bail!("B of shape {bs:?}: a batched product, which NNAPI 1.3 has no BATCH_MATMUL for");
+        }
+        let kk = xs[xs.len() - 1];
+        let rows = element_count(&xs[..xs.len() - 1])?;
+        let tag = |what: &str| format!("\u{0}matmul:{k}:{what}");
+        let x2 = self.reshape(&x, &[rows, kk])?;
+        self.values.insert(tag("x"), x2);
+        let mut n2 = node.clone();
+        n2.input[0] = tag("x");
+        n2.output = vec![tag("y")];
+        let note = self.node(k, &n2)?;
+        let y = self.values.remove(&tag("y")).ok_or("no 2-D result")?;
+        let mut out = xs[..xs.len() - 1].to_vec();
+        out.push(bs[1]);
+        let y = self.reshape(&y, &out)?;
+        self.set(node, y);
+        Ok(Some(match note {
+            Some(n) => format!("as a 2-D product of the folded leading axes; {n}"),
+            None => "as a 2-D product of the folded leading axes".into(),
+        }))
+    }
+}

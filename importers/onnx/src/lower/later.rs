@@ -3,7 +3,9 @@
 //! Reshape/Flatten/Squeeze/Unsqueeze and Transpose is exact), element-wise math and
 //! activations, softmax on any axis, constant padding, reductions, slicing, splitting, tiling,
 //! and the dilated, grouped and transposed convolutions, 1-D convolutions and pools run as 2-D
-//! ones over a unit height. README "ONNX models" lists them with their opset notes.
+//! ones over a unit height; dilated max pooling as slices, Sign as comparisons and SELECT, and
+//! the integer (TENSOR_INT32) graph inputs NNAPI takes for ONNX's int64 ones. README "ONNX
+//! models" lists them with their opset notes.
 
 use super::*;
 use crate::proto::AttributeProto;

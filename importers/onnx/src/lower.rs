@@ -153,6 +153,10 @@ struct Lowering<'a> {
     absorbed: HashSet<usize>,
     /// NHWC graph inputs taken as they are, their Transpose [0, 3, 1, 2] uses being aliases.
     transposed_inputs: HashSet<String>,
+    /// Integer runtime tensors (int64 or int32 graph inputs, held as TENSOR_INT32 since NNAPI
+    /// has no int64), in ONNX order: operand and shape. Only the lowerings that take integer
+    /// operands (Gather indices) read them; every other use is refused.
+    ints: HashMap<String, (u32, Vec<usize>)>,
     opset: i64,
     summary: Vec<String>,
     /// Bytes made by constant folding so far, charged against `fold_budget`.
@@ -238,6 +242,7 @@ pub fn lower(model: &ModelProto, file_bytes: usize) -> Result<ImportedModel, Onn
         consumer: HashMap::new(),
         absorbed: HashSet::new(),
         transposed_inputs: HashSet::new(),
+        ints: HashMap::new(),
         opset,
         summary: Vec::new(),
         folded_bytes: 0,
@@ -292,7 +297,7 @@ pub fn lower(model: &ModelProto, file_bytes: usize) -> Result<ImportedModel, Onn
             continue;
         }
         for i in node.input.iter().filter(|i| !i.is_empty()) {
-            if !l.values.contains_key(i) {
+            if !l.values.contains_key(i) && !l.ints.contains_key(i) {
                 return Err(err(match producer.get(i.as_str()) {
                     Some(&p) if p >= k => format!(
                         "input '{i}' comes from node {p}, which is not earlier: the graph has a \
@@ -375,9 +380,29 @@ impl Lowering<'_> {
             let (source_type, quant) = match elem {
                 1 => (SourceType::Float32, self.input_quantization(&name)),
                 2 => (SourceType::UInt8, self.input_quantization(&name)),
+                6 | 7 => {
+                    // NNAPI has no int64: an integer input is fed as TENSOR_INT32 (the caller
+                    // narrows int64 data, refusing values outside int32).
+                    let dims: Vec<u32> = if shape.is_empty() {
+                        vec![1]
+                    } else {
+                        shape.iter().map(|&d| d as u32).collect()
+                    };
+                    let operand = self.b.temporary(OperandType::TensorInt32, &dims, 0.0, 0);
+                    self.b.mark_input(operand);
+                    self.ints.insert(name.clone(), (operand, shape.clone()));
+                    edges.push(Edge {
+                        name: name.clone(),
+                        shape: shape.clone(),
+                        layout: EdgeLayout::Same,
+                        source_type: SourceType::Int32,
+                        quantized: None,
+                    });
+                    continue;
+                }
                 other => {
                     return Err(bad(format!(
-                        "element type {} (only float32 and uint8 inputs)",
+                        "element type {} (only float32, uint8, int32 and int64 inputs)",
                         decode::type_name(other)
                     )))
                 }
@@ -520,6 +545,26 @@ impl Lowering<'_> {
             let name = vi.name.clone().unwrap_or_default();
             let bad =
                 |why: String| OnnxError::Unsupported(format!("graph output {k} '{name}': {why}"));
+            if let Some((operand, shape)) = self.ints.get(&name).cloned() {
+                let lifetime = self.b.operand_at(operand).lifetime;
+                if lifetime != nnhal_hal::OperandLifeTime::TemporaryVariable.raw()
+                    || !seen.insert(operand)
+                {
+                    return Err(bad(
+                        "the same tensor as a graph input or another output is not supported"
+                            .into(),
+                    ));
+                }
+                self.b.mark_output(operand);
+                edges.push(Edge {
+                    name,
+                    shape,
+                    layout: EdgeLayout::Same,
+                    source_type: SourceType::Int32,
+                    quantized: None,
+                });
+                continue;
+            }
             let value = self
                 .values
                 .get(&name)
@@ -715,6 +760,9 @@ impl Lowering<'_> {
         if !(domain.is_empty() || domain == "ai.onnx") {
             bail!("domain '{domain}' is not supported");
         }
+        if node.input.iter().any(|i| self.ints.contains_key(i)) {
+            return self.int_node(node, &a, op);
+        }
         // Constant folding: any foldable operator whose inputs are all known.
         let all_const = node
             .input
@@ -768,13 +816,21 @@ impl Lowering<'_> {
         match op {
             "Conv" => self.conv(k, node, &a),
             "ConvTranspose" => self.conv_transpose(node, &a),
+            "MatMul"
+                if self
+                    .input(node, 0)
+                    .map(value_shape)
+                    .is_some_and(|s| s.len() > 2) =>
+            {
+                self.matmul_nd(k, node)
+            }
             "Gemm" | "MatMul" => self.gemm(k, node, &a, op == "MatMul"),
             "Add" | "Mul" | "Sum" | "Sub" | "Div" | "Pow" | "Max" | "Min" => {
                 self.binary_any(node, &a, op)
             }
             "Relu" | "Clip" => self.relu(node, &a, op),
             "Sigmoid" | "Tanh" | "Floor" | "Neg" | "Exp" | "Log" | "Sqrt" | "Abs" | "Sin"
-            | "HardSwish" | "Reciprocal" | "Elu" | "Selu" | "LeakyRelu" | "Softplus"
+            | "Sign" | "HardSwish" | "Reciprocal" | "Elu" | "Selu" | "LeakyRelu" | "Softplus"
             | "Softsign" | "HardSigmoid" => self.unary(node, &a, op),
             "PRelu" => self.prelu(node, &a),
             "Shrink" => self.shrink(node, &a),
@@ -788,6 +844,36 @@ impl Lowering<'_> {
             "Tile" | "Expand" => self.tile(node, &a, op),
             "LogSoftmax" => self.softmax_any(node, &a, true),
             "MaxPool" | "AveragePool" | "LpPool" => self.pool(node, &a, op),
+            "GlobalLpPool" => {
+                a.only(&["p"])?;
+                if a.i("p", 2) != 2 {
+                    bail!("p {}: only p = 2 (L2_POOL_2D)", a.i("p", 2));
+                }
+                let x = self.need(node, 0)?;
+                let x = self.float(&x)?;
+                self.rank4(&x)?;
+                let (h, w) = (x.shape[2] as i32, x.shape[3] as i32);
+                let mut ins = vec![x.operand];
+                for v in [0, 0, 0, 0, 1, 1, w, h] {
+                    ins.push(self.b.int(v));
+                }
+                let act = self.act();
+                ins.push(act);
+                let d = self.emit_image(OperationType::L2Pool2d, &ins, None, None)?;
+                // L2_POOL_2D is √(Σx²/n); LpPool is √(Σx²).
+                let k = self.b.f32_tensor(&[1], &[((h * w) as f32).sqrt()]);
+                let act = self.act();
+                let (operand, _) = self.emit(OperationType::Mul, &[d.operand, k, act], None)?;
+                self.set(
+                    node,
+                    Value::Dyn(Dyn {
+                        operand,
+                        act: Some(act),
+                        ..d
+                    }),
+                );
+                Ok(None)
+            }
             "GlobalAveragePool" | "GlobalMaxPool" => {
                 a.only(&[])?;
                 let x = self.need(node, 0)?;
@@ -1401,12 +1487,15 @@ impl Lowering<'_> {
         if a.i("storage_order", 0) != 0 {
             bail!("storage_order 1 is not supported");
         }
+        self.rank4(&x)?;
         if let Some(d) = a.ints("dilations") {
             if d.iter().any(|&v| v != 1) {
-                bail!("dilations {d:?}: NNAPI 1.3's pools have no dilation");
+                if op != "MaxPool" || x.quant.is_some() {
+                    bail!("dilations {d:?}: NNAPI 1.3's pools have no dilation (a dilated float MaxPool alone is lowered, as slices)");
+                }
+                return self.dilated_max_pool(a, x, &d);
             }
         }
-        self.rank4(&x)?;
         let ks = a.ints("kernel_shape").ok_or("kernel_shape is required")?;
         if ks.len() != 2 || ks.iter().any(|&v| v < 1) {
             bail!("kernel_shape {ks:?}: two positive sizes expected");
@@ -1994,7 +2083,22 @@ impl Lowering<'_> {
                 );
                 Ok(Some("folded".into()))
             }
-            _ => bail!("quantizing a runtime float32 tensor needs QUANTIZE, which NNAPI 1.0 lacks"),
+            v => {
+                // A runtime float32 tensor: QUANTIZE (round to nearest, ties away from zero in
+                // NNAPI; onnxruntime rounds ties to even, so exact halves may differ by a step).
+                let d = self.float(&v)?;
+                let (operand, _) = self.emit(OperationType::Quantize, &[d.operand], Some(q))?;
+                self.set(
+                    node,
+                    Value::Dyn(Dyn {
+                        operand,
+                        quant: Some(q),
+                        act: None,
+                        ..d
+                    }),
+                );
+                Ok(None)
+            }
         }
     }
 

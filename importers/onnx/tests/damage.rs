@@ -474,3 +474,116 @@ fn bi97_permutations_indices_and_repeats_out_of_range_are_refused() {
         );
     }
 }
+
+fn typed(name: &str, elem: i32, dims: &[i64]) -> ValueInfoProto {
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(elem),
+                shape: Some(TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| tensor_shape_proto::Dimension {
+                            value: Some(tensor_shape_proto::dimension::Value::DimValue(d)),
+                        })
+                        .collect(),
+                }),
+            })),
+        }),
+    }
+}
+
+fn typed_graph(
+    nodes: Vec<NodeProto>,
+    init: Vec<TensorProto>,
+    inputs: Vec<ValueInfoProto>,
+    outputs: Vec<ValueInfoProto>,
+) -> Vec<u8> {
+    ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto {
+            domain: None,
+            version: Some(13),
+        }],
+        graph: Some(GraphProto {
+            node: nodes,
+            initializer: init,
+            input: inputs,
+            output: outputs,
+            ..GraphProto::default()
+        }),
+        ..ModelProto::default()
+    }
+    .encode_to_vec()
+}
+
+/// An int64 graph input is a TENSOR_INT32 model input (NNAPI has no int64): lowered as Gather
+/// indices and in integer Add/Sub/Mul, and refused by name anywhere else.
+#[test]
+fn int64_graph_inputs_are_lowered_as_indices_and_refused_elsewhere() {
+    use nnhal_onnx::SourceType;
+    let table = TensorProto {
+        dims: vec![4, 3],
+        data_type: Some(1),
+        name: Some("w".into()),
+        float_data: (0..12).map(|v| v as f32).collect(),
+        ..TensorProto::default()
+    };
+    let m = import(&typed_graph(
+        vec![node("Gather", "g", &["w", "i"], &["y"])],
+        vec![table],
+        vec![typed("i", 7, &[1, 4])],
+        vec![typed("y", 1, &[1, 4, 3])],
+    ))
+    .unwrap();
+    assert_eq!(m.inputs[0].source_type, SourceType::Int32);
+    assert!(
+        m.summary.iter().any(|s| s.contains("(Gather) → GATHER")),
+        "{:?}",
+        m.summary
+    );
+
+    let m = import(&typed_graph(
+        vec![node("Mul", "m", &["i", "k"], &["y"])],
+        vec![int64s("k", &[3])],
+        vec![typed("i", 7, &[2])],
+        vec![typed("y", 7, &[2])],
+    ))
+    .unwrap();
+    assert_eq!(m.outputs[0].source_type, SourceType::Int32);
+
+    let e = error(&typed_graph(
+        vec![node("Mul", "m", &["i", "k"], &["y"])],
+        vec![int64s("k", &[1 << 40])],
+        vec![typed("i", 7, &[1])],
+        vec![typed("y", 7, &[1])],
+    ));
+    assert!(
+        e.contains("(Mul): constant 1099511627776 is outside int32"),
+        "{e}"
+    );
+
+    let e = error(&typed_graph(
+        vec![node("Relu", "r", &["i"], &["y"])],
+        vec![],
+        vec![typed("i", 7, &[4])],
+        vec![typed("y", 1, &[4])],
+    ));
+    assert!(
+        e.contains("(Relu): input 0 is an integer runtime tensor"),
+        "{e}"
+    );
+
+    let e = error(&typed_graph(
+        vec![node("Expand", "x", &["x", "s"], &["y"])],
+        vec![],
+        vec![typed("x", 1, &[1, 3, 1]), typed("s", 7, &[2])],
+        vec![typed("y", 1, &[1, 3, 3])],
+    ));
+    assert!(
+        e.contains("(Expand): input 1 is a runtime shape")
+            && e.contains("no operation whose output shape is a runtime value"),
+        "{e}"
+    );
+}

@@ -357,6 +357,21 @@ def later_cases():
     case("pixel_shuffle", [N("Reshape", ["x", "s6"], ["r"]), N("Transpose", ["r"], ["t"], perm=[0, 1, 4, 2, 5, 3]),
                            N("Reshape", ["t", "s4"], ["y"])],
          [("x", [1, 8, 2, 3])], ["y"], [init("s6", np.int64([1, 2, 2, 2, 2, 3])), init("s4", np.int64([1, 2, 4, 6]))])
+    # Sign (GREATER/LESS/SELECT, zeros included); dilated MaxPool (padded slices), 2-D and 1-D.
+    sx = rng.uniform(-1.0, 1.0, (2, 3, 4)).astype(np.float32)
+    sx[0, 1, :2] = 0.0
+    case("sign_with_zeros", [N("Sign", ["x"], ["y"])], [("x", [2, 3, 4])], ["y"], feed=[sx])
+    case("maxpool_dilated_strided_padded", [N("MaxPool", ["x"], ["y"], kernel_shape=[3, 2], dilations=[2, 3], strides=[2, 1], pads=[2, 1, 1, 1])],
+         [("x", [1, 2, 9, 8])], ["y"])
+    case("maxpool_1d_dilated_padded", [N("MaxPool", ["x"], ["y"], kernel_shape=[3], dilations=[2], pads=[2, 1])],
+         [("x", [1, 3, 10])], ["y"], opset=12)
+    # QuantizeLinear of a runtime tensor (QUANTIZE), MatMul of a 3-D input, GlobalLpPool.
+    qs, qz = np.float32(0.01), np.uint8(100)
+    case("quantize_runtime", [N("Relu", ["x"], ["r"]), N("QuantizeLinear", ["r", "qs", "qz"], ["q"]),
+                              N("DequantizeLinear", ["q", "qs", "qz"], ["y"])],
+         [("x", [2, 3, 4])], ["y"], [init("qs", qs), init("qz", qz)], tol="quant", step=float(qs))
+    case("matmul_3d_const_b", [N("MatMul", ["x", "b"], ["y"])], [("x", [2, 3, 5])], ["y"], [init("b", w(5, 4))])
+    case("global_lppool", [N("GlobalLpPool", ["x"], ["y"], p=2)], [("x", [1, 3, 4, 5])], ["y"])
 
 
 def main():

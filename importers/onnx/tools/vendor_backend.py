@@ -3,9 +3,7 @@
 https://github.com/onnx/onnx, onnx/backend/test/data/{pytorch-converted,pytorch-operator,simple})
 into importers/onnx/testdata/backend/, which cli/tests/onnx_backend.rs runs.
 
-Every model.onnx is copied with its test_data_set_*/ inputs and outputs, except the data of
-the models in NO_DATA: the importer refuses them from model.onnx alone (NNAPI's pools have no
-dilation) and their inputs are 4 MB of random numbers.
+Every model.onnx is copied with its test_data_set_*/ inputs and outputs.
 
     python3 importers/onnx/tools/vendor_backend.py [site-packages/onnx]
 """
@@ -14,7 +12,6 @@ import shutil
 import sys
 
 SUITES = ["pytorch-converted", "pytorch-operator", "simple"]
-NO_DATA = {"test_MaxPool1d_stride_padding_dilation", "test_MaxPool2d_stride_padding_dilation"}
 
 
 def main():
@@ -27,6 +24,8 @@ def main():
         root = os.path.dirname(onnx.__file__)
     src = os.path.join(root, "backend", "test", "data")
     dst = os.path.join(os.path.dirname(__file__), "..", "testdata", "backend")
+    readme = os.path.join(dst, "README.md")
+    kept = open(readme).read() if os.path.exists(readme) else None
     shutil.rmtree(dst, ignore_errors=True)
     count = 0
     for suite in SUITES:
@@ -35,11 +34,13 @@ def main():
             out = os.path.join(dst, suite, name)
             os.makedirs(out)
             shutil.copy(os.path.join(m, "model.onnx"), out)
-            if name not in NO_DATA:
-                for d in sorted(os.listdir(m)):
-                    if d.startswith("test_data_set_"):
-                        shutil.copytree(os.path.join(m, d), os.path.join(out, d))
+            for d in sorted(os.listdir(m)):
+                if d.startswith("test_data_set_"):
+                    shutil.copytree(os.path.join(m, d), os.path.join(out, d))
             count += 1
+    if kept is not None:
+        with open(readme, "w") as f:
+            f.write(kept)
     print(f"{count} models")
 
 

@@ -3,7 +3,9 @@
 //! Reshape/Flatten/Squeeze/Unsqueeze and Transpose is exact), element-wise math and
 //! activations, softmax on any axis, constant padding, reductions, slicing, splitting, tiling,
 //! and the dilated, grouped and transposed convolutions, 1-D convolutions and pools run as 2-D
-//! ones over a unit height. README "ONNX models" lists them with their opset notes.
+//! ones over a unit height; dilated max pooling as slices, Sign as comparisons and SELECT, and
+//! the integer (TENSOR_INT32) graph inputs NNAPI takes for ONNX's int64 ones. README "ONNX
+//! models" lists them with their opset notes.
 
 use super::*;
 use crate::proto::AttributeProto;
@@ -51,6 +53,15 @@ fn attrs_2d(attrs: &[AttributeProto]) -> Vec<AttributeProto> {
 impl Lowering<'_> {
     fn int_vec(&mut self, v: &[i32]) -> u32 {
         self.b.i32_tensor(&[v.len().max(1) as u32], v, 0.0)
+    }
+
+    /// `emit` for a comparison, whose output is TENSOR_BOOL8.
+    fn emit_bool(&mut self, op: OperationType, inputs: &[u32]) -> R<(u32, Vec<u32>)> {
+        let dims = self.b.infer(op, inputs)?;
+        let dims = dims.into_iter().next().ok_or("no output")?;
+        let out = self.b.temporary(OperandType::TensorBool8, &dims, 0.0, 0);
+        self.b.operation(op, inputs, &[out]);
+        Ok((out, dims))
     }
 
     fn bool_scalar(&mut self, v: bool) -> u32 {
@@ -211,6 +222,20 @@ impl Lowering<'_> {
             return Ok(None);
         }
         let operand = match op {
+            "Sign" => {
+                // SELECT(x > 0, 1, SELECT(x < 0, −1, x)): exact, with 0 and NaN passed through
+                // (NNAPI has no SIGN, and SELECT takes equal shapes, so the ±1 are full-size).
+                a.only(&[])?;
+                let dims = self.b.operand_at(x.operand).dimensions.clone();
+                let n = element_count(&dims.iter().map(|&d| d as usize).collect::<Vec<_>>())?;
+                let zero = self.b.f32_tensor(&[1], &[0.0]);
+                let (gt, _) = self.emit_bool(OperationType::Greater, &[x.operand, zero])?;
+                let (lt, _) = self.emit_bool(OperationType::Less, &[x.operand, zero])?;
+                let ones = self.b.f32_tensor(&dims, &vec![1.0; n]);
+                let minus = self.b.f32_tensor(&dims, &vec![-1.0; n]);
+                let (neg, _) = self.emit(OperationType::Select, &[lt, minus, x.operand], None)?;
+                self.emit(OperationType::Select, &[gt, ones, neg], None)?.0
+            }
             "Reciprocal" => {
                 a.only(&[])?;
                 let one = self.b.f32_tensor(&[1], &[1.0]);
@@ -1615,5 +1640,264 @@ impl Lowering<'_> {
         Ok(Some(format!(
             "PixelShuffle with Transpose node {t}: DEPTH_TO_SPACE (the 6-D view kept as its 4-D reshape)"
         )))
+    }
+}
+
+/// The numpy broadcast of two shapes (checked by the operation's own shape inference too).
+fn broadcast_shape(a: &[usize], b: &[usize]) -> R<Vec<usize>> {
+    let rank = a.len().max(b.len());
+    let at = |s: &[usize], i: usize| (i + s.len()).checked_sub(rank).map_or(1, |j| s[j]);
+    (0..rank)
+        .map(|i| match (at(a, i), at(b, i)) {
+            (x, y) if x == y || y == 1 => Ok(x),
+            (1, y) => Ok(y),
+            (x, y) => Err(format!(
+                "shapes {a:?} and {b:?} do not broadcast ({x} vs {y})"
+            )),
+        })
+        .collect()
+}
+
+impl Lowering<'_> {
+    /// A node with an integer runtime input (an int64 or int32 graph input, held as
+    /// TENSOR_INT32): Gather by runtime indices and integer Add/Sub/Mul are lowered; every
+    /// other use is refused, naming what NNAPI lacks.
+    pub(super) fn int_node(&mut self, node: &NodeProto, a: &Attrs, op: &str) -> R<Option<String>> {
+        let at: Vec<usize> = (0..node.input.len())
+            .filter(|&k| self.ints.contains_key(&node.input[k]))
+            .collect();
+        match op {
+            "Gather" if at == [1] => self.gather_runtime(node, a),
+            "Add" | "Sub" | "Mul" if node.input.len() == 2 => self.int_binary(node, a, op),
+            "Expand" | "Reshape" | "Tile" | "ConstantOfShape" | "Range" | "OneHot" | "TopK"
+            | "Resize" | "Upsample" | "Slice" | "Pad" => bail!(
+                "input {} is a runtime shape, count or bound: NNAPI 1.3 has no operation whose \
+                 output shape is a runtime value",
+                at[0]
+            ),
+            _ if op.contains("Sequence") => {
+                bail!("a sequence operator: sequence tensors are not supported")
+            }
+            _ => bail!(
+                "input {} is an integer runtime tensor: NNAPI has no int64, and integer tensors \
+                 are lowered only as Gather indices and in Add/Sub/Mul",
+                at[0]
+            ),
+        }
+    }
+
+    /// Gather with runtime indices: GATHER in ONNX order. NNAPI's GATHER takes indices in
+    /// `[0, n)`; a negative ONNX index is refused at execution by its range check.
+    fn gather_runtime(&mut self, node: &NodeProto, a: &Attrs) -> R<Option<String>> {
+        a.only(&["axis"])?;
+        let x = self.need(node, 0)?;
+        let (idx, idims) = self.ints[&node.input[1]].clone();
+        let x = self.runtime(&x)?;
+        let rank = x.shape.len();
+        let axis = norm_axis(a.i("axis", 0), rank)?;
+        let mut shape = x.shape[..axis].to_vec();
+        shape.extend(&idims);
+        shape.extend(&x.shape[axis + 1..]);
+        if shape.is_empty() || shape.len() > 4 || rank > 4 {
+            bail!(
+                "rank {}: NNAPI's GATHER takes ranks 1 to 4",
+                shape.len().max(rank)
+            );
+        }
+        let plain = self.onnx_order(&x)?;
+        let ax = self.b.int(axis as i32);
+        let (mut g, _) = self.emit(OperationType::Gather, &[plain, ax, idx], x.quant)?;
+        if idims.is_empty() {
+            // A scalar index is held as [1]: drop that axis.
+            g = self.reshape_raw(g, &shape, x.quant)?;
+        }
+        let d = self.nnapi_order(g, &shape, x.quant)?;
+        self.set(node, Value::Dyn(d));
+        Ok(None)
+    }
+
+    /// Add/Sub/Mul of integer tensors (one may be an integer constant) as the TENSOR_INT32
+    /// operation. The inputs are int64 narrowed to int32 by the caller, so a result past
+    /// int32 wraps where ONNX's int64 would not.
+    fn int_binary(&mut self, node: &NodeProto, a: &Attrs, op: &str) -> R<Option<String>> {
+        if self.opset < 7 {
+            a.only(&["broadcast", "axis"])?;
+            if a.i("broadcast", 0) != 0 {
+                bail!("the opset 1–6 broadcast attribute on integer tensors is not supported");
+            }
+        } else {
+            a.only(&[])?;
+        }
+        let mut operands = Vec::new();
+        let mut shapes = Vec::new();
+        for k in 0..2 {
+            if let Some((o, s)) = self.ints.get(&node.input[k]).cloned() {
+                operands.push(o);
+                shapes.push(s);
+                continue;
+            }
+            let t = self.constant(node, k, "integer operand")?;
+            let v: Vec<i32> = t
+                .data
+                .to_i64()
+                .ok_or("a non-integer operand beside an integer tensor")?
+                .iter()
+                .map(|&x| i32::try_from(x).map_err(|_| format!("constant {x} is outside int32")))
+                .collect::<R<_>>()?;
+            let dims: Vec<u32> = if t.dims.is_empty() {
+                vec![1]
+            } else {
+                t.dims.iter().map(|&d| d as u32).collect()
+            };
+            operands.push(self.b.i32_tensor(&dims, &v, 0.0));
+            shapes.push(t.dims.clone());
+        }
+        let shape = broadcast_shape(&shapes[0], &shapes[1])?;
+        let ty = match op {
+            "Add" => OperationType::Add,
+            "Sub" => OperationType::Sub,
+            _ => OperationType::Mul,
+        };
+        let act = self.act();
+        let ins = [operands[0], operands[1], act];
+        let dims = self
+            .b
+            .infer(ty, &ins)?
+            .into_iter()
+            .next()
+            .ok_or("no output")?;
+        let out = self.b.temporary(OperandType::TensorInt32, &dims, 0.0, 0);
+        self.b.operation(ty, &ins, &[out]);
+        let name = node.output.first().ok_or("no output")?.clone();
+        self.ints.insert(name, (out, shape));
+        Ok(None)
+    }
+}
+
+impl Lowering<'_> {
+    /// MaxPool with dilations, which NNAPI's MAX_POOL_2D lacks: the window's maximum is
+    /// separable, so after PAD_V2 with −∞ (padding never wins a maximum) it is the MAXIMUM of
+    /// `kh` STRIDED_SLICEs along the height (row `i·dh`, step `sh`), then of `kw` along the
+    /// width — exact, in `kh + kw` slices rather than `kh·kw`.
+    pub(super) fn dilated_max_pool(&mut self, a: &Attrs, x: Dyn, dil: &[i64]) -> R<Dyn> {
+        let ks = a.ints("kernel_shape").ok_or("kernel_shape is required")?;
+        let strides = a.ints("strides").unwrap_or(vec![1, 1]);
+        let ok =
+            |v: &[i64]| v.len() == 2 && v.iter().all(|&s| (1..=i64::from(i32::MAX)).contains(&s));
+        if !ok(&ks) || !ok(&strides) || !ok(dil) {
+            bail!("kernel_shape {ks:?}, strides {strides:?}, dilations {dil:?}: two positive values each expected");
+        }
+        let [n, c, h, w] = [x.shape[0], x.shape[1], x.shape[2], x.shape[3]];
+        let k = [ks[0] as usize, ks[1] as usize];
+        let s = [strides[0] as usize, strides[1] as usize];
+        let d = [dil[0] as usize, dil[1] as usize];
+        let eff: Vec<usize> = (0..2)
+            .map(|i| (k[i] - 1).checked_mul(d[i]).and_then(|v| v.checked_add(1)))
+            .collect::<Option<_>>()
+            .ok_or("the dilated kernel's extent overflows")?;
+        let p = pads(a, &x.shape[2..4], &eff, &strides)?;
+        let padded = [
+            h + p[0] as usize + p[2] as usize,
+            w + p[1] as usize + p[3] as usize,
+        ];
+        let mut out = [0usize; 2];
+        for i in 0..2 {
+            if padded[i] < eff[i] {
+                bail!(
+                    "the dilated kernel ({}) is larger than the padded input ({})",
+                    eff[i],
+                    padded[i]
+                );
+            }
+            let span = padded[i] - eff[i];
+            if a.i("ceil_mode", 0) != 0 && !span.is_multiple_of(s[i]) {
+                bail!("ceil_mode 1 changes the output size here; not supported");
+            }
+            out[i] = span / s[i] + 1;
+        }
+        let mut v = x.operand;
+        if p.iter().any(|&q| q != 0) {
+            let pad = self
+                .b
+                .i32_tensor(&[4, 2], &[0, 0, p[0], p[2], p[1], p[3], 0, 0], 0.0);
+            let low = self.b.float(f32::NEG_INFINITY);
+            v = self.emit(OperationType::PadV2, &[v, pad, low], None)?.0;
+        }
+        // Height, then width: slice `t` of axis `ax` (1 or 2, NHWC) starts at t·d.
+        let mut extent = [n, padded[0], padded[1], c];
+        for (i, ax) in [(0usize, 1usize), (1, 2)] {
+            if k[i] == 1 && s[i] == 1 && extent[ax] == out[i] {
+                continue;
+            }
+            let mut acc = None;
+            for t in 0..k[i] {
+                let mut begin = [0i32; 4];
+                let mut end = extent.map(|e| e as i32);
+                let mut step = [1i32; 4];
+                begin[ax] = (t * d[i]) as i32;
+                end[ax] = (t * d[i] + (out[i] - 1) * s[i] + 1) as i32;
+                step[ax] = s[i] as i32;
+                let bt = self.b.i32_tensor(&[4], &begin, 0.0);
+                let et = self.b.i32_tensor(&[4], &end, 0.0);
+                let st = self.b.i32_tensor(&[4], &step, 0.0);
+                let zero = [self.b.int(0), self.b.int(0), self.b.int(0)];
+                let (sl, _) = self.emit(
+                    OperationType::StridedSlice,
+                    &[v, bt, et, st, zero[0], zero[1], zero[2]],
+                    None,
+                )?;
+                acc = Some(match acc {
+                    None => sl,
+                    Some(m) => self.emit(OperationType::Maximum, &[m, sl], None)?.0,
+                });
+            }
+            v = acc.ok_or("an empty kernel")?;
+            extent[ax] = out[i];
+        }
+        Ok(Dyn {
+            operand: v,
+            shape: vec![n, c, out[0], out[1]],
+            layout: EdgeLayout::Nhwc,
+            quant: None,
+            act: None,
+        })
+    }
+}
+
+impl Lowering<'_> {
+    /// MatMul of an input of rank > 2 by a 2-D constant B (a Linear layer over a sequence):
+    /// the input's leading axes folded into rows, FULLY_CONNECTED, then the leading axes back.
+    /// A B of rank > 2 (a batched product) is refused: NNAPI 1.3 has no BATCH_MATMUL.
+    pub(super) fn matmul_nd(&mut self, k: usize, node: &NodeProto) -> R<Option<String>> {
+        let x = self.need(node, 0)?;
+        let xs = value_shape(&x);
+        let bs = match self.input(node, 1) {
+            Some(Value::Const(t) | Value::QConst(t, ..)) => t.dims.clone(),
+            _ => bail!(
+                "a runtime B with an input of rank {}: NNAPI 1.3 has no BATCH_MATMUL",
+                xs.len()
+            ),
+        };
+        if bs.len() != 2 {
+            bail!("B of shape {bs:?}: a batched product, which NNAPI 1.3 has no BATCH_MATMUL for");
+        }
+        let kk = xs[xs.len() - 1];
+        let rows = element_count(&xs[..xs.len() - 1])?;
+        let tag = |what: &str| format!("\u{0}matmul:{k}:{what}");
+        let x2 = self.reshape(&x, &[rows, kk])?;
+        self.values.insert(tag("x"), x2);
+        let mut n2 = node.clone();
+        n2.input[0] = tag("x");
+        n2.output = vec![tag("y")];
+        let note = self.node(k, &n2)?;
+        let y = self.values.remove(&tag("y")).ok_or("no 2-D result")?;
+        let mut out = xs[..xs.len() - 1].to_vec();
+        out.push(bs[1]);
+        let y = self.reshape(&y, &out)?;
+        self.set(node, y);
+        Ok(Some(match note {
+            Some(n) => format!("as a 2-D product of the folded leading axes; {n}"),
+            None => "as a 2-D product of the folded leading axes".into(),
+        }))
     }
 }

@@ -22,7 +22,7 @@ use crate::tensor::{
 use crossbeam_queue::ArrayQueue;
 use nnhal_hal::memory::MappedPool;
 use nnhal_hal::shape::{self, Arg, InferError, Inferred, Params};
-use nnhal_hal::validate::{self, BoundRequest, ValidModel};
+use nnhal_hal::validate::{self, readers_all, BoundRequest, ValidModel};
 use nnhal_hal::{HalError, HalResult, OperandLifeTime, OperandType};
 use nnhal_kernels::aligned::AlignedBuf;
 use nnhal_kernels::ukernels::Ukernels;
@@ -403,6 +403,9 @@ impl Plan {
     fn plan_arena(&mut self, threads: usize) -> HalResult<Option<Layout>> {
         let m = &self.model;
         let n = m.operands.len();
+        // An omitted optional operand has no extents and no home; operations that take it as
+        // absent on both paths run with it in the arena plan (the others decide at execution).
+        let absent_ok = readers_all(&m.operations, n, nnhal_hal::ops::omitted_input_is_absent);
         if self.steps.iter().any(|s| s.params.is_none())
             || m.inputs.iter().any(|&i| m.omittable[i])
             || m.static_dims
@@ -410,10 +413,8 @@ impl Plan {
                 .zip(&m.operands)
                 .enumerate()
                 .any(|(i, (d, o))| {
-                    // An omitted optional operand has no extents and no home; the recurrent
-                    // operations run with it in the arena plan (the others still decide at
-                    // execution).
-                    d.is_none() && !(o.lifetime == OperandLifeTime::NoValue && recurrent_only(m, i))
+                    d.is_none()
+                        && !(o.lifetime == OperandLifeTime::NoValue && absent_ok[i] != Some(false))
                 })
         {
             return Ok(None);
@@ -1331,24 +1332,6 @@ fn place_in_slots(values: &[Value], cool_down: usize) -> (Vec<usize>, usize) {
         })
         .collect();
     (offsets, total)
-}
-
-/// Whether operand `i` is read only by the recurrent operations (LSTM, RNN and the sequence
-/// forms), whose registrations take an omitted optional input as absent on both paths.
-fn recurrent_only(m: &ValidModel, i: usize) -> bool {
-    use nnhal_hal::OperationType as T;
-    let mut readers = m.operations.iter().filter(|op| op.inputs.contains(&i));
-    readers.all(|op| {
-        matches!(
-            op.ty,
-            T::Lstm
-                | T::Rnn
-                | T::UnidirectionalSequenceLstm
-                | T::BidirectionalSequenceLstm
-                | T::UnidirectionalSequenceRnn
-                | T::BidirectionalSequenceRnn
-        )
-    })
 }
 
 fn layout_error() -> HalError {

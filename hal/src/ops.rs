@@ -143,6 +143,34 @@ pub fn is_optional_input(op: OperationType, position: usize) -> bool {
     }
 }
 
+/// Whether `op` takes an omitted optional input as absent on both execution paths, so an
+/// operand it alone reads may stay without extents in a statically placed plan (the recurrent
+/// cells and their sequence forms).
+pub fn omitted_input_is_absent(op: OperationType) -> bool {
+    matches!(
+        op,
+        OperationType::Lstm
+            | OperationType::Rnn
+            | OperationType::UnidirectionalSequenceLstm
+            | OperationType::BidirectionalSequenceLstm
+            | OperationType::UnidirectionalSequenceRnn
+            | OperationType::BidirectionalSequenceRnn
+    )
+}
+
+/// Whether `op`'s constant BOOL scalar inputs are resolved at prepare: the recurrent sequence
+/// operations, whose `time_major` and `merge_outputs` decide output shapes. (The image
+/// operations' layout flags stay for execution.)
+pub fn bool_params_at_prepare(op: OperationType) -> bool {
+    matches!(
+        op,
+        OperationType::UnidirectionalSequenceLstm
+            | OperationType::BidirectionalSequenceLstm
+            | OperationType::UnidirectionalSequenceRnn
+            | OperationType::BidirectionalSequenceRnn
+    )
+}
+
 /// Whether this driver executes `op`: an operation some family lists signatures for (every
 /// NNAPI 1.0 operation but OEM_OPERATION, and the later ones the families add).
 pub fn is_supported(op: OperationType) -> bool {

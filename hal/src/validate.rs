@@ -1273,23 +1273,24 @@ impl ValidModel {
     }
 }
 
-/// Whether operand `i` is read only by UNIDIRECTIONAL_ / BIDIRECTIONAL_SEQUENCE_LSTM and _RNN.
-pub fn sequence_only(valid: &ValidModel, i: usize) -> bool {
-    let mut readers = valid
-        .operations
-        .iter()
-        .filter(|op| op.inputs.contains(&i))
-        .peekable();
-    readers.peek().is_some()
-        && readers.all(|op| {
-            matches!(
-                op.ty,
-                OperationType::UnidirectionalSequenceLstm
-                    | OperationType::BidirectionalSequenceLstm
-                    | OperationType::UnidirectionalSequenceRnn
-                    | OperationType::BidirectionalSequenceRnn
-            )
-        })
+/// Per operand, whether every operation reading it satisfies `pred`: `None` for an operand no
+/// operation reads. One pass over the operations' inputs, so a question about readers costs
+/// the model's size once, not once per operand.
+pub fn readers_all(
+    operations: &[OperationInfo],
+    operands: usize,
+    pred: impl Fn(OperationType) -> bool,
+) -> Vec<Option<bool>> {
+    let mut all = vec![None; operands];
+    for op in operations {
+        let ok = pred(op.ty);
+        for &i in &op.inputs {
+            if let Some(slot) = all.get_mut(i) {
+                *slot = Some(slot.unwrap_or(true) && ok);
+            }
+        }
+    }
+    all
 }
 
 /// Runs shape inference over every operation whose shapes and parameters are known before
@@ -1306,6 +1307,7 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
         .collect();
     // Parameter values: scalars and small integer tensors (shape operands) that are constant.
     let mut values: HashMap<usize, Vec<u8>> = HashMap::new();
+    let bool_at_prepare = readers_all(&valid.operations, n, ops::bool_params_at_prepare);
     for (i, o) in valid.operands.iter().enumerate() {
         let is_const = matches!(
             o.lifetime,
@@ -1313,11 +1315,10 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
         );
         let small =
             !o.ty.is_tensor() || (o.ty == OperandType::TensorInt32 && o.location.length <= 1024);
-        // BOOL scalars too where only the recurrent sequence operations read them (their
-        // time_major and merge_outputs decide shapes; known at prepare, they let the plan pack
-        // and place those operations). The image operations' layout flags stay for execution.
-        let recurrent_bool = o.ty == OperandType::Bool && sequence_only(valid, i);
-        if is_const && small && (!o.ty.is_opaque() || recurrent_bool) {
+        // BOOL scalars too where only operations that resolve them at prepare read them
+        // (known then, they let the plan pack and place those operations).
+        let prepared_bool = o.ty == OperandType::Bool && bool_at_prepare[i] == Some(true);
+        if is_const && small && (!o.ty.is_opaque() || prepared_bool) {
             values.insert(i, valid.constant_bytes(model, i)?);
         }
     }
@@ -1604,4 +1605,34 @@ fn check_overlaps(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(ty: OperationType, inputs: &[usize]) -> OperationInfo {
+        OperationInfo {
+            ty,
+            inputs: inputs.to_vec(),
+            outputs: vec![],
+            opaque: false,
+        }
+    }
+
+    #[test]
+    fn readers_all_tells_unread_uniform_and_mixed_operands_apart() {
+        let ops = [
+            op(OperationType::Lstm, &[0, 1]),
+            op(OperationType::Add, &[1, 2]),
+            op(OperationType::Rnn, &[0, 0]),
+        ];
+        let all = readers_all(&ops, 4, crate::ops::omitted_input_is_absent);
+        assert_eq!(all, vec![Some(true), Some(false), Some(false), None]);
+        // An index past the operand count (never in a validated model) is ignored.
+        assert_eq!(
+            readers_all(&[op(OperationType::Add, &[9])], 1, |_| true),
+            vec![None]
+        );
+    }
 }

@@ -540,6 +540,15 @@ pub struct CacheFiles<'a> {
 }
 
 impl<'a> CacheFiles<'a> {
+    /// The given handles and token.
+    pub fn new(model: &[BorrowedFd<'a>], data: &[BorrowedFd<'a>], token: &'a [u8]) -> Self {
+        CacheFiles {
+            model: model.to_vec(),
+            data: data.to_vec(),
+            token,
+        }
+    }
+
     /// No handles, only a token.
     pub fn none(token: &'a [u8]) -> Self {
         CacheFiles {

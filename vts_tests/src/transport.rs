@@ -284,11 +284,7 @@ impl Device for RpcDevice {
         data_cache: &[BorrowedFd<'_>],
         token: &[u8],
     ) -> HalResult<Box<dyn Prepared>> {
-        let files = CacheFiles {
-            model: model_cache.to_vec(),
-            data: data_cache.to_vec(),
-            token,
-        };
+        let files = CacheFiles::new(model_cache, data_cache, token);
         Ok(Box::new(RpcPrepared(
             self.device.prepare_model_cached(&model, &files)?,
         )))
@@ -300,11 +296,7 @@ impl Device for RpcDevice {
         data_cache: &[BorrowedFd<'_>],
         token: &[u8],
     ) -> HalResult<Box<dyn Prepared>> {
-        let files = CacheFiles {
-            model: model_cache.to_vec(),
-            data: data_cache.to_vec(),
-            token,
-        };
+        let files = CacheFiles::new(model_cache, data_cache, token);
         Ok(Box::new(RpcPrepared(
             self.device.prepare_model_from_cache_with(&files)?,
         )))

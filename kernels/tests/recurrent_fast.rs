@@ -20,10 +20,10 @@ use nnhal_kernels::recurrent::reference::{
 };
 use nnhal_kernels::recurrent::sequence::{
     lstm_scratch_len, lstm_sequence_f32, rnn_scratch_len, rnn_sequence_f32, SeqAux, SeqDims,
-    SeqOutput,
 };
 use nnhal_kernels::ukernels::Ukernels;
 use nnhal_kernels::Activation;
+use support::recurrent::{assert_close, in_columns};
 use support::{tables, Rng};
 
 impl Rng {
@@ -40,40 +40,6 @@ impl Rng {
     fn matrix(&mut self, rows: usize, cols: usize) -> Vec<f32> {
         self.values(rows * cols, 1.5 / (cols.max(1) as f32).sqrt())
     }
-}
-
-fn assert_close(got: &[f32], want: &[f32], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= 1e-5 + 1e-4 * w.abs(),
-            "{what}[{i}]: {g} vs {w}"
-        );
-    }
-}
-
-/// A `[rows, width]` output poisoned with NaN, of which the direction owns columns
-/// `offset..offset + len`; after `f`, checks the other columns were left alone and returns the
-/// direction's.
-fn in_columns(rows: usize, len: usize, extra: usize, f: impl FnOnce(SeqOutput<'_>)) -> Vec<f32> {
-    let width = len + extra;
-    let offset = extra / 2;
-    let mut data = vec![f32::NAN; rows * width];
-    f(SeqOutput {
-        data: &mut data,
-        width,
-        offset,
-    });
-    let mut mine = Vec::with_capacity(rows * len);
-    for row in data.chunks_exact(width) {
-        assert!(row[..offset].iter().all(|v| v.is_nan()), "wrote left");
-        assert!(
-            row[offset + len..].iter().all(|v| v.is_nan()),
-            "wrote right"
-        );
-        mine.extend_from_slice(&row[offset..offset + len]);
-    }
-    mine
 }
 
 #[derive(Clone, Copy, Debug)]

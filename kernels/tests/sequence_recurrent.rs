@@ -6,16 +6,18 @@
 //! optional LSTM group, both time layouts, both directions, a column range of a wider output
 //! (merge_outputs).
 
+mod support;
+
 use nnhal_kernels::recurrent::reference::{
     lstm_f32, rnn_f32, LstmActivation, LstmAux, LstmDims, LstmInputs, LstmLayerNorm, LstmOutputs,
     LstmParams, RnnDims, RnnInputs,
 };
 use nnhal_kernels::recurrent::sequence::{
     lstm_scratch_len, lstm_sequence_f32, rnn_scratch_len, rnn_sequence_f32, SeqAux, SeqDims,
-    SeqOutput,
 };
 use nnhal_kernels::Activation;
 use proptest::prelude::*;
+use support::recurrent::{assert_close, in_columns};
 
 /// Deterministic values in [-scale, scale).
 fn values(n: usize, seed: &mut u64, scale: f32) -> Vec<f32> {
@@ -67,43 +69,6 @@ fn from_time_major(seq: SeqDims, x: &[f32], n: usize) -> Vec<f32> {
     } else {
         swap01(x, seq.max_time, seq.batch, n)
     }
-}
-
-fn assert_close(got: &[f32], want: &[f32], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= 1e-5 + 1e-4 * w.abs(),
-            "{what}[{i}]: {g} vs {w}"
-        );
-    }
-}
-
-/// Runs `f` on a `[.., .., width]` output whose columns `offset..offset + len` belong to the
-/// direction, with the other columns poisoned; returns the direction's columns and checks the
-/// rest was left alone.
-fn in_columns(rows: usize, len: usize, extra: usize, f: impl FnOnce(SeqOutput<'_>)) -> Vec<f32> {
-    let width = len + extra;
-    let offset = extra / 2;
-    let mut data = vec![f32::NAN; rows * width];
-    f(SeqOutput {
-        data: &mut data,
-        width,
-        offset,
-    });
-    let mut mine = Vec::with_capacity(rows * len);
-    for row in data.chunks_exact(width) {
-        assert!(
-            row[..offset].iter().all(|v| v.is_nan()),
-            "wrote left of its columns"
-        );
-        assert!(
-            row[offset + len..].iter().all(|v| v.is_nan()),
-            "wrote right of its columns"
-        );
-        mine.extend_from_slice(&row[offset..offset + len]);
-    }
-    mine
 }
 
 #[derive(Debug, Clone)]

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod recurrent;
+
 use nnhal_kernels::ukernels::{self, Isa, Ukernels};
 use nnhal_kernels::Activation;
 

@@ -742,6 +742,48 @@ impl Lowering {
                         let a = self.b.float(e.alpha);
                         (self.emit(OperationType::Elu, &[x.operand, a])?, "ELU")
                     }
+                    Some(N::ThresholdedReLu(t)) => {
+                        // x where x ≥ α, else 0: SELECT between x and zeros.
+                        let dims = self.b.operand_at(x.operand).dimensions.clone();
+                        let n: usize = dims.iter().map(|&d| d as usize).product();
+                        let a = self.scalar_tensor(t.alpha);
+                        let ge = self.b.infer(OperationType::GreaterEqual, &[x.operand, a])?;
+                        let ge_dims = ge.into_iter().next().ok_or("no output")?;
+                        let m = self.b.temporary(OperandType::TensorBool8, &ge_dims, 0.0, 0);
+                        self.b
+                            .operation(OperationType::GreaterEqual, &[x.operand, a], &[m]);
+                        let zeros = self.b.f32_tensor(&dims, &vec![0.0; n]);
+                        (
+                            self.emit(OperationType::Select, &[m, x.operand, zeros])?,
+                            "GREATER_EQUAL, SELECT",
+                        )
+                    }
+                    Some(N::Softplus(_)) => (
+                        self.softplus(x.operand)?,
+                        "softplus: ABS, NEG, EXP, ADD, LOG, RELU, ADD",
+                    ),
+                    Some(N::ParametricSoftplus(ps)) => {
+                        // α·log(1 + e^(β·x)), α and β one value or one per channel.
+                        let len = |w: Option<&proto::WeightParams>| {
+                            w.map_or(0, |w| w.float_value.len().max(w.float16_value.len() / 2))
+                        };
+                        let n = len(ps.alpha.as_ref()).max(len(ps.beta.as_ref()));
+                        let count = if n <= 1 { 1 } else { x.c };
+                        let x = if count > 1 { self.plain(x)? } else { x };
+                        let alpha = weights(ps.alpha.as_ref(), count, count).map_err(|e| {
+                            format!("parametric softplus alpha: {e} (1 or C = {} values)", x.c)
+                        })?;
+                        let beta = weights(ps.beta.as_ref(), count, count).map_err(|e| {
+                            format!("parametric softplus beta: {e} (1 or C = {} values)", x.c)
+                        })?;
+                        let b = self.b.f32_tensor(&[count as u32], &beta);
+                        let m = self.binary(OperationType::Mul, x.operand, b)?;
+                        let sp = self.softplus(m)?;
+                        let a = self.b.f32_tensor(&[count as u32], &alpha);
+                        let y = self.binary(OperationType::Mul, sp, a)?;
+                        set(self, Blob { operand: y, ..x });
+                        return Ok("MUL, softplus, MUL".into());
+                    }
                     Some(N::Softsign(_)) => {
                         // x / (1 + |x|)
                         let ab = self.emit(OperationType::Abs, &[x.operand])?;
@@ -751,13 +793,6 @@ impl Lowering {
                             self.binary(OperationType::Div, x.operand, d)?,
                             "ABS, ADD, DIV",
                         )
-                    }
-                    Some(other) => {
-                        let d = format!("{other:?}");
-                        return Err(format!(
-                            "activation '{}' is not supported (see the README's CoreML table)",
-                            d.split('(').next().unwrap_or("?")
-                        ));
                     }
                     None => return Err("activation without a type".into()),
                 };
@@ -1478,10 +1513,114 @@ impl Lowering {
         Ok((y, what))
     }
 
+    /// A deconvolution as TRANSPOSE_CONV_2D: CoreML's weights `[inC, outC, kh, kw]` to
+    /// NNAPI's `[outC, kh, kw, inC]`; valid padding (output (in − 1)·stride + k), one group,
+    /// no dilation, `outputShape` absent or that size.
+    fn deconvolution(&mut self, p: &proto::ConvolutionLayerParams, x: &Blob) -> R<(u32, String)> {
+        use proto::convolution_layer_params::ConvolutionPaddingType as P;
+        let pair = |v: &[u64], what: &str| -> R<(usize, usize)> {
+            match v {
+                [] => Ok((1, 1)),
+                [a, b] => Ok((u(*a)?, u(*b)?)),
+                s => Err(format!("{what} {s:?} (height and width expected)")),
+            }
+        };
+        if pair(&p.dilation_factor, "dilation factors")? != (1, 1) {
+            return Err("a dilated deconvolution: TRANSPOSE_CONV_2D has no dilation".into());
+        }
+        if p.n_groups > 1 {
+            return Err(format!(
+                "a grouped deconvolution (nGroups {}) is not supported",
+                p.n_groups
+            ));
+        }
+        if matches!(p.convolution_padding_type, Some(P::Same(_))) {
+            return Err("a deconvolution with same padding is not supported (valid only)".into());
+        }
+        let (out_c, in_c) = (u(p.output_channels)?, u(p.kernel_channels)?);
+        let (kh, kw) = match p.kernel_size.as_slice() {
+            [] => (3, 3),
+            [a, b] => (u(*a)?, u(*b)?),
+            s => return Err(format!("kernel size {s:?}")),
+        };
+        let (sh, sw) = pair(&p.stride, "stride")?;
+        if kh == 0 || kw == 0 || sh == 0 || sw == 0 || out_c == 0 {
+            return Err("a zero kernel size, stride or channel count".into());
+        }
+        if in_c != x.c {
+            return Err(format!(
+                "kernelChannels {in_c} ≠ the input's {} channels",
+                x.c
+            ));
+        }
+        let oh =
+            x.h.checked_sub(1)
+                .ok_or("an empty input")?
+                .checked_mul(sh)
+                .and_then(|v| v.checked_add(kh))
+                .ok_or("the output height overflows")?;
+        let ow =
+            x.w.checked_sub(1)
+                .ok_or("an empty input")?
+                .checked_mul(sw)
+                .and_then(|v| v.checked_add(kw))
+                .ok_or("the output width overflows")?;
+        if let [h, w] = p.output_shape.as_slice() {
+            if (*h as usize, *w as usize) != (oh, ow) {
+                return Err(format!(
+                    "outputShape [{h}, {w}] differs from the valid-padding size [{oh}, {ow}]"
+                ));
+            }
+        }
+        element_count(&[out_c, oh, ow])?;
+        let n = element_count(&[in_c, out_c, kh, kw])?;
+        let wv = weights(p.weights.as_ref(), n, out_c)?;
+        let bias = if p.has_bias {
+            weights(p.bias.as_ref(), out_c, out_c)?
+        } else {
+            vec![0.0; out_c]
+        };
+        let mut f = vec![0f32; n];
+        for ci in 0..in_c {
+            for o in 0..out_c {
+                for y in 0..kh {
+                    for xx in 0..kw {
+                        f[((o * kh + y) * kw + xx) * in_c + ci] =
+                            wv[((ci * out_c + o) * kh + y) * kw + xx];
+                    }
+                }
+            }
+        }
+        let filter = self
+            .b
+            .f32_tensor(&[out_c as u32, kh as u32, kw as u32, in_c as u32], &f);
+        let bias_op = self.b.f32_tensor(&[out_c as u32], &bias);
+        let mut ins = vec![x.operand, filter, bias_op];
+        for v in [0, 0, 0, 0, sw, sh] {
+            ins.push(self.b.int(v as i32));
+        }
+        ins.push(self.b.int(0));
+        ins.push(self.boolean(false));
+        let y = self.emit(OperationType::TransposeConv2d, &ins)?;
+        Ok((y, "TRANSPOSE_CONV_2D".into()))
+    }
+
+    /// log(1 + e^x) as max(x, 0) + log(1 + e^−|x|), which no large input overflows.
+    fn softplus(&mut self, x: u32) -> R<u32> {
+        let ab = self.emit(OperationType::Abs, &[x])?;
+        let ng = self.emit(OperationType::Neg, &[ab])?;
+        let ex = self.emit(OperationType::Exp, &[ng])?;
+        let one = self.scalar_tensor(1.0);
+        let p1 = self.binary(OperationType::Add, ex, one)?;
+        let lg = self.emit(OperationType::Log, &[p1])?;
+        let rl = self.emit(OperationType::Relu, &[x])?;
+        self.binary(OperationType::Add, rl, lg)
+    }
+
     fn convolution(&mut self, p: &proto::ConvolutionLayerParams, x: &Blob) -> R<(u32, String)> {
         use proto::convolution_layer_params::ConvolutionPaddingType as P;
         if p.is_deconvolution {
-            return Err("deconvolution is not supported (not lowered to TRANSPOSE_CONV_2D)".into());
+            return self.deconvolution(p, x);
         }
         let (dh, dw) = match p.dilation_factor.as_slice() {
             [] => (1, 1),

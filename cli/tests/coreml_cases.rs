@@ -89,7 +89,7 @@ fn check(case: &Case, execute: &dyn Fn(&nnhal::hal::Model, &nnhal::hal::Request)
 fn coreml_set_matches_onnxruntime_in_process() {
     let driver = nnhal::Driver::new(1).unwrap();
     let all = cases();
-    assert!(all.len() >= 108, "{} cases", all.len());
+    assert!(all.len() >= 118, "{} cases", all.len());
     let mut problems = Vec::new();
     for case in &all {
         problems.extend(check(case, &|model, request| {

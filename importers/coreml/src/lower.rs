@@ -1210,18 +1210,41 @@ impl Lowering {
                         p.linear_upsample_mode
                     )
                 })?;
-                if !p.fractional_scaling_factor.is_empty() {
-                    return Err("fractional scaling factors are not supported".into());
-                }
-                let (sh, sw) = match p.scaling_factor.as_slice() {
-                    [] => (1, 1),
-                    [a, b] => (u(*a)?, u(*b)?),
-                    s => return Err(format!("scaling factors {s:?}")),
+                let (sh, sw, oh, ow) = if p.fractional_scaling_factor.is_empty() {
+                    let (sh, sw) = match p.scaling_factor.as_slice() {
+                        [] => (1, 1),
+                        [a, b] => (u(*a)?, u(*b)?),
+                        s => return Err(format!("scaling factors {s:?}")),
+                    };
+                    if sh == 0 || sw == 0 {
+                        return Err(format!("scaling factors [{sh}, {sw}]: zero"));
+                    }
+                    (sh, sw, x.h * sh, x.w * sw)
+                } else {
+                    // Fractional factors (bilinear with aligned corners or half-pixel centres
+                    // only): the output is ⌊size · factor⌋, sampled by the sizes' ratio.
+                    if !bilinear || mode == LinearUpsampleMode::Default {
+                        return Err("fractional scaling factors need bilinear mode with \
+                                    ALIGN_CORNERS_TRUE or ALIGN_CORNERS_FALSE"
+                            .into());
+                    }
+                    let [fh, fw] = p.fractional_scaling_factor[..] else {
+                        return Err(format!(
+                            "fractional scaling factors {:?} (height and width expected)",
+                            p.fractional_scaling_factor
+                        ));
+                    };
+                    let size = |n: usize, f: f32| -> R<usize> {
+                        let o = (n as f64 * f64::from(f)).floor();
+                        if !(1.0..=f64::from(1u32 << 20)).contains(&o) {
+                            return Err(format!(
+                                "fractional scaling factor {f} makes an output size of {o} from {n}"
+                            ));
+                        }
+                        Ok(o as usize)
+                    };
+                    (0, 0, size(x.h, fh)?, size(x.w, fw)?)
                 };
-                if sh == 0 || sw == 0 {
-                    return Err(format!("scaling factors [{sh}, {sw}]: zero"));
-                }
-                let (oh, ow) = (x.h * sh, x.w * sw);
                 element_count(&[x.c, oh, ow])?;
                 if bilinear {
                     // DEFAULT's grid spacing (Xin − Xin/Xout)/(Xout − 1) is Xin/Xout: the
@@ -1298,9 +1321,12 @@ impl Lowering {
                 let x = self.one_input(layer)?;
                 let x = self.plain(x)?;
                 use proto::padding_layer_params::PaddingType;
-                let value = match &p.padding_type {
-                    Some(PaddingType::Constant(c)) => c.value,
-                    _ => return Err("reflection / replication padding is not supported".into()),
+                // None: constant; Some(true): reflection; Some(false): replication.
+                let (value, mirror) = match &p.padding_type {
+                    Some(PaddingType::Constant(c)) => (c.value, None),
+                    Some(PaddingType::Reflection(_)) => (0.0, Some(true)),
+                    Some(PaddingType::Replication(_)) => (0.0, Some(false)),
+                    None => return Err("padding without a type".into()),
                 };
                 let amounts = p
                     .padding_amounts
@@ -1316,6 +1342,17 @@ impl Lowering {
                     _ => return Err("padding amounts for height and width expected".into()),
                 };
                 element_count(&[x.c, x.h + t + bo, x.w + l + r])?;
+                if let Some(reflect) = mirror {
+                    let mut y = x.operand;
+                    for (axis, n, before, after) in [(1, x.h, t, bo), (2, x.w, l, r)] {
+                        if before + after > 0 {
+                            y = self.mirror_pad(y, axis, n, before, after, reflect)?;
+                        }
+                    }
+                    let b = self.image(y);
+                    set(self, b);
+                    return Ok("GATHER per padded axis".into());
+                }
                 let y = self.pad(x.operand, [t, bo, l, r], value)?;
                 let b = self.image(y);
                 set(self, b);
@@ -1326,6 +1363,46 @@ impl Lowering {
                 Err("this layer type is not supported (see the README's CoreML table)".into())
             }
         }
+    }
+
+    /// Reflection (the edge row not repeated) or replication padding of NHWC axis `axis` (of
+    /// size `n`) as one GATHER of source indices: NNAPI 1.3 has no MIRROR_PAD.
+    fn mirror_pad(
+        &mut self,
+        x: u32,
+        axis: i32,
+        n: usize,
+        before: usize,
+        after: usize,
+        reflect: bool,
+    ) -> R<u32> {
+        if n == 0 || (reflect && (before >= n || after >= n)) {
+            return Err(format!(
+                "reflection padding of {before} and {after} on a side of {n}: at most {} each",
+                n.saturating_sub(1)
+            ));
+        }
+        let last = n as i64 - 1;
+        let index: Vec<i32> = (0..(n + before + after) as i64)
+            .map(|i| {
+                let s = i - before as i64;
+                let s = if reflect {
+                    if s < 0 {
+                        -s
+                    } else if s > last {
+                        2 * last - s
+                    } else {
+                        s
+                    }
+                } else {
+                    s.clamp(0, last)
+                };
+                s as i32
+            })
+            .collect();
+        let idx = self.b.i32_tensor(&[index.len() as u32], &index, 0.0);
+        let ax = self.b.int(axis);
+        self.emit(OperationType::Gather, &[x, ax, idx])
     }
 
     /// PAD_V2 of an NHWC operand by `[top, bottom, left, right]` with `value`.

@@ -809,6 +809,21 @@ for name, (cin, cout, h, w, kh, kw, sh, sw, bias) in [
            kernel_shape=[kh, kw], strides=[sh, sw])
     cases.append(t.save())
 
+# reflection and replication padding (GATHER per axis; ONNX's reflect and edge modes).
+for name, mode, onnx_mode in [("padding_reflection", "reflection", "reflect"), ("padding_replication", "replication", "edge")]:
+    t = Twin(name, [("x", [2, 4, 5])], [("y", [2, 4 + 1 + 3, 5 + 2 + 0])])
+    t.nb.add_padding("pad", left=2, right=0, top=1, bottom=3, padding_type=mode, input_name="x", output_name="y")
+    t.node("Pad", ["x", t.const(np.array([0, 0, 1, 2, 0, 0, 3, 0], np.int64))], ["y"], mode=onnx_mode)
+    cases.append(t.save())
+
+# fractional bilinear upsampling: output floor(size * factor), sampled by the sizes' ratio.
+for mode, ctm in [("ALIGN_CORNERS_TRUE", "align_corners"), ("ALIGN_CORNERS_FALSE", "half_pixel")]:
+    t = Twin(f"upsample_fractional_{mode.lower()}", [("x", [2, 4, 5])], [("y", [2, 6, 12])])
+    t.nb.add_upsample("up", 1.5, 2.5, "x", "y", mode="BILINEAR", linear_upsample_mode=mode)
+    t.node("Resize", ["x", "", "", t.const(np.array([1, 2, 6, 12], np.int64))], ["y"], mode="linear",
+           coordinate_transformation_mode=ctm)
+    cases.append(t.save())
+
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"seed": 15, "cases": cases}, f, indent=1)
 print(len(cases), "cases;", len({l for c in cases for l in c["layers"]}), "layer types")

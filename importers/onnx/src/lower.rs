@@ -1858,40 +1858,19 @@ impl Lowering<'_> {
         }))
     }
 
-    /// The channel shuffle `[N, G, C/G, H, W]` → transpose → `[N, C, H, W]` as a 1×1 CONV_2D
-    /// whose weight is the permutation (exact in float32 and, with weight 1 at scale 1 and the
-    /// input's quantization on the output, in quant8).
-    fn channel_permutation(&mut self, d: &Dyn, (g, cg): (usize, usize)) -> R<Dyn> {
-        let c = g * cg;
-        // Output channel a·G + b reads element (b, a) of the [G, C/G] split: channel b·C/G + a.
-        let source = |o: usize| (o % g) * cg + o / g;
-        let zeros = [0i32; 4];
-        let (filter, bias) = match d.quant {
-            None => {
-                let mut w = vec![0f32; c * c];
-                for o in 0..c {
-                    w[o * c + source(o)] = 1.0;
-                }
-                let f = self.b.f32_tensor(&[c as u32, 1, 1, c as u32], &w);
-                (f, self.b.f32_tensor(&[c as u32], &vec![0.0; c]))
-            }
-            Some((scale, _)) => {
-                let mut w = vec![0u8; c * c];
-                for o in 0..c {
-                    w[o * c + source(o)] = 1;
-                }
-                let f = self.b.u8_tensor(&[c as u32, 1, 1, c as u32], &w, 1.0, 0);
-                (f, self.b.i32_tensor(&[c as u32], &vec![0; c], scale))
-            }
-        };
-        let mut ins = vec![d.operand, filter, bias];
-        for v in zeros
-            .into_iter()
-            .chain([1, 1, FusedActivationFunc::None.raw()])
-        {
-            ins.push(self.b.int(v));
-        }
-        self.emit_image(OperationType::Conv2d, &ins, d.quant, None)
+    /// The channel shuffle `[N, G, C/G, H, W]` → transpose → `[N, C, H, W]`: NNAPI 1.2's
+    /// CHANNEL_SHUFFLE with G groups along the NHWC channel axis, whose output channel
+    /// a·G + b is input channel b·C/G + a, exactly the transposed split (float32 and quant8,
+    /// the quantization kept).
+    fn channel_permutation(&mut self, d: &Dyn, (g, _cg): (usize, usize)) -> R<Dyn> {
+        let groups = self.b.int(i32::try_from(g).map_err(|_| "too many groups")?);
+        let axis = self.b.int(3);
+        self.emit_image(
+            OperationType::ChannelShuffle,
+            &[d.operand, groups, axis],
+            d.quant,
+            None,
+        )
     }
 
     fn transpose(&mut self, node: &NodeProto, a: &Attrs) -> R<Option<String>> {
@@ -1940,7 +1919,7 @@ impl Lowering<'_> {
                     },
                 );
                 Ok(Some(
-                    "channel shuffle (a permutation CONV_2D at the reshape back)".into(),
+                    "channel shuffle (CHANNEL_SHUFFLE at the reshape back)".into(),
                 ))
             }
             Value::Const(t) => {

@@ -437,6 +437,20 @@ class Net:
             return self.op("Reshape", [x], shape=shape)
         return self.op("Reshape", [x, self.const(np.int64(shape), "shape")])
 
+    def dyn_reshape(self, x, of, dims):
+        """PyTorch's `x.view(...)` with sizes read from `of`'s shape: Shape → Gather →
+        Unsqueeze per size taken (an int: a constant), Concat, Reshape."""
+        shape = self.op("Shape", [of])
+        parts = []
+        for d in dims:
+            if isinstance(d, tuple):
+                g = self.op("Gather", [shape, self.const(np.int64(d[1]), "idx")], axis=0)
+                parts.append(self.op("Unsqueeze", [g], axes=[0]) if self.opset < 13 else
+                             self.op("Unsqueeze", [g, self.const(np.int64([0]), "axes")]))
+            else:
+                parts.append(self.const(np.int64([d]), "dim"))
+        return self.op("Reshape", [x, self.op("Concat", parts, axis=0)])
+
     def lrn(self, x):
         return self.op("LRN", [x], size=5, alpha=1e-4, beta=0.75, bias=1.0)
 
@@ -559,9 +573,16 @@ def zoo_cases():
         t = g.relu(g.bn(g.conv(t, half, half, 1, bias=False), half))
         side //= stride
         h = g.op("Concat", [a, t], axis=1)
-        h = g.reshape(h, [1, 2, half, side, side])
-        h = g.op("Transpose", [h], perm=[0, 2, 1, 3, 4])
-        h = g.reshape(h, [1, out, side, side])
+        if unit == 2:
+            # The traced export: every size read from the tensor's own (static) shape.
+            cat = h
+            h = g.dyn_reshape(h, cat, [("n", 0), 2, half, ("h", 2), ("w", 3)])
+            h = g.op("Transpose", [h], perm=[0, 2, 1, 3, 4])
+            h = g.dyn_reshape(h, cat, [("n", 0), -1, ("h", 2), ("w", 3)])
+        else:
+            h = g.reshape(h, [1, 2, half, side, side])
+            h = g.op("Transpose", [h], perm=[0, 2, 1, 3, 4])
+            h = g.reshape(h, [1, out, side, side])
         c = out
     h = g.op("ReduceMean", [h], axes=[2, 3], keepdims=0)
     g.case("zoo_shufflenet_v2_opset10", "input", [1, 3, 32, 32], g.gemm(h, c, 10))

@@ -1587,7 +1587,7 @@ impl Lowering<'_> {
     /// `[0, 1, 4, 2, 5, 3]`, then Reshapes. NNAPI tensors stop at rank 4, but the transposed
     /// `[N, C', H, r, W, r]` has the element order of `[N, C', H·r, W·r]`, which is what
     /// DEPTH_TO_SPACE makes once the channels are put from ONNX's CRD order into DCR order (a
-    /// permutation CONV_2D). Taken only when every use of the transposed tensor is a Reshape.
+    /// CHANNEL_SHUFFLE). Taken only when every use of the transposed tensor is a Reshape.
     /// `None`: not this pattern.
     pub(super) fn pixel_shuffle(
         &mut self,

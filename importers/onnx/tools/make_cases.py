@@ -534,9 +534,10 @@ def zoo_cases():
     g = Net(9)
     h = g.maxpool(g.relu(g.conv("gpu_0/data_0", 3, 12, 3, stride=2, pad=1)), 3, 2, pads=(1, 1, 1, 1))
     c, side = 12, 8
-    for out, stride in [(24, 2), (24, 1), (48, 2), (48, 1)]:
+    for unit, (out, stride) in enumerate([(24, 2), (24, 1), (48, 2), (48, 1)]):
         branch = out - c if stride == 2 else out
-        t = g.relu(g.conv(h, c, 12, 1, group=3 if c % 3 == 0 and c != 12 or stride == 1 else 1))
+        # The first unit's 1x1 convolution is not grouped (its input has few channels).
+        t = g.relu(g.conv(h, c, 12, 1, group=1 if unit == 0 else 3))
         t = g.reshape(t, [1, 3, 4, side, side])
         t = g.op("Transpose", [t], perm=[0, 2, 1, 3, 4])
         t = g.reshape(t, [1, 12, side, side])
@@ -717,14 +718,13 @@ def random_float_graphs(count=40):
             elif kind == "bn":
                 cur = g.bn(cur, c)
             elif kind == "pad" and g.opset >= 11:
+                # A zero row on top and a zero column on the right, then the first h rows and
+                # the last h columns: the image shifted down and left, square again.
                 cur = g.op("Pad", [cur, g.const(np.int64([0, 0, 1, 0, 0, 0, 0, 1]), "pads")])
-                h_w = h  # pads one row on top and one column on the right: not square any more
-                g.nodes.append(N("Slice", [cur, g.const(np.int64([0]), "st"), g.const(np.int64([h_w]), "en"),
-                                           g.const(np.int64([3]), "ax")], [g.fresh("slice")]))
-                cur = g.nodes[-1].output[0]
-                g.nodes.append(N("Slice", [cur, g.const(np.int64([1]), "st"), g.const(np.int64([h_w + 1]), "en"),
-                                           g.const(np.int64([2]), "ax")], [g.fresh("slice")]))
-                cur = g.nodes[-1].output[0]
+                cur = g.op("Slice", [cur, g.const(np.int64([0]), "st"), g.const(np.int64([h]), "en"),
+                                     g.const(np.int64([2]), "ax")])
+                cur = g.op("Slice", [cur, g.const(np.int64([1]), "st"), g.const(np.int64([h + 1]), "en"),
+                                     g.const(np.int64([3]), "ax")])
             pool.append((cur, c, h))
         head = gen.choice(["gap_gemm", "flatten_gemm", "softmax", "none"])
         if head == "gap_gemm":
@@ -754,7 +754,7 @@ def random_qdq_graphs(count=40):
             z = int(gen.integers(100, 156)) + lo
             return g.const(s, "s"), g.const(act_t(z), "z"), float(s)
 
-        def qdq(x, span, relu=False):
+        def qdq(x, span):
             s, z, sv = qparams(span)
             q = g.op("QuantizeLinear", [x, s, z])
             steps.append(sv)
@@ -790,9 +790,9 @@ def random_qdq_graphs(count=40):
                 in_s = span / 255.0
                 bq = (w(co, scale=0.2) / (np.float32(in_s) * ws)).astype(np.int32)
                 bd = g.op("DequantizeLinear", [g.const(bq, "bq"), g.const((np.float32(in_s) * ws).astype(np.float32), "bs")], axis=0)
-                # The bias scale is the activation scale times the weight scale, as onnxruntime's
-                # quantizer writes it; the activation scale here is only nominal, which is fine
-                # since the bias is dequantized with whatever scale it carries.
+                # The bias is int32 at a nominal activation scale times the weight scale; it is
+                # dequantized with the scale it carries (the importer requantizes it to the
+                # actual input scale).
                 conv = g.op("Conv", [cur, wd, bd], pads=[k // 2] * 4, group=c if dw else 1)
                 relu = bool(gen.integers(2))
                 if relu:

@@ -824,6 +824,11 @@ impl Lowering<'_> {
             if let Some((y, qk)) = self.qdq_target(k, node) {
                 return self.qdq(node, &a, op, y, qk);
             }
+            if matches!(op, "Conv" | "Add" | "Mul") {
+                if let Some((y, rk, qk)) = self.qdq_relu_target(k, node) {
+                    return self.qdq_relu(node, &a, op, y, rk, qk);
+                }
+            }
         }
         if matches!(
             op,
@@ -2383,6 +2388,52 @@ impl Lowering<'_> {
         }
         let params = self.quant_params(q, 1, 2).ok()?;
         Some((params, next))
+    }
+
+    /// A Relu alone between node `k` and the QuantizeLinear of a QDQ pattern (Conv → Relu →
+    /// QuantizeLinear): the QuantizeLinear's parameters, the Relu's index and the
+    /// QuantizeLinear's.
+    fn qdq_relu_target(&self, k: usize, node: &NodeProto) -> Option<((f32, i32), usize, usize)> {
+        let out = node.output.first()?;
+        if node.output.len() > 1 || !self.single_use(out) {
+            return None;
+        }
+        let rk = *self.consumer.get(out)?;
+        let r = &self.nodes[rk];
+        if rk <= k
+            || r.op_type.as_deref() != Some("Relu")
+            || !r.domain.as_deref().unwrap_or("").is_empty()
+            || !r.attribute.is_empty()
+            || r.input.first() != Some(out)
+        {
+            return None;
+        }
+        let (y, qk) = self.qdq_target(rk, r)?;
+        Some((y, rk, qk))
+    }
+
+    /// The QDQ pattern with a Relu before its QuantizeLinear: one quant8 operation with a fused
+    /// RELU, which clamps at the output's zero point, the quantized zero a Relu makes.
+    fn qdq_relu(
+        &mut self,
+        node: &NodeProto,
+        a: &Attrs,
+        op: &str,
+        y: (f32, i32),
+        rk: usize,
+        qk: usize,
+    ) -> R<Option<String>> {
+        let note = self.qdq(node, a, op, y, qk)?;
+        let out = self.nodes[qk].output[0].clone();
+        let Some(Value::Dyn(d)) = self.values.get(&out).cloned() else {
+            bail!("no quantized result");
+        };
+        let act = d.act.ok_or("no activation to fuse the Relu into")?;
+        self.b
+            .rewrite_constant(act, &FusedActivationFunc::Relu.raw().to_le_bytes());
+        self.values.insert(out, Value::Dyn(Dyn { act: None, ..d }));
+        self.absorbed.insert(rk);
+        Ok(note.map(|n| format!("{n}, Relu node {rk} fused as RELU")))
     }
 
     /// Lowers `op` of a QDQ pattern as one quant8 operation: its runtime inputs are pending

@@ -89,7 +89,7 @@ fn check(case: &Case, execute: &dyn Fn(&nnhal::hal::Model, &nnhal::hal::Request)
 fn coreml_set_matches_onnxruntime_in_process() {
     let driver = nnhal::Driver::new(1).unwrap();
     let all = cases();
-    assert!(all.len() >= 108, "{} cases", all.len());
+    assert!(all.len() >= 118, "{} cases", all.len());
     let mut problems = Vec::new();
     for case in &all {
         problems.extend(check(case, &|model, request| {
@@ -162,10 +162,14 @@ fn unsupported_layer_names_the_layer_and_exits_2() {
 }
 
 #[test]
-fn deconvolution_and_grouped_dilation_are_refused_with_the_layer_named() {
+fn dilated_deconvolution_and_grouped_dilation_are_refused_with_the_layer_named() {
     use nnhal_coreml::proto::{model::Type, neural_network_layer::Layer};
     for (tag, case, why) in [
-        ("deconv", "conv_valid_3x3", "deconvolution"),
+        (
+            "deconv",
+            "conv_valid_3x3",
+            "a dilated deconvolution: TRANSPOSE_CONV_2D has no dilation",
+        ),
         (
             "grouped-dilation",
             "conv_grouped",
@@ -181,9 +185,8 @@ fn deconvolution_and_grouped_dilation_are_refused_with_the_layer_named() {
         };
         if tag == "deconv" {
             c.is_deconvolution = true;
-        } else {
-            c.dilation_factor = vec![2, 2];
         }
+        c.dilation_factor = vec![2, 2];
         let out = run_cli(&model, tag);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");

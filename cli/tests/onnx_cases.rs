@@ -99,7 +99,7 @@ fn check(case: &Case, execute: &dyn Fn(&nnhal::hal::Model, &nnhal::hal::Request)
 fn random_graph_set_matches_onnxruntime_in_process() {
     let driver = nnhal::Driver::new(1).unwrap();
     let all = cases();
-    assert!(all.len() >= 84, "{} cases", all.len());
+    assert!(all.len() >= 188, "{} cases", all.len());
     let mut problems = Vec::new();
     for case in &all {
         problems.extend(check(case, &|model, request| {

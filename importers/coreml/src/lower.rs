@@ -742,6 +742,48 @@ impl Lowering {
                         let a = self.b.float(e.alpha);
                         (self.emit(OperationType::Elu, &[x.operand, a])?, "ELU")
                     }
+                    Some(N::ThresholdedReLu(t)) => {
+                        // x where x ≥ α, else 0: SELECT between x and zeros.
+                        let dims = self.b.operand_at(x.operand).dimensions.clone();
+                        let n: usize = dims.iter().map(|&d| d as usize).product();
+                        let a = self.scalar_tensor(t.alpha);
+                        let ge = self.b.infer(OperationType::GreaterEqual, &[x.operand, a])?;
+                        let ge_dims = ge.into_iter().next().ok_or("no output")?;
+                        let m = self.b.temporary(OperandType::TensorBool8, &ge_dims, 0.0, 0);
+                        self.b
+                            .operation(OperationType::GreaterEqual, &[x.operand, a], &[m]);
+                        let zeros = self.b.f32_tensor(&dims, &vec![0.0; n]);
+                        (
+                            self.emit(OperationType::Select, &[m, x.operand, zeros])?,
+                            "GREATER_EQUAL, SELECT",
+                        )
+                    }
+                    Some(N::Softplus(_)) => (
+                        self.softplus(x.operand)?,
+                        "softplus: ABS, NEG, EXP, ADD, LOG, RELU, ADD",
+                    ),
+                    Some(N::ParametricSoftplus(ps)) => {
+                        // α·log(1 + e^(β·x)), α and β one value or one per channel.
+                        let len = |w: Option<&proto::WeightParams>| {
+                            w.map_or(0, |w| w.float_value.len().max(w.float16_value.len() / 2))
+                        };
+                        let n = len(ps.alpha.as_ref()).max(len(ps.beta.as_ref()));
+                        let count = if n <= 1 { 1 } else { x.c };
+                        let x = if count > 1 { self.plain(x)? } else { x };
+                        let alpha = weights(ps.alpha.as_ref(), count, count).map_err(|e| {
+                            format!("parametric softplus alpha: {e} (1 or C = {} values)", x.c)
+                        })?;
+                        let beta = weights(ps.beta.as_ref(), count, count).map_err(|e| {
+                            format!("parametric softplus beta: {e} (1 or C = {} values)", x.c)
+                        })?;
+                        let b = self.b.f32_tensor(&[count as u32], &beta);
+                        let m = self.binary(OperationType::Mul, x.operand, b)?;
+                        let sp = self.softplus(m)?;
+                        let a = self.b.f32_tensor(&[count as u32], &alpha);
+                        let y = self.binary(OperationType::Mul, sp, a)?;
+                        set(self, Blob { operand: y, ..x });
+                        return Ok("MUL, softplus, MUL".into());
+                    }
                     Some(N::Softsign(_)) => {
                         // x / (1 + |x|)
                         let ab = self.emit(OperationType::Abs, &[x.operand])?;
@@ -751,13 +793,6 @@ impl Lowering {
                             self.binary(OperationType::Div, x.operand, d)?,
                             "ABS, ADD, DIV",
                         )
-                    }
-                    Some(other) => {
-                        let d = format!("{other:?}");
-                        return Err(format!(
-                            "activation '{}' is not supported (see the README's CoreML table)",
-                            d.split('(').next().unwrap_or("?")
-                        ));
                     }
                     None => return Err("activation without a type".into()),
                 };
@@ -1175,18 +1210,41 @@ impl Lowering {
                         p.linear_upsample_mode
                     )
                 })?;
-                if !p.fractional_scaling_factor.is_empty() {
-                    return Err("fractional scaling factors are not supported".into());
-                }
-                let (sh, sw) = match p.scaling_factor.as_slice() {
-                    [] => (1, 1),
-                    [a, b] => (u(*a)?, u(*b)?),
-                    s => return Err(format!("scaling factors {s:?}")),
+                let (sh, sw, oh, ow) = if p.fractional_scaling_factor.is_empty() {
+                    let (sh, sw) = match p.scaling_factor.as_slice() {
+                        [] => (1, 1),
+                        [a, b] => (u(*a)?, u(*b)?),
+                        s => return Err(format!("scaling factors {s:?}")),
+                    };
+                    if sh == 0 || sw == 0 {
+                        return Err(format!("scaling factors [{sh}, {sw}]: zero"));
+                    }
+                    (sh, sw, x.h * sh, x.w * sw)
+                } else {
+                    // Fractional factors (bilinear with aligned corners or half-pixel centres
+                    // only): the output is ⌊size · factor⌋, sampled by the sizes' ratio.
+                    if !bilinear || mode == LinearUpsampleMode::Default {
+                        return Err("fractional scaling factors need bilinear mode with \
+                                    ALIGN_CORNERS_TRUE or ALIGN_CORNERS_FALSE"
+                            .into());
+                    }
+                    let [fh, fw] = p.fractional_scaling_factor[..] else {
+                        return Err(format!(
+                            "fractional scaling factors {:?} (height and width expected)",
+                            p.fractional_scaling_factor
+                        ));
+                    };
+                    let size = |n: usize, f: f32| -> R<usize> {
+                        let o = (n as f64 * f64::from(f)).floor();
+                        if !(1.0..=f64::from(1u32 << 20)).contains(&o) {
+                            return Err(format!(
+                                "fractional scaling factor {f} makes an output size of {o} from {n}"
+                            ));
+                        }
+                        Ok(o as usize)
+                    };
+                    (0, 0, size(x.h, fh)?, size(x.w, fw)?)
                 };
-                if sh == 0 || sw == 0 {
-                    return Err(format!("scaling factors [{sh}, {sw}]: zero"));
-                }
-                let (oh, ow) = (x.h * sh, x.w * sw);
                 element_count(&[x.c, oh, ow])?;
                 if bilinear {
                     // DEFAULT's grid spacing (Xin − Xin/Xout)/(Xout − 1) is Xin/Xout: the
@@ -1263,9 +1321,12 @@ impl Lowering {
                 let x = self.one_input(layer)?;
                 let x = self.plain(x)?;
                 use proto::padding_layer_params::PaddingType;
-                let value = match &p.padding_type {
-                    Some(PaddingType::Constant(c)) => c.value,
-                    _ => return Err("reflection / replication padding is not supported".into()),
+                // None: constant; Some(true): reflection; Some(false): replication.
+                let (value, mirror) = match &p.padding_type {
+                    Some(PaddingType::Constant(c)) => (c.value, None),
+                    Some(PaddingType::Reflection(_)) => (0.0, Some(true)),
+                    Some(PaddingType::Replication(_)) => (0.0, Some(false)),
+                    None => return Err("padding without a type".into()),
                 };
                 let amounts = p
                     .padding_amounts
@@ -1281,6 +1342,17 @@ impl Lowering {
                     _ => return Err("padding amounts for height and width expected".into()),
                 };
                 element_count(&[x.c, x.h + t + bo, x.w + l + r])?;
+                if let Some(reflect) = mirror {
+                    let mut y = x.operand;
+                    for (axis, n, before, after) in [(1, x.h, t, bo), (2, x.w, l, r)] {
+                        if before + after > 0 {
+                            y = self.mirror_pad(y, axis, n, before, after, reflect)?;
+                        }
+                    }
+                    let b = self.image(y);
+                    set(self, b);
+                    return Ok("GATHER per padded axis".into());
+                }
                 let y = self.pad(x.operand, [t, bo, l, r], value)?;
                 let b = self.image(y);
                 set(self, b);
@@ -1291,6 +1363,46 @@ impl Lowering {
                 Err("this layer type is not supported (see the README's CoreML table)".into())
             }
         }
+    }
+
+    /// Reflection (the edge row not repeated) or replication padding of NHWC axis `axis` (of
+    /// size `n`) as one GATHER of source indices: NNAPI 1.3 has no MIRROR_PAD.
+    fn mirror_pad(
+        &mut self,
+        x: u32,
+        axis: i32,
+        n: usize,
+        before: usize,
+        after: usize,
+        reflect: bool,
+    ) -> R<u32> {
+        if n == 0 || (reflect && (before >= n || after >= n)) {
+            return Err(format!(
+                "reflection padding of {before} and {after} on a side of {n}: at most {} each",
+                n.saturating_sub(1)
+            ));
+        }
+        let last = n as i64 - 1;
+        let index: Vec<i32> = (0..(n + before + after) as i64)
+            .map(|i| {
+                let s = i - before as i64;
+                let s = if reflect {
+                    if s < 0 {
+                        -s
+                    } else if s > last {
+                        2 * last - s
+                    } else {
+                        s
+                    }
+                } else {
+                    s.clamp(0, last)
+                };
+                s as i32
+            })
+            .collect();
+        let idx = self.b.i32_tensor(&[index.len() as u32], &index, 0.0);
+        let ax = self.b.int(axis);
+        self.emit(OperationType::Gather, &[x, ax, idx])
     }
 
     /// PAD_V2 of an NHWC operand by `[top, bottom, left, right]` with `value`.
@@ -1478,10 +1590,114 @@ impl Lowering {
         Ok((y, what))
     }
 
+    /// A deconvolution as TRANSPOSE_CONV_2D: CoreML's weights `[inC, outC, kh, kw]` to
+    /// NNAPI's `[outC, kh, kw, inC]`; valid padding (output (in − 1)·stride + k), one group,
+    /// no dilation, `outputShape` absent or that size.
+    fn deconvolution(&mut self, p: &proto::ConvolutionLayerParams, x: &Blob) -> R<(u32, String)> {
+        use proto::convolution_layer_params::ConvolutionPaddingType as P;
+        let pair = |v: &[u64], what: &str| -> R<(usize, usize)> {
+            match v {
+                [] => Ok((1, 1)),
+                [a, b] => Ok((u(*a)?, u(*b)?)),
+                s => Err(format!("{what} {s:?} (height and width expected)")),
+            }
+        };
+        if pair(&p.dilation_factor, "dilation factors")? != (1, 1) {
+            return Err("a dilated deconvolution: TRANSPOSE_CONV_2D has no dilation".into());
+        }
+        if p.n_groups > 1 {
+            return Err(format!(
+                "a grouped deconvolution (nGroups {}) is not supported",
+                p.n_groups
+            ));
+        }
+        if matches!(p.convolution_padding_type, Some(P::Same(_))) {
+            return Err("a deconvolution with same padding is not supported (valid only)".into());
+        }
+        let (out_c, in_c) = (u(p.output_channels)?, u(p.kernel_channels)?);
+        let (kh, kw) = match p.kernel_size.as_slice() {
+            [] => (3, 3),
+            [a, b] => (u(*a)?, u(*b)?),
+            s => return Err(format!("kernel size {s:?}")),
+        };
+        let (sh, sw) = pair(&p.stride, "stride")?;
+        if kh == 0 || kw == 0 || sh == 0 || sw == 0 || out_c == 0 {
+            return Err("a zero kernel size, stride or channel count".into());
+        }
+        if in_c != x.c {
+            return Err(format!(
+                "kernelChannels {in_c} ≠ the input's {} channels",
+                x.c
+            ));
+        }
+        let oh =
+            x.h.checked_sub(1)
+                .ok_or("an empty input")?
+                .checked_mul(sh)
+                .and_then(|v| v.checked_add(kh))
+                .ok_or("the output height overflows")?;
+        let ow =
+            x.w.checked_sub(1)
+                .ok_or("an empty input")?
+                .checked_mul(sw)
+                .and_then(|v| v.checked_add(kw))
+                .ok_or("the output width overflows")?;
+        if let [h, w] = p.output_shape.as_slice() {
+            if (*h as usize, *w as usize) != (oh, ow) {
+                return Err(format!(
+                    "outputShape [{h}, {w}] differs from the valid-padding size [{oh}, {ow}]"
+                ));
+            }
+        }
+        element_count(&[out_c, oh, ow])?;
+        let n = element_count(&[in_c, out_c, kh, kw])?;
+        let wv = weights(p.weights.as_ref(), n, out_c)?;
+        let bias = if p.has_bias {
+            weights(p.bias.as_ref(), out_c, out_c)?
+        } else {
+            vec![0.0; out_c]
+        };
+        let mut f = vec![0f32; n];
+        for ci in 0..in_c {
+            for o in 0..out_c {
+                for y in 0..kh {
+                    for xx in 0..kw {
+                        f[((o * kh + y) * kw + xx) * in_c + ci] =
+                            wv[((ci * out_c + o) * kh + y) * kw + xx];
+                    }
+                }
+            }
+        }
+        let filter = self
+            .b
+            .f32_tensor(&[out_c as u32, kh as u32, kw as u32, in_c as u32], &f);
+        let bias_op = self.b.f32_tensor(&[out_c as u32], &bias);
+        let mut ins = vec![x.operand, filter, bias_op];
+        for v in [0, 0, 0, 0, sw, sh] {
+            ins.push(self.b.int(v as i32));
+        }
+        ins.push(self.b.int(0));
+        ins.push(self.boolean(false));
+        let y = self.emit(OperationType::TransposeConv2d, &ins)?;
+        Ok((y, "TRANSPOSE_CONV_2D".into()))
+    }
+
+    /// log(1 + e^x) as max(x, 0) + log(1 + e^−|x|), which no large input overflows.
+    fn softplus(&mut self, x: u32) -> R<u32> {
+        let ab = self.emit(OperationType::Abs, &[x])?;
+        let ng = self.emit(OperationType::Neg, &[ab])?;
+        let ex = self.emit(OperationType::Exp, &[ng])?;
+        let one = self.scalar_tensor(1.0);
+        let p1 = self.binary(OperationType::Add, ex, one)?;
+        let lg = self.emit(OperationType::Log, &[p1])?;
+        let rl = self.emit(OperationType::Relu, &[x])?;
+        self.binary(OperationType::Add, rl, lg)
+    }
+
     fn convolution(&mut self, p: &proto::ConvolutionLayerParams, x: &Blob) -> R<(u32, String)> {
         use proto::convolution_layer_params::ConvolutionPaddingType as P;
         if p.is_deconvolution {
-            return Err("deconvolution is not supported (not lowered to TRANSPOSE_CONV_2D)".into());
+            return self.deconvolution(p, x);
         }
         let (dh, dw) = match p.dilation_factor.as_slice() {
             [] => (1, 1),

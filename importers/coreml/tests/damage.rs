@@ -257,3 +257,15 @@ fn bi99_layer_parameters_the_new_lowerings_cannot_honour_are_refused() {
         "target shape [2, 6, 3] holds 36 elements, the input 24",
     );
 }
+
+#[test]
+fn reflection_padding_past_the_edge_is_refused() {
+    use nnhal_coreml::proto::neural_network_layer::Layer;
+    let mut model = case("padding_reflection");
+    let Some(Layer::Padding(p)) = &mut layers(&mut model)[0].layer else {
+        panic!("a padding layer")
+    };
+    // The input is 4 high: a reflection pads at most 3 rows on a side.
+    p.padding_amounts.as_mut().unwrap().border_amounts[0].end_edge_size = 4;
+    refused(&model, 0, "reflection padding of 1 and 4 on a side of 4");
+}

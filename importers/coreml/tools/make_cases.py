@@ -775,6 +775,55 @@ t.nb.add_clip("clip", "x", "y", min_value=-0.5, max_value=2.5)
 t.node("Clip", ["x", t.const(np.array(-0.5, np.float32)), t.const(np.array(2.5, np.float32))], ["y"])
 cases.append(t.save(feeds={"x": rnd(3, 4, 4, scale=3.0)}))
 
+# thresholded ReLU, softplus and parametric softplus (one value, and one per channel).
+for act, params, build in [
+    ("THRESHOLDEDRELU", 0.4, lambda t: t.node("ThresholdedRelu", ["x"], ["y"], alpha=0.4)),
+    ("SOFTPLUS", None, lambda t: t.node("Softplus", ["x"], ["y"])),
+]:
+    t = Twin(f"activation_{act.lower()}", [("x", [3, 4, 5])], [("y", [3, 4, 5])])
+    t.nb.add_activation("act", act, "x", "y", params=params)
+    build(t)
+    cases.append(t.save(feeds={"x": rnd(3, 4, 5, scale=3.0)}))
+for name, count in [("activation_parametric_softplus", 1), ("activation_parametric_softplus_channels", 3)]:
+    t = Twin(name, [("x", [3, 4, 5])], [("y", [3, 4, 5])])
+    alpha = (np.abs(rnd(count)) + 0.5).astype(np.float32)
+    beta = (np.abs(rnd(count)) + 0.3).astype(np.float32)
+    t.nb.add_activation("act", "PARAMETRICSOFTPLUS", "x", "y", params=[alpha, beta])
+    shape = (count, 1, 1) if count > 1 else ()
+    t.node("Mul", ["x", t.const(beta.reshape(shape))], ["m"])
+    t.node("Softplus", ["m"], ["sp"])
+    t.node("Mul", ["sp", t.const(alpha.reshape(shape))], ["y"])
+    cases.append(t.save(feeds={"x": rnd(3, 4, 5, scale=3.0)}))
+
+# deconvolution (TRANSPOSE_CONV_2D), valid padding, strides 1 and 2 (unequal), with and without bias.
+for name, (cin, cout, h, w, kh, kw, sh, sw, bias) in [
+        ("deconvolution_s2", (3, 4, 4, 5, 3, 3, 2, 2, True)),
+        ("deconvolution_s1x2_nobias", (2, 3, 3, 4, 2, 3, 1, 2, False))]:
+    t = Twin(name, [("x", [cin, h, w])], [("y", [cout, (h - 1) * sh + kh, (w - 1) * sw + kw])])
+    W = rnd(cin, cout, kh, kw, scale=0.5)
+    b = rnd(cout, scale=0.5)
+    t.nb.add_convolution("deconv", cin, cout, kh, kw, sh, sw, "valid", 1, W.transpose(2, 3, 0, 1),
+                         b if bias else None, bias, is_deconv=True,
+                         output_shape=[(h - 1) * sh + kh, (w - 1) * sw + kw], input_name="x", output_name="y")
+    t.node("ConvTranspose", ["x", t.const(W)] + ([t.const(b)] if bias else []), ["y"],
+           kernel_shape=[kh, kw], strides=[sh, sw])
+    cases.append(t.save())
+
+# reflection and replication padding (GATHER per axis; ONNX's reflect and edge modes).
+for name, mode, onnx_mode in [("padding_reflection", "reflection", "reflect"), ("padding_replication", "replication", "edge")]:
+    t = Twin(name, [("x", [2, 4, 5])], [("y", [2, 4 + 1 + 3, 5 + 2 + 0])])
+    t.nb.add_padding("pad", left=2, right=0, top=1, bottom=3, padding_type=mode, input_name="x", output_name="y")
+    t.node("Pad", ["x", t.const(np.array([0, 0, 1, 2, 0, 0, 3, 0], np.int64))], ["y"], mode=onnx_mode)
+    cases.append(t.save())
+
+# fractional bilinear upsampling: output floor(size * factor), sampled by the sizes' ratio.
+for mode, ctm in [("ALIGN_CORNERS_TRUE", "align_corners"), ("ALIGN_CORNERS_FALSE", "half_pixel")]:
+    t = Twin(f"upsample_fractional_{mode.lower()}", [("x", [2, 4, 5])], [("y", [2, 6, 12])])
+    t.nb.add_upsample("up", 1.5, 2.5, "x", "y", mode="BILINEAR", linear_upsample_mode=mode)
+    t.node("Resize", ["x", "", "", t.const(np.array([1, 2, 6, 12], np.int64))], ["y"], mode="linear",
+           coordinate_transformation_mode=ctm)
+    cases.append(t.save())
+
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"seed": 15, "cases": cases}, f, indent=1)
 print(len(cases), "cases;", len({l for c in cases for l in c["layers"]}), "layer types")

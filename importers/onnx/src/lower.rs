@@ -17,6 +17,7 @@ macro_rules! bail {
 }
 
 mod later;
+mod logic;
 
 /// A runtime value: an NNAPI operand and how it maps to the ONNX tensor.
 #[derive(Clone, Debug)]
@@ -153,9 +154,10 @@ struct Lowering<'a> {
     absorbed: HashSet<usize>,
     /// NHWC graph inputs taken as they are, their Transpose [0, 3, 1, 2] uses being aliases.
     transposed_inputs: HashSet<String>,
-    /// Integer runtime tensors (int64 or int32 graph inputs, held as TENSOR_INT32 since NNAPI
-    /// has no int64), in ONNX order: operand and shape. Only the lowerings that take integer
-    /// operands (Gather indices) read them; every other use is refused.
+    /// Integer and boolean runtime tensors (int64 or int32 graph inputs, held as TENSOR_INT32
+    /// since NNAPI has no int64; bool inputs, comparison, ArgMax and Cast results as
+    /// TENSOR_INT32 / TENSOR_BOOL8), in ONNX order: operand and shape. Only the lowerings
+    /// that take such operands read them; every other use is refused.
     ints: HashMap<String, (u32, Vec<usize>)>,
     opset: i64,
     summary: Vec<String>,
@@ -380,29 +382,34 @@ impl Lowering<'_> {
             let (source_type, quant) = match elem {
                 1 => (SourceType::Float32, self.input_quantization(&name)),
                 2 => (SourceType::UInt8, self.input_quantization(&name)),
-                6 | 7 => {
+                6 | 7 | 9 => {
                     // NNAPI has no int64: an integer input is fed as TENSOR_INT32 (the caller
-                    // narrows int64 data, refusing values outside int32).
+                    // narrows int64 data, refusing values outside int32); bool as TENSOR_BOOL8.
                     let dims: Vec<u32> = if shape.is_empty() {
                         vec![1]
                     } else {
                         shape.iter().map(|&d| d as u32).collect()
                     };
-                    let operand = self.b.temporary(OperandType::TensorInt32, &dims, 0.0, 0);
+                    let (ty, source_type) = if elem == 9 {
+                        (OperandType::TensorBool8, SourceType::Bool8)
+                    } else {
+                        (OperandType::TensorInt32, SourceType::Int32)
+                    };
+                    let operand = self.b.temporary(ty, &dims, 0.0, 0);
                     self.b.mark_input(operand);
                     self.ints.insert(name.clone(), (operand, shape.clone()));
                     edges.push(Edge {
                         name: name.clone(),
                         shape: shape.clone(),
                         layout: EdgeLayout::Same,
-                        source_type: SourceType::Int32,
+                        source_type,
                         quantized: None,
                     });
                     continue;
                 }
                 other => {
                     return Err(bad(format!(
-                        "element type {} (only float32, uint8, int32 and int64 inputs)",
+                        "element type {} (only float32, uint8, int32, int64 and bool inputs)",
                         decode::type_name(other)
                     )))
                 }
@@ -525,10 +532,10 @@ impl Lowering<'_> {
             None => 0,
             Some(Some(Value::Const(t))) if t.data.len() == 1 => match &t.data {
                 Data::U8(v) => i32::from(v[0]),
-                Data::I8(_) => {
-                    bail!("input {z}: int8 quantization is not in NNAPI 1.0 (uint8 only)")
-                }
-                _ => bail!("input {z}: the zero point is not uint8"),
+                // An int8 tensor q is held as the uint8 q + 128 with its zero point moved by
+                // 128: the same real values and the same saturation bounds, exactly.
+                Data::I8(v) => i32::from(v[0]) + 128,
+                _ => bail!("input {z}: the zero point is not uint8 or int8"),
             },
             Some(_) => bail!("input {z}: the zero point is not a per-tensor constant"),
         };
@@ -556,11 +563,17 @@ impl Lowering<'_> {
                     ));
                 }
                 self.b.mark_output(operand);
+                let bool8 =
+                    self.b.operand_at(operand).operand_type == OperandType::TensorBool8.raw();
                 edges.push(Edge {
                     name,
                     shape,
                     layout: EdgeLayout::Same,
-                    source_type: SourceType::Int32,
+                    source_type: if bool8 {
+                        SourceType::Bool8
+                    } else {
+                        SourceType::Int32
+                    },
                     quantized: None,
                 });
                 continue;
@@ -582,6 +595,16 @@ impl Lowering<'_> {
                     ))
                 }
             };
+            let declared = match vi.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+                Some(crate::proto::type_proto::Value::TensorType(t)) => t.elem_type.unwrap_or(0),
+                _ => 0,
+            };
+            if d.quant.is_some() && declared == 3 {
+                // Held as its uint8 view (q + 128): the runner would return uint8 data.
+                return Err(bad(
+                    "an int8 quantized graph output is not supported (DequantizeLinear it)".into(),
+                ));
+            }
             let operand = self.b.operand_at(d.operand);
             if operand.lifetime != nnhal_hal::OperandLifeTime::TemporaryVariable.raw()
                 || !seen.insert(d.operand)
@@ -795,9 +818,16 @@ impl Lowering<'_> {
                 | "GlobalAveragePool"
                 | "Concat"
         ) && matches!(self.input(node, 0), Some(Value::Deq(_)))
+            && !(matches!(op, "Conv" | "Gemm" | "MatMul")
+                && matches!(self.input(node, 1), Some(Value::Const(_))))
         {
             if let Some((y, qk)) = self.qdq_target(k, node) {
                 return self.qdq(node, &a, op, y, qk);
+            }
+            if matches!(op, "Conv" | "Add" | "Mul") {
+                if let Some((y, rk, qk)) = self.qdq_relu_target(k, node) {
+                    return self.qdq_relu(node, &a, op, y, rk, qk);
+                }
             }
         }
         if matches!(
@@ -831,7 +861,14 @@ impl Lowering<'_> {
             "Relu" | "Clip" => self.relu(node, &a, op),
             "Sigmoid" | "Tanh" | "Floor" | "Neg" | "Exp" | "Log" | "Sqrt" | "Abs" | "Sin"
             | "Sign" | "HardSwish" | "Reciprocal" | "Elu" | "Selu" | "LeakyRelu" | "Softplus"
-            | "Softsign" | "HardSigmoid" => self.unary(node, &a, op),
+            | "Softsign" | "HardSigmoid" | "Mish" => self.unary(node, &a, op),
+            "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" => {
+                self.compare(node, &a, op)
+            }
+            "Not" | "And" | "Or" | "Xor" => self.logical(node, &a, op),
+            "Where" => self.where_(node, &a),
+            "ArgMax" | "ArgMin" => self.arg(node, &a, op),
+            "Cast" => self.cast(node, &a),
             "PRelu" => self.prelu(node, &a),
             "Shrink" => self.shrink(node, &a),
             "InstanceNormalization" => self.instance_norm(node, &a),
@@ -1018,7 +1055,7 @@ impl Lowering<'_> {
                 Ok(Some("folded (static shape)".into()))
             }
             "Gather" => self.gather(node, &a),
-            "ConstantOfShape" | "Cast" => {
+            "ConstantOfShape" => {
                 bail!("only foldable when its inputs are static (a runtime shape computation is not expressible)")
             }
             _ => bail!("operator not supported by the NNAPI lowering"),
@@ -1505,12 +1542,25 @@ impl Lowering<'_> {
             bail!("strides {strides:?}: two positive strides expected");
         }
         let (kh, kw) = (ks[0] as usize, ks[1] as usize);
-        let p = pads(a, &x.shape[2..4], &[kh, kw], &strides)?;
+        let mut p = pads(a, &x.shape[2..4], &[kh, kw], &strides)?;
         if a.i("ceil_mode", 0) != 0 {
+            // The ceiling's extra window is end padding (which NNAPI's pools leave out of the
+            // maximum and the average, as ONNX leaves the part past the input out); a last
+            // window that would start in the end padding is dropped, as onnxruntime does.
             for i in 0..2 {
-                let span = x.shape[2 + i] as i64 + i64::from(p[i] + p[i + 2]) - ks[i];
-                if span % strides[i] != 0 {
-                    bail!("ceil_mode 1 changes the output size here; not supported");
+                let (n, s, k) = (x.shape[2 + i] as i64, strides[i], ks[i]);
+                let (pb, pe) = (i64::from(p[i]), i64::from(p[i + 2]));
+                let span = n + pb + pe - k;
+                if span < 0 {
+                    continue;
+                }
+                let mut out = (span + s - 1) / s + 1;
+                if (out - 1) * s >= n + pb {
+                    out -= 1;
+                }
+                let extra = (out - 1) * s + k - (n + pb + pe);
+                if extra > 0 {
+                    p[i + 2] = i32::try_from(pe + extra).map_err(|_| "padding overflows")?;
                 }
             }
         }
@@ -1813,40 +1863,19 @@ impl Lowering<'_> {
         }))
     }
 
-    /// The channel shuffle `[N, G, C/G, H, W]` → transpose → `[N, C, H, W]` as a 1×1 CONV_2D
-    /// whose weight is the permutation (exact in float32 and, with weight 1 at scale 1 and the
-    /// input's quantization on the output, in quant8).
-    fn channel_permutation(&mut self, d: &Dyn, (g, cg): (usize, usize)) -> R<Dyn> {
-        let c = g * cg;
-        // Output channel a·G + b reads element (b, a) of the [G, C/G] split: channel b·C/G + a.
-        let source = |o: usize| (o % g) * cg + o / g;
-        let zeros = [0i32; 4];
-        let (filter, bias) = match d.quant {
-            None => {
-                let mut w = vec![0f32; c * c];
-                for o in 0..c {
-                    w[o * c + source(o)] = 1.0;
-                }
-                let f = self.b.f32_tensor(&[c as u32, 1, 1, c as u32], &w);
-                (f, self.b.f32_tensor(&[c as u32], &vec![0.0; c]))
-            }
-            Some((scale, _)) => {
-                let mut w = vec![0u8; c * c];
-                for o in 0..c {
-                    w[o * c + source(o)] = 1;
-                }
-                let f = self.b.u8_tensor(&[c as u32, 1, 1, c as u32], &w, 1.0, 0);
-                (f, self.b.i32_tensor(&[c as u32], &vec![0; c], scale))
-            }
-        };
-        let mut ins = vec![d.operand, filter, bias];
-        for v in zeros
-            .into_iter()
-            .chain([1, 1, FusedActivationFunc::None.raw()])
-        {
-            ins.push(self.b.int(v));
-        }
-        self.emit_image(OperationType::Conv2d, &ins, d.quant, None)
+    /// The channel shuffle `[N, G, C/G, H, W]` → transpose → `[N, C, H, W]`: NNAPI 1.2's
+    /// CHANNEL_SHUFFLE with G groups along the NHWC channel axis, whose output channel
+    /// a·G + b is input channel b·C/G + a, exactly the transposed split (float32 and quant8,
+    /// the quantization kept).
+    fn channel_permutation(&mut self, d: &Dyn, (g, _cg): (usize, usize)) -> R<Dyn> {
+        let groups = self.b.int(i32::try_from(g).map_err(|_| "too many groups")?);
+        let axis = self.b.int(3);
+        self.emit_image(
+            OperationType::ChannelShuffle,
+            &[d.operand, groups, axis],
+            d.quant,
+            None,
+        )
     }
 
     fn transpose(&mut self, node: &NodeProto, a: &Attrs) -> R<Option<String>> {
@@ -1895,7 +1924,7 @@ impl Lowering<'_> {
                     },
                 );
                 Ok(Some(
-                    "channel shuffle (a permutation CONV_2D at the reshape back)".into(),
+                    "channel shuffle (CHANNEL_SHUFFLE at the reshape back)".into(),
                 ))
             }
             Value::Const(t) => {
@@ -2115,6 +2144,9 @@ impl Lowering<'_> {
                 Some(Value::Const(Tensor {
                     data: Data::F32(v), ..
                 })) if v.len() == 1 => v[0],
+                Some(Value::Const(s)) if s.data.len() > 1 => {
+                    return self.dequantize_per_axis(node, a, &t);
+                }
                 _ => bail!("the scale must be a float32 scalar constant"),
             };
             let zp = match self.input(node, 2) {
@@ -2127,7 +2159,25 @@ impl Lowering<'_> {
             self.set(node, Value::QConst(t, scale, zp));
             return Ok(Some("folded".into()));
         }
-        let q = self.quant_params(node, 1, 2)?;
+        if let (Some(Value::Const(t)), Some(Value::Const(s))) =
+            (self.input(node, 0).cloned(), self.input(node, 1))
+        {
+            if s.data.len() > 1 {
+                return self.dequantize_per_axis(node, a, &t);
+            }
+        }
+        let mut q = self.quant_params(node, 1, 2)?;
+        if matches!(
+            self.input(node, 0),
+            Some(Value::Const(Tensor {
+                data: Data::I8(_),
+                ..
+            }))
+        ) && node.input.get(2).is_none_or(|z| z.is_empty())
+        {
+            // int8 data without a zero point: zero point 0 of int8, 128 of its uint8 view.
+            q.1 += 128;
+        }
         match self.need(node, 0)? {
             Value::Dyn(d) if d.quant == Some(q) => {
                 self.set(node, Value::Deq(d));
@@ -2149,6 +2199,69 @@ impl Lowering<'_> {
             }
             _ => bail!("input 0 is not a uint8 tensor with these quantization parameters"),
         }
+    }
+
+    /// DequantizeLinear of a constant with per-axis scales (per-channel weights and their
+    /// int32 biases): folded to float32, `(q − z[i]) · s[i]` along `axis`. NNAPI 1.0's quant8
+    /// operations take one weight scale, so the consumer runs in float32 between a DEQUANTIZE
+    /// and a QUANTIZE of its activations.
+    fn dequantize_per_axis(
+        &mut self,
+        node: &NodeProto,
+        a: &Attrs,
+        t: &Tensor,
+    ) -> R<Option<String>> {
+        if a.i("block_size", 0) != 0 {
+            bail!("blocked quantization is not supported");
+        }
+        let scales = match self.input(node, 1) {
+            Some(Value::Const(Tensor {
+                data: Data::F32(v),
+                dims,
+            })) if dims.len() == 1 => v.clone(),
+            _ => bail!("per-axis scales must be a 1-D float32 constant"),
+        };
+        let rank = t.dims.len();
+        let axis = norm_axis(a.i("axis", 1), rank.max(1))?;
+        if rank == 0 || t.dims[axis] != scales.len() {
+            bail!(
+                "{} scales along axis {axis} of a tensor of shape {:?}",
+                scales.len(),
+                t.dims
+            );
+        }
+        let zeros: Vec<i64> = match self.input(node, 2) {
+            None => vec![0; scales.len()],
+            Some(Value::Const(z)) if z.data.len() == scales.len() => {
+                z.data.to_i64().ok_or("the zero points are not integers")?
+            }
+            Some(_) => bail!("per-axis zero points must be a constant of one value per scale"),
+        };
+        let q = t
+            .data
+            .to_i64()
+            .ok_or("per-axis dequantization of a non-integer tensor")?;
+        let inner: usize = t.dims[axis + 1..].iter().product();
+        let n = scales.len();
+        let v: Vec<f32> = q
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| {
+                let c = (i / inner) % n;
+                (x - zeros[c]) as f32 * scales[c]
+            })
+            .collect();
+        self.folded_bytes += v.len() * 4;
+        self.set(
+            node,
+            Value::Const(Tensor {
+                dims: t.dims.clone(),
+                data: Data::F32(v),
+            }),
+        );
+        Ok(Some(
+            "folded to float32 (per-axis scales: the consumer runs in float32)".into(),
+        ))
     }
 
     /// The quantized operand for input `k` of a QLinear operator, checked against the
@@ -2277,6 +2390,52 @@ impl Lowering<'_> {
         Some((params, next))
     }
 
+    /// A Relu alone between node `k` and the QuantizeLinear of a QDQ pattern (Conv → Relu →
+    /// QuantizeLinear): the QuantizeLinear's parameters, the Relu's index and the
+    /// QuantizeLinear's.
+    fn qdq_relu_target(&self, k: usize, node: &NodeProto) -> Option<((f32, i32), usize, usize)> {
+        let out = node.output.first()?;
+        if node.output.len() > 1 || !self.single_use(out) {
+            return None;
+        }
+        let rk = *self.consumer.get(out)?;
+        let r = &self.nodes[rk];
+        if rk <= k
+            || r.op_type.as_deref() != Some("Relu")
+            || !r.domain.as_deref().unwrap_or("").is_empty()
+            || !r.attribute.is_empty()
+            || r.input.first() != Some(out)
+        {
+            return None;
+        }
+        let (y, qk) = self.qdq_target(rk, r)?;
+        Some((y, rk, qk))
+    }
+
+    /// The QDQ pattern with a Relu before its QuantizeLinear: one quant8 operation with a fused
+    /// RELU, which clamps at the output's zero point, the quantized zero a Relu makes.
+    fn qdq_relu(
+        &mut self,
+        node: &NodeProto,
+        a: &Attrs,
+        op: &str,
+        y: (f32, i32),
+        rk: usize,
+        qk: usize,
+    ) -> R<Option<String>> {
+        let note = self.qdq(node, a, op, y, qk)?;
+        let out = self.nodes[qk].output[0].clone();
+        let Some(Value::Dyn(d)) = self.values.get(&out).cloned() else {
+            bail!("no quantized result");
+        };
+        let act = d.act.ok_or("no activation to fuse the Relu into")?;
+        self.b
+            .rewrite_constant(act, &FusedActivationFunc::Relu.raw().to_le_bytes());
+        self.values.insert(out, Value::Dyn(Dyn { act: None, ..d }));
+        self.absorbed.insert(rk);
+        Ok(note.map(|n| format!("{n}, Relu node {rk} fused as RELU")))
+    }
+
     /// Lowers `op` of a QDQ pattern as one quant8 operation: its runtime inputs are pending
     /// DequantizeLinears, its weights dequantized constants, its result quantized as `y` by
     /// the QuantizeLinear `qk`, which is absorbed.
@@ -2376,10 +2535,8 @@ impl Lowering<'_> {
                 a.only(&["axis"])?;
                 let mut ops = Vec::new();
                 for i in 0..node.input.len() {
+                    // NNAPI 1.2's CONCATENATION requantizes inputs quantized unlike the output.
                     let d = self.quantized(&self.need(node, i)?)?;
-                    if d.quant != Some(y) {
-                        bail!("input {i} is quantized unlike the output: NNAPI 1.0 CONCATENATION keeps one scale");
-                    }
                     if d.shape.len() != x.shape.len()
                         || d.layout != x.layout
                         || matches!(d.layout, EdgeLayout::FlatNhwc { .. })

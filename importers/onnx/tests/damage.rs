@@ -587,3 +587,79 @@ fn int64_graph_inputs_are_lowered_as_indices_and_refused_elsewhere() {
         "{e}"
     );
 }
+
+fn floats(name: &str, dims: &[i64], values: &[f32]) -> TensorProto {
+    TensorProto {
+        dims: dims.to_vec(),
+        data_type: Some(1),
+        float_data: values.to_vec(),
+        name: Some(name.into()),
+        ..TensorProto::default()
+    }
+}
+
+/// The comparison, selection and ArgMax lowerings refuse what they cannot express by name.
+#[test]
+fn logic_lowerings_refuse_by_name() {
+    // A Where whose condition is a float tensor.
+    let e = error(&graph(
+        vec![node("Where", "w", &["x", "x", "x"], &["y"])],
+        vec![],
+        &["x"],
+        &["y"],
+    ));
+    assert!(
+        e.starts_with("node 0 'w' (Where): ") && e.contains("a boolean tensor is needed"),
+        "{e}"
+    );
+    // ArgMax taking the last extreme index.
+    let e = error(&graph(
+        vec![with_int(
+            node("ArgMax", "a", &["x"], &["y"]),
+            "select_last_index",
+            1,
+        )],
+        vec![],
+        &["x"],
+        &["y"],
+    ));
+    assert!(e.contains("select_last_index = 1"), "{e}");
+    // Not of a float tensor.
+    let e = error(&graph(
+        vec![node("Not", "n", &["x"], &["y"])],
+        vec![],
+        &["x"],
+        &["y"],
+    ));
+    assert!(e.contains("Not of a non-boolean tensor"), "{e}");
+}
+
+/// DequantizeLinear with per-axis scales whose count is not the axis' size is refused.
+#[test]
+fn per_axis_scales_of_the_wrong_count_are_refused() {
+    let w = TensorProto {
+        dims: vec![2, 2, 1, 1],
+        data_type: Some(3),
+        raw_data: Some(vec![1, 2, 3, 4]),
+        name: Some("wq".into()),
+        ..TensorProto::default()
+    };
+    let e = error(&graph(
+        vec![
+            with_int(
+                node("DequantizeLinear", "d", &["wq", "ws"], &["w"]),
+                "axis",
+                0,
+            ),
+            node("Conv", "c", &["x", "w"], &["y"]),
+        ],
+        vec![w, floats("ws", &[3], &[0.1, 0.2, 0.3])],
+        &["x"],
+        &["y"],
+    ));
+    assert!(
+        e.starts_with("node 0 'd' (DequantizeLinear): ")
+            && e.contains("3 scales along axis 0 of a tensor of shape [2, 2, 1, 1]"),
+        "{e}"
+    );
+}

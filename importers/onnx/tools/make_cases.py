@@ -38,13 +38,15 @@ def vi(name, shape, elem=TensorProto.FLOAT):
 
 
 def case(name, nodes, inputs, outputs, inits=(), opset=13, tol="float", step=0.0, ms=False, feed=None, ref=None):
-    """inputs: [(name, shape)], outputs: [name]; `ref`: numpy outputs from the inputs, for a
-    form neither onnxruntime nor the version converter reads right."""
+    """inputs: [(name, shape)] or [(name, shape, element type)] (fed from `feed`), outputs:
+    [name]; `ref`: numpy outputs from the inputs, for a form neither onnxruntime nor the version
+    converter reads right. Integer tensors are saved as int32, what the runner feeds and returns
+    for ONNX's int64 (NNAPI has no int64)."""
     opsets = [helper.make_opsetid("", opset)]
     if ms:
         opsets.append(helper.make_opsetid("com.microsoft", 1))
     graph = helper.make_graph(
-        nodes, name, [vi(n, s) for n, s in inputs], [onnx.ValueInfoProto(name=o) for o in outputs],
+        nodes, name, [vi(*i) for i in inputs], [onnx.ValueInfoProto(name=o) for o in outputs],
         list(inits),
     )
     model = helper.make_model(graph, opset_imports=opsets, producer_name="make_cases.py")
@@ -58,13 +60,14 @@ def case(name, nodes, inputs, outputs, inits=(), opset=13, tol="float", step=0.0
             o.type.tensor_type.elem_type = TensorProto.FLOAT
         sess = ort.InferenceSession(newer.SerializeToString(), providers=["CPUExecutionProvider"])
     feeds = {}
-    for k, (n, s) in enumerate(inputs):
+    narrow = lambda a: a.astype(np.int32) if a.dtype == np.int64 else a
+    for k, (n, s, *_) in enumerate(inputs):
         x = feed[k] if feed else rng.uniform(-1.0, 1.0, s).astype(np.float32)
         feeds[n] = x
-        np.save(os.path.join(OUT, f"{name}.in{k}.npy"), x)
-    results = ref(*[feeds[n] for n, _ in inputs]) if ref else sess.run(None, feeds)
+        np.save(os.path.join(OUT, f"{name}.in{k}.npy"), narrow(x))
+    results = ref(*[feeds[i[0]] for i in inputs]) if ref else sess.run(None, feeds)
     for k, r in enumerate(results):
-        np.save(os.path.join(OUT, f"{name}.out{k}.npy"), np.ascontiguousarray(r))
+        np.save(os.path.join(OUT, f"{name}.out{k}.npy"), np.ascontiguousarray(narrow(r)))
     onnx.save(model, os.path.join(OUT, f"{name}.onnx"))
     ops = sorted({(n.domain + "." if n.domain else "") + n.op_type for n in nodes})
     cases.append({"name": name, "inputs": len(inputs), "outputs": len(results), "tolerance": tol, "step": step, "ops": ops})
@@ -374,6 +377,511 @@ def later_cases():
     case("global_lppool", [N("GlobalLpPool", ["x"], ["y"], p=2)], [("x", [1, 3, 4, 5])], ["y"])
 
 
+class Net:
+    """A small builder for the zoo-shaped graphs: fresh value names, seeded weights scaled so
+    activations stay of order one through a deep stack."""
+
+    def __init__(self, opset):
+        self.opset, self.nodes, self.inits, self.k = opset, [], [], 0
+
+    def fresh(self, p):
+        self.k += 1
+        return f"{p}{self.k}"
+
+    def op(self, op, ins, n_out=1, **attrs):
+        outs = [self.fresh(op.lower()) for _ in range(n_out)]
+        self.nodes.append(N(op, ins, outs, **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def const(self, array, p="c"):
+        n = self.fresh(p)
+        self.inits.append(init(n, array))
+        return n
+
+    def conv(self, x, cin, cout, k, stride=1, pad=0, group=1, bias=True, pads=None, gain=1.4):
+        fan = cin // group * k * k
+        ins = [x, self.const(w(cout, cin // group, k, k, scale=gain / np.sqrt(fan)), "w")]
+        if bias:
+            ins.append(self.const(w(cout, scale=0.1), "b"))
+        return self.op("Conv", ins, kernel_shape=[k, k], strides=[stride, stride], pads=pads or [pad] * 4, group=group)
+
+    def bn(self, x, c):
+        attrs = {"epsilon": 1e-5}
+        if self.opset < 7:
+            attrs.update(is_test=1, spatial=1)
+        elif self.opset < 9:
+            attrs["spatial"] = 1
+        ins = [x, self.const(w(c, scale=0.2) + 1, "g"), self.const(w(c, scale=0.1), "be"),
+               self.const(w(c, scale=0.1), "mu"), self.const(np.abs(w(c, scale=0.2)) + 0.8, "var")]
+        return self.op("BatchNormalization", ins, **attrs)
+
+    def relu(self, x):
+        return self.op("Relu", [x])
+
+    def dropout(self, x):
+        if self.opset < 7:
+            return self.op("Dropout", [x], is_test=1)
+        if self.opset < 12:
+            return self.op("Dropout", [x], ratio=0.5)
+        return self.op("Dropout", [x, self.const(np.float32(0.5), "ratio")])
+
+    def gemm(self, x, cin, cout):
+        attrs = {"transB": 1}
+        if self.opset < 7:
+            attrs["broadcast"] = 1
+        ins = [x, self.const(w(cout, cin, scale=1.0 / np.sqrt(cin)), "fc"), self.const(w(cout, scale=0.1), "fb")]
+        return self.op("Gemm", ins, **attrs)
+
+    def reshape(self, x, shape):
+        if self.opset < 5:
+            return self.op("Reshape", [x], shape=shape)
+        return self.op("Reshape", [x, self.const(np.int64(shape), "shape")])
+
+    def dyn_reshape(self, x, of, dims):
+        """PyTorch's `x.view(...)` with sizes read from `of`'s shape: Shape → Gather →
+        Unsqueeze per size taken (an int: a constant), Concat, Reshape."""
+        shape = self.op("Shape", [of])
+        parts = []
+        for d in dims:
+            if isinstance(d, tuple):
+                g = self.op("Gather", [shape, self.const(np.int64(d[1]), "idx")], axis=0)
+                parts.append(self.op("Unsqueeze", [g], axes=[0]) if self.opset < 13 else
+                             self.op("Unsqueeze", [g, self.const(np.int64([0]), "axes")]))
+            else:
+                parts.append(self.const(np.int64([d]), "dim"))
+        return self.op("Reshape", [x, self.op("Concat", parts, axis=0)])
+
+    def lrn(self, x):
+        return self.op("LRN", [x], size=5, alpha=1e-4, beta=0.75, bias=1.0)
+
+    def maxpool(self, x, k, s, pads=(0, 0, 0, 0), **attrs):
+        return self.op("MaxPool", [x], kernel_shape=[k, k], strides=[s, s], pads=list(pads), **attrs)
+
+    def case(self, name, x, shape, y):
+        case(name, self.nodes, [(x, shape)], [y], self.inits, opset=self.opset)
+
+
+def zoo_cases():
+    """The classic model-zoo networks in miniature (fewer channels, smaller images, seeded
+    weights) at the opsets and operator forms their Caffe2 / MXNet / PyTorch exports use."""
+    # AlexNet / CaffeNet (Caffe2, opsets 3-9): LRN, MaxPool, grouped Conv (group 2), Dropout,
+    # Reshape → Gemm (transB), Softmax.
+    for name, opset, order in [("zoo_alexnet_opset6", 6, "lrn_pool"), ("zoo_caffenet_opset9", 9, "pool_lrn")]:
+        g = Net(opset)
+        h = g.relu(g.conv("data", 3, 8, 5, stride=2, pad=2))
+        h = g.maxpool(g.lrn(h), 3, 2) if order == "lrn_pool" else g.lrn(g.maxpool(h, 3, 2))
+        h = g.relu(g.conv(h, 8, 12, 3, pad=1, group=2))
+        h = g.maxpool(g.lrn(h), 3, 2) if order == "lrn_pool" else g.lrn(g.maxpool(h, 3, 2))
+        h = g.relu(g.conv(h, 12, 16, 3, pad=1))
+        h = g.relu(g.conv(h, 16, 16, 3, pad=1, group=2))
+        h = g.relu(g.conv(h, 16, 8, 3, pad=1, group=2))
+        h = g.maxpool(h, 3, 2)
+        h = g.reshape(h, [1, -1])
+        h = g.dropout(g.relu(g.gemm(h, 8 * 1 * 1, 24)))
+        h = g.dropout(g.relu(g.gemm(h, 24, 24)))
+        g.case(name, "data", [1, 3, 31, 31], g.op("Softmax", [g.gemm(h, 24, 10)]))
+    # ZFNet-512 (Caffe2, opset 8): 7x7 stride-2 stem, LRN after the pools.
+    g = Net(8)
+    h = g.lrn(g.maxpool(g.relu(g.conv("gpu_0/data_0", 3, 8, 7, stride=2, pad=1)), 3, 2, pads=(0, 0, 1, 1)))
+    h = g.lrn(g.maxpool(g.relu(g.conv(h, 8, 16, 5, stride=2)), 3, 2, pads=(0, 0, 1, 1)))
+    h = g.relu(g.conv(h, 16, 16, 3, pad=1))
+    h = g.maxpool(g.relu(g.conv(h, 16, 12, 3, pad=1)), 3, 2)
+    h = g.relu(g.gemm(g.reshape(h, [1, -1]), 12, 32))
+    g.case("zoo_zfnet512_opset8", "gpu_0/data_0", [1, 3, 71, 71], g.op("Softmax", [g.gemm(g.dropout(h), 32, 10)]))
+    # VGG-19 (MXNet, opset 7: Flatten → Gemm; Caffe2, opset 9: Reshape → Gemm).
+    for name, opset in [("zoo_vgg19_opset7", 7), ("zoo_vgg19_caffe2_opset9", 9)]:
+        g = Net(opset)
+        h, c = "data", 3
+        for width, reps in [(4, 2), (6, 2), (8, 4), (8, 4), (8, 4)]:
+            for _ in range(reps):
+                h, c = g.relu(g.conv(h, c, width, 3, pad=1)), width
+            h = g.maxpool(h, 2, 2)
+        h = g.op("Flatten", [h], axis=1) if opset == 7 else g.reshape(h, [1, -1])
+        h = g.dropout(g.relu(g.gemm(h, 8, 16)))
+        h = g.dropout(g.relu(g.gemm(h, 16, 16)))
+        g.case(name, "data", [1, 3, 32, 32], g.gemm(h, 16, 10))
+    # ResNet-50 v1 (post-activation) and v2 (pre-activation) bottlenecks (MXNet, opset 7:
+    # BatchNormalization with `spatial`, Add, GlobalAveragePool, Flatten, Gemm).
+    for v in (1, 2):
+        g = Net(7)
+        h = g.conv("data", 3, 8, 7, stride=2, pad=3, bias=False)
+        if v == 1:
+            h = g.relu(g.bn(h, 8))
+        h = g.maxpool(h, 3, 2, pads=(1, 1, 1, 1))
+        c = 8
+        for mid, out, stride in [(4, 16, 1), (4, 16, 1), (8, 24, 2), (8, 24, 1)]:
+            if v == 1:
+                t = g.relu(g.bn(g.conv(h, c, mid, 1, bias=False), mid))
+                t = g.relu(g.bn(g.conv(t, mid, mid, 3, stride=stride, pad=1, bias=False), mid))
+                t = g.bn(g.conv(t, mid, out, 1, bias=False, gain=0.7), out)
+                sc = h if (c == out and stride == 1) else g.bn(g.conv(h, c, out, 1, stride=stride, bias=False), out)
+                h = g.relu(g.op("Add", [t, sc]))
+            else:
+                pre = g.relu(g.bn(h, c))
+                t = g.relu(g.bn(g.conv(pre, c, mid, 1, bias=False), mid))
+                t = g.relu(g.bn(g.conv(t, mid, mid, 3, stride=stride, pad=1, bias=False), mid))
+                t = g.conv(t, mid, out, 1, bias=False, gain=0.7)
+                sc = h if (c == out and stride == 1) else g.conv(pre, c, out, 1, stride=stride, bias=False)
+                h = g.op("Add", [t, sc])
+            c = out
+        if v == 2:
+            h = g.relu(g.bn(h, c))
+        h = g.op("Flatten", [g.op("GlobalAveragePool", [h])])
+        g.case(f"zoo_resnet50_v{v}_opset7", "data", [1, 3, 32, 32], g.gemm(h, c, 10))
+    # ShuffleNet v1 (Caffe2, opset 9): grouped 1x1 Conv (group 3), the channel shuffle as
+    # Reshape [N, 3, C/3, H, W] → Transpose [0, 2, 1, 3, 4] → Reshape, depthwise 3x3, stride-2
+    # units concatenating an AveragePool shortcut.
+    g = Net(9)
+    h = g.maxpool(g.relu(g.conv("gpu_0/data_0", 3, 12, 3, stride=2, pad=1)), 3, 2, pads=(1, 1, 1, 1))
+    c, side = 12, 8
+    for unit, (out, stride) in enumerate([(24, 2), (24, 1), (48, 2), (48, 1)]):
+        branch = out - c if stride == 2 else out
+        # The first unit's 1x1 convolution is not grouped (its input has few channels).
+        t = g.relu(g.conv(h, c, 12, 1, group=1 if unit == 0 else 3))
+        t = g.reshape(t, [1, 3, 4, side, side])
+        t = g.op("Transpose", [t], perm=[0, 2, 1, 3, 4])
+        t = g.reshape(t, [1, 12, side, side])
+        t = g.conv(t, 12, 12, 3, stride=stride, pad=1, group=12)
+        side //= stride
+        t = g.conv(t, 12, branch, 1, group=3, gain=0.7)
+        if stride == 2:
+            sc = g.op("AveragePool", [h], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+            h = g.relu(g.op("Concat", [sc, t], axis=1))
+        else:
+            h = g.relu(g.op("Add", [h, t]))
+        c = out
+    h = g.reshape(g.op("AveragePool", [h], kernel_shape=[side, side]), [1, -1])
+    g.case("zoo_shufflenet_v1_opset9", "gpu_0/data_0", [1, 3, 32, 32], g.op("Softmax", [g.gemm(h, c, 10)]))
+    # ShuffleNet v2 (PyTorch, opset 10): Split of channels (and Slice in the other export form),
+    # the shuffle of the concatenated halves, ReduceMean over H, W before the classifier.
+    g = Net(10)
+    h = g.maxpool(g.relu(g.conv("input", 3, 8, 3, stride=2, pad=1)), 3, 2, pads=(1, 1, 1, 1))
+    c, side = 8, 8
+    for unit, (out, stride) in enumerate([(16, 2), (16, 1), (16, 1)]):
+        half = out // 2
+        if stride == 2:
+            a = g.relu(g.conv(g.conv(h, c, c, 3, stride=2, pad=1, group=c), c, half, 1))
+            b = h
+        elif unit == 1:
+            a, b = g.op("Split", [h], n_out=2, axis=1, split=[half, half])
+        else:
+            b = g.op("Slice", [h, g.const(np.int64([0]), "st"), g.const(np.int64([half]), "en"), g.const(np.int64([1]), "ax")])
+            a = g.op("Slice", [h, g.const(np.int64([half]), "st"), g.const(np.int64([out]), "en"), g.const(np.int64([1]), "ax")])
+            a, b = b, a
+        cin = c if stride == 2 else half
+        t = g.relu(g.bn(g.conv(b, cin, half, 1, bias=False), half))
+        t = g.bn(g.conv(t, half, half, 3, stride=stride, pad=1, group=half, bias=False), half)
+        t = g.relu(g.bn(g.conv(t, half, half, 1, bias=False), half))
+        side //= stride
+        h = g.op("Concat", [a, t], axis=1)
+        if unit == 2:
+            # The traced export: every size read from the tensor's own (static) shape.
+            cat = h
+            h = g.dyn_reshape(h, cat, [("n", 0), 2, half, ("h", 2), ("w", 3)])
+            h = g.op("Transpose", [h], perm=[0, 2, 1, 3, 4])
+            h = g.dyn_reshape(h, cat, [("n", 0), -1, ("h", 2), ("w", 3)])
+        else:
+            h = g.reshape(h, [1, 2, half, side, side])
+            h = g.op("Transpose", [h], perm=[0, 2, 1, 3, 4])
+            h = g.reshape(h, [1, out, side, side])
+        c = out
+    h = g.op("ReduceMean", [h], axes=[2, 3], keepdims=0)
+    g.case("zoo_shufflenet_v2_opset10", "input", [1, 3, 32, 32], g.gemm(h, c, 10))
+    # SqueezeNet 1.1 (Caffe2, opset 9): fire modules (squeeze 1x1, expand 1x1 | 3x3, Concat),
+    # Dropout, a final 1x1 Conv, GlobalAveragePool, Reshape, Softmax.
+    g = Net(9)
+    h = g.maxpool(g.relu(g.conv("data_0", 3, 8, 3, stride=2)), 3, 2)
+    c = 8
+    for sq, ex, pool in [(4, 8, False), (4, 8, True), (6, 12, False)]:
+        s = g.relu(g.conv(h, c, sq, 1))
+        h = g.op("Concat", [g.relu(g.conv(s, sq, ex, 1)), g.relu(g.conv(s, sq, ex, 3, pad=1))], axis=1)
+        c = 2 * ex
+        if pool:
+            h = g.maxpool(h, 3, 2)
+    h = g.relu(g.conv(g.dropout(h), c, 10, 1))
+    h = g.reshape(g.op("GlobalAveragePool", [h]), [1, 10])
+    g.case("zoo_squeezenet11_opset9", "data_0", [1, 3, 33, 33], g.op("Softmax", [h]))
+    # DenseNet-121 (Caffe2, opset 8): dense blocks (BN → Relu → 1x1 → BN → Relu → 3x3, Concat
+    # onto the running stack), transitions with AveragePool, GlobalAveragePool at the end.
+    g = Net(8)
+    h = g.maxpool(g.relu(g.bn(g.conv("data_0", 3, 8, 7, stride=2, pad=3, bias=False), 8)), 3, 2, pads=(1, 1, 1, 1))
+    c, growth = 8, 4
+    for block in range(2):
+        for _ in range(3):
+            t = g.conv(g.relu(g.bn(h, c)), c, 8, 1, bias=False)
+            t = g.conv(g.relu(g.bn(t, 8)), 8, growth, 3, pad=1, bias=False)
+            h, c = g.op("Concat", [h, t], axis=1), c + growth
+        if block == 0:
+            h = g.conv(g.relu(g.bn(h, c)), c, c // 2, 1, bias=False)
+            c //= 2
+            h = g.op("AveragePool", [h], kernel_shape=[2, 2], strides=[2, 2])
+    h = g.op("GlobalAveragePool", [g.relu(g.bn(h, c))])
+    h = g.conv(h, c, 10, 1)
+    g.case("zoo_densenet121_opset8", "data_0", [1, 3, 32, 32], g.op("Softmax", [g.reshape(h, [1, 10])]))
+    # GoogLeNet / Inception v1 (Caffe2 opset 8: MaxPool with asymmetric pads; opset 10: the
+    # same pools as ceil_mode), LRN, inception modules (four branches, Concat), Dropout.
+    for name, opset in [("zoo_googlenet_opset8", 8), ("zoo_googlenet_ceil_opset10", 10)]:
+        g = Net(opset)
+
+        def pool(x, k, s):
+            if opset >= 10:
+                return g.maxpool(x, k, s, ceil_mode=1)
+            return g.maxpool(x, k, s, pads=(0, 0, 1, 1))
+
+        h = g.lrn(pool(g.relu(g.conv("data_0", 3, 8, 7, stride=2, pad=3)), 3, 2))
+        h = g.relu(g.conv(g.relu(g.conv(h, 8, 8, 1)), 8, 12, 3, pad=1))
+        h = pool(g.lrn(h), 3, 2)
+        c = 12
+        for b1, b3r, b3, b5r, b5, bp in [(4, 4, 6, 2, 3, 3), (6, 4, 8, 2, 4, 4)]:
+            x1 = g.relu(g.conv(h, c, b1, 1))
+            x3 = g.relu(g.conv(g.relu(g.conv(h, c, b3r, 1)), b3r, b3, 3, pad=1))
+            x5 = g.relu(g.conv(g.relu(g.conv(h, c, b5r, 1)), b5r, b5, 5, pad=2))
+            xp = g.relu(g.conv(g.maxpool(h, 3, 1, pads=(1, 1, 1, 1)), c, bp, 1))
+            h, c = g.op("Concat", [x1, x3, x5, xp], axis=1), b1 + b3 + b5 + bp
+        h = pool(h, 3, 2)
+        h = g.op("AveragePool", [h], kernel_shape=[3, 3], strides=[1, 1])
+        h = g.dropout(g.reshape(h, [1, c]))
+        g.case(name, "data_0", [1, 3, 56, 56], g.op("Softmax", [g.gemm(h, c, 10)]))
+    # MobileNet v2 (PyTorch, opset 12): BatchNorm folded into Conv, Clip(0, 6) with min/max
+    # inputs, inverted residuals with Add, GlobalAveragePool, then the flatten as
+    # Shape → Gather → Unsqueeze → Concat → Reshape, Dropout (ratio input), Gemm.
+    g = Net(12)
+    lo, hi = g.const(np.float32(0.0), "min"), g.const(np.float32(6.0), "max")
+    clip = lambda x: g.op("Clip", [x, lo, hi])
+    h = clip(g.conv("input", 3, 8, 3, stride=2, pad=1))
+    c = 8
+    for t_, out, stride in [(1, 8, 1), (4, 12, 2), (4, 12, 1), (4, 16, 2)]:
+        mid = c * t_
+        x = h
+        if t_ != 1:
+            x = clip(g.conv(x, c, mid, 1))
+        x = clip(g.conv(x, mid, mid, 3, stride=stride, pad=1, group=mid))
+        x = g.conv(x, mid, out, 1, gain=0.7)
+        h = g.op("Add", [h, x]) if (stride == 1 and c == out) else x
+        c = out
+    h = clip(g.conv(h, c, 32, 1))
+    h = g.op("GlobalAveragePool", [h])
+    s = g.op("Shape", [h])
+    n = g.op("Gather", [s, g.const(np.int64(0), "idx")], axis=0)
+    nu = g.op("Unsqueeze", [n], axes=[0])
+    shape = g.op("Concat", [nu, g.const(np.int64([-1]), "m1")], axis=0)
+    h = g.op("Reshape", [h, shape])
+    h = g.dropout(h)
+    g.case("zoo_mobilenet_v2_opset12", "input", [1, 3, 32, 32], g.gemm(h, 32, 10))
+
+
+
+def random_float_graphs(count=40):
+    """Seeded random graphs over the float operator set: a stack of image operators with
+    skip connections (Add/Mul/Concat onto an earlier value of the same size), then a head."""
+    gen = np.random.default_rng(31)
+    for gi in range(count):
+        g = Net(int(gen.choice([9, 11, 13, 17])))
+        c, h = int(gen.integers(1, 5)), int(gen.integers(5, 11))
+        shape = [1, c, h, h]
+        cur, pool = "x", [("x", c, h)]
+        for _ in range(int(gen.integers(3, 8))):
+            kind = gen.choice(["conv", "dw", "gconv", "act", "pool", "add", "mul", "concat", "bn", "pad"])
+            if kind == "conv" or (kind == "gconv" and c % 2):
+                k = int(gen.choice([1, 3]))
+                s = int(gen.choice([1, 1, 2])) if h >= 4 else 1
+                co = int(gen.integers(2, 7))
+                cur = g.conv(cur, c, co, k, stride=s, pad=k // 2, bias=bool(gen.integers(2)))
+                c, h = co, (h + 2 * (k // 2) - k) // s + 1
+            elif kind == "gconv":
+                co = 2 * int(gen.integers(1, 4))
+                cur, c = g.conv(cur, c, co, 3, pad=1, group=2), co
+            elif kind == "dw":
+                cur = g.conv(cur, c, c, 3, pad=1, group=c)
+            elif kind == "act":
+                op = gen.choice(["Relu", "Sigmoid", "Tanh", "LeakyRelu", "Clip6", "HardSigmoid", "Elu", "Abs", "Neg"])
+                if op == "Clip6":
+                    cur = g.op("Clip", [cur], min=0.0, max=6.0) if g.opset < 11 else \
+                        g.op("Clip", [cur, g.const(np.float32(0), "lo"), g.const(np.float32(6), "hi")])
+                else:
+                    cur = g.op(str(op), [cur])
+            elif kind == "pool" and h >= 2:
+                op = str(gen.choice(["MaxPool", "AveragePool"]))
+                k = int(gen.choice([2, 3])) if h >= 3 else 2
+                p = int(gen.integers(0, 2)) if k == 3 else 0
+                cur = g.op(op, [cur], kernel_shape=[k, k], strides=[2, 2], pads=[p] * 4)
+                h = (h + 2 * p - k) // 2 + 1
+            elif kind in ("add", "mul"):
+                same = [n for n, cc, hh in pool if (cc, hh) == (c, h) and n != cur]
+                other = same[int(gen.integers(len(same)))] if same and gen.integers(2) else g.const(w(c, 1, 1), "k")
+                cur = g.op("Add" if kind == "add" else "Mul", [cur, other])
+            elif kind == "concat":
+                same = [n for n, cc, hh in pool if hh == h and n != cur and cc + c <= 16]
+                if same:
+                    n = same[int(gen.integers(len(same)))]
+                    cur, c = g.op("Concat", [cur, n], axis=1), c + dict((a, b) for a, b, _ in pool)[n]
+            elif kind == "bn":
+                cur = g.bn(cur, c)
+            elif kind == "pad" and g.opset >= 11:
+                # A zero row on top and a zero column on the right, then the first h rows and
+                # the last h columns: the image shifted down and left, square again.
+                cur = g.op("Pad", [cur, g.const(np.int64([0, 0, 1, 0, 0, 0, 0, 1]), "pads")])
+                cur = g.op("Slice", [cur, g.const(np.int64([0]), "st"), g.const(np.int64([h]), "en"),
+                                     g.const(np.int64([2]), "ax")])
+                cur = g.op("Slice", [cur, g.const(np.int64([1]), "st"), g.const(np.int64([h + 1]), "en"),
+                                     g.const(np.int64([3]), "ax")])
+            pool.append((cur, c, h))
+        head = gen.choice(["gap_gemm", "flatten_gemm", "softmax", "none"])
+        if head == "gap_gemm":
+            cur = g.gemm(g.op("Flatten", [g.op("GlobalAveragePool", [cur])]), c, 5)
+        elif head == "flatten_gemm":
+            cur = g.gemm(g.op("Flatten", [cur]), c * h * h, 4)
+        elif head == "softmax":
+            cur = g.op("Softmax", [cur], axis=1) if g.opset >= 13 else g.op("Softmax", [g.op("Flatten", [cur])])
+        g.case(f"random_float_{gi:02d}", "x", shape, cur)
+
+
+def random_qdq_graphs(count=40):
+    """Seeded random QDQ graphs (onnxruntime's format: DequantizeLinear → op → QuantizeLinear)
+    over Conv (grouped and depthwise too), MatMul, Add, Mul, MaxPool, AveragePool, Concat and
+    Relu, with uint8 or int8 activations and per-tensor (uint8 / int8) or per-channel (int8,
+    symmetric) weights."""
+    gen = np.random.default_rng(32)
+    for gi in range(count):
+        signed = bool(gi % 2)
+        act_t = np.int8 if signed else np.uint8
+        lo = -128 if signed else 0
+        g = Net(13)
+        steps = []
+
+        def qparams(span):
+            s = np.float32(span / 255.0 * gen.uniform(0.9, 1.1))
+            z = int(gen.integers(100, 156)) + lo
+            return g.const(s, "s"), g.const(act_t(z), "z"), float(s)
+
+        def qdq(x, span):
+            s, z, sv = qparams(span)
+            q = g.op("QuantizeLinear", [x, s, z])
+            steps.append(sv)
+            return g.op("DequantizeLinear", [q, s, z])
+
+        def qweight(wv, per_channel):
+            if per_channel:
+                ws = (np.abs(wv).reshape(wv.shape[0], -1).max(axis=1) / 127.0 + 1e-6).astype(np.float32)
+                q = np.clip(np.round(wv / ws.reshape((-1,) + (1,) * (wv.ndim - 1))), -127, 127).astype(np.int8)
+                wq, wz = g.const(q, "wq"), g.const(np.zeros(wv.shape[0], np.int8), "wz")
+                return g.op("DequantizeLinear", [wq, g.const(ws, "ws"), wz], axis=0), ws
+            if gen.integers(2):
+                ws = np.float32(np.abs(wv).max() / 127.0)
+                q = np.clip(np.round(wv / ws), -127, 127).astype(np.int8)
+                return g.op("DequantizeLinear", [g.const(q, "wq"), g.const(ws, "ws"), g.const(np.int8(0), "wz")]), ws
+            ws, wz = np.float32((wv.max() - wv.min()) / 255.0), np.uint8(gen.integers(110, 146))
+            q = np.clip(np.round(wv / ws) + wz, 0, 255).astype(np.uint8)
+            return g.op("DequantizeLinear", [g.const(q, "wq"), g.const(ws, "ws"), g.const(wz, "wz")]), ws
+
+        c, h = int(gen.integers(2, 5)), int(gen.integers(5, 9))
+        shape = [1, c, h, h]
+        cur = qdq("x", 2.0)
+        span = 2.0
+        pool = [(cur, c, h, span)]
+        for _ in range(int(gen.integers(2, 5))):
+            kind = gen.choice(["conv", "conv", "dw", "add", "mul", "pool", "concat"])
+            if kind in ("conv", "dw"):
+                dw = kind == "dw"
+                co = c if dw else int(gen.integers(2, 7))
+                k = int(gen.choice([1, 3]))
+                wv = w(co, 1 if dw else c, k, k, scale=1.0 / np.sqrt((1 if dw else c) * k * k))
+                wd, ws = qweight(wv, bool(gen.integers(2)))
+                in_s = span / 255.0
+                bq = (w(co, scale=0.2) / (np.float32(in_s) * ws)).astype(np.int32)
+                bd = g.op("DequantizeLinear", [g.const(bq, "bq"), g.const((np.float32(in_s) * ws).astype(np.float32), "bs")], axis=0)
+                # The bias is int32 at a nominal activation scale times the weight scale; it is
+                # dequantized with the scale it carries (the importer requantizes it to the
+                # actual input scale).
+                conv = g.op("Conv", [cur, wd, bd], pads=[k // 2] * 4, group=c if dw else 1)
+                relu = bool(gen.integers(2))
+                if relu:
+                    conv = g.relu(conv)
+                c, span = co, span * 1.5
+                cur = qdq(conv, span)
+            elif kind in ("add", "mul"):
+                same = [(n, sp) for n, cc, hh, sp in pool if (cc, hh) == (c, h) and n != cur]
+                if not same:
+                    continue
+                n, sp = same[int(gen.integers(len(same)))]
+                if kind == "add":
+                    cur, span = qdq(g.op("Add", [cur, n]), span + sp), span + sp
+                else:
+                    cur, span = qdq(g.op("Mul", [cur, n]), span * sp / 2), span * sp / 2
+            elif kind == "pool" and h >= 3:
+                op = str(gen.choice(["MaxPool", "AveragePool"]))
+                p = g.op(op, [cur], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4 if op == "MaxPool" else [0] * 4)
+                h = (h + (2 if op == "MaxPool" else 0) - 3) // 2 + 1
+                # Pools keep their input's quantization, as onnxruntime's quantizer makes them.
+                s, z = g.nodes[-2].input[1], g.nodes[-2].input[2]
+                cur = g.op("DequantizeLinear", [g.op("QuantizeLinear", [p, s, z]), s, z])
+            elif kind == "concat":
+                same = [n for n, cc, hh, _ in pool if hh == h and n != cur and cc + c <= 12]
+                if not same:
+                    continue
+                n = same[int(gen.integers(len(same)))]
+                cc = [pc for pn, pc, _, _ in pool if pn == n][0]
+                s, z = g.nodes[-2].input[1], g.nodes[-2].input[2]
+                cur = g.op("DequantizeLinear", [g.op("QuantizeLinear", [g.op("Concat", [cur, n], axis=1), s, z]), s, z])
+                c += cc
+            pool.append((cur, c, h, span))
+        if gen.integers(2):
+            f = g.op("Flatten", [g.op("GlobalAveragePool", [cur])])
+            f = qdq(f, span)
+            wd, _ = qweight(w(c, 5, scale=1.0 / np.sqrt(c)), False)
+            cur = qdq(g.op("MatMul", [f, wd]), span * 1.5)
+        g.case(f"random_qdq_{'s8' if signed else 'u8'}_{gi:02d}", "x", shape, cur)
+        cases[-1].update(tolerance="quant", step=steps[-1])
+
+
+def logic_cases():
+    """Comparisons, logical operators, Where, ArgMax/ArgMin, Cast of runtime tensors, Min/Max of
+    several inputs, Mish: boolean and integer runtime tensors, graph inputs and outputs."""
+    x = rng.uniform(-1.0, 1.0, (2, 3, 4)).astype(np.float32)
+    y = rng.uniform(-1.0, 1.0, (2, 3, 4)).astype(np.float32)
+    y[0, 0] = x[0, 0]  # equal elements for Equal, LessOrEqual and GreaterOrEqual
+    case("compare_logic_where",
+         [N("Greater", ["x", "y"], ["gt"]), N("Less", ["x", "c"], ["lt"]), N("LessOrEqual", ["x", "y"], ["le"]),
+          N("GreaterOrEqual", ["x", "y"], ["ge"]), N("Equal", ["x", "y"], ["eq"]),
+          N("And", ["gt", "lt"], ["and"]), N("Or", ["and", "eq"], ["or"]), N("Xor", ["or", "le"], ["xor"]),
+          N("Not", ["xor"], ["not"]), N("And", ["not", "ge"], ["cond"]),
+          N("Where", ["cond", "x", "k"], ["y0"]), N("Where", ["lt", "y", "x"], ["y1"]), N("Add", ["y0", "y1"], ["out"])],
+         [("x", [2, 3, 4]), ("y", [2, 3, 4])], ["out", "eq", "xor"], [init("c", w(4)), init("k", np.float32(0.25))],
+         feed=[x, y])
+    xi = rng.uniform(-1.0, 1.0, (1, 3, 4, 4)).astype(np.float32)
+    case("where_image_broadcast",
+         [N("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), N("Greater", ["c", "t"], ["m"]),
+          N("Where", ["m", "c", "f"], ["s"]), N("MaxPool", ["s"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
+         [("x", [1, 3, 4, 4])], ["y"], [init("w", w(4, 3, 3, 3)), init("t", w(4, 1, 1)), init("f", w(1, 4, 1))], feed=[xi])
+    case("where_bool_input_opset9",
+         [N("Where", ["b", "x", "z"], ["y"])],
+         [("b", [3, 4], TensorProto.BOOL), ("x", [3, 4]), ("z", [4])], ["y"], opset=9,
+         feed=[rng.uniform(0, 1, (3, 4)) > 0.5, rng.uniform(-1, 1, (3, 4)).astype(np.float32),
+               rng.uniform(-1, 1, (4,)).astype(np.float32)])
+    case("argmax_argmin_keepdims",
+         [N("ArgMax", ["x"], ["a"], axis=1, keepdims=1), N("ArgMin", ["x"], ["b"], axis=-1, keepdims=0),
+          N("Cast", ["a"], ["af"], to=TensorProto.FLOAT), N("Mul", ["af", "x"], ["y"])],
+         [("x", [1, 5, 3, 4])], ["a", "b", "y"], opset=13)
+    case("argmax_opset11_no_keepdims",
+         [N("ArgMax", ["x"], ["y"], axis=0, keepdims=0)], [("x", [4, 3, 2])], ["y"], opset=11)
+    case("cast_runtime",
+         [N("Mul", ["x", "k"], ["s"]), N("Cast", ["s"], ["i"], to=TensorProto.INT32), N("Cast", ["i"], ["f"], to=TensorProto.FLOAT),
+          N("Cast", ["x"], ["b"], to=TensorProto.BOOL), N("Cast", ["b"], ["bf"], to=TensorProto.FLOAT),
+          N("Cast", ["n"], ["nf"], to=TensorProto.FLOAT), N("Cast", ["n"], ["nb"], to=TensorProto.BOOL),
+          N("Cast", ["nb"], ["ni"], to=TensorProto.INT64), N("Add", ["f", "bf"], ["a"]), N("Add", ["a", "nf"], ["y"])],
+         [("x", [2, 6]), ("n", [2, 6], TensorProto.INT64)], ["y", "i", "ni"], [init("k", np.float32(4.0))],
+         feed=[np.concatenate([rng.uniform(-1, 1, (2, 4)), np.zeros((2, 2))], axis=1).astype(np.float32),
+               rng.integers(-3, 4, (2, 6)).astype(np.int64)])
+    case("min_max_three_inputs",
+         [N("Max", ["x", "y", "c"], ["m"]), N("Min", ["x", "y", "c"], ["n"]), N("Sub", ["m", "n"], ["z"])],
+         [("x", [2, 3, 4]), ("y", [3, 4])], ["z"], [init("c", w(4))])
+    case("matmul_batched_runtime", [N("MatMul", ["a", "b"], ["y"])], [("a", [2, 3, 4]), ("b", [2, 4, 5])], ["y"])
+    case("matmul_batched_4d_shared_b", [N("Relu", ["a"], ["r"]), N("MatMul", ["r", "b"], ["m"]), N("MatMul", ["m", "c"], ["y"])],
+         [("a", [1, 2, 3, 4]), ("b", [1, 1, 4, 2])], ["y"], [init("c", w(2, 2, 3))])
+    case("mish_opset18", [N("Mish", ["x"], ["y"])], [("x", [1, 2, 3, 4])], ["y"], opset=18,
+         feed=[rng.uniform(-6.0, 6.0, (1, 2, 3, 4)).astype(np.float32)])
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
@@ -383,6 +891,10 @@ def main():
     qdq_cases()
     qdq_head_case()
     later_cases()
+    zoo_cases()
+    logic_cases()
+    random_float_graphs()
+    random_qdq_graphs()
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
         json.dump({"seed": 20261124, "cases": cases}, f, indent=1)
     ops = sorted({o for c in cases for o in c["ops"]})

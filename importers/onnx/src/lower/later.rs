@@ -268,19 +268,17 @@ impl Lowering<'_> {
                     .0
             }
             "Softplus" => {
-                // log(1 + e^x), written as max(x, 0) + log(1 + e^-|x|) so large inputs do
-                // not overflow the exponential.
                 a.only(&[])?;
-                let (ab, _) = self.emit(OperationType::Abs, &[x.operand], None)?;
-                let (ng, _) = self.emit(OperationType::Neg, &[ab], None)?;
-                let (ex, _) = self.emit(OperationType::Exp, &[ng], None)?;
-                let one = self.b.f32_tensor(&[1], &[1.0]);
+                self.softplus(x.operand)?
+            }
+            "Mish" => {
+                // x · tanh(softplus(x)) (opset 18).
+                a.only(&[])?;
+                let sp = self.softplus(x.operand)?;
+                let (th, _) = self.emit(OperationType::Tanh, &[sp], None)?;
                 let act = self.act();
-                let (p1, _) = self.emit(OperationType::Add, &[ex, one, act], None)?;
-                let (lg, _) = self.emit(OperationType::Log, &[p1], None)?;
-                let (rl, _) = self.emit(OperationType::Relu, &[x.operand], None)?;
-                let act = self.act();
-                self.emit(OperationType::Add, &[rl, lg, act], None)?.0
+                self.emit(OperationType::Mul, &[x.operand, th, act], None)?
+                    .0
             }
             "Softsign" => {
                 a.only(&[])?;
@@ -309,6 +307,21 @@ impl Lowering<'_> {
         };
         self.set(node, self.same_as(&x, operand));
         Ok(None)
+    }
+
+    /// log(1 + e^x), written as max(x, 0) + log(1 + e^-|x|) so large inputs do not overflow
+    /// the exponential.
+    fn softplus(&mut self, x: u32) -> R<u32> {
+        let (ab, _) = self.emit(OperationType::Abs, &[x], None)?;
+        let (ng, _) = self.emit(OperationType::Neg, &[ab], None)?;
+        let (ex, _) = self.emit(OperationType::Exp, &[ng], None)?;
+        let one = self.b.f32_tensor(&[1], &[1.0]);
+        let act = self.act();
+        let (p1, _) = self.emit(OperationType::Add, &[ex, one, act], None)?;
+        let (lg, _) = self.emit(OperationType::Log, &[p1], None)?;
+        let (rl, _) = self.emit(OperationType::Relu, &[x], None)?;
+        let act = self.act();
+        Ok(self.emit(OperationType::Add, &[rl, lg, act], None)?.0)
     }
 
     /// Add/Sub/Mul/Div/Pow/Max/Min/Sum: numpy broadcasting (opset ≥ 7) or the
@@ -1574,7 +1587,7 @@ impl Lowering<'_> {
     /// `[0, 1, 4, 2, 5, 3]`, then Reshapes. NNAPI tensors stop at rank 4, but the transposed
     /// `[N, C', H, r, W, r]` has the element order of `[N, C', H·r, W·r]`, which is what
     /// DEPTH_TO_SPACE makes once the channels are put from ONNX's CRD order into DCR order (a
-    /// permutation CONV_2D). Taken only when every use of the transposed tensor is a Reshape.
+    /// CHANNEL_SHUFFLE). Taken only when every use of the transposed tensor is a Reshape.
     /// `None`: not this pattern.
     pub(super) fn pixel_shuffle(
         &mut self,
@@ -1644,7 +1657,7 @@ impl Lowering<'_> {
 }
 
 /// The numpy broadcast of two shapes (checked by the operation's own shape inference too).
-fn broadcast_shape(a: &[usize], b: &[usize]) -> R<Vec<usize>> {
+pub(super) fn broadcast_shape(a: &[usize], b: &[usize]) -> R<Vec<usize>> {
     let rank = a.len().max(b.len());
     let at = |s: &[usize], i: usize| (i + s.len()).checked_sub(rank).map_or(1, |j| s[j]);
     (0..rank)
@@ -1669,6 +1682,13 @@ impl Lowering<'_> {
         match op {
             "Gather" if at == [1] => self.gather_runtime(node, a),
             "Add" | "Sub" | "Mul" if node.input.len() == 2 => self.int_binary(node, a, op),
+            "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" => {
+                self.compare(node, a, op)
+            }
+            "Not" | "And" | "Or" | "Xor" => self.logical(node, a, op),
+            "Where" => self.where_(node, a),
+            "ArgMax" | "ArgMin" => self.arg(node, a, op),
+            "Cast" => self.cast(node, a),
             "Expand" | "Reshape" | "Tile" | "ConstantOfShape" | "Range" | "OneHot" | "TopK"
             | "Resize" | "Upsample" | "Slice" | "Pad" => bail!(
                 "input {} is a runtime shape, count or bound: NNAPI 1.3 has no operation whose \
@@ -1680,7 +1700,8 @@ impl Lowering<'_> {
             }
             _ => bail!(
                 "input {} is an integer runtime tensor: NNAPI has no int64, and integer tensors \
-                 are lowered only as Gather indices and in Add/Sub/Mul",
+                 and boolean tensors are lowered only as Gather indices, in Add/Sub/Mul, the \
+                 comparisons, logical operators, Where, ArgMax/ArgMin and Cast",
                 at[0]
             ),
         }
@@ -1867,20 +1888,14 @@ impl Lowering<'_> {
 impl Lowering<'_> {
     /// MatMul of an input of rank > 2 by a 2-D constant B (a Linear layer over a sequence):
     /// the input's leading axes folded into rows, FULLY_CONNECTED, then the leading axes back.
-    /// A B of rank > 2 (a batched product) is refused: NNAPI 1.3 has no BATCH_MATMUL.
+    /// A runtime or batched B: [`Self::matmul_batched`].
     pub(super) fn matmul_nd(&mut self, k: usize, node: &NodeProto) -> R<Option<String>> {
         let x = self.need(node, 0)?;
         let xs = value_shape(&x);
         let bs = match self.input(node, 1) {
-            Some(Value::Const(t) | Value::QConst(t, ..)) => t.dims.clone(),
-            _ => bail!(
-                "a runtime B with an input of rank {}: NNAPI 1.3 has no BATCH_MATMUL",
-                xs.len()
-            ),
+            Some(Value::Const(t) | Value::QConst(t, ..)) if t.dims.len() == 2 => t.dims.clone(),
+            _ => return self.matmul_batched(k, node),
         };
-        if bs.len() != 2 {
-            bail!("B of shape {bs:?}: a batched product, which NNAPI 1.3 has no BATCH_MATMUL for");
-        }
         let kk = xs[xs.len() - 1];
         let rows = element_count(&xs[..xs.len() - 1])?;
         let tag = |what: &str| format!("\u{0}matmul:{k}:{what}");
@@ -1898,6 +1913,98 @@ impl Lowering<'_> {
         Ok(Some(match note {
             Some(n) => format!("as a 2-D product of the folded leading axes; {n}"),
             None => "as a 2-D product of the folded leading axes".into(),
+        }))
+    }
+
+    /// A batched MatMul (`[…, M, K] × […, K, N]`, batch axes broadcast, rank ≤ 4; NNAPI 1.3
+    /// has no BATCH_MATMUL): per batch, a SLICE of each side and the 2-D product (B a runtime
+    /// FULLY_CONNECTED weight), then CONCATENATION of the results along the batch.
+    fn matmul_batched(&mut self, k: usize, node: &NodeProto) -> R<Option<String>> {
+        const MAX_BATCH: usize = 256;
+        let (xv, yv) = (self.need(node, 0)?, self.need(node, 1)?);
+        let (xs, ys) = (value_shape(&xv), value_shape(&yv));
+        if xs.len() < 2 || ys.len() < 2 || xs.len().max(ys.len()) > 4 {
+            bail!("MatMul of shapes {xs:?} and {ys:?}: ranks 2 to 4 are lowered");
+        }
+        let (m, kk, n) = (xs[xs.len() - 2], xs[xs.len() - 1], ys[ys.len() - 1]);
+        if ys[ys.len() - 2] != kk {
+            bail!("MatMul of shapes {xs:?} and {ys:?}: inner dimensions differ");
+        }
+        let batch = broadcast_shape(&xs[..xs.len() - 2], &ys[..ys.len() - 2])?;
+        let b = element_count(&batch)?;
+        if b > MAX_BATCH {
+            bail!("a batch of {b} products: at most {MAX_BATCH} are lowered (one FULLY_CONNECTED each)");
+        }
+        // Each side as [batch, rows, cols] in ONNX order; a side whose batch axes are all 1
+        // is shared by every product, any other must have the whole batch.
+        let mut sides = Vec::new();
+        for (v, s) in [(&xv, &xs), (&yv, &ys)] {
+            let own = element_count(&s[..s.len() - 2])?;
+            if own != 1 && s[..s.len() - 2] != batch[batch.len() + 2 - s.len()..] {
+                bail!(
+                    "MatMul of shapes {xs:?} and {ys:?}: a partly broadcast batch is not lowered"
+                );
+            }
+            let d = self.runtime(v)?;
+            if d.quant.is_some() {
+                bail!("a quantized batched MatMul is not supported");
+            }
+            let plain = self.onnx_order(&d)?;
+            let (r, c) = (s[s.len() - 2], s[s.len() - 1]);
+            let flat = self.reshape_raw(plain, &[own, r, c], None)?;
+            sides.push((flat, own, r, c));
+        }
+        let tag = |what: String| format!("\u{0}bmm:{k}:{what}");
+        let mut parts = Vec::new();
+        let mut note = None;
+        for i in 0..b {
+            let mut names = Vec::new();
+            for (j, &(flat, own, r, c)) in sides.iter().enumerate() {
+                let at = if own == 1 { 0 } else { i as i32 };
+                let begin = self.int_vec(&[at, 0, 0]);
+                let size = self.int_vec(&[1, r as i32, c as i32]);
+                let (sl, _) = self.emit(OperationType::Slice, &[flat, begin, size], None)?;
+                let two = self.reshape_raw(sl, &[r, c], None)?;
+                let name = tag(format!("{i}:{j}"));
+                self.values.insert(
+                    name.clone(),
+                    Value::Dyn(Dyn {
+                        operand: two,
+                        shape: vec![r, c],
+                        layout: EdgeLayout::Same,
+                        quant: None,
+                        act: None,
+                    }),
+                );
+                names.push(name);
+            }
+            let mut n2 = node.clone();
+            n2.input = names.clone();
+            n2.output = vec![tag(format!("{i}:y"))];
+            note = self.gemm(k, &n2, &Attrs(&[]), true)?;
+            let y = self.values.remove(&n2.output[0]).ok_or("no 2-D product")?;
+            for name in &names {
+                self.values.remove(name);
+            }
+            let y = self.runtime(&y)?;
+            let plain = self.onnx_order(&y)?;
+            parts.push(self.reshape_raw(plain, &[1, m, n], None)?);
+        }
+        let cat = if parts.len() == 1 {
+            parts[0]
+        } else {
+            let mut ins = parts;
+            ins.push(self.b.int(0));
+            self.emit(OperationType::Concatenation, &ins, None)?.0
+        };
+        let mut out = batch.clone();
+        out.extend([m, n]);
+        let r = self.reshape_raw(cat, &out, None)?;
+        let d = self.nnapi_order(r, &out, None)?;
+        self.set(node, Value::Dyn(d));
+        Ok(Some(match note {
+            Some(n) => format!("{b} 2-D products (SLICE, CONCATENATION); {n}"),
+            None => format!("{b} 2-D products (SLICE, CONCATENATION)"),
         }))
     }
 }

@@ -348,6 +348,38 @@ pub(super) fn requant512_cols(x: __m512i, c: &RqCols512) -> __m128i {
     _mm512_cvtepi32_epi8(_mm512_add_epi32(q, c.zp))
 }
 
+/// [`requant512_cols`] before the bounds and the zero point: the int32 results, for
+/// [`narrow4_512`].
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn requant_q512_cols(x: __m512i, c: &RqCols512) -> __m512i {
+    let x = _mm512_sllv_epi32(x, c.left);
+    let even = _mm512_mul_epi32(x, c.mult);
+    let odd = _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), c.mult_odd);
+    let even = _mm512_srli_epi64::<31>(_mm512_add_epi64(even, c.round));
+    let odd = _mm512_slli_epi64::<1>(_mm512_add_epi64(odd, c.round));
+    let h = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    let rem = _mm512_and_si512(h, c.mask);
+    let threshold = _mm512_add_epi32(c.half, _mm512_srli_epi32::<31>(h));
+    let q = _mm512_srav_epi32(h, c.right);
+    _mm512_sub_epi32(q, _mm512_srai_epi32::<31>(_mm512_sub_epi32(threshold, rem)))
+}
+
+/// Four vectors of requantized int32 results (before the zero point) as 64 output bytes:
+/// byte `16L + j` comes from lane `4L + j % 4` of vector `j / 4`, the order the byte and word
+/// unpacks of the depthwise kernel leave ([`crate::ukernels::quant8::dw4_lane`]).
+///
+/// The saturating narrowing is exact for the reasons given at [`narrow2_512`]; no dword
+/// permutation is needed since the packs undo the unpacks lane by lane.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn narrow4_512(q: [__m512i; 4], c: &Rq512) -> __m512i {
+    let w01 = _mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), c.zp16);
+    let w23 = _mm512_adds_epi16(_mm512_packs_epi32(q[2], q[3]), c.zp16);
+    let b = _mm512_packus_epi16(w01, w23);
+    _mm512_min_epu8(_mm512_max_epu8(b, c.min8), c.max8)
+}
+
 /// Requantizes and stores the 32 columns `x` of one GEMM output row at `dst` (only the first
 /// `cols`) with the per-column constants `c` of columns 0..16 and 16..32.
 ///

@@ -380,6 +380,58 @@ pub(super) fn narrow4_512(q: [__m512i; 4], c: &Rq512) -> __m512i {
     _mm512_min_epu8(_mm512_max_epu8(b, c.min8), c.max8)
 }
 
+/// [`requant_q512`] on the 8 lanes of a 256-bit vector (the low half of every constant).
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn requant_q256(x: __m256i, c: &Rq512) -> __m256i {
+    let (mult, round) = (
+        _mm512_castsi512_si256(c.mult),
+        _mm512_castsi512_si256(c.round),
+    );
+    let even = _mm256_mul_epi32(x, mult);
+    let odd = _mm256_mul_epi32(_mm256_srli_epi64::<32>(x), mult);
+    let even = _mm256_srli_epi64::<31>(_mm256_add_epi64(even, round));
+    let odd = _mm256_slli_epi64::<1>(_mm256_add_epi64(odd, round));
+    let h = _mm256_mask_blend_epi32(0xAA, even, odd);
+    if c.exact {
+        return h;
+    }
+    let b = _mm256_sra_epi32(_mm256_add_epi32(h, _mm256_srai_epi32::<31>(h)), c.pre);
+    _mm256_sub_epi32(b, _mm256_srai_epi32::<1>(b))
+}
+
+/// [`requant_q512_cols`] on the 8 lanes of a 256-bit vector (the low half of every constant).
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn requant_q256_cols(x: __m256i, c: &RqCols512) -> __m256i {
+    let low = _mm512_castsi512_si256;
+    let x = _mm256_sllv_epi32(x, low(c.left));
+    let even = _mm256_mul_epi32(x, low(c.mult));
+    let odd = _mm256_mul_epi32(_mm256_srli_epi64::<32>(x), low(c.mult_odd));
+    let even = _mm256_srli_epi64::<31>(_mm256_add_epi64(even, low(c.round)));
+    let odd = _mm256_slli_epi64::<1>(_mm256_add_epi64(odd, low(c.round)));
+    let h = _mm256_mask_blend_epi32(0xAA, even, odd);
+    let rem = _mm256_and_si256(h, low(c.mask));
+    let threshold = _mm256_add_epi32(low(c.half), _mm256_srli_epi32::<31>(h));
+    let q = _mm256_srav_epi32(h, low(c.right));
+    _mm256_sub_epi32(q, _mm256_srai_epi32::<31>(_mm256_sub_epi32(threshold, rem)))
+}
+
+/// [`narrow4_512`] on 256-bit vectors: 32 output bytes, byte `16L + j` from lane
+/// `4L + j % 4` of vector `j / 4`.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn narrow4_256(q: [__m256i; 4], c: &Rq512) -> __m256i {
+    let zp16 = _mm512_castsi512_si256(c.zp16);
+    let w01 = _mm256_adds_epi16(_mm256_packs_epi32(q[0], q[1]), zp16);
+    let w23 = _mm256_adds_epi16(_mm256_packs_epi32(q[2], q[3]), zp16);
+    let b = _mm256_packus_epi16(w01, w23);
+    _mm256_min_epu8(
+        _mm256_max_epu8(b, _mm512_castsi512_si256(c.min8)),
+        _mm512_castsi512_si256(c.max8),
+    )
+}
+
 /// Requantizes and stores the 32 columns `x` of one GEMM output row at `dst` (only the first
 /// `cols`) with the per-column constants `c` of columns 0..16 and 16..32.
 ///

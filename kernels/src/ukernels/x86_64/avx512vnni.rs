@@ -4,9 +4,9 @@
 use std::arch::x86_64::*;
 
 use super::avx512::{
-    dw_row_512, mask16, narrow2_512, narrow4_512, requant512, requant512_cols, requant_q512,
-    requant_q512_cols, rq512, rq512_cols, rq512_cols32, store16, store32, store_row_cols32,
-    store_row_raw32, Rq512, RqCols512,
+    dw_row_512, mask16, narrow2_512, narrow4_256, narrow4_512, requant512, requant512_cols,
+    requant_q256, requant_q256_cols, requant_q512, requant_q512_cols, rq512, rq512_cols,
+    rq512_cols32, store16, store32, store_row_cols32, store_row_raw32, Rq512, RqCols512,
 };
 use crate::ukernels::quant8::{
     U8Dw, U8Dw4, U8Dw4Args, U8DwArgs, U8Gemm, U8GemmArgs, DW4_BLOCK, DW4_HEAD_SLOTS, DW_BLOCK,
@@ -253,6 +253,11 @@ pub unsafe fn u8_dw4_avx512vnni_64c(p: &U8Dw4Args) {
             (1u64 << n) - 1
         };
         let base = p.w.wrapping_add(blk * block_len);
+        if n <= DW4_BLOCK / 2 {
+            // SAFETY: the caller's contract, for this block's `n` channels.
+            unsafe { dw4_half_block(p, base, off, n, &c) };
+            continue;
+        }
         // SAFETY: the block holds `DW4_HEAD_SLOTS + 4·groups` aligned 64-byte slots.
         let slot = |s: usize| unsafe { _mm512_load_si512(base.add(64 * s).cast()) };
         let bias: [__m512i; 4] = std::array::from_fn(slot);
@@ -324,5 +329,75 @@ pub unsafe fn u8_dw4_avx512vnni_64c(p: &U8Dw4Args) {
                 }
             }
         }
+    }
+}
+
+/// The last block of [`u8_dw4_avx512vnni_64c`] when it has at most 32 channels: the same
+/// steps on 256-bit vectors (the low two 128-bit lanes of the 512-bit layout, so the packing
+/// is the same), at half the cost of a full block.
+///
+/// # Safety
+/// As for [`u8_dw4_avx512vnni_64c`]; `base` is the block's packing, `off` its first channel
+/// and `n ≤ 32` its channel count.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+unsafe fn dw4_half_block(p: &U8Dw4Args, base: *const u8, off: usize, n: usize, c: &Rq512) {
+    let groups = p.ntaps.div_ceil(4);
+    let m = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+    // SAFETY: the block holds `DW4_HEAD_SLOTS + 4·groups` aligned 64-byte slots; this reads
+    // the first 32 bytes of one.
+    let slot = |s: usize| unsafe { _mm256_load_si256(base.add(64 * s).cast()) };
+    let bias: [__m256i; 4] = std::array::from_fn(slot);
+    let sign: [__m256i; 4] = std::array::from_fn(|k| slot(4 + k));
+    let cols: Option<[RqCols512; 4]> = p.per_channel.then(|| {
+        std::array::from_fn(|k| {
+            // SAFETY: slots 8..20 hold the multipliers, left and right shifts, four slots
+            // (64 int32) apart; the 16 lanes read lie inside the block.
+            unsafe { rq512_cols(&p.rq, base.add(64 * (8 + k)).cast(), 64) }
+        })
+    });
+    let load = |px: usize, t: usize| {
+        // SAFETY: tap `t` of pixel `px` addresses `channels` readable bytes; only channels
+        // off..off+n are read.
+        unsafe {
+            let src = (*p.taps.add(t)).add(px * p.pixel_step + off);
+            _mm256_maskz_loadu_epi8(m, src.cast())
+        }
+    };
+    for px in 0..p.width {
+        let mut acc = bias;
+        for g in 0..groups {
+            let t = 4 * g;
+            let last = p.ntaps - 1;
+            let r0 = load(px, t);
+            let r1 = if t + 1 <= last { load(px, t + 1) } else { r0 };
+            let r2 = if t + 2 <= last { load(px, t + 2) } else { r0 };
+            let r3 = if t + 3 <= last { load(px, t + 3) } else { r1 };
+            let lo01 = _mm256_unpacklo_epi8(r0, r1);
+            let hi01 = _mm256_unpackhi_epi8(r0, r1);
+            let lo23 = _mm256_unpacklo_epi8(r2, r3);
+            let hi23 = _mm256_unpackhi_epi8(r2, r3);
+            let x = [
+                _mm256_unpacklo_epi16(lo01, lo23),
+                _mm256_unpackhi_epi16(lo01, lo23),
+                _mm256_unpacklo_epi16(hi01, hi23),
+                _mm256_unpackhi_epi16(hi01, hi23),
+            ];
+            for k in 0..4 {
+                acc[k] = _mm256_dpbusd_epi32(acc[k], x[k], slot(DW4_HEAD_SLOTS + 4 * g + k));
+            }
+        }
+        if p.negate {
+            for k in 0..4 {
+                acc[k] = _mm256_sub_epi32(_mm256_xor_si256(acc[k], sign[k]), sign[k]);
+            }
+        }
+        let q: [__m256i; 4] = match &cols {
+            Some(cols) => std::array::from_fn(|k| requant_q256_cols(acc[k], &cols[k])),
+            None => std::array::from_fn(|k| requant_q256(acc[k], c)),
+        };
+        let bytes = narrow4_256(q, c);
+        let dst = p.out.wrapping_add(px * p.out_stride + off);
+        // SAFETY: the masked store writes only channels off..off+n of this pixel.
+        unsafe { _mm256_mask_storeu_epi8(dst.cast(), m, bytes) }
     }
 }

@@ -5,8 +5,9 @@ use std::arch::x86_64::*;
 
 use super::avx512::{
     dw_row_512, mask16, narrow2_512, narrow4_256, narrow4_512, requant512, requant512_cols,
-    requant_q256, requant_q256_cols, requant_q512, requant_q512_cols, rq512, rq512_cols,
-    rq512_cols32, store16, store32, store_row_cols32, store_row_raw32, Rq512, RqCols512,
+    requant_q256_cols, requant_q256_fused, requant_q512, requant_q512_cols, requant_q512_fused,
+    rq512, rq512_cols, rq512_cols32, store16, store32, store_row_cols32, store_row_raw32, Rq512,
+    RqCols512,
 };
 use crate::ukernels::quant8::{
     U8Dw, U8Dw4, U8Dw4Args, U8DwArgs, U8Gemm, U8GemmArgs, DW4_BLOCK, DW4_HEAD_SLOTS, DW_BLOCK,
@@ -315,7 +316,7 @@ pub unsafe fn u8_dw4_avx512vnni_64c(p: &U8Dw4Args) {
             }
             let q: [__m512i; 4] = match &cols {
                 Some(cols) => std::array::from_fn(|k| requant_q512_cols(acc[k], &cols[k])),
-                None => std::array::from_fn(|k| requant_q512(acc[k], &c)),
+                None => std::array::from_fn(|k| requant_q512_fused(acc[k], &c)),
             };
             let bytes = narrow4_512(q, &c);
             let dst = p.out.wrapping_add(px * p.out_stride + off);
@@ -393,7 +394,7 @@ unsafe fn dw4_half_block(p: &U8Dw4Args, base: *const u8, off: usize, n: usize, c
         }
         let q: [__m256i; 4] = match &cols {
             Some(cols) => std::array::from_fn(|k| requant_q256_cols(acc[k], &cols[k])),
-            None => std::array::from_fn(|k| requant_q256(acc[k], c)),
+            None => std::array::from_fn(|k| requant_q256_fused(acc[k], c)),
         };
         let bytes = narrow4_256(q, c);
         let dst = p.out.wrapping_add(px * p.out_stride + off);

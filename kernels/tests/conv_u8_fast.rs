@@ -517,7 +517,7 @@ fn depthwise_byte_dot_product_matches_reference() {
                 // are), odd ones above 0 (−126..=128, negated where 128 occurs).
                 q.filter = QuantParams::new(q.filter.scale, 127);
                 for (i, v) in filter.iter_mut().enumerate() {
-                    *v = if (i % c) % 2 == 0 {
+                    *v = if (i % c).is_multiple_of(2) {
                         (*v).min(254)
                     } else {
                         (*v).max(1)

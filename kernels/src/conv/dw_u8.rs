@@ -13,6 +13,13 @@
 //! pixel (a vertically padded tap walks along a per-thread row of zero points); each border
 //! column is a call of its own with per-tap pointers. Depth multipliers other than 1 run a
 //! portable loop on the same packed weights.
+//!
+//! Where the table has a byte dot-product kernel ([`crate::ukernels::quant8::U8Dw4`]) and every
+//! channel's `w'` fits a signed byte (or its negation does: `w'` in −127..=128, packed as
+//! `−w'` with bias `−bias`, the kernel negating the sum back), the rows with multiplier 1 run it
+//! on a second packing of the same weights: four taps per multiply-accumulate instead of one.
+//! Per-channel int8 filters always fit; a uint8 filter fits whenever its zero point is 127 or
+//! 128, and otherwise when its values happen to.
 
 use std::cell::RefCell;
 

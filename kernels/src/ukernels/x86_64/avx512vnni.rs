@@ -287,11 +287,10 @@ pub unsafe fn u8_dw4_avx512vnni_64c(p: &U8Dw4Args) {
             let mut acc = bias;
             for g in 0..groups {
                 let t = 4 * g;
-                let last = p.ntaps - 1;
                 let r0 = load(px, t);
-                let r1 = if t + 1 <= last { load(px, t + 1) } else { r0 };
-                let r2 = if t + 2 <= last { load(px, t + 2) } else { r0 };
-                let r3 = if t + 3 <= last { load(px, t + 3) } else { r1 };
+                let r1 = if t + 1 < p.ntaps { load(px, t + 1) } else { r0 };
+                let r2 = if t + 2 < p.ntaps { load(px, t + 2) } else { r0 };
+                let r3 = if t + 3 < p.ntaps { load(px, t + 3) } else { r1 };
                 let lo01 = _mm512_unpacklo_epi8(r0, r1);
                 let hi01 = _mm512_unpackhi_epi8(r0, r1);
                 let lo23 = _mm512_unpacklo_epi8(r2, r3);
@@ -368,11 +367,10 @@ unsafe fn dw4_half_block(p: &U8Dw4Args, base: *const u8, off: usize, n: usize, c
         let mut acc = bias;
         for g in 0..groups {
             let t = 4 * g;
-            let last = p.ntaps - 1;
             let r0 = load(px, t);
-            let r1 = if t + 1 <= last { load(px, t + 1) } else { r0 };
-            let r2 = if t + 2 <= last { load(px, t + 2) } else { r0 };
-            let r3 = if t + 3 <= last { load(px, t + 3) } else { r1 };
+            let r1 = if t + 1 < p.ntaps { load(px, t + 1) } else { r0 };
+            let r2 = if t + 2 < p.ntaps { load(px, t + 2) } else { r0 };
+            let r3 = if t + 3 < p.ntaps { load(px, t + 3) } else { r1 };
             let lo01 = _mm256_unpacklo_epi8(r0, r1);
             let hi01 = _mm256_unpackhi_epi8(r0, r1);
             let lo23 = _mm256_unpacklo_epi8(r2, r3);

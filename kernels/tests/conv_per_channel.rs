@@ -285,8 +285,11 @@ fn fast_case(rng: &mut Rng, depthwise: bool) -> (Case, usize) {
             .map(|_| rng.below(20_001) as i32 - 10_000)
             .collect();
     }
+    // Depthwise channel counts also cover the 64-channel blocks of the byte dot-product kernel
+    // (one block, several, and tails of 1, 2 and 16 lanes).
+    const DW_WIDE: [usize; 12] = [1, 3, 15, 16, 17, 33, 47, 64, 65, 96, 130, 144];
     if depthwise && m == 1 && rng.below(2) == 0 {
-        let ch = WIDE[rng.below(WIDE.len())];
+        let ch = DW_WIDE[rng.below(DW_WIDE.len())];
         c.w.input.c = ch;
         c.w.output.c = ch;
         c.input = (0..c.w.input.len()).map(|_| rng.below(256) as u8).collect();
@@ -334,7 +337,8 @@ fn fast_battery(seed: u64, depthwise: bool) {
                     uk, w.filter_h, w.filter_w, w.output.c, &image, &c.bias, c.iq, &rq,
                 )
                 .expect("representable");
-                assert_eq!(p.kernel_name(), uk.u8_dw.name);
+                // Signed filters always fit the byte dot-product kernel where there is one.
+                assert_eq!(p.kernel_name(), uk.u8_dw4.map_or(uk.u8_dw.name, |d| d.name));
                 dw_u8::depthwise_conv2d_u8(w, m, &p, &c.input, &mut got);
             } else {
                 let shape = FilterShape {
@@ -413,6 +417,64 @@ fn per_column_requantization_extremes_at_every_level() {
                 let mut want = vec![0u8; w.output.len()];
                 conv::conv2d_u8_channels(&w, &input, &image, (0, 128), &bias, &rq, &mut want);
                 assert_eq!(got, want, "{} {act:?} zero point {oz}", uk.isa);
+            }
+        }
+    }
+}
+
+/// The per-column epilogue of the depthwise kernels at extreme accumulators: a 1×1 depthwise
+/// convolution whose single tap reaches near ±2^31, right shifts 0..=31 and left shifts
+/// 0..=30 across 72 channels (a full 64-channel block and a tail), against
+/// [`conv::depthwise_conv2d_u8_channels`].
+#[test]
+fn depthwise_per_column_requantization_extremes_at_every_level() {
+    let n = 72;
+    let iq = QuantParams::new(1.0, 0);
+    let scales: Vec<f32> = (0..n)
+        .map(|c| 2f32.powi(30 - 61 * c as i32 / (n as i32 - 1)) * 0.75)
+        .collect();
+    let pixels: [u8; 6] = [0, 1, 127, 128, 200, 255];
+    for uk in tables() {
+        for act in ACTIVATIONS {
+            for oz in [0, 77, 128, 255] {
+                let oq = QuantParams::new(1.0, oz);
+                let rq = ChannelRequant::per_channel(iq, &scales, oq, act).unwrap();
+                let bias: Vec<i32> = (0..n as i32).map(|c| c * 6_345_679 - 250_000_000).collect();
+                let filter: Vec<u8> = (0..n).map(|c| [1i8, -1, 127, -128][c % 4] as u8).collect();
+                let image = conv::filter_image(&filter);
+                let input: Vec<u8> = (0..pixels.len() * n)
+                    .map(|i| pixels[(i / n + i % 5) % pixels.len()])
+                    .collect();
+                let w = Window {
+                    input: Nhwc::new(1, 1, pixels.len(), n),
+                    output: Nhwc::new(1, 1, pixels.len(), n),
+                    filter_h: 1,
+                    filter_w: 1,
+                    stride_h: 1,
+                    stride_w: 1,
+                    padding: Padding::default(),
+                };
+                let p = PackedDwU8::pack_channels(uk, 1, 1, n, &image, &bias, iq, &rq).unwrap();
+                let mut got = vec![0u8; w.output.len()];
+                dw_u8::depthwise_conv2d_u8(&w, 1, &p, &input, &mut got);
+                let mut want = vec![0u8; w.output.len()];
+                conv::depthwise_conv2d_u8_channels(
+                    &w,
+                    1,
+                    &input,
+                    &image,
+                    (0, 128),
+                    &bias,
+                    &rq,
+                    &mut want,
+                );
+                assert_eq!(
+                    got,
+                    want,
+                    "{} {} {act:?} zero point {oz}",
+                    uk.isa,
+                    p.kernel_name()
+                );
             }
         }
     }

@@ -469,6 +469,119 @@ fn depthwise_matches_reference() {
     }
 }
 
+/// The byte dot-product depthwise kernel (four taps per `vpdpbusd`) where the table has one:
+/// 64-channel blocks with tails, kernel sizes whose tap count leaves 0..3 taps in the last
+/// group of four, strides 1 and 2, padding, filter zero points whose weights fit signed bytes
+/// as they are (128), only negated (127), per channel either way (random filter over 0..=255
+/// with zero point 128 or 127, and a mixed filter), or not at all (another zero point: the
+/// int32 kernel runs). Every level runs the same cases against the reference.
+#[test]
+fn depthwise_byte_dot_product_matches_reference() {
+    for uk in tables() {
+        let mut rng = Rng::seeded(0xD4, uk.isa);
+        let mut dw4_runs = 0;
+        for case in 0..160 {
+            let c = rng.pick(&[1, 16, 31, 48, 64, 65, 96, 128, 144, 200]);
+            let k = rng.pick(&[
+                (3, 3),
+                (3, 3),
+                (5, 5),
+                (1, 1),
+                (1, 2),
+                (2, 3),
+                (3, 1),
+                (2, 2),
+            ]);
+            let s = rng.range(1, 2);
+            let p = Padding {
+                top: rng.below(k.0),
+                bottom: rng.below(k.0),
+                left: rng.below(k.1),
+                right: rng.below(k.1),
+            };
+            let h = rng.range(k.0.saturating_sub(p.top + p.bottom).max(1), 9);
+            let wd = rng.range(k.1.saturating_sub(p.left + p.right).max(1), 13);
+            let w = window(Nhwc::new(rng.range(1, 2), h, wd, c), c, k, (s, s), p);
+            let mut q = quant(&mut rng);
+            let ntaps = k.0 * k.1;
+            let (zw, fits) = match case % 4 {
+                0 => (128, true),
+                1 => (127, true),
+                2 => (rng.pick(&[0, 3, 250, 255]), false),
+                _ => (128, true),
+            };
+            q.filter = QuantParams::new(q.filter.scale, zw);
+            let mut filter = rng.bytes(ntaps * c);
+            if case % 4 == 3 {
+                // Zero point 127, even channels below 255 (weights −127..=127 fit as they
+                // are), odd ones above 0 (−126..=128, negated where 128 occurs).
+                q.filter = QuantParams::new(q.filter.scale, 127);
+                for (i, v) in filter.iter_mut().enumerate() {
+                    *v = if (i % c).is_multiple_of(2) {
+                        (*v).min(254)
+                    } else {
+                        (*v).max(1)
+                    };
+                }
+            }
+            let input = rng.bytes(w.input.len());
+            let b = bias(&mut rng, c);
+            let mut expected = vec![0u8; w.output.len()];
+            let r = conv::depthwise_conv2d_u8(
+                &w,
+                1,
+                &input,
+                q.input,
+                &filter,
+                q.filter,
+                &b,
+                q.output,
+                q.act,
+                &mut expected,
+            );
+            let packed = PackedDwU8::pack(uk, k.0, k.1, c, &filter, &b, q);
+            assert_eq!(r.is_ok(), packed.is_ok());
+            let Ok(packed) = packed else { continue };
+            if packed.kernel_name() == "reference" {
+                continue;
+            }
+            let zw = q.filter.zero_point;
+            let channel_fits = |ch: usize, lo: i32, hi: i32| {
+                (0..ntaps).all(|t| (lo..=hi).contains(&(i32::from(filter[t * c + ch]) - zw)))
+            };
+            let fitting =
+                fits || (0..c).all(|ch| channel_fits(ch, -128, 127) || channel_fits(ch, -127, 128));
+            if let (Some(d4), true) = (uk.u8_dw4, fitting) {
+                assert_eq!(packed.kernel_name(), d4.name, "case {case}");
+                dw4_runs += 1;
+            } else if !fitting {
+                assert_eq!(packed.kernel_name(), uk.u8_dw.name, "case {case}");
+            }
+            let mut got = vec![0xa5u8; w.output.len()];
+            if case % 5 == 0 {
+                pool2()
+                    .install(|| dwconv_u8::depthwise_conv2d_u8(&w, 1, &packed, &input, &mut got));
+            } else {
+                dwconv_u8::depthwise_conv2d_u8(&w, 1, &packed, &input, &mut got);
+            }
+            assert!(
+                got == expected,
+                "{} {} case {case}: {w:?} {q:?} first diff at {:?}",
+                uk.isa,
+                packed.kernel_name(),
+                got.iter().zip(&expected).position(|(a, b)| a != b)
+            );
+        }
+        if uk.u8_dw4.is_some() {
+            assert!(
+                dw4_runs >= 80,
+                "{}: only {dw4_runs} cases ran the byte kernel",
+                uk.isa
+            );
+        }
+    }
+}
+
 #[test]
 fn pools_match_reference() {
     for uk in tables() {

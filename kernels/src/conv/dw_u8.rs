@@ -13,13 +13,22 @@
 //! pixel (a vertically padded tap walks along a per-thread row of zero points); each border
 //! column is a call of its own with per-tap pointers. Depth multipliers other than 1 run a
 //! portable loop on the same packed weights.
+//!
+//! Where the table has a byte dot-product kernel ([`crate::ukernels::quant8::U8Dw4`]) and every
+//! channel's `w'` fits a signed byte (or its negation does: `w'` in −127..=128, packed as
+//! `−w'` with bias `−bias`, the kernel negating the sum back), the rows with multiplier 1 run it
+//! on a second packing of the same weights: four taps per multiply-accumulate instead of one.
+//! Per-channel int8 filters always fit; a uint8 filter fits whenever its zero point is 127 or
+//! 128, and otherwise when its values happen to.
 
 use std::cell::RefCell;
 
 use super::u8::{col_requant, requant8, split_units, ConvQuant};
 use crate::aligned::AlignedBuf;
 use crate::quant::ChannelRequant;
-use crate::ukernels::quant8::{Requant8, U8Dw, U8DwArgs, DW_BLOCK};
+use crate::ukernels::quant8::{
+    dw4_lane, Requant8, U8Dw, U8Dw4, U8Dw4Args, U8DwArgs, DW4_BLOCK, DW4_HEAD_SLOTS, DW_BLOCK,
+};
 use crate::ukernels::Ukernels;
 use crate::{KernelError, QuantParams, Window};
 
@@ -52,6 +61,17 @@ struct FastDw {
     /// Per-channel requantization ([`crate::ukernels::quant8::ColRequant`] blocks of
     /// `DW_BLOCK`), or `None` for the per-tensor `rq`.
     cols: Option<AlignedBuf<i32>>,
+    /// The byte dot-product packing ([`U8Dw4Args`]) of the same weights, when the table has
+    /// that kernel and every channel's weights (or their negations) fit signed bytes; rows
+    /// with depth multiplier 1 use it.
+    dw4: Option<FastDw4>,
+}
+
+#[derive(Debug)]
+struct FastDw4 {
+    dw: U8Dw4,
+    w: AlignedBuf<u8>,
+    negate: bool,
 }
 
 impl PackedDwU8 {
@@ -152,6 +172,9 @@ impl PackedDwU8 {
             }
             w[base] = b.wrapping_sub(za.wrapping_mul(sum));
         }
+        let dw4 = uk
+            .u8_dw4
+            .and_then(|dw| pack_dw4(dw, ntaps, out_c, &w, cols.as_ref()));
         PackedDwU8 {
             kh,
             kw,
@@ -162,17 +185,72 @@ impl PackedDwU8 {
                 za: za as u8,
                 rq,
                 cols,
+                dw4,
             }),
         }
     }
 
-    /// The micro-kernel that runs this convolution, or `"reference"`.
+    /// The micro-kernel that runs this convolution with depth multiplier 1, or `"reference"`.
     pub fn kernel_name(&self) -> &'static str {
         match &self.imp {
+            DwImpl::Fast(FastDw { dw4: Some(d), .. }) => d.dw.name,
             DwImpl::Fast(f) => f.dw.name,
             DwImpl::Reference { .. } => "reference",
         }
     }
+}
+
+/// Repacks the int32 packing `w` (biases already holding the zero-point term) for the byte
+/// dot-product kernel, or `None` when some channel has a weight outside −128..=127 and another
+/// outside −127..=128 (neither the weights nor their negations fit signed bytes).
+///
+/// A channel whose weights fit only negated is packed as `−w` with bias `−bias`; the kernel
+/// negates its sum back, `−(−bias + Σ a·(−w)) = bias + Σ a·w` (modulo 2^32, as the reference).
+fn pack_dw4(
+    dw: U8Dw4,
+    ntaps: usize,
+    out_c: usize,
+    w: &AlignedBuf<i32>,
+    cols: Option<&AlignedBuf<i32>>,
+) -> Option<FastDw4> {
+    let per_block = (1 + ntaps) * DW_BLOCK;
+    let at =
+        |oc: usize, slot: usize| w[(oc / DW_BLOCK) * per_block + slot * DW_BLOCK + oc % DW_BLOCK];
+    let groups = ntaps.div_ceil(4);
+    let block_len = (DW4_HEAD_SLOTS + 4 * groups) * 64;
+    let mut out = AlignedBuf::<u8>::zeroed(out_c.div_ceil(DW4_BLOCK) * block_len);
+    let mut negate = false;
+    for oc in 0..out_c {
+        let taps = (0..ntaps).map(|t| at(oc, 1 + t));
+        let sign = if taps.clone().all(|v| (-128..=127).contains(&v)) {
+            1
+        } else if taps.clone().all(|v| (-127..=128).contains(&v)) {
+            negate = true;
+            -1
+        } else {
+            return None;
+        };
+        let (k, lane) = dw4_lane(oc % DW4_BLOCK);
+        let base = (oc / DW4_BLOCK) * block_len + 4 * lane;
+        let mut put = |slot: usize, v: i32| {
+            let o = base + 64 * (slot + k);
+            out[o..o + 4].copy_from_slice(&v.to_le_bytes());
+        };
+        put(0, at(oc, 0).wrapping_mul(sign));
+        put(4, if sign < 0 { -1 } else { 0 });
+        if let Some(cols) = cols {
+            let cb = (oc / DW_BLOCK) * 3 * DW_BLOCK + oc % DW_BLOCK;
+            for s in 0..3 {
+                put(8 + 4 * s, cols[cb + s * DW_BLOCK]);
+            }
+        }
+        for t in 0..ntaps {
+            // In −128..=127 after the sign, checked above.
+            out[base + 64 * (DW4_HEAD_SLOTS + 4 * (t / 4) + k) + t % 4] =
+                (at(oc, 1 + t) * sign) as i8 as u8;
+        }
+    }
+    Some(FastDw4 { dw, w: out, negate })
 }
 
 /// Per-thread scratch of the depthwise rows: the tap pointers of one kernel call and a run of
@@ -300,6 +378,25 @@ fn row_fast(w: &Window, f: &FastDw, input: &[u8], b: usize, oy: usize, row: &mut
                 }
             }
             let out = &mut row[ox * c..(ox + width) * c];
+            if let Some(d4) = &f.dw4 {
+                let args = U8Dw4Args {
+                    taps: taps.as_ptr(),
+                    pixel_step: step,
+                    ntaps,
+                    width,
+                    channels: c,
+                    w: d4.w.as_ptr(),
+                    out: out.as_mut_ptr(),
+                    out_stride: c,
+                    rq: f.rq,
+                    per_channel: f.cols.is_some(),
+                    negate: d4.negate,
+                };
+                // SAFETY: taps, pixels and output as for the int32 kernel below; the packing
+                // was built by `pack_dw4` for these `ntaps` and `c` channels.
+                unsafe { (d4.dw.kernel)(&args) };
+                return;
+            }
             let args = U8DwArgs {
                 taps: taps.as_ptr(),
                 pixel_step: step,

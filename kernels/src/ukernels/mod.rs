@@ -246,6 +246,9 @@ pub struct Ukernels {
     pub u8_row_sum: quant8::U8RowSum,
     /// uint8 depthwise convolution row.
     pub u8_dw: quant8::U8Dw,
+    /// The byte dot-product form of the uint8 depthwise row, for filters that fit signed
+    /// bytes; `None` below the level that has it.
+    pub u8_dw4: Option<quant8::U8Dw4>,
     /// The tile-matrix form of the uint8 GEMM (AMX), for products of enough rows; `None`
     /// below the level that has it.
     pub u8_tiles: Option<tile::U8Tiles>,
@@ -263,6 +266,7 @@ impl Ukernels {
             u8_gemm: generic::U8_GEMM,
             u8_row_sum: generic::U8_ROW_SUM,
             u8_dw: generic::U8_DW,
+            u8_dw4: None,
             u8_tiles: None,
         }
     }

@@ -162,3 +162,65 @@ pub struct U8Dw {
     pub kernel: U8DwFn,
     pub name: &'static str,
 }
+
+/// Channels per packed block of the byte dot-product depthwise kernel ([`U8Dw4`]).
+pub const DW4_BLOCK: usize = 64;
+
+/// 64-byte slots before the weight groups in each [`DW4_BLOCK`]-channel block of a
+/// [`U8Dw4Args`] packing: 4 bias, 4 sign, 12 per-channel requantization slots.
+pub const DW4_HEAD_SLOTS: usize = 20;
+
+/// Where channel `cc < DW4_BLOCK` of a block sits in the kernel's accumulators: the vector
+/// `k` (0..4) and the int32 lane `p` (0..16) in it.
+///
+/// The kernel interleaves four taps of 64 channels with byte then word unpacks, which work per
+/// 128-bit lane: channel `16L + 4k + i` lands in lane `4L + i` of vector `k`. Narrowing the
+/// four vectors with the matching packs restores the natural channel order, so only the packed
+/// constants need this order.
+#[inline]
+pub fn dw4_lane(cc: usize) -> (usize, usize) {
+    let (l, r) = (cc / 16, cc % 16);
+    (r / 4, 4 * l + r % 4)
+}
+
+/// A run of output pixels of a depthwise convolution with depth multiplier 1, four taps per
+/// `vpdpbusd`-style byte dot product (unsigned input bytes × signed weight bytes).
+///
+/// Taps, pixels and outputs as in [`U8DwArgs`]. Channel `c` computes
+/// `acc = bias[c] + Σ_t tap_t[c]·w_t[c]` (wrapping int32), then `acc' = −acc` where its sign
+/// slot is −1 (kept as `acc` where it is 0), and writes `requant(acc')`.
+///
+/// `w` is 64-byte aligned and packed per block of [`DW4_BLOCK`] channels, in 64-byte slots,
+/// each 16 int32 lanes in the order of [`dw4_lane`] (slot `s + k` for vector `k`):
+/// bias (`s = 0`), sign 0 or −1 (`s = 4`), per-channel multiplier, left shift and right
+/// shift (`s = 8, 12, 16`, read only when `per_channel`; see [`ColRequant`]), then for each
+/// group `g < ceil(ntaps/4)` the weights (`s = 20 + 4g`): lane `p` of vector `k` holds, in
+/// byte `j`, the signed weight of tap `4g + j` (0 past `ntaps`). A block is
+/// `(DW4_HEAD_SLOTS + 4·ceil(ntaps/4))·64` bytes; channels past `channels` are zero.
+#[derive(Clone, Copy, Debug)]
+pub struct U8Dw4Args {
+    pub taps: *const *const u8,
+    pub pixel_step: usize,
+    pub ntaps: usize,
+    pub width: usize,
+    pub channels: usize,
+    pub w: *const u8,
+    pub out: *mut u8,
+    pub out_stride: usize,
+    pub rq: Requant8,
+    /// Whether the per-channel slots replace the multiplier and shift of `rq`.
+    pub per_channel: bool,
+    /// Whether any sign slot is −1.
+    pub negate: bool,
+}
+
+/// A byte dot-product depthwise row kernel. Callers uphold the contract of [`U8Dw4Args`].
+pub type U8Dw4Fn = unsafe fn(&U8Dw4Args);
+
+/// The byte dot-product depthwise slot: used for filters whose every `filter − zero_point`
+/// (or its negation, per channel) fits a signed byte.
+#[derive(Clone, Copy, Debug)]
+pub struct U8Dw4 {
+    pub kernel: U8Dw4Fn,
+    pub name: &'static str,
+}

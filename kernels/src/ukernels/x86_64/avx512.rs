@@ -170,6 +170,12 @@ pub(super) struct Rq512 {
     zp16: __m512i,
     min8: __m512i,
     max8: __m512i,
+    /// For [`requant_q512_fused`]: `2^30 + 2^(30+shift)` and `−2^30` in 64-bit lanes, and the
+    /// 64-bit shifts `31 + shift` and `shift − 1`.
+    fused_add: __m512i,
+    fused_neg: __m512i,
+    fused_even: __m128i,
+    fused_odd: __m128i,
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
@@ -189,6 +195,10 @@ pub(super) fn rq512(rq: &Requant8) -> Rq512 {
         zp16: _mm512_set1_epi16(rq.zero_point as i16),
         min8: _mm512_set1_epi8((rq.lo + rq.zero_point) as u8 as i8),
         max8: _mm512_set1_epi8((rq.hi + rq.zero_point) as u8 as i8),
+        fused_add: _mm512_set1_epi64((1i64 << 30) + (1i64 << (30 + rq.shift))),
+        fused_neg: _mm512_set1_epi64(-(1i64 << 30)),
+        fused_even: _mm_cvtsi32_si128(31 + rq.shift as i32),
+        fused_odd: _mm_cvtsi32_si128(rq.shift as i32 - 1),
     }
 }
 
@@ -346,6 +356,127 @@ pub(super) fn requant512_cols(x: __m512i, c: &RqCols512) -> __m128i {
     let q = _mm512_sub_epi32(q, _mm512_srai_epi32::<31>(_mm512_sub_epi32(threshold, rem)));
     let q = _mm512_min_epi32(_mm512_max_epi32(q, c.lo), c.hi);
     _mm512_cvtepi32_epi8(_mm512_add_epi32(q, c.zp))
+}
+
+/// [`requant512_cols`] before the bounds and the zero point: the int32 results, for
+/// [`narrow4_512`].
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn requant_q512_cols(x: __m512i, c: &RqCols512) -> __m512i {
+    let x = _mm512_sllv_epi32(x, c.left);
+    let even = _mm512_mul_epi32(x, c.mult);
+    let odd = _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), c.mult_odd);
+    let even = _mm512_srli_epi64::<31>(_mm512_add_epi64(even, c.round));
+    let odd = _mm512_slli_epi64::<1>(_mm512_add_epi64(odd, c.round));
+    let h = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    let rem = _mm512_and_si512(h, c.mask);
+    let threshold = _mm512_add_epi32(c.half, _mm512_srli_epi32::<31>(h));
+    let q = _mm512_srav_epi32(h, c.right);
+    _mm512_sub_epi32(q, _mm512_srai_epi32::<31>(_mm512_sub_epi32(threshold, rem)))
+}
+
+/// Four vectors of requantized int32 results (before the zero point) as 64 output bytes:
+/// byte `16L + j` comes from lane `4L + j % 4` of vector `j / 4`, the order the byte and word
+/// unpacks of the depthwise kernel leave ([`crate::ukernels::quant8::dw4_lane`]).
+///
+/// The saturating narrowing is exact for the reasons given at [`narrow2_512`]; no dword
+/// permutation is needed since the packs undo the unpacks lane by lane.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn narrow4_512(q: [__m512i; 4], c: &Rq512) -> __m512i {
+    let w01 = _mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), c.zp16);
+    let w23 = _mm512_adds_epi16(_mm512_packs_epi32(q[2], q[3]), c.zp16);
+    let b = _mm512_packus_epi16(w01, w23);
+    _mm512_min_epu8(_mm512_max_epu8(b, c.min8), c.max8)
+}
+
+/// [`requant_q512`] with its two roundings fused into one 64-bit shift, fewer shifts for the
+/// depthwise kernels, where shift units are the busiest.
+///
+/// With `P = x·m` (64-bit), SaturatingRoundingDoublingHighMul is `h = floor((P + 2^30) / 2^31)`
+/// and, for `shift = s ≥ 1`, RoundingDivideByPOT is `floor((h + 2^(s−1) − [h < 0]) / 2^s)`.
+/// Nested floors of integer divisions by positive integers merge,
+/// `floor((floor(A / b) + r) / c) = floor((A + r·b) / (b·c))`, so the result is
+/// `(P + 2^30 + 2^(30+s) − [P < −2^30]·2^31) >> (31 + s)` (arithmetic, 64-bit; `h < 0` exactly
+/// when `P + 2^30 < 0`). `|P| < 2^62` and the added terms stay below 2^62, so nothing
+/// overflows, and the result fits int32. Even lanes shift by `31 + s` (result in the low
+/// dword); odd lanes by `s − 1`, which puts the same bits in the high dword. `s = 0` is the
+/// plain high multiply.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn requant_q512_fused(x: __m512i, c: &Rq512) -> __m512i {
+    let even = _mm512_mul_epi32(x, c.mult);
+    let odd = _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), c.mult);
+    if c.exact {
+        let even = _mm512_srli_epi64::<31>(_mm512_add_epi64(even, c.round));
+        let odd = _mm512_slli_epi64::<1>(_mm512_add_epi64(odd, c.round));
+        return _mm512_mask_blend_epi32(0xAAAA, even, odd);
+    }
+    let two31 = _mm512_slli_epi64::<1>(c.round);
+    let fuse = |p: __m512i| {
+        let k = _mm512_cmplt_epi64_mask(p, c.fused_neg);
+        let u = _mm512_add_epi64(p, c.fused_add);
+        _mm512_mask_sub_epi64(u, k, u, two31)
+    };
+    let even = _mm512_sra_epi64(fuse(even), c.fused_even);
+    let odd = _mm512_sra_epi64(fuse(odd), c.fused_odd);
+    _mm512_mask_blend_epi32(0xAAAA, even, odd)
+}
+
+/// [`requant_q512_fused`] on the 8 lanes of a 256-bit vector.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn requant_q256_fused(x: __m256i, c: &Rq512) -> __m256i {
+    let low = _mm512_castsi512_si256;
+    let (mult, round) = (low(c.mult), low(c.round));
+    let even = _mm256_mul_epi32(x, mult);
+    let odd = _mm256_mul_epi32(_mm256_srli_epi64::<32>(x), mult);
+    if c.exact {
+        let even = _mm256_srli_epi64::<31>(_mm256_add_epi64(even, round));
+        let odd = _mm256_slli_epi64::<1>(_mm256_add_epi64(odd, round));
+        return _mm256_mask_blend_epi32(0xAA, even, odd);
+    }
+    let two31 = _mm256_slli_epi64::<1>(round);
+    let fuse = |p: __m256i| {
+        let k = _mm256_cmplt_epi64_mask(p, low(c.fused_neg));
+        let u = _mm256_add_epi64(p, low(c.fused_add));
+        _mm256_mask_sub_epi64(u, k, u, two31)
+    };
+    let even = _mm256_sra_epi64(fuse(even), c.fused_even);
+    let odd = _mm256_sra_epi64(fuse(odd), c.fused_odd);
+    _mm256_mask_blend_epi32(0xAA, even, odd)
+}
+
+/// [`requant_q512_cols`] on the 8 lanes of a 256-bit vector (the low half of every constant).
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn requant_q256_cols(x: __m256i, c: &RqCols512) -> __m256i {
+    let low = _mm512_castsi512_si256;
+    let x = _mm256_sllv_epi32(x, low(c.left));
+    let even = _mm256_mul_epi32(x, low(c.mult));
+    let odd = _mm256_mul_epi32(_mm256_srli_epi64::<32>(x), low(c.mult_odd));
+    let even = _mm256_srli_epi64::<31>(_mm256_add_epi64(even, low(c.round)));
+    let odd = _mm256_slli_epi64::<1>(_mm256_add_epi64(odd, low(c.round)));
+    let h = _mm256_mask_blend_epi32(0xAA, even, odd);
+    let rem = _mm256_and_si256(h, low(c.mask));
+    let threshold = _mm256_add_epi32(low(c.half), _mm256_srli_epi32::<31>(h));
+    let q = _mm256_srav_epi32(h, low(c.right));
+    _mm256_sub_epi32(q, _mm256_srai_epi32::<31>(_mm256_sub_epi32(threshold, rem)))
+}
+
+/// [`narrow4_512`] on 256-bit vectors: 32 output bytes, byte `16L + j` from lane
+/// `4L + j % 4` of vector `j / 4`.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn narrow4_256(q: [__m256i; 4], c: &Rq512) -> __m256i {
+    let zp16 = _mm512_castsi512_si256(c.zp16);
+    let w01 = _mm256_adds_epi16(_mm256_packs_epi32(q[0], q[1]), zp16);
+    let w23 = _mm256_adds_epi16(_mm256_packs_epi32(q[2], q[3]), zp16);
+    let b = _mm256_packus_epi16(w01, w23);
+    _mm256_min_epu8(
+        _mm256_max_epu8(b, _mm512_castsi512_si256(c.min8)),
+        _mm512_castsi512_si256(c.max8),
+    )
 }
 
 /// Requantizes and stores the 32 columns `x` of one GEMM output row at `dst` (only the first

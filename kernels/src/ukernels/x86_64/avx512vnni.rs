@@ -4,10 +4,14 @@
 use std::arch::x86_64::*;
 
 use super::avx512::{
-    dw_row_512, mask16, narrow2_512, requant512, requant512_cols, requant_q512, rq512, rq512_cols,
-    rq512_cols32, store16, store32, store_row_cols32, store_row_raw32, Rq512, RqCols512,
+    dw_row_512, mask16, narrow2_512, narrow4_256, narrow4_512, requant512, requant512_cols,
+    requant_q256_cols, requant_q256_fused, requant_q512, requant_q512_cols, requant_q512_fused,
+    rq512, rq512_cols, rq512_cols32, store16, store32, store_row_cols32, store_row_raw32, Rq512,
+    RqCols512,
 };
-use crate::ukernels::quant8::{U8Dw, U8DwArgs, U8Gemm, U8GemmArgs, DW_BLOCK};
+use crate::ukernels::quant8::{
+    U8Dw, U8Dw4, U8Dw4Args, U8DwArgs, U8Gemm, U8GemmArgs, DW4_BLOCK, DW4_HEAD_SLOTS, DW_BLOCK,
+};
 use crate::ukernels::Ukernels;
 
 /// Puts this level's kernels into `t`.
@@ -23,6 +27,10 @@ pub(crate) fn fill(t: &mut Ukernels) {
         kernel: u8_dw_avx512vnni_16c,
         name: "u8_dw_avx512vnni_16c",
     };
+    t.u8_dw4 = Some(U8Dw4 {
+        kernel: u8_dw4_avx512vnni_64c,
+        name: "u8_dw4_avx512vnni_64c",
+    });
 }
 
 /// uint8 GEMM tile, 7 rows × 32 channels (see [`U8GemmArgs`]): 14 accumulators, two weight
@@ -219,4 +227,176 @@ fn mac_dpwssd(acc: __m512i, a: __m512i, w: __m512i) -> __m512i {
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
 pub unsafe fn u8_dw_avx512vnni_16c(p: &U8DwArgs) {
     dw_row_512!(p, mac_dpwssd)
+}
+
+/// uint8 depthwise row with `vpdpbusd`, four taps × 64 channels per group (see
+/// [`U8Dw4Args`]).
+///
+/// The four taps' 64-byte rows are interleaved into (tap 0, tap 1, tap 2, tap 3) byte quads per
+/// channel by two rounds of unpacks, so each `vpdpbusd` does four multiply-adds per channel
+/// where the int32 form does one, and each input byte is loaded once per tap use without a
+/// widening. A group past the last tap repeats a loaded row: its weights are zero.
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL/VNNI and `p` satisfies the contract of
+/// [`U8Dw4Args`].
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+pub unsafe fn u8_dw4_avx512vnni_64c(p: &U8Dw4Args) {
+    let groups = p.ntaps.div_ceil(4);
+    let block_len = (DW4_HEAD_SLOTS + 4 * groups) * 64;
+    let c = rq512(&p.rq);
+    for blk in 0..p.channels.div_ceil(DW4_BLOCK) {
+        let off = blk * DW4_BLOCK;
+        let n = (p.channels - off).min(DW4_BLOCK);
+        let m = if n == DW4_BLOCK {
+            u64::MAX
+        } else {
+            (1u64 << n) - 1
+        };
+        let base = p.w.wrapping_add(blk * block_len);
+        if n <= DW4_BLOCK / 2 {
+            // SAFETY: the caller's contract, for this block's `n` channels.
+            unsafe { dw4_half_block(p, base, off, n, &c) };
+            continue;
+        }
+        // SAFETY: the block holds `DW4_HEAD_SLOTS + 4·groups` aligned 64-byte slots.
+        let slot = |s: usize| unsafe { _mm512_load_si512(base.add(64 * s).cast()) };
+        let bias: [__m512i; 4] = std::array::from_fn(slot);
+        let sign: [__m512i; 4] = std::array::from_fn(|k| slot(4 + k));
+        let cols: Option<[RqCols512; 4]> = p.per_channel.then(|| {
+            std::array::from_fn(|k| {
+                // SAFETY: slots 8..20 hold the multipliers, left and right shifts, four
+                // slots (64 int32) apart.
+                unsafe { rq512_cols(&p.rq, base.add(64 * (8 + k)).cast(), 64) }
+            })
+        });
+        // Input row of tap `t` of pixel `px`, channels off..off+64 (the tail block reads only
+        // its `n` channels, the rest are zero).
+        let load = |px: usize, t: usize| {
+            // SAFETY: tap `t` of pixel `px` addresses `channels` readable bytes.
+            unsafe {
+                let src = (*p.taps.add(t)).add(px * p.pixel_step + off);
+                if n == DW4_BLOCK {
+                    _mm512_loadu_si512(src.cast())
+                } else {
+                    _mm512_maskz_loadu_epi8(m, src.cast())
+                }
+            }
+        };
+        for px in 0..p.width {
+            let mut acc = bias;
+            for g in 0..groups {
+                let t = 4 * g;
+                let r0 = load(px, t);
+                let r1 = if t + 1 < p.ntaps { load(px, t + 1) } else { r0 };
+                let r2 = if t + 2 < p.ntaps { load(px, t + 2) } else { r0 };
+                let r3 = if t + 3 < p.ntaps { load(px, t + 3) } else { r1 };
+                let lo01 = _mm512_unpacklo_epi8(r0, r1);
+                let hi01 = _mm512_unpackhi_epi8(r0, r1);
+                let lo23 = _mm512_unpacklo_epi8(r2, r3);
+                let hi23 = _mm512_unpackhi_epi8(r2, r3);
+                let x = [
+                    _mm512_unpacklo_epi16(lo01, lo23),
+                    _mm512_unpackhi_epi16(lo01, lo23),
+                    _mm512_unpacklo_epi16(hi01, hi23),
+                    _mm512_unpackhi_epi16(hi01, hi23),
+                ];
+                for k in 0..4 {
+                    // Wrapping accumulation (not the saturating `vpdpbusds`), as the
+                    // reference's int32 arithmetic.
+                    acc[k] = _mm512_dpbusd_epi32(acc[k], x[k], slot(DW4_HEAD_SLOTS + 4 * g + k));
+                }
+            }
+            if p.negate {
+                // −acc where the sign is −1: (acc ⊕ −1) − (−1); unchanged where it is 0.
+                for k in 0..4 {
+                    acc[k] = _mm512_sub_epi32(_mm512_xor_si512(acc[k], sign[k]), sign[k]);
+                }
+            }
+            let q: [__m512i; 4] = match &cols {
+                Some(cols) => std::array::from_fn(|k| requant_q512_cols(acc[k], &cols[k])),
+                None => std::array::from_fn(|k| requant_q512_fused(acc[k], &c)),
+            };
+            let bytes = narrow4_512(q, &c);
+            let dst = p.out.wrapping_add(px * p.out_stride + off);
+            // SAFETY: the contract allows writing `channels` bytes at each output pixel; the
+            // masked store writes only channels off..off+n.
+            unsafe {
+                if n == DW4_BLOCK {
+                    _mm512_storeu_si512(dst.cast(), bytes)
+                } else {
+                    _mm512_mask_storeu_epi8(dst.cast(), m, bytes)
+                }
+            }
+        }
+    }
+}
+
+/// The last block of [`u8_dw4_avx512vnni_64c`] when it has at most 32 channels: the same
+/// steps on 256-bit vectors (the low two 128-bit lanes of the 512-bit layout, so the packing
+/// is the same), at half the cost of a full block.
+///
+/// # Safety
+/// As for [`u8_dw4_avx512vnni_64c`]; `base` is the block's packing, `off` its first channel
+/// and `n ≤ 32` its channel count.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+unsafe fn dw4_half_block(p: &U8Dw4Args, base: *const u8, off: usize, n: usize, c: &Rq512) {
+    let groups = p.ntaps.div_ceil(4);
+    let m = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+    // SAFETY: the block holds `DW4_HEAD_SLOTS + 4·groups` aligned 64-byte slots; this reads
+    // the first 32 bytes of one.
+    let slot = |s: usize| unsafe { _mm256_load_si256(base.add(64 * s).cast()) };
+    let bias: [__m256i; 4] = std::array::from_fn(slot);
+    let sign: [__m256i; 4] = std::array::from_fn(|k| slot(4 + k));
+    let cols: Option<[RqCols512; 4]> = p.per_channel.then(|| {
+        std::array::from_fn(|k| {
+            // SAFETY: slots 8..20 hold the multipliers, left and right shifts, four slots
+            // (64 int32) apart; the 16 lanes read lie inside the block.
+            unsafe { rq512_cols(&p.rq, base.add(64 * (8 + k)).cast(), 64) }
+        })
+    });
+    let load = |px: usize, t: usize| {
+        // SAFETY: tap `t` of pixel `px` addresses `channels` readable bytes; only channels
+        // off..off+n are read.
+        unsafe {
+            let src = (*p.taps.add(t)).add(px * p.pixel_step + off);
+            _mm256_maskz_loadu_epi8(m, src.cast())
+        }
+    };
+    for px in 0..p.width {
+        let mut acc = bias;
+        for g in 0..groups {
+            let t = 4 * g;
+            let r0 = load(px, t);
+            let r1 = if t + 1 < p.ntaps { load(px, t + 1) } else { r0 };
+            let r2 = if t + 2 < p.ntaps { load(px, t + 2) } else { r0 };
+            let r3 = if t + 3 < p.ntaps { load(px, t + 3) } else { r1 };
+            let lo01 = _mm256_unpacklo_epi8(r0, r1);
+            let hi01 = _mm256_unpackhi_epi8(r0, r1);
+            let lo23 = _mm256_unpacklo_epi8(r2, r3);
+            let hi23 = _mm256_unpackhi_epi8(r2, r3);
+            let x = [
+                _mm256_unpacklo_epi16(lo01, lo23),
+                _mm256_unpackhi_epi16(lo01, lo23),
+                _mm256_unpacklo_epi16(hi01, hi23),
+                _mm256_unpackhi_epi16(hi01, hi23),
+            ];
+            for k in 0..4 {
+                acc[k] = _mm256_dpbusd_epi32(acc[k], x[k], slot(DW4_HEAD_SLOTS + 4 * g + k));
+            }
+        }
+        if p.negate {
+            for k in 0..4 {
+                acc[k] = _mm256_sub_epi32(_mm256_xor_si256(acc[k], sign[k]), sign[k]);
+            }
+        }
+        let q: [__m256i; 4] = match &cols {
+            Some(cols) => std::array::from_fn(|k| requant_q256_cols(acc[k], &cols[k])),
+            None => std::array::from_fn(|k| requant_q256_fused(acc[k], c)),
+        };
+        let bytes = narrow4_256(q, c);
+        let dst = p.out.wrapping_add(px * p.out_stride + off);
+        // SAFETY: the masked store writes only channels off..off+n of this pixel.
+        unsafe { _mm256_mask_storeu_epi8(dst.cast(), m, bytes) }
+    }
 }

@@ -129,6 +129,12 @@ fn pointwise_gemm_shapes() {
         (1, 4, 4, 1, 5),
         (1, 2, 9, 70, 96),
         (1, 8, 8, 3, 1),
+        // Last blocks of at most 16 and at most 24 columns (the narrow block kernels).
+        (1, 4, 5, 9, 16),
+        (1, 3, 7, 11, 24),
+        (1, 2, 3, 6, 20),
+        (1, 6, 6, 8, 144),
+        (1, 1, 1, 40, 56),
     ] {
         check_conv(
             &mut rng,

@@ -67,12 +67,11 @@ const PREFETCH_FLOATS: usize = 1024;
 
 /// `R ≤ 7` rows of the 7×32 tile.
 ///
-/// A block whose real columns end within its first 16 or 24 (the last block of N = 16, 24,
-/// 144, … — MobileNet v2 has such layers at 112×112 and 56×56) runs without the FMAs of the
-/// missing columns: one zmm per row, or one zmm and one ymm. Zen 4 issues two ymm FMAs for
-/// each zmm one, so a 24-column block costs three quarters of a full one and a 16-column
-/// block half. Every output lane still receives the same FMAs in the same order, so the
-/// results are the same bits as the full-width tile's.
+/// A block whose real columns end within its first 16 (the last block of N = 16, 144, … —
+/// MobileNet v2 has such layers at 112×112 and 56×56) runs without the FMAs of the missing
+/// columns, one zmm per row instead of two. Every output lane still receives the same FMAs in
+/// the same order, so the results are the same bits as the full tile's. (A zmm and a ymm for
+/// blocks of at most 24 columns measured no faster on Zen 4 than the full tile, for N = 24.)
 ///
 /// # Safety
 /// As [`f32_gemm_avx512_7x32`].
@@ -87,10 +86,8 @@ unsafe fn gemm<const R: usize>(p: &F32GemmArgs) {
         // SAFETY: forwarded contract: `w` is a whole packed block, the C rows hold `cols`
         // columns at `c`.
         unsafe {
-            if cols > 24 {
+            if cols > 16 {
                 block::<R, 16>(p, w, c, cols);
-            } else if cols > 16 {
-                block::<R, 8>(p, w, c, cols);
             } else {
                 block::<R, 0>(p, w, c, cols);
             }
@@ -102,7 +99,7 @@ unsafe fn gemm<const R: usize>(p: &F32GemmArgs) {
 }
 
 /// One packed block of the 7×32 tile: `R` rows, the first `cols ≤ 16 + HI` of its columns,
-/// with `HI` (0, 8 or 16) columns computed past the first 16.
+/// with `HI` (0 or 16) columns computed past the first 16.
 ///
 /// # Safety
 /// As [`f32_gemm_avx512_7x32`], for the one block at `w` and `cols` columns of C at `c`.
@@ -118,7 +115,6 @@ unsafe fn block<const R: usize, const HI: usize>(
     // SAFETY: the packed block holds 32 bias values then K rows of 32 weights (contract).
     let mut lo = [unsafe { _mm512_loadu_ps(w) }; R];
     let mut hi = [unsafe { _mm512_loadu_ps(w.add(16)) }; R];
-    let mut hi8 = [unsafe { _mm256_loadu_ps(w.add(16)) }; R];
     let mut b = w.wrapping_add(F32_NR);
     for s in 0..p.ks {
         // SAFETY: the table holds ks·R pointers (contract).
@@ -143,13 +139,6 @@ unsafe fn block<const R: usize, const HI: usize>(
                         lo[r] = _mm512_fmadd_ps(av, b0, lo[r]);
                         hi[r] = _mm512_fmadd_ps(av, b1, hi[r]);
                     }
-                } else if HI == 8 {
-                    let b1 = _mm256_loadu_ps(b.add(16));
-                    for r in 0..R {
-                        let av = _mm512_set1_ps(*a[r].add(kk));
-                        lo[r] = _mm512_fmadd_ps(av, b0, lo[r]);
-                        hi8[r] = _mm256_fmadd_ps(_mm512_castps512_ps256(av), b1, hi8[r]);
-                    }
                 } else {
                     for r in 0..R {
                         let av = _mm512_set1_ps(*a[r].add(kk));
@@ -162,7 +151,6 @@ unsafe fn block<const R: usize, const HI: usize>(
     }
     // `max(min, x)` / `min(max, x)` return `x` when it is NaN (the second operand wins).
     let (vmin, vmax) = (_mm512_set1_ps(p.min), _mm512_set1_ps(p.max));
-    let (vmin8, vmax8) = (_mm256_set1_ps(p.min), _mm256_set1_ps(p.max));
     // Masked stores write only the columns below `cols` and never fault on masked-off lanes.
     let m0: __mmask16 = if cols >= 16 {
         0xffff
@@ -189,10 +177,6 @@ unsafe fn block<const R: usize, const HI: usize>(
                 let h = _mm512_min_ps(vmax, _mm512_max_ps(vmin, hi[r]));
                 _mm512_mask_storeu_ps(row, m0, l);
                 _mm512_mask_storeu_ps(row.wrapping_add(16), m1, h);
-            } else if HI == 8 {
-                _mm512_mask_storeu_ps(row, m0, l);
-                let h = _mm256_min_ps(vmax8, _mm256_max_ps(vmin8, hi8[r]));
-                _mm256_mask_storeu_ps(row.wrapping_add(16), m1 as __mmask8, h);
             } else {
                 _mm512_mask_storeu_ps(row, m0, l);
             }

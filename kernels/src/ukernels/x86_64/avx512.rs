@@ -113,8 +113,7 @@ unsafe fn block<const R: usize, const HI: usize>(
 ) {
     debug_assert!(cols <= 16 + HI);
     // SAFETY: the packed block holds 32 bias values then K rows of 32 weights (contract).
-    let mut lo = [unsafe { _mm512_loadu_ps(w) }; R];
-    let mut hi = [unsafe { _mm512_loadu_ps(w.add(16)) }; R];
+    let (mut lo, mut hi) = unsafe { ([_mm512_loadu_ps(w); R], [_mm512_loadu_ps(w.add(16)); R]) };
     let mut b = w.wrapping_add(F32_NR);
     for s in 0..p.ks {
         // SAFETY: the table holds ks·R pointers (contract).

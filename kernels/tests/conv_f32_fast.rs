@@ -129,6 +129,12 @@ fn pointwise_gemm_shapes() {
         (1, 4, 4, 1, 5),
         (1, 2, 9, 70, 96),
         (1, 8, 8, 3, 1),
+        // Last blocks of at most 16 and at most 24 columns (the narrow block kernels).
+        (1, 4, 5, 9, 16),
+        (1, 3, 7, 11, 24),
+        (1, 2, 3, 6, 20),
+        (1, 6, 6, 8, 144),
+        (1, 1, 1, 40, 56),
     ] {
         check_conv(
             &mut rng,
@@ -262,7 +268,8 @@ fn fully_connected_matches_reference() {
 }
 
 /// Inside a 2-thread pool the work is split (over row tiles when each thread gets at least
-/// four, over column blocks otherwise); every element must still be written, with the same
+/// four, over column blocks otherwise, over (block, tile) cells when the blocks are odd);
+/// every element must still be written, with the same
 /// bits. Every case is above the fast path's parallel threshold (2^19 multiply-adds).
 #[test]
 fn parallel_matches_sequential() {
@@ -300,6 +307,22 @@ fn parallel_matches_sequential() {
         window(
             Nhwc::new(1, 1, 1, 1024),
             1001,
+            (1, 1),
+            (1, 1),
+            Padding::default(),
+        ),
+        // Few rows and 5 column blocks, which do not share evenly between 2 threads: over
+        // (block, row tile) cells, whole tiles and a ragged last tile.
+        window(
+            Nhwc::new(1, 7, 7, 96),
+            160,
+            (1, 1),
+            (1, 1),
+            Padding::default(),
+        ),
+        window(
+            Nhwc::new(1, 5, 9, 100),
+            150,
             (1, 1),
             (1, 1),
             Padding::default(),

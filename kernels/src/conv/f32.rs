@@ -18,9 +18,10 @@
 //!
 //! Threads: called on a pool worker, one fork-join splits the output into a few equal tasks
 //! per thread, over row tiles when every thread gets several and over column blocks when
-//! there are too few rows for that (the 7×7 and 1×1 layers). Row tiles are dealt to the threads
-//! in order, like every other operator's rows, so each thread reads the rows it wrote in the
-//! operation before; the weights are read by every thread, but they are never written.
+//! there are too few rows for that (the 7×7 and 1×1 layers) — over (column block, row tile)
+//! cells when the blocks do not share evenly between the threads. Row tiles are dealt to the
+//! threads in order, like every other operator's rows, so each thread reads the rows it wrote
+//! in the operation before; the weights are read by every thread, but they are never written.
 
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -318,7 +319,18 @@ impl<'a> Gemm<'a> {
             return;
         }
         let by_rows = tiles >= MIN_ROW_TILES_PER_THREAD * threads || blocks < threads;
-        let units = if by_rows { tiles } else { blocks };
+        // Column splits deal whole column blocks when they share evenly between the threads;
+        // otherwise (5 blocks of MobileNet v2's N = 160 on 2 threads would be 3 against 2)
+        // they deal (block, row tile) cells, block by block, so the shares differ by at most
+        // one row tile.
+        let cells = !by_rows && !blocks.is_multiple_of(threads);
+        let units = if by_rows {
+            tiles
+        } else if cells {
+            blocks * tiles
+        } else {
+            blocks
+        };
         // A few parts per thread, so a worker that wakes late still takes its share by
         // stealing instead of leaving the whole second half to the first thread. Column parts
         // each re-read all of A, so they stay coarser.
@@ -332,23 +344,61 @@ impl<'a> Gemm<'a> {
             self.run(whole, out);
             return;
         }
-        let task = |i: usize| {
+        let part = |i: usize| {
             let (u0, u1) = (i * units / parts, (i + 1) * units / parts);
             if by_rows {
-                Task {
-                    m0: u0 * g.mr,
-                    m1: (u1 * g.mr).min(self.m),
-                    ..whole
-                }
+                self.run(
+                    Task {
+                        m0: u0 * g.mr,
+                        m1: (u1 * g.mr).min(self.m),
+                        ..whole
+                    },
+                    out,
+                );
+            } else if cells {
+                self.run_cells(u0, u1, tiles, out);
             } else {
-                Task {
-                    b0: u0,
-                    b1: u1,
-                    ..whole
-                }
+                self.run(
+                    Task {
+                        b0: u0,
+                        b1: u1,
+                        ..whole
+                    },
+                    out,
+                );
             }
         };
-        crate::parallel::for_parts(parts, |i| self.run(task(i), out));
+        crate::parallel::for_parts(parts, part);
+    }
+
+    /// Computes cells `u0..u1` of the (column block, row tile) grid numbered block by block:
+    /// a partial block's tiles, whole blocks, the next block's first tiles.
+    fn run_cells(&self, u0: usize, u1: usize, tiles: usize, out: OutPtr) {
+        let mr = self.packed.gemm.mr;
+        let mut u = u0;
+        while u < u1 {
+            let (b, t) = (u / tiles, u % tiles);
+            let task = if t == 0 && u1 - u >= tiles {
+                let whole = (u1 - u) / tiles;
+                u += whole * tiles;
+                Task {
+                    m0: 0,
+                    m1: self.m,
+                    b0: b,
+                    b1: b + whole,
+                }
+            } else {
+                let t1 = tiles.min(t + (u1 - u));
+                u += t1 - t;
+                Task {
+                    m0: t * mr,
+                    m1: (t1 * mr).min(self.m),
+                    b0: b,
+                    b1: b + 1,
+                }
+            };
+            self.run(task, out);
+        }
     }
 
     /// Computes the output rectangle `t`.

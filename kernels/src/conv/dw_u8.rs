@@ -16,8 +16,12 @@
 
 use std::cell::RefCell;
 
-use super::u8::{col_requant, requant8, split_units, ConvQuant};
+use super::u8::{
+    col_requant, put_cols, put_conv_quant, read_cols, read_conv_quant, requant8, split_units,
+    ConvQuant,
+};
 use crate::aligned::AlignedBuf;
+use crate::persist::{self, Persist, PersistError, Source};
 use crate::quant::ChannelRequant;
 use crate::ukernels::quant8::{Requant8, U8Dw, U8DwArgs, DW_BLOCK};
 use crate::ukernels::Ukernels;
@@ -166,12 +170,74 @@ impl PackedDwU8 {
         }
     }
 
+    /// The filter extents `(kh, kw, out_c)` this was packed for.
+    pub fn dims(&self) -> (usize, usize, usize) {
+        (self.kh, self.kw, self.out_c)
+    }
+
     /// The micro-kernel that runs this convolution, or `"reference"`.
     pub fn kernel_name(&self) -> &'static str {
         match &self.imp {
             DwImpl::Fast(f) => f.dw.name,
             DwImpl::Reference { .. } => "reference",
         }
+    }
+}
+
+/// The image is a plain dump of the fields: `kh`, `kw`, `out_c`, then the implementation
+/// (0: the reference's filter, bias and quantization; 1: the fast kernel's `za`, `rq`, `w`
+/// and optional `cols`).
+impl Persist for PackedDwU8 {
+    fn persist(&self, out: &mut Vec<u8>) {
+        for v in [self.kh, self.kw, self.out_c] {
+            persist::put_usize(out, v);
+        }
+        match &self.imp {
+            DwImpl::Reference { filter, bias, q } => {
+                out.push(0);
+                persist::put_slice(out, filter);
+                persist::put_slice(out, bias);
+                put_conv_quant(out, q);
+            }
+            DwImpl::Fast(f) => {
+                out.push(1);
+                out.push(f.za);
+                persist::put_requant8(out, &f.rq);
+                persist::put_slice(out, &f.w);
+                put_cols(out, f.cols.as_ref());
+            }
+        }
+    }
+
+    fn restore(uk: &Ukernels, src: &mut Source<'_>) -> Result<Self, PersistError> {
+        let (kh, kw, out_c) = (src.usize()?, src.usize()?, src.usize()?);
+        let taps = kh
+            .checked_mul(kw)
+            .filter(|&t| t > 0 && out_c > 0 && t.checked_mul(out_c).is_some())
+            .ok_or_else(|| PersistError(format!("depthwise filter {kh}×{kw}×{out_c}")))?;
+        let imp = match src.u8()? {
+            0 => DwImpl::Reference {
+                filter: src.vec(taps * out_c)?,
+                bias: src.vec(out_c)?,
+                q: read_conv_quant(src)?,
+            },
+            1 => {
+                let za = src.u8()?;
+                let rq = src.requant8()?;
+                let per_block = (1 + taps) * DW_BLOCK;
+                let w = src.buf(out_c.div_ceil(DW_BLOCK) * per_block)?;
+                let cols = read_cols(src, out_c, DW_BLOCK)?;
+                DwImpl::Fast(FastDw {
+                    dw: uk.u8_dw,
+                    w,
+                    za,
+                    rq,
+                    cols,
+                })
+            }
+            tag => return Err(PersistError(format!("uint8 depthwise kind {tag}"))),
+        };
+        Ok(PackedDwU8 { kh, kw, out_c, imp })
     }
 }
 

@@ -345,7 +345,7 @@ pub fn decode_packed(
                 let len = usize::try_from(r.u64()?).map_err(|_| miss("packed image length"))?;
                 let image = r.bytes(len)?;
                 let uk = kernels;
-                StoredPack::Packed(match kind {
+                StoredPack::Packed(Box::new(match kind {
                     KIND_CONV_F32 => Packed::ConvF32(restore(uk, image)?),
                     KIND_DW_F32 => Packed::DwF32(restore(uk, image)?),
                     KIND_CONV_U8 => Packed::ConvU8(restore(uk, image)?),
@@ -356,7 +356,7 @@ pub fn decode_packed(
                     KIND_TRANSPOSE_U8 => Packed::TransposeU8(restore(uk, image)?),
                     KIND_PER_CHANNEL => per_channel(uk, image)?,
                     _ => return Err(miss(format!("packed entry {k} has variant {kind}"))),
-                })
+                }))
             }
             tag => return Err(miss(format!("packed entry {k} has kind {tag}"))),
         };

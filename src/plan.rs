@@ -152,7 +152,7 @@ pub enum StoredPack {
     Rebuild,
     /// The packed constants, used instead of packing once they fit the operation
     /// ([`executor::packed_fits`]).
-    Packed(Packed),
+    Packed(Box<Packed>),
 }
 
 /// One operation of the plan.
@@ -341,7 +341,7 @@ impl Plan {
                         constants: &constants,
                     };
                     match entry {
-                        StoredPack::Packed(p) if executor::packed_fits(&p, &args) => Some(p),
+                        StoredPack::Packed(p) if executor::packed_fits(&p, &args) => Some(*p),
                         StoredPack::Packed(_) => return Err(misfit(k)),
                         _ => (imp.pack)(&args)?,
                     }

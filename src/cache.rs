@@ -21,9 +21,13 @@
 //!
 //! The model file's payload is the validated model in a compact canonical encoding
 //! ([`encode_model`]): CONSTANT_REFERENCE constants are copied into it as CONSTANT_COPY
-//! values, so the cache never depends on the client's memory pools. The data file's payload
-//! binds it to its model file (that file's CRC-32) and holds the plan's packed constants
-//! ([`encode_packed`]).
+//! values, so the cache never depends on the client's memory pools, and the values only
+//! packed operations read are left out (their type, extents and length stay). The data
+//! file's payload binds it to its model file (that file's CRC-32) and holds the plan's packed
+//! constants as images ([`encode_packed`], written by `nnhal_kernels::persist`), which a
+//! restore reads back ([`decode_packed`]) instead of packing again. The images are in memory
+//! byte order and sized for the tile geometry: both are bound by the header's kernel level
+//! and tile fields.
 //!
 //! A cache is untrusted input (bad-input classes BI-80…BI-84 in docs/bad-inputs.md): any
 //! damage the checksum catches, a header written for another build, kernel level, tile

@@ -21,9 +21,13 @@
 //!
 //! The model file's payload is the validated model in a compact canonical encoding
 //! ([`encode_model`]): CONSTANT_REFERENCE constants are copied into it as CONSTANT_COPY
-//! values, so the cache never depends on the client's memory pools. The data file's payload
-//! binds it to its model file (that file's CRC-32) and holds the plan's packed constants
-//! ([`encode_packed`]).
+//! values, so the cache never depends on the client's memory pools, and the values only
+//! packed operations read are left out (their type, extents and length stay). The data
+//! file's payload binds it to its model file (that file's CRC-32) and holds the plan's packed
+//! constants as images ([`encode_packed`], written by `nnhal_kernels::persist`), which a
+//! restore reads back ([`decode_packed`]) instead of packing again. The images are in memory
+//! byte order and sized for the tile geometry: both are bound by the header's kernel level
+//! and tile fields.
 //!
 //! A cache is untrusted input (bad-input classes BI-80…BI-84 in docs/bad-inputs.md): any
 //! damage the checksum catches, a header written for another build, kernel level, tile
@@ -36,10 +40,12 @@
 //! Models with referenced subgraphs (IF, WHILE) are prepared without writing a cache.
 
 use crate::executor::Packed;
-use crate::plan::Plan;
+use crate::plan::{Plan, StoredPack};
 use nnhal_hal::{
     ChannelQuant, DataLocation, HalError, HalResult, Model, Operand, OperandLifeTime, Operation,
 };
+use nnhal_kernels::persist::{self, Persist, Source};
+use nnhal_kernels::quant::ChannelRequant;
 use nnhal_kernels::ukernels::Ukernels;
 use std::fs::File;
 use std::os::fd::BorrowedFd;
@@ -53,7 +59,7 @@ pub const DATA_CACHE_FILES: usize = 1;
 pub const TOKEN_BYTES: usize = 32;
 /// Version of the file layout; raised whenever the header, the model encoding or a packed
 /// encoding changes, so older caches are misses instead of misreads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Largest cache file read back: the largest model the service accepts (256 MiB of
 /// constants) plus its packed copy, with room for headers.
 pub const MAX_CACHE_FILE_BYTES: u64 = 1 << 30;
@@ -224,39 +230,108 @@ pub fn open_image<'a>(
 const PACKED_NONE: u8 = 0;
 /// The operation's packed constants are rebuilt at restore from the model's constants.
 const PACKED_REBUILT: u8 = 1;
+/// The operation's packed constants are stored: a variant kind, the image's length and the
+/// image ([`Persist`]).
+const PACKED_STORED: u8 = 2;
 
-/// The data file's packed section: one entry per operation of the main graph, in model
-/// order. An entry records what the plan packed for that operation; a variant whose bytes are
-/// not stored is rebuilt from the model at restore (format 1 stores none). The match is
-/// exhaustive so that a new [`Packed`] variant does not compile without a decision here.
-pub fn encode_packed(plan: &Plan) -> Vec<u8> {
-    let steps: Vec<Option<&Packed>> = plan.packed_steps().collect();
-    let mut out = Vec::with_capacity(4 + steps.len());
-    put_u32(&mut out, steps.len() as u32);
-    for packed in steps {
-        let tag = match packed {
-            None => PACKED_NONE,
-            Some(
-                Packed::ConvF32(_)
-                | Packed::DwF32(_)
-                | Packed::ConvU8(_)
-                | Packed::DwU8(_)
-                | Packed::BinaryU8(_)
-                | Packed::Grouped(_)
-                | Packed::TransposeF32(_)
-                | Packed::TransposeU8(_)
-                | Packed::PerChannel { .. }
-                | Packed::Recurrent(_),
-            ) => PACKED_REBUILT,
-        };
-        out.push(tag);
-    }
-    out
+/// Variant kinds of a stored entry.
+const KIND_CONV_F32: u8 = 1;
+const KIND_DW_F32: u8 = 2;
+const KIND_CONV_U8: u8 = 3;
+const KIND_DW_U8: u8 = 4;
+const KIND_BINARY_U8: u8 = 5;
+const KIND_GROUPED: u8 = 6;
+const KIND_TRANSPOSE_F32: u8 = 7;
+const KIND_TRANSPOSE_U8: u8 = 8;
+const KIND_PER_CHANNEL: u8 = 9;
+
+fn put_stored(out: &mut Vec<u8>, kind: u8, image: &dyn Fn(&mut Vec<u8>)) {
+    out.push(PACKED_STORED);
+    out.push(kind);
+    let at = out.len();
+    out.extend_from_slice(&0u64.to_le_bytes());
+    image(out);
+    let len = (out.len() - at - 8) as u64;
+    out[at..at + 8].copy_from_slice(&len.to_le_bytes());
 }
 
-/// Checks a packed section against the validated model it came with: one known entry per
-/// operation, nothing left over.
-pub fn check_packed(packed: &[u8], operations: usize) -> HalResult<()> {
+/// The data file's packed section: one entry per operation of the main graph, in model
+/// order, with the image of what the plan packed for it, so that a restore does not pack
+/// again. `Recurrent` (float32 LSTM/RNN cells with their scratch pools) is rebuilt from the
+/// model's constants at restore instead. The match is exhaustive so that a new [`Packed`]
+/// variant does not compile without a decision here.
+///
+/// Also returns, by operand, the constants the model file need not carry: those the plan
+/// dropped after packing them ([`Plan::released_constants`]) that no rebuilt entry reads.
+pub fn encode_packed(plan: &Plan) -> (Vec<u8>, Vec<bool>) {
+    let steps: Vec<Option<&Packed>> = plan.packed_steps().collect();
+    let mut out = Vec::with_capacity(4 + steps.len());
+    let mut omit = plan.released_constants();
+    put_u32(&mut out, steps.len() as u32);
+    for (k, packed) in steps.into_iter().enumerate() {
+        match packed {
+            None => out.push(PACKED_NONE),
+            Some(Packed::ConvF32(p)) => put_stored(&mut out, KIND_CONV_F32, &|o| p.persist(o)),
+            Some(Packed::DwF32(p)) => put_stored(&mut out, KIND_DW_F32, &|o| p.persist(o)),
+            Some(Packed::ConvU8(p)) => put_stored(&mut out, KIND_CONV_U8, &|o| p.persist(o)),
+            Some(Packed::DwU8(p)) => put_stored(&mut out, KIND_DW_U8, &|o| p.persist(o)),
+            Some(Packed::BinaryU8(p)) => put_stored(&mut out, KIND_BINARY_U8, &|o| p.persist(o)),
+            Some(Packed::Grouped(p)) => put_stored(&mut out, KIND_GROUPED, &|o| p.persist(o)),
+            Some(Packed::TransposeF32(p)) => {
+                put_stored(&mut out, KIND_TRANSPOSE_F32, &|o| p.persist(o))
+            }
+            Some(Packed::TransposeU8(p)) => {
+                put_stored(&mut out, KIND_TRANSPOSE_U8, &|o| p.persist(o))
+            }
+            Some(Packed::PerChannel { filter, bias, rq }) => {
+                put_stored(&mut out, KIND_PER_CHANNEL, &|o| {
+                    persist::put_slice(o, filter.as_slice());
+                    persist::put_slice(o, bias.as_slice());
+                    rq.persist(o);
+                })
+            }
+            Some(Packed::Recurrent(_)) => {
+                out.push(PACKED_REBUILT);
+                for &i in &plan.model().operations[k].inputs {
+                    omit[i] = false;
+                }
+            }
+        }
+    }
+    (out, omit)
+}
+
+fn restore<P: Persist>(kernels: &Ukernels, image: &[u8]) -> HalResult<P> {
+    let mut src = Source::new(image);
+    let packed = P::restore(kernels, &mut src).map_err(miss)?;
+    if !src.is_empty() {
+        return Err(miss("a packed image has bytes after its end"));
+    }
+    Ok(packed)
+}
+
+/// A `PerChannel` entry: the filter image, the bias and the requantizers (their lengths are
+/// checked against the operation by [`crate::executor::packed_fits`]).
+fn per_channel(kernels: &Ukernels, image: &[u8]) -> HalResult<Packed> {
+    let mut src = Source::new(image);
+    let filter = src.vec_any().map_err(miss)?;
+    let bias = src.vec_any().map_err(miss)?;
+    let rq = ChannelRequant::restore(kernels, &mut src).map_err(miss)?;
+    if !src.is_empty() {
+        return Err(miss("a packed image has bytes after its end"));
+    }
+    Ok(Packed::PerChannel { filter, bias, rq })
+}
+
+/// Reads a packed section back for the validated model it came with: one known entry per
+/// operation, every stored image read for `kernels` (each length checked against its
+/// geometry), nothing left over. Whether each stored variant fits its operation is checked
+/// when the plan is built ([`crate::executor::packed_fits`]).
+pub fn decode_packed(
+    packed: &[u8],
+    operations: usize,
+    kernels: &Ukernels,
+) -> HalResult<Vec<StoredPack>> {
     let mut r = Reader::new(packed);
     let n = r.count(1)?;
     if n != operations {
@@ -264,16 +339,37 @@ pub fn check_packed(packed: &[u8], operations: usize) -> HalResult<()> {
             "packed section has {n} entries for {operations} operations"
         )));
     }
+    let mut entries = Vec::with_capacity(n);
     for k in 0..n {
-        let tag = r.u8()?;
-        if !matches!(tag, PACKED_NONE | PACKED_REBUILT) {
-            return Err(miss(format!("packed entry {k} has kind {tag}")));
-        }
+        let entry = match r.u8()? {
+            PACKED_NONE => StoredPack::Nothing,
+            PACKED_REBUILT => StoredPack::Rebuild,
+            PACKED_STORED => {
+                let kind = r.u8()?;
+                let len = usize::try_from(r.u64()?).map_err(|_| miss("packed image length"))?;
+                let image = r.bytes(len)?;
+                let uk = kernels;
+                StoredPack::Packed(Box::new(match kind {
+                    KIND_CONV_F32 => Packed::ConvF32(restore(uk, image)?),
+                    KIND_DW_F32 => Packed::DwF32(restore(uk, image)?),
+                    KIND_CONV_U8 => Packed::ConvU8(restore(uk, image)?),
+                    KIND_DW_U8 => Packed::DwU8(restore(uk, image)?),
+                    KIND_BINARY_U8 => Packed::BinaryU8(restore(uk, image)?),
+                    KIND_GROUPED => Packed::Grouped(restore(uk, image)?),
+                    KIND_TRANSPOSE_F32 => Packed::TransposeF32(restore(uk, image)?),
+                    KIND_TRANSPOSE_U8 => Packed::TransposeU8(restore(uk, image)?),
+                    KIND_PER_CHANNEL => per_channel(uk, image)?,
+                    _ => return Err(miss(format!("packed entry {k} has variant {kind}"))),
+                }))
+            }
+            tag => return Err(miss(format!("packed entry {k} has kind {tag}"))),
+        };
+        entries.push(entry);
     }
     if !r.is_empty() {
         return Err(miss("packed section has bytes after its end"));
     }
-    Ok(())
+    Ok(entries)
 }
 
 /// A bounds-checked little-endian reader: every read past the end is a miss.
@@ -355,14 +451,15 @@ fn put_u32s(out: &mut Vec<u8>, v: &[u32]) {
     }
 }
 
-/// The canonical encoding of a model that passed validation, with every CONSTANT_REFERENCE
-/// value copied in as a CONSTANT_COPY one (read through `constant`, which gets the operand
-/// index). `None` when the model cannot be cached: it has referenced subgraphs, or its
-/// constants pass the 4 GiB a CONSTANT_COPY offset can address.
-pub fn encode_model(
+/// A model that passed validation as the cache keeps it: every CONSTANT_REFERENCE value
+/// copied in as a CONSTANT_COPY one (read through `constant`, which gets the operand index),
+/// so the cache never depends on the client's memory pools. `None` when the model cannot be
+/// cached: it has referenced subgraphs, or its constants pass the 4 GiB a CONSTANT_COPY
+/// offset can address.
+pub fn cacheable_model(
     model: &Model,
     mut constant: impl FnMut(usize) -> HalResult<Vec<u8>>,
-) -> HalResult<Option<Vec<u8>>> {
+) -> HalResult<Option<Model>> {
     if !model.referenced.is_empty() {
         return Ok(None);
     }
@@ -392,6 +489,49 @@ pub fn encode_model(
     }
     if u32::try_from(values.len()).is_err() {
         return Ok(None);
+    }
+    Ok(Some(Model {
+        operands,
+        operations: model.operations.clone(),
+        input_indexes: model.input_indexes.clone(),
+        output_indexes: model.output_indexes.clone(),
+        operand_values: values,
+        pools: Vec::new(),
+        referenced: Vec::new(),
+        relax_computation_float32_to_float16: model.relax_computation_float32_to_float16,
+    }))
+}
+
+/// Marks, in an encoded operand's pool index, a CONSTANT_COPY value the model file leaves
+/// out because only packed entries of the data file read it.
+const VALUE_NOT_STORED: u32 = u32::MAX;
+
+/// Largest value left out of a model file: the service's limit on a model's constants.
+const MAX_VALUE_NOT_STORED: u32 = 1 << 28;
+
+/// The canonical encoding of a model from [`cacheable_model`]. The values of the constants
+/// marked in `omit` are left out (their type, extents and length are kept, so validation
+/// checks them as before); everything else is copied.
+pub fn encode_model(model: &Model, omit: &[bool]) -> Vec<u8> {
+    let mut values = Vec::new();
+    let mut operands = model.operands.clone();
+    for (i, o) in operands.iter_mut().enumerate() {
+        if o.lifetime != OperandLifeTime::ConstantCopy.raw() {
+            continue;
+        }
+        let start = o.location.offset as usize;
+        let range = start..start + o.location.length as usize;
+        let bytes = model.operand_values.get(range).unwrap_or_default();
+        if omit.get(i).copied().unwrap_or(false) && o.location.length <= MAX_VALUE_NOT_STORED {
+            o.location.pool_index = VALUE_NOT_STORED;
+            o.location.offset = 0;
+            continue;
+        }
+        while !values.len().is_multiple_of(4) {
+            values.push(0);
+        }
+        o.location.offset = values.len() as u32;
+        values.extend_from_slice(bytes);
     }
     let mut out = Vec::with_capacity(values.len() + operands.len() * 48 + 64);
     put_u32(
@@ -431,13 +571,16 @@ pub fn encode_model(
     put_u32s(&mut out, &model.output_indexes);
     put_u32(&mut out, values.len() as u32);
     out.extend_from_slice(&values);
-    Ok(Some(out))
+    out
 }
 
 /// Reads back [`encode_model`]'s output. Only the encoding is checked here (every count
 /// against the bytes left, nothing left over); the model itself goes through the validator
-/// next, like any model from a client.
-pub fn decode_model(bytes: &[u8]) -> HalResult<Model> {
+/// next, like any model from a client. A value the file left out reads as zeros from one
+/// zero-filled region after the stored values (allocated zeroed, so its pages are not
+/// touched unless read); the second result marks those operands, whose decoded values the
+/// plan does not need (their packed entries replace them).
+pub fn decode_model(bytes: &[u8]) -> HalResult<(Model, Vec<bool>)> {
     let mut r = Reader::new(bytes);
     let relax = match r.u32()? {
         0 => false,
@@ -498,20 +641,47 @@ pub fn decode_model(bytes: &[u8]) -> HalResult<Model> {
     let input_indexes = r.u32s()?;
     let output_indexes = r.u32s()?;
     let n = r.count(1)?;
-    let operand_values = r.bytes(n)?.to_vec();
+    let stored = r.bytes(n)?;
     if !r.is_empty() {
         return Err(miss("model encoding has bytes after its end"));
     }
-    Ok(Model {
-        operands,
-        operations,
-        input_indexes,
-        output_indexes,
-        operand_values,
-        pools: Vec::new(),
-        referenced: Vec::new(),
-        relax_computation_float32_to_float16: relax,
-    })
+    let stub = n.next_multiple_of(4);
+    let mut omitted = vec![false; operands.len()];
+    let mut stub_len = 0u32;
+    for (i, o) in operands.iter_mut().enumerate() {
+        if o.lifetime == OperandLifeTime::ConstantCopy.raw()
+            && o.location.pool_index == VALUE_NOT_STORED
+        {
+            if o.location.length > MAX_VALUE_NOT_STORED {
+                return Err(miss(format!(
+                    "a value of {} bytes left out",
+                    o.location.length
+                )));
+            }
+            stub_len = stub_len.max(o.location.length);
+            o.location = DataLocation {
+                pool_index: 0,
+                offset: u32::try_from(stub).map_err(|_| miss("values too long"))?,
+                length: o.location.length,
+            };
+            omitted[i] = true;
+        }
+    }
+    let mut operand_values = vec![0u8; stub + stub_len as usize];
+    operand_values[..n].copy_from_slice(stored);
+    Ok((
+        Model {
+            operands,
+            operations,
+            input_indexes,
+            output_indexes,
+            operand_values,
+            pools: Vec::new(),
+            referenced: Vec::new(),
+            relax_computation_float32_to_float16: relax,
+        },
+        omitted,
+    ))
 }
 
 fn file_of(fd: BorrowedFd<'_>, what: &str) -> HalResult<File> {

@@ -14,7 +14,7 @@
 //! to the kernel pool (see [`INLINE_MAX_WORK`]).
 
 use crate::cache::{self, CacheImage, TOKEN_BYTES};
-use crate::plan::Plan;
+use crate::plan::{Plan, StoredPack};
 use crate::tensor::{Data, Tensor};
 use nnhal_hal::memory::PoolCache;
 use nnhal_hal::validate::{self, BoundRequest, ValidModel};
@@ -50,9 +50,16 @@ pub struct ExecutionResult {
 pub struct ValidatedModel {
     model: Model,
     valid: ValidModel,
-    /// The model's compilation-cache encoding ([`cache::encode_model`]), kept when the
-    /// preparation is to write a cache and the model can be cached.
-    cache_model: Option<Vec<u8>>,
+    /// The model as its compilation cache keeps it ([`cache::cacheable_model`]), kept when
+    /// the preparation is to write a cache and the model can be cached.
+    cache_model: Option<Model>,
+    /// Restored from a cache: by operand, the constants whose values the cache left out
+    /// (zeros in `model`; packed entries replace them), and what the cache stored for each
+    /// operation.
+    restored: Option<(Vec<bool>, Vec<StoredPack>)>,
+    /// Bytes of constants a compilation cache left out beyond the zeros standing in for
+    /// them, so that [`ValidatedModel::constant_bytes`] counts every declared constant.
+    values_left_out: u64,
 }
 
 impl ValidatedModel {
@@ -69,6 +76,7 @@ impl ValidatedModel {
             .iter()
             .map(|p| p.size())
             .fold(self.model.operand_values.len() as u64, u64::saturating_add)
+            .saturating_add(self.values_left_out)
     }
 
     /// Operands plus operations of the main graph, as the service's limit counts them.
@@ -193,21 +201,20 @@ impl Driver {
     fn validate(&self, model: Model, for_cache: bool) -> HalResult<ValidatedModel> {
         let valid = validate::validate_model(&model)?;
         let cache_model = if for_cache {
-            cache::encode_model(&model, |i| valid.constant_bytes(&model, i))?
+            cache::cacheable_model(&model, |i| valid.constant_bytes(&model, i))?
         } else {
             None
         };
-        Ok(match run_image(&model) {
-            Some((model, valid)) => ValidatedModel {
-                model,
-                valid,
-                cache_model,
-            },
-            None => ValidatedModel {
-                model,
-                valid,
-                cache_model,
-            },
+        let (model, valid) = match run_image(&model) {
+            Some(image) => image,
+            None => (model, valid),
+        };
+        Ok(ValidatedModel {
+            model,
+            valid,
+            cache_model,
+            restored: None,
+            values_left_out: 0,
         })
     }
 
@@ -218,11 +225,16 @@ impl Driver {
         mut validated: ValidatedModel,
         token: &[u8; TOKEN_BYTES],
     ) -> HalResult<(Arc<PreparedModel>, Option<CacheImage>)> {
-        let encoded = validated.cache_model.take();
+        let cacheable = validated.cache_model.take();
         let prepared = self.prepare_validated(validated)?;
-        let image = encoded.map(|model| {
-            let packed = cache::encode_packed(prepared.plan());
-            cache::seal_image(self.kernels, token, &model, &packed)
+        let image = cacheable.map(|model| {
+            let (packed, omit) = cache::encode_packed(prepared.plan());
+            cache::seal_image(
+                self.kernels,
+                token,
+                &cache::encode_model(&model, &omit),
+                &packed,
+            )
         });
         Ok((prepared, image))
     }
@@ -239,11 +251,22 @@ impl Driver {
         token: &[u8; TOKEN_BYTES],
     ) -> HalResult<ValidatedModel> {
         let (encoded, packed) = cache::open_image(model_file, data_file, self.kernels, token)?;
-        let model = cache::decode_model(encoded)?;
-        let validated = self.validate_model(model).map_err(|e| {
+        let (model, omitted) = cache::decode_model(encoded)?;
+        let lengths = omitted
+            .iter()
+            .zip(&model.operands)
+            .filter(|(&o, _)| o)
+            .map(|(_, o)| u64::from(o.location.length));
+        let values_left_out = lengths
+            .clone()
+            .sum::<u64>()
+            .saturating_sub(lengths.max().unwrap_or(0));
+        let mut validated = self.validate_model(model).map_err(|e| {
             HalError::GeneralFailure(format!("compilation cache holds an invalid model: {e}"))
         })?;
-        cache::check_packed(packed, validated.valid.operations.len())?;
+        let packs = cache::decode_packed(packed, validated.valid.operations.len(), self.kernels)?;
+        validated.restored = Some((omitted, packs));
+        validated.values_left_out = values_left_out;
         Ok(validated)
     }
 
@@ -318,7 +341,10 @@ impl Driver {
     /// parameters validation could resolve, so executions only bind data.
     pub fn prepare_validated(&self, validated: ValidatedModel) -> HalResult<Arc<PreparedModel>> {
         let ValidatedModel {
-            model, mut valid, ..
+            model,
+            mut valid,
+            restored,
+            ..
         } = validated;
         if let Some(k) = valid.supported.iter().position(|s| !s) {
             return Err(HalError::GeneralFailure(format!(
@@ -331,15 +357,17 @@ impl Driver {
         let subgraphs = std::mem::take(&mut valid.referenced)
             .into_iter()
             .map(|mut sub| {
-                let constants = decode_constants(&model, &sub)?;
+                let constants = decode_constants(&model, &sub, &[])?;
                 sub.pools.clear();
                 Plan::compile_subgraph(sub, constants, self.kernels)
             })
             .collect::<HalResult<Vec<_>>>()?;
-        let constants = decode_constants(&model, &valid)?;
+        let (omitted, stored) = restored.unzip();
+        let constants = decode_constants(&model, &valid, omitted.as_deref().unwrap_or(&[]))?;
         // Constants now live in `constants`; the model's mappings are no longer needed.
         valid.pools.clear();
-        let mut plan = Plan::compile(valid, constants, self.kernels, self.pool.threads())?;
+        let mut plan =
+            Plan::compile_restored(valid, constants, self.kernels, self.pool.threads(), stored)?;
         plan.set_subgraphs(subgraphs);
         Ok(Arc::new(PreparedModel {
             plan,
@@ -349,14 +377,20 @@ impl Driver {
     }
 }
 
-/// Every constant of `valid` (the main graph or a referenced subgraph of `model`), decoded.
-fn decode_constants(model: &Model, valid: &ValidModel) -> HalResult<Vec<Option<Arc<Tensor>>>> {
+/// Every constant of `valid` (the main graph or a referenced subgraph of `model`), decoded,
+/// but those marked in `omitted` (values a compilation cache left out).
+fn decode_constants(
+    model: &Model,
+    valid: &ValidModel,
+    omitted: &[bool],
+) -> HalResult<Vec<Option<Arc<Tensor>>>> {
     let mut constants = vec![None; valid.operands.len()];
     for (i, o) in valid.operands.iter().enumerate() {
         if matches!(
             o.lifetime,
             OperandLifeTime::ConstantCopy | OperandLifeTime::ConstantReference
-        ) {
+        ) && !omitted.get(i).copied().unwrap_or(false)
+        {
             let bytes = valid.constant_bytes(model, i)?;
             let data = Data::decode(o.ty, &bytes)?;
             constants[i] = Some(Arc::new(Tensor {

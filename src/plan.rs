@@ -143,6 +143,18 @@ impl<'a> Exec<'a> {
     }
 }
 
+/// What a compilation cache holds for one operation ([`crate::cache::decode_packed`]).
+#[derive(Debug)]
+pub enum StoredPack {
+    /// Nothing was packed for it.
+    Nothing,
+    /// Packed again from the model's constants.
+    Rebuild,
+    /// The packed constants, used instead of packing once they fit the operation
+    /// ([`executor::packed_fits`]).
+    Packed(Box<Packed>),
+}
+
 /// One operation of the plan.
 struct Step {
     /// Index of the operation in the model.
@@ -157,6 +169,13 @@ struct Step {
     aliased: bool,
     /// Output positions in increasing arena offset (static plans), for carving the arena.
     out_order: SmallVec<[usize; 4]>,
+}
+
+/// A stored packed entry that is not what operation `k` packs.
+fn misfit(k: usize) -> HalError {
+    HalError::GeneralFailure(format!(
+        "compilation cache not usable: the packed entry of operation {k} does not fit it"
+    ))
 }
 
 /// The arena layout of a fully static model.
@@ -192,7 +211,21 @@ impl Plan {
         kernels: &'static Ukernels,
         threads: usize,
     ) -> HalResult<Plan> {
-        let mut plan = Plan::compile_steps(model, constants, kernels)?;
+        Plan::compile_restored(model, constants, kernels, threads, None)
+    }
+
+    /// Like [`Plan::compile`], taking each operation's packed constants from `stored` (one
+    /// entry per operation, from a compilation cache) instead of packing them where it holds
+    /// them. A stored entry that does not fit its operation is GENERAL_FAILURE (a cache
+    /// miss).
+    pub fn compile_restored(
+        model: ValidModel,
+        constants: Vec<Option<Arc<Tensor>>>,
+        kernels: &'static Ukernels,
+        threads: usize,
+        stored: Option<Vec<StoredPack>>,
+    ) -> HalResult<Plan> {
+        let mut plan = Plan::compile_steps(model, constants, kernels, stored)?;
         plan.work = plan.estimated_work();
         plan.layout = plan.plan_arena(threads)?;
         plan.release_packed_constants();
@@ -207,13 +240,31 @@ impl Plan {
         constants: Vec<Option<Arc<Tensor>>>,
         kernels: &'static Ukernels,
     ) -> HalResult<Plan> {
-        Plan::compile_steps(model, constants, kernels)
+        Plan::compile_steps(model, constants, kernels, None)
     }
 
     /// The packed constants of each operation of the main graph, in model order (`None`:
     /// nothing packed), for the compilation cache.
     pub fn packed_steps(&self) -> impl Iterator<Item = Option<&Packed>> {
         self.steps.iter().map(|step| step.packed.as_ref())
+    }
+
+    /// By operand, the constants this plan dropped once every reader had packed them (see
+    /// `release_packed_constants`): values only packed steps read.
+    pub fn released_constants(&self) -> Vec<bool> {
+        self.model
+            .operands
+            .iter()
+            .zip(&self.constants)
+            .map(|(o, c)| {
+                c.is_none()
+                    && self.layout.is_some()
+                    && matches!(
+                        o.lifetime,
+                        OperandLifeTime::ConstantCopy | OperandLifeTime::ConstantReference
+                    )
+            })
+            .collect()
     }
 
     /// The plans of the referenced subgraphs the IF and WHILE operations run (see
@@ -226,9 +277,19 @@ impl Plan {
         model: ValidModel,
         constants: Vec<Option<Arc<Tensor>>>,
         kernels: &'static Ukernels,
+        stored: Option<Vec<StoredPack>>,
     ) -> HalResult<Plan> {
         let mut steps = Vec::with_capacity(model.operations.len());
+        let mut stored = stored.map(Vec::into_iter);
         for (k, op) in model.operations.iter().enumerate() {
+            let entry = match &mut stored {
+                Some(entries) => entries.next().ok_or_else(|| {
+                    HalError::GeneralFailure(format!(
+                        "compilation cache not usable: no packed entry for operation {k}"
+                    ))
+                })?,
+                None => StoredPack::Rebuild,
+            };
             let subgraph = |pos: usize| model.operands[op.inputs[pos]].location.offset as usize;
             let control = match op.ty {
                 nnhal_hal::OperationType::If => Some(Control::If {
@@ -268,15 +329,24 @@ impl Plan {
                     .collect::<Option<_>>()?;
                 Some(Inferred { outputs, params })
             });
-            let packed = match &params {
-                Some(inferred) => (imp.pack)(&PackArgs {
-                    model: &model,
-                    op,
-                    params: inferred.params.nhwc(),
-                    kernels,
-                    constants: &constants,
-                })?,
-                None => None,
+            let packed = match (&params, entry) {
+                (_, StoredPack::Nothing) => None,
+                (None, StoredPack::Rebuild) => None,
+                (Some(inferred), entry) => {
+                    let args = PackArgs {
+                        model: &model,
+                        op,
+                        params: inferred.params.nhwc(),
+                        kernels,
+                        constants: &constants,
+                    };
+                    match entry {
+                        StoredPack::Packed(p) if executor::packed_fits(&p, &args) => Some(*p),
+                        StoredPack::Packed(_) => return Err(misfit(k)),
+                        _ => (imp.pack)(&args)?,
+                    }
+                }
+                (None, StoredPack::Packed(_)) => return Err(misfit(k)),
             };
             steps.push(Step {
                 op: k,
@@ -429,8 +499,7 @@ impl Plan {
                 nnhal_hal::OperationType::Reshape | nnhal_hal::OperationType::ExpandDims
             ) {
                 let (i, o) = (op.inputs[0], op.outputs[0]);
-                if self.constants[i].is_none() && m.operands[i].lifetime != OperandLifeTime::NoValue
-                {
+                if self.constants[i].is_none() && !not_in_arena(m.operands[i].lifetime) {
                     alias[o] = alias[i];
                     step.aliased = true;
                 }
@@ -453,8 +522,7 @@ impl Plan {
         for (k, step) in self.steps.iter().enumerate() {
             let op = &m.operations[step.op];
             for &i in &op.inputs {
-                if self.constants[i].is_none() && m.operands[i].lifetime != OperandLifeTime::NoValue
-                {
+                if self.constants[i].is_none() && !not_in_arena(m.operands[i].lifetime) {
                     touch(i, k + 1);
                 }
             }
@@ -1332,6 +1400,18 @@ fn place_in_slots(values: &[Value], cool_down: usize) -> (Vec<usize>, usize) {
         })
         .collect();
     (offsets, total)
+}
+
+/// Operands that never take arena space: omitted ones, and constants (a constant without a
+/// decoded value is one a compilation cache left out for the packed entries that replace
+/// it).
+fn not_in_arena(lifetime: OperandLifeTime) -> bool {
+    matches!(
+        lifetime,
+        OperandLifeTime::NoValue
+            | OperandLifeTime::ConstantCopy
+            | OperandLifeTime::ConstantReference
+    )
 }
 
 fn layout_error() -> HalError {

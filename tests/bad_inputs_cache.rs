@@ -80,9 +80,7 @@ fn run(prepared: &PreparedModel) -> Vec<f32> {
 }
 
 fn model_payload(model: &Model) -> Vec<u8> {
-    encode_model(model, |_| unreachable!("no CONSTANT_REFERENCE"))
-        .unwrap()
-        .unwrap()
+    encode_model(model, &[])
 }
 
 /// The packed section of a model of `n` operations that stores nothing.
@@ -285,6 +283,55 @@ fn bi84_forged_packed_sections_and_oversized_files_are_misses() {
         ("bytes after the entries", packed(1, &[0, 0])),
         ("a huge count", packed(u32::MAX, &[0])),
         ("empty", Vec::new()),
+    ] {
+        let image = seal_image(k, &TOKEN, &payload, &section);
+        assert_miss(restore(&driver, &image.model, &image.data), what);
+    }
+    // Stored images (tag 2, a variant kind, a length, the image): a well-formed float32
+    // CONV_2D image for the ADD operation is a variant that operation does not pack; cut,
+    // lengthened, with a length prefix that disagrees with its geometry or names more bytes
+    // than there are, or of an unknown variant, each is a miss.
+    let nr = k.f32_gemm.nr;
+    let mut conv = Vec::new();
+    for v in [1u64, 1, 1, 1] {
+        conv.extend_from_slice(&v.to_le_bytes());
+    }
+    conv.extend_from_slice(&(2 * nr as u64).to_le_bytes());
+    conv.extend_from_slice(&vec![0u8; 2 * nr * 4]);
+    let stored = |kind: u8, image: &[u8], len: u64| {
+        let mut v = packed(1, &[2, kind]);
+        v.extend_from_slice(&len.to_le_bytes());
+        v.extend_from_slice(image);
+        v
+    };
+    let mut wrong_len = conv.clone();
+    wrong_len[32] += 1;
+    let mut zero_extent = conv.clone();
+    zero_extent[8] = 0;
+    for (what, section) in [
+        (
+            "a conv image for an ADD",
+            stored(1, &conv, conv.len() as u64),
+        ),
+        (
+            "an image cut short",
+            stored(1, &conv[..conv.len() - 1], conv.len() as u64 - 1),
+        ),
+        (
+            "an image with bytes after it",
+            stored(1, &[&conv[..], &[0]].concat(), conv.len() as u64 + 1),
+        ),
+        ("a length past the section", stored(1, &conv, u64::MAX)),
+        (
+            "a buffer length off its geometry",
+            stored(1, &wrong_len, conv.len() as u64),
+        ),
+        (
+            "a zero filter extent",
+            stored(1, &zero_extent, conv.len() as u64),
+        ),
+        ("an unknown variant", stored(77, &conv, conv.len() as u64)),
+        ("a uint8 table of the wrong size", stored(5, &[0; 16], 16)),
     ] {
         let image = seal_image(k, &TOKEN, &payload, &section);
         assert_miss(restore(&driver, &image.model, &image.data), what);

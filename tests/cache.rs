@@ -113,3 +113,124 @@ fn a_cache_written_at_one_isa_level_is_a_miss_at_another_over_binder() {
     db.prepare_model_from_cache_with(&handles).unwrap();
     assert!(da.prepare_model_from_cache_with(&handles).is_err());
 }
+
+/// [`Packed`] variants through the cache: the bundled vectors and the later ones whose
+/// operations pack constants are saved, restored (each packed entry read back as its image,
+/// without packing, except Recurrent, which the format rebuilds from the model) and run
+/// against their goldens.
+#[test]
+fn every_packed_variant_round_trips() {
+    use nnhal::cache::{decode_packed, open_image};
+    use nnhal::executor::Packed;
+    use nnhal::plan::StoredPack;
+    use std::collections::BTreeMap;
+
+    let later = nnhal_vts::vector::unpack_later(
+        &std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("later-vectors"),
+    )
+    .expect("unpack the later vectors");
+    let packing = [
+        "conv",
+        "fully_connected",
+        "add",
+        "mul",
+        "sub",
+        "lstm",
+        "rnn",
+        "grouped",
+        "transpose",
+        "depthwise",
+    ];
+    let mut v = vectors();
+    let mut files = nnhal_vts::vector::vector_files(&later).unwrap();
+    // Files whose weights are constants and whose shapes are known at prepare (what packs).
+    let unpacked = [
+        "as_inputs",
+        "as_internal",
+        "dynamic_output_shape",
+        "relaxed",
+        "float16",
+    ];
+    files.retain(|f| {
+        let name = f.file_name().unwrap().to_string_lossy();
+        packing.iter().any(|p| name.contains(p)) && !unpacked.iter().any(|u| name.contains(u))
+    });
+    for f in &files {
+        v.push(Vector::from_file(f).expect("a later vector loads"));
+    }
+
+    let driver = nnhal::Driver::new(1).unwrap();
+    let token = [9u8; 32];
+    // Variant name → (plans that hold it, entries stored as images).
+    let mut seen: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let mut checked = Vec::new();
+    for vector in &v {
+        let Ok(model) = to_model(vector, ConstantMode::Copy) else {
+            continue;
+        };
+        let Ok((prepared, Some(image))) = driver.prepare_model_for_cache(model, &token) else {
+            continue;
+        };
+        let kinds: Vec<Option<&str>> = prepared
+            .plan()
+            .packed_steps()
+            .map(|p| p.map(Packed::kind))
+            .collect();
+        if kinds.iter().all(Option::is_none) {
+            continue;
+        }
+        let (_, packed) = open_image(&image.model, &image.data, driver.kernels(), &token).unwrap();
+        let entries = decode_packed(packed, kinds.len(), driver.kernels()).unwrap();
+        let restored = driver
+            .prepare_from_cache(&image.model, &image.data, &token)
+            .unwrap_or_else(|e| panic!("{}: not restored: {e}", vector.name));
+        let again: Vec<Option<&str>> = restored
+            .plan()
+            .packed_steps()
+            .map(|p| p.map(Packed::kind))
+            .collect();
+        assert_eq!(
+            kinds, again,
+            "{}: the restored plan packs otherwise",
+            vector.name
+        );
+        for (kind, entry) in kinds.iter().zip(&entries) {
+            let Some(kind) = kind else { continue };
+            let e = seen.entry(kind).or_default();
+            e.0 += 1;
+            if let StoredPack::Packed(p) = entry {
+                assert_eq!(p.kind(), *kind, "{}", vector.name);
+                e.1 += 1;
+            }
+        }
+        checked.push(vector.clone());
+    }
+    // Every variant is met here, or is one these vectors do not make the driver pack (the
+    // grouped and transposed convolutions and the per-channel reference form: their images
+    // round-trip in the kernels' `persist` tests), or is rebuilt at restore (Recurrent).
+    const MET: &[&str] = &["ConvF32", "DwF32", "ConvU8", "DwU8", "BinaryU8"];
+    const KERNEL_TESTS: &[&str] = &["Grouped", "TransposeF32", "TransposeU8", "PerChannel"];
+    const REBUILT: &[&str] = &["Recurrent"];
+    let mut listed: Vec<&str> = [MET, KERNEL_TESTS, REBUILT].concat();
+    let mut kinds = Packed::KINDS.to_vec();
+    listed.sort_unstable();
+    kinds.sort_unstable();
+    assert_eq!(
+        listed, kinds,
+        "a Packed variant without a round-trip decision"
+    );
+    for kind in MET {
+        assert!(
+            seen.get(kind).is_some_and(|s| s.0 > 0),
+            "no vector packs {kind}: {seen:?}"
+        );
+    }
+    for (kind, (held, stored)) in &seen {
+        let expected = if REBUILT.contains(kind) { 0 } else { *held };
+        assert_eq!(*stored, expected, "{kind} stored {stored} of {held} times");
+    }
+    // And what was restored computes the goldens.
+    let device = InProcessDevice::new(1).unwrap();
+    let failed = failures(caching::vectors(&device, &checked));
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}

@@ -1202,18 +1202,16 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
         .as_deref()
         .map(|dir| CacheDir::open(dir, &workload.name, &workload.model))
         .transpose()?;
+    // The model handed to the device is the benchmark's own copy, made before the clock
+    // starts: a restore from the cache never looks at it.
+    let model = workload.model.clone();
     let started = Instant::now();
     let (prepared, cache) = match &cache_dir {
         Some(files) => device
-            .prepare_cached(workload.model.clone(), files)
+            .prepare_cached(model, files)
             .map(|(p, how)| (p, Some(how)))
             .map_err(failed("prepareModel"))?,
-        None => (
-            device
-                .prepare(workload.model.clone())
-                .map_err(failed("prepareModel"))?,
-            None,
-        ),
+        None => (device.prepare(model).map_err(failed("prepareModel"))?, None),
     };
     let prepare_ms = ms(started.elapsed());
     // The B plan of an A/B run: the same model on a sibling driver (same worker pool).

@@ -100,6 +100,60 @@ impl<T: Plain> AlignedBuf<T> {
         // SAFETY: as in `as_slice`; `&mut self` makes the view exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr().cast::<T>(), self.len) }
     }
+
+    /// The values' bytes in memory order (a packed-weight image, see [`crate::persist`]).
+    pub fn as_bytes(&self) -> &[u8] {
+        bytes_of(self.as_slice())
+    }
+
+    /// `len` values read from their bytes in memory order (`bytes.len() == len ·
+    /// size_of::<T>()`), in one pass; `None` when the length disagrees or the allocation
+    /// fails.
+    pub fn from_bytes(bytes: &[u8], len: usize) -> Option<Self> {
+        if len.checked_mul(std::mem::size_of::<T>())? != bytes.len() {
+            return None;
+        }
+        let mut lines = Vec::new();
+        lines.try_reserve_exact(bytes.len().div_ceil(ALIGN)).ok()?;
+        lines.extend(bytes.chunks(ALIGN).map(|c| {
+            let mut line = [0u8; ALIGN];
+            line[..c.len()].copy_from_slice(c);
+            Line(line)
+        }));
+        Some(Self {
+            lines,
+            len,
+            _t: PhantomData,
+        })
+    }
+}
+
+/// The bytes of plain values in memory order.
+pub fn bytes_of<T: Plain>(values: &[T]) -> &[u8] {
+    // SAFETY: `Plain` types have no padding bytes, so every byte of the slice is initialised;
+    // the view has the slice's exact extent and lifetime, and `u8` needs no alignment.
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    }
+}
+
+/// Plain values from their bytes in memory order; `None` when `bytes` is not a whole number
+/// of values.
+pub fn vec_from_bytes<T: Plain>(bytes: &[u8]) -> Option<Vec<T>> {
+    let size = std::mem::size_of::<T>();
+    if !bytes.len().is_multiple_of(size) {
+        return None;
+    }
+    let mut v = Vec::new();
+    v.try_reserve_exact(bytes.len() / size).ok()?;
+    v.resize(bytes.len() / size, T::default());
+    // SAFETY: `v` holds exactly `bytes.len()` bytes of `T`s, which have no padding and take
+    // any bit pattern, so overwriting them byte-wise leaves valid values; the regions are
+    // distinct allocations.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr().cast::<u8>(), bytes.len())
+    };
+    Some(v)
 }
 
 impl<T: Plain> std::ops::Deref for AlignedBuf<T> {

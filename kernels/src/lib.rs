@@ -45,6 +45,7 @@ pub mod transform;
 pub mod aligned;
 pub mod layout;
 pub mod parallel;
+pub mod persist;
 pub mod quant;
 pub mod ukernels;
 

@@ -362,6 +362,31 @@ impl ChannelRequant {
     }
 }
 
+/// The image: the channel count, then each channel's requantizer (checked as
+/// [`RequantizeAny::apply`] needs it).
+impl crate::persist::Persist for ChannelRequant {
+    fn persist(&self, out: &mut Vec<u8>) {
+        crate::persist::put_usize(out, self.channels.len());
+        for r in &self.channels {
+            crate::persist::put_requantize_any(out, r);
+        }
+    }
+
+    fn restore(
+        _: &crate::ukernels::Ukernels,
+        src: &mut crate::persist::Source<'_>,
+    ) -> Result<Self, crate::persist::PersistError> {
+        let n = src.usize()?;
+        // Each channel takes 24 bytes of the image: a count past the bytes left fails on
+        // its first missing channel, never allocating for it.
+        let mut channels = Vec::new();
+        for _ in 0..n {
+            channels.push(src.requantize_any()?);
+        }
+        Ok(ChannelRequant { channels })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,6 +62,101 @@ pub enum Packed {
     },
 }
 
+impl Packed {
+    /// The name of every variant, in declaration order (tests that must meet each one).
+    pub const KINDS: &'static [&'static str] = &[
+        "ConvF32",
+        "DwF32",
+        "ConvU8",
+        "DwU8",
+        "BinaryU8",
+        "Grouped",
+        "TransposeF32",
+        "TransposeU8",
+        "Recurrent",
+        "PerChannel",
+    ];
+
+    /// This variant's name in [`Packed::KINDS`].
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Packed::ConvF32(_) => "ConvF32",
+            Packed::DwF32(_) => "DwF32",
+            Packed::ConvU8(_) => "ConvU8",
+            Packed::DwU8(_) => "DwU8",
+            Packed::BinaryU8(_) => "BinaryU8",
+            Packed::Grouped(_) => "Grouped",
+            Packed::TransposeF32(_) => "TransposeF32",
+            Packed::TransposeU8(_) => "TransposeU8",
+            Packed::Recurrent(_) => "Recurrent",
+            Packed::PerChannel { .. } => "PerChannel",
+        }
+    }
+}
+
+/// Whether `packed`, read back from a compilation cache, is what `a`'s operation packs: a
+/// variant that operation's registration builds, on its operand type, with the filter
+/// extents (and group count) its kernels check against the window. Anything else makes the
+/// cache a miss; the values inside a fitting variant are trusted as far as a forged cache
+/// may be (wrong outputs for that model, never an access out of bounds).
+pub fn packed_fits(packed: &Packed, a: &PackArgs) -> bool {
+    use nnhal_kernels::conv::FilterShape;
+    use OperandType::{TensorFloat32 as F, TensorQuant8Asymm as Q};
+    use OperationType as T;
+    let filter =
+        a.op.inputs
+            .get(1)
+            .map(|&i| a.model.operands[i].dims.as_slice());
+    let shape = match filter {
+        Some(&[out_c, kh, kw, in_c]) => Some([out_c, kh, kw, in_c]),
+        Some(&[out_c, in_c]) => Some([out_c, 1, 1, in_c]),
+        _ => None,
+    }
+    .map(|[out_c, kh, kw, in_c]| FilterShape {
+        out_c: out_c as usize,
+        kh: kh as usize,
+        kw: kw as usize,
+        in_c: in_c as usize,
+    });
+    let depthwise = |dims: (usize, usize, usize)| match filter {
+        Some(&[1, kh, kw, out_c]) => dims == (kh as usize, kw as usize, out_c as usize),
+        _ => false,
+    };
+    let ty = a.model.operands[a.op.inputs[0]].ty;
+    match (packed, a.op.ty, ty) {
+        (Packed::ConvF32(p), T::Conv2d | T::FullyConnected, F) => shape == Some(p.shape()),
+        (Packed::ConvU8(p), T::Conv2d | T::FullyConnected, Q) => shape == Some(p.shape()),
+        (Packed::DwF32(p), T::DepthwiseConv2d, F) => depthwise(p.dims()),
+        (Packed::DwU8(p), T::DepthwiseConv2d, Q) => depthwise(p.dims()),
+        (Packed::Grouped(p), T::GroupedConv2d, F | Q) => {
+            shape == Some(p.shape())
+                && matches!(a.params, nnhal_hal::shape::Params::GroupedConv { groups, .. }
+                    if *groups as usize == p.groups())
+        }
+        (Packed::TransposeF32(p), T::TransposeConv2d, F) => shape == Some(p.shape()),
+        (Packed::TransposeU8(p), T::TransposeConv2d, Q) => shape == Some(p.shape()),
+        (Packed::BinaryU8(_), T::Add | T::Mul | T::Sub, Q) => true,
+        (Packed::PerChannel { filter, bias, rq }, T::Conv2d | T::DepthwiseConv2d, Q) => {
+            let Some(dims) = a.op.inputs.get(1).map(|&i| &a.model.operands[i].dims) else {
+                return false;
+            };
+            let out_c = match (a.op.ty, dims.as_slice()) {
+                (T::Conv2d, &[out_c, ..]) => out_c,
+                (T::DepthwiseConv2d, &[1, _, _, out_c]) => out_c,
+                _ => return false,
+            } as usize;
+            let taps = dims
+                .iter()
+                .try_fold(1usize, |n, &d| n.checked_mul(d as usize));
+            dims.len() == 4
+                && taps == Some(filter.len())
+                && bias.len() == out_c
+                && rq.channels() == out_c
+        }
+        _ => false,
+    }
+}
+
 /// What packing sees: the operation, its resolved parameters and the model's constants.
 pub struct PackArgs<'a> {
     pub model: &'a ValidModel,

@@ -14,6 +14,7 @@
 
 use crate::aligned::AlignedBuf;
 use crate::conv::reference::{for_each_row, taps, Taps};
+use crate::persist::{self, Persist, PersistError, Source};
 use crate::ukernels::f32_small::{ClampF32, DwClip, DwRun, F32Dw};
 use crate::ukernels::Ukernels;
 use crate::{Activation, Window};
@@ -34,6 +35,33 @@ const _: fn() = || {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<PackedDwF32>();
 };
+
+impl Persist for PackedDwF32 {
+    fn persist(&self, out: &mut Vec<u8>) {
+        for v in [self.kh, self.kw, self.out_c] {
+            persist::put_usize(out, v);
+        }
+        persist::put_slice(out, &self.data);
+    }
+
+    fn restore(uk: &Ukernels, src: &mut Source<'_>) -> Result<Self, PersistError> {
+        let (kh, kw, out_c) = (src.usize()?, src.usize()?, src.usize()?);
+        let kernels = uk.f32_dw;
+        let l = kernels.lanes;
+        let len = (kh * kw + 1)
+            .checked_mul(out_c.div_ceil(l) * l)
+            .filter(|_| kh > 0 && kw > 0 && out_c > 0)
+            .ok_or_else(|| PersistError(format!("depthwise filter {kh}×{kw}×{out_c}")))?;
+        let data = src.buf(len)?;
+        Ok(PackedDwF32 {
+            kernels,
+            kh,
+            kw,
+            out_c,
+            data,
+        })
+    }
+}
 
 impl PackedDwF32 {
     /// filter `[1, kh, kw, out_c]` row-major, bias `[out_c]`; `out_c = in_c · multiplier`.
@@ -65,6 +93,11 @@ impl PackedDwF32 {
             out_c,
             data,
         }
+    }
+
+    /// The filter extents `(kh, kw, out_c)` this was packed for.
+    pub fn dims(&self) -> (usize, usize, usize) {
+        (self.kh, self.kw, self.out_c)
     }
 
     /// Weight of tap `t` (row-major over kh × kw) for output channel `c`.

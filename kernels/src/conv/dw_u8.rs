@@ -23,8 +23,12 @@
 
 use std::cell::RefCell;
 
-use super::u8::{col_requant, requant8, split_units, ConvQuant};
+use super::u8::{
+    col_requant, put_cols, put_conv_quant, read_cols, read_conv_quant, requant8, split_units,
+    ConvQuant,
+};
 use crate::aligned::AlignedBuf;
+use crate::persist::{self, Persist, PersistError, Source};
 use crate::quant::ChannelRequant;
 use crate::ukernels::quant8::{
     dw4_lane, Requant8, U8Dw, U8Dw4, U8Dw4Args, U8DwArgs, DW4_BLOCK, DW4_HEAD_SLOTS, DW_BLOCK,
@@ -190,6 +194,11 @@ impl PackedDwU8 {
         }
     }
 
+    /// The filter extents `(kh, kw, out_c)` this was packed for.
+    pub fn dims(&self) -> (usize, usize, usize) {
+        (self.kh, self.kw, self.out_c)
+    }
+
     /// The micro-kernel that runs this convolution with depth multiplier 1, or `"reference"`.
     pub fn kernel_name(&self) -> &'static str {
         match &self.imp {
@@ -251,6 +260,69 @@ fn pack_dw4(
         }
     }
     Some(FastDw4 { dw, w: out, negate })
+}
+
+/// The image is a plain dump of the fields: `kh`, `kw`, `out_c`, then the implementation
+/// (0: the reference's filter, bias and quantization; 1: the fast kernel's `za`, `rq`, `w`
+/// and optional `cols`; the byte dot-product packing is rebuilt from those).
+impl Persist for PackedDwU8 {
+    fn persist(&self, out: &mut Vec<u8>) {
+        for v in [self.kh, self.kw, self.out_c] {
+            persist::put_usize(out, v);
+        }
+        match &self.imp {
+            DwImpl::Reference { filter, bias, q } => {
+                out.push(0);
+                persist::put_slice(out, filter);
+                persist::put_slice(out, bias);
+                put_conv_quant(out, q);
+            }
+            DwImpl::Fast(f) => {
+                out.push(1);
+                out.push(f.za);
+                persist::put_requant8(out, &f.rq);
+                persist::put_slice(out, &f.w);
+                put_cols(out, f.cols.as_ref());
+            }
+        }
+    }
+
+    fn restore(uk: &Ukernels, src: &mut Source<'_>) -> Result<Self, PersistError> {
+        let (kh, kw, out_c) = (src.usize()?, src.usize()?, src.usize()?);
+        let taps = kh
+            .checked_mul(kw)
+            .filter(|&t| t > 0 && out_c > 0 && t.checked_mul(out_c).is_some())
+            .ok_or_else(|| PersistError(format!("depthwise filter {kh}×{kw}×{out_c}")))?;
+        let imp = match src.u8()? {
+            0 => DwImpl::Reference {
+                filter: src.vec(taps * out_c)?,
+                bias: src.vec(out_c)?,
+                q: read_conv_quant(src)?,
+            },
+            1 => {
+                let za = src.u8()?;
+                let rq = src.requant8()?;
+                let per_block = (1 + taps) * DW_BLOCK;
+                let w = src.buf(out_c.div_ceil(DW_BLOCK) * per_block)?;
+                let cols = read_cols(src, out_c, DW_BLOCK)?;
+                // The byte dot-product packing is derived from `w` and `cols` alone (a
+                // depthwise filter is small), so it is rebuilt for this table, not stored.
+                let dw4 = uk
+                    .u8_dw4
+                    .and_then(|dw| pack_dw4(dw, taps, out_c, &w, cols.as_ref()));
+                DwImpl::Fast(FastDw {
+                    dw: uk.u8_dw,
+                    w,
+                    za,
+                    rq,
+                    cols,
+                    dw4,
+                })
+            }
+            tag => return Err(PersistError(format!("uint8 depthwise kind {tag}"))),
+        };
+        Ok(PackedDwU8 { kh, kw, out_c, imp })
+    }
 }
 
 /// Per-thread scratch of the depthwise rows: the tap pointers of one kernel call and a run of

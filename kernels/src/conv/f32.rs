@@ -30,6 +30,7 @@ use super::FilterShape;
 use crate::aligned::AlignedBuf;
 use crate::conv::reference::taps;
 use crate::parallel::MIN_F32_MACS;
+use crate::persist::{self, Persist, PersistError, Source};
 use crate::ukernels::{F32Gemm, F32GemmArgs, Ukernels, F32_GEMM_MAX_MR};
 use crate::{Activation, Window};
 
@@ -161,6 +162,28 @@ impl PackedConvF32 {
     /// Name of the micro-kernel the weights were packed for.
     pub fn kernel_name(&self) -> &'static str {
         self.gemm.name
+    }
+}
+
+impl Persist for PackedConvF32 {
+    /// The shape and the packed blocks; the zero segment and the segment plan are rebuilt.
+    fn persist(&self, out: &mut Vec<u8>) {
+        persist::put_shape(out, self.shape);
+        persist::put_slice(out, &self.weights);
+    }
+
+    fn restore(uk: &Ukernels, src: &mut Source<'_>) -> Result<Self, PersistError> {
+        let shape = src.shape()?;
+        let gemm = uk.f32_gemm;
+        let block = gemm.nr * (shape.taps() + 1);
+        let weights = src.buf(shape.out_c.div_ceil(gemm.nr) * block)?;
+        Ok(PackedConvF32 {
+            shape,
+            gemm,
+            weights,
+            zeros: AlignedBuf::zeroed(shape.kw * shape.in_c),
+            segments: OnceLock::new(),
+        })
     }
 }
 

@@ -11,6 +11,7 @@
 use super::{FilterQuant, FilterShape};
 use crate::conv::f32::{self as fast_f32, PackedConvF32};
 use crate::conv::u8::{self as fast_u8, ConvQuant, PackedConvU8};
+use crate::persist::{self, Persist, PersistError, Source};
 use crate::quant::RequantizeAny;
 use crate::ukernels::Ukernels;
 use crate::{Activation, KernelError, Nhwc, QuantParams, Window};
@@ -150,6 +151,54 @@ pub fn grouped_conv2d_u8(
         }
     }
     Ok(())
+}
+
+/// The image: the per-group shape, the group count, then each group's kind (0 float32, 1
+/// uint8) and GEMM image, every group checked to hold the shape.
+impl Persist for PackedGrouped {
+    fn persist(&self, out: &mut Vec<u8>) {
+        persist::put_shape(out, self.shape);
+        persist::put_usize(out, self.groups.len());
+        for g in &self.groups {
+            match g {
+                GroupGemm::F32(p) => {
+                    out.push(0);
+                    p.persist(out);
+                }
+                GroupGemm::U8(p) => {
+                    out.push(1);
+                    p.persist(out);
+                }
+            }
+        }
+    }
+
+    fn restore(uk: &Ukernels, src: &mut Source<'_>) -> Result<Self, PersistError> {
+        let shape = src.shape()?;
+        let n = src.usize()?;
+        if n == 0 {
+            return Err(PersistError("no groups".into()));
+        }
+        let mut groups = Vec::new();
+        for _ in 0..n {
+            let (s, g) = match src.u8()? {
+                0 => {
+                    let p = PackedConvF32::restore(uk, src)?;
+                    (p.shape(), GroupGemm::F32(p))
+                }
+                1 => {
+                    let p = PackedConvU8::restore(uk, src)?;
+                    (p.shape(), GroupGemm::U8(p))
+                }
+                tag => return Err(PersistError(format!("group kind {tag}"))),
+            };
+            if s != shape {
+                return Err(PersistError("a group of another shape".into()));
+            }
+            groups.push(g);
+        }
+        Ok(PackedGrouped { groups, shape })
+    }
 }
 
 /// One group's packed CONV_2D.

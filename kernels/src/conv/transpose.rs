@@ -22,6 +22,7 @@ use super::{FilterQuant, FilterShape};
 use crate::conv::f32::{self as fast_f32, PackedConvF32};
 use crate::conv::grouped::requantizers;
 use crate::conv::u8::{self as fast_u8, PackedConvU8};
+use crate::persist::{self, Persist, PersistError, Source};
 use crate::quant::RequantizeAny;
 use crate::ukernels::Ukernels;
 use crate::{Activation, KernelError, Nhwc, QuantParams};
@@ -161,6 +162,73 @@ pub struct PackedTransposeF32 {
     gemm: PackedConvF32,
     bias: Vec<f32>,
     shape: FilterShape,
+}
+
+/// The image: the filter shape, the bias and the GEMM image, whose shape must be the
+/// `[(fy, fx, oc), in_c]` rows of that filter.
+impl Persist for PackedTransposeF32 {
+    fn persist(&self, out: &mut Vec<u8>) {
+        persist::put_shape(out, self.shape);
+        persist::put_slice(out, &self.bias);
+        self.gemm.persist(out);
+    }
+
+    fn restore(uk: &Ukernels, src: &mut Source<'_>) -> Result<Self, PersistError> {
+        let shape = src.shape()?;
+        let bias = src.vec(shape.out_c)?;
+        let gemm = PackedConvF32::restore(uk, src)?;
+        if gemm.shape() != gemm_shape(shape) {
+            return Err(PersistError("transposed filter of another shape".into()));
+        }
+        Ok(PackedTransposeF32 { gemm, bias, shape })
+    }
+}
+
+/// The image: the filter shape, the bias, the requantizers (each within the ranges
+/// [`RequantizeAny::apply`] assumes) and the GEMM image.
+impl Persist for PackedTransposeU8 {
+    fn persist(&self, out: &mut Vec<u8>) {
+        persist::put_shape(out, self.shape);
+        persist::put_slice(out, &self.bias);
+        persist::put_usize(out, self.rq.len());
+        for r in &self.rq {
+            persist::put_requantize_any(out, r);
+        }
+        self.gemm.persist(out);
+    }
+
+    fn restore(uk: &Ukernels, src: &mut Source<'_>) -> Result<Self, PersistError> {
+        let shape = src.shape()?;
+        let bias = src.vec(shape.out_c)?;
+        if src.usize()? != shape.out_c {
+            return Err(PersistError(
+                "requantizers for another channel count".into(),
+            ));
+        }
+        let rq = (0..shape.out_c)
+            .map(|_| src.requantize_any())
+            .collect::<Result<Vec<_>, _>>()?;
+        let gemm = PackedConvU8::restore(uk, src)?;
+        if gemm.shape() != gemm_shape(shape) {
+            return Err(PersistError("transposed filter of another shape".into()));
+        }
+        Ok(PackedTransposeU8 {
+            gemm,
+            bias,
+            rq,
+            shape,
+        })
+    }
+}
+
+/// The shape of the GEMM a transposed convolution with filter `shape` packs.
+fn gemm_shape(shape: FilterShape) -> FilterShape {
+    FilterShape {
+        out_c: shape.kh * shape.kw * shape.out_c,
+        kh: 1,
+        kw: 1,
+        in_c: shape.in_c,
+    }
 }
 
 impl PackedTransposeF32 {

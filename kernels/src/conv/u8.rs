@@ -27,6 +27,7 @@ use super::FilterShape;
 use crate::aligned::AlignedBuf;
 use crate::conv::reference::taps;
 use crate::parallel::MIN_U8_MACS;
+use crate::persist::{self, Persist, PersistError, Source as Image};
 use crate::quant::{ChannelRequant, Requantize, RequantizeAny};
 use crate::ukernels::quant8::{Requant8, U8Gemm, U8GemmArgs, U8RowSum};
 use crate::ukernels::tile::{
@@ -410,6 +411,148 @@ impl PackedConvU8 {
             ConvImpl::Fast(f) => f.gemm.name,
             ConvImpl::Reference { .. } => "reference",
         }
+    }
+}
+
+/// What [`PackedConvU8`]'s image starts its implementation with.
+const IMAGE_REFERENCE: u8 = 0;
+const IMAGE_FAST: u8 = 1;
+
+pub(crate) fn put_conv_quant(out: &mut Vec<u8>, q: &ConvQuant) {
+    for p in [q.input, q.filter, q.output] {
+        persist::put_quant(out, p);
+    }
+    persist::put_act(out, q.act);
+}
+
+pub(crate) fn read_conv_quant(src: &mut Image<'_>) -> Result<ConvQuant, PersistError> {
+    Ok(ConvQuant {
+        input: src.quant()?,
+        filter: src.quant()?,
+        output: src.quant()?,
+        act: src.act()?,
+    })
+}
+
+/// Optional per-channel requantization constants in blocks of `width` columns for `n`
+/// channels, each within the ranges [`col_requant`] builds (the kernels shift by them).
+pub(crate) fn read_cols(
+    src: &mut Image<'_>,
+    n: usize,
+    width: usize,
+) -> Result<Option<AlignedBuf<i32>>, PersistError> {
+    if src.u8()? == 0 {
+        return Ok(None);
+    }
+    let cols: AlignedBuf<i32> = src.buf(n.div_ceil(width) * 3 * width)?;
+    for block in cols.chunks_exact(3 * width) {
+        let (m, rest) = block.split_at(width);
+        let (left, right) = rest.split_at(width);
+        if m.iter().any(|&v| v < 0)
+            || left.iter().any(|v| !(0..=30).contains(v))
+            || right.iter().any(|v| !(0..=31).contains(v))
+        {
+            return Err(PersistError("per-channel requantizer out of range".into()));
+        }
+    }
+    Ok(Some(cols))
+}
+
+pub(crate) fn put_cols(out: &mut Vec<u8>, cols: Option<&AlignedBuf<i32>>) {
+    match cols {
+        None => out.push(0),
+        Some(c) => {
+            out.push(1);
+            persist::put_slice(out, c);
+        }
+    }
+}
+
+impl Persist for PackedConvU8 {
+    fn persist(&self, out: &mut Vec<u8>) {
+        persist::put_shape(out, self.shape);
+        match &self.imp {
+            ConvImpl::Reference { filter, bias, q } => {
+                out.push(IMAGE_REFERENCE);
+                persist::put_slice(out, filter);
+                persist::put_slice(out, bias);
+                put_conv_quant(out, q);
+            }
+            ConvImpl::Fast(f) => {
+                out.push(IMAGE_FAST);
+                persist::put_u32(out, f.zw as u32);
+                out.push(f.za);
+                persist::put_requant8(out, &f.rq);
+                persist::put_slice(out, &f.w);
+                persist::put_slice(out, &f.bias);
+                put_cols(out, f.cols.as_ref());
+                match &f.tiles {
+                    None => out.push(0),
+                    Some(t) => {
+                        out.push(1);
+                        persist::put_u32(out, t.zw as u32);
+                        persist::put_slice(out, &t.w);
+                        persist::put_slice(out, &t.bias);
+                        put_cols(out, t.cols.as_ref());
+                    }
+                }
+            }
+        }
+    }
+
+    fn restore(uk: &Ukernels, src: &mut Image<'_>) -> Result<Self, PersistError> {
+        let shape = src.shape()?;
+        let (n, k) = (shape.out_c, shape.taps());
+        let imp = match src.u8()? {
+            IMAGE_REFERENCE => ConvImpl::Reference {
+                filter: src.vec(n * k)?,
+                bias: src.vec(n)?,
+                q: read_conv_quant(src)?,
+            },
+            IMAGE_FAST => {
+                let g = uk.u8_gemm;
+                let kp = k.div_ceil(4) * 4;
+                let zw = src.i32()?;
+                let za = src.u8()?;
+                let rq = src.requant8()?;
+                let blocks = n.div_ceil(g.nr);
+                let w = src.buf(blocks * kp * g.nr)?;
+                let bias = src.buf(blocks * g.nr)?;
+                let cols = read_cols(src, n, g.nr)?;
+                let tiles = match src.u8()? {
+                    0 => None,
+                    _ => {
+                        let unit = uk.u8_tiles.ok_or_else(|| {
+                            PersistError("tile weights for a table without tiles".into())
+                        })?;
+                        let zw = src.i32()?;
+                        let blocks = n.div_ceil(TILE_NR);
+                        Some(Box::new(TilePack {
+                            unit,
+                            zw,
+                            w: src.buf(blocks * kp * TILE_NR)?,
+                            bias: src.buf(blocks * TILE_NR)?,
+                            cols: read_cols(src, n, EPILOGUE_COL_BLOCK)?,
+                        }))
+                    }
+                };
+                ConvImpl::Fast(FastConv {
+                    gemm: g,
+                    row_sum: uk.u8_row_sum,
+                    k,
+                    kp,
+                    w,
+                    bias,
+                    zw,
+                    za,
+                    rq,
+                    cols,
+                    tiles,
+                })
+            }
+            tag => return Err(PersistError(format!("uint8 convolution kind {tag}"))),
+        };
+        Ok(PackedConvU8 { shape, imp })
     }
 }
 

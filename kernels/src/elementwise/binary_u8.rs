@@ -9,6 +9,8 @@
 
 use super::reference::{add_u8, mul_u8, sub_u8};
 use crate::parallel::{for_chunks, threads, MIN_ELEMENTS};
+use crate::persist::{self, Persist, PersistError, Source};
+use crate::ukernels::Ukernels;
 use crate::{Activation, KernelError, QuantParams};
 
 /// The result of an ADD or MUL for every pair of input bytes, `table[a · 256 + b]`.
@@ -20,6 +22,19 @@ pub struct BinaryTableU8 {
 impl std::fmt::Debug for BinaryTableU8 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BinaryTableU8").finish_non_exhaustive()
+    }
+}
+
+/// The image is the table's 65,536 bytes.
+impl Persist for BinaryTableU8 {
+    fn persist(&self, out: &mut Vec<u8>) {
+        persist::put_slice(out, &self.table);
+    }
+
+    fn restore(_: &Ukernels, src: &mut Source<'_>) -> Result<Self, PersistError> {
+        Ok(BinaryTableU8 {
+            table: src.vec::<u8>(1 << 16)?.into_boxed_slice(),
+        })
     }
 }
 

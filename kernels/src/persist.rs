@@ -217,9 +217,12 @@ impl<'a> Source<'a> {
             hi: self.i32()?,
         };
         let multiplier_ok = rq.multiplier >= 0;
+        // The bounds are checked only after the zero point: negating an arbitrary i32 could
+        // overflow.
         let zp_ok = (0..=255).contains(&rq.zero_point);
-        let bounds_ok = -rq.zero_point <= rq.lo && rq.lo <= rq.hi && rq.hi <= 255 - rq.zero_point;
-        if !(multiplier_ok && rq.shift <= 31 && zp_ok && bounds_ok) {
+        let bounds_ok =
+            || -rq.zero_point <= rq.lo && rq.lo <= rq.hi && rq.hi <= 255 - rq.zero_point;
+        if !(multiplier_ok && rq.shift <= 31 && zp_ok && bounds_ok()) {
             return err(format!("requantizer {rq:?}"));
         }
         Ok(rq)
@@ -376,6 +379,19 @@ mod tests {
                 multiplier: 1 << 30,
                 shift: 40,
                 zero_point: 0,
+                lo: 0,
+                hi: 255,
+            },
+        );
+        assert!(Source::new(&out).requant8().is_err());
+        // A zero point whose negation does not fit an i32 is refused, not overflowed.
+        let mut out = Vec::new();
+        put_requant8(
+            &mut out,
+            &Requant8 {
+                multiplier: 1 << 30,
+                shift: 1,
+                zero_point: i32::MIN,
                 lo: 0,
                 hi: 255,
             },

@@ -263,6 +263,7 @@ mod tests {
     use crate::elementwise::binary_u8::BinaryTableU8;
     use crate::quant::ChannelRequant;
     use crate::ukernels;
+    use crate::{Nhwc, Padding, Window};
 
     /// Writes `packed`, reads it back for `uk` and writes it again: the same image, and
     /// every cut of the image fails to read (never panics).
@@ -335,12 +336,39 @@ mod tests {
             {
                 round_trip(uk, &channels);
             }
+            // The depthwise packings rebuild their byte dot-product form (per-channel
+            // constants included) on reading: the same kernel and the same outputs.
+            let dw_window = Window {
+                input: Nhwc::new(1, 4, 5, 5),
+                output: Nhwc::new(1, 4, 5, 5),
+                filter_h: 3,
+                filter_w: 2,
+                stride_h: 1,
+                stride_w: 1,
+                padding: Padding {
+                    top: 1,
+                    bottom: 1,
+                    left: 1,
+                    right: 0,
+                },
+            };
+            let dw_input = seq_u8(dw_window.input.len());
+            let same_outputs = |a: &PackedDwU8, b: &PackedDwU8| {
+                assert_eq!(a.kernel_name(), b.kernel_name());
+                let mut outs = [vec![0u8; 100], vec![1u8; 100]];
+                for (p, out) in [a, b].into_iter().zip(&mut outs) {
+                    crate::conv::dw_u8::depthwise_conv2d_u8(&dw_window, 1, p, &dw_input, out);
+                }
+                assert_eq!(outs[0], outs[1], "{}", a.kernel_name());
+            };
             let dw_u8 = PackedDwU8::pack(uk, 3, 2, 5, &seq_u8(30), &bias, q).unwrap();
-            assert_eq!(round_trip(uk, &dw_u8).dims(), (3, 2, 5));
+            let back = round_trip(uk, &dw_u8);
+            assert_eq!(back.dims(), (3, 2, 5));
+            same_outputs(&dw_u8, &back);
             if let Some(dw_ch) =
                 PackedDwU8::pack_channels(uk, 3, 2, 5, &seq_u8(30), &bias, q.input, &rq)
             {
-                round_trip(uk, &dw_ch);
+                same_outputs(&dw_ch, &round_trip(uk, &dw_ch));
             }
             let table = BinaryTableU8::add(q.input, q.filter, q.output, q.act).unwrap();
             round_trip(uk, &table);

@@ -479,3 +479,110 @@ fn depthwise_per_column_requantization_extremes_at_every_level() {
         }
     }
 }
+
+/// The per-channel epilogue of the byte dot-product depthwise kernel (one 64-bit multiply,
+/// add and shift per lane, constants packed per channel) at every level, against the reference
+/// loops and the oracle: channel counts 1..=200 (one and several 64-channel blocks, the
+/// 256-bit tail of at most 32 channels, 1-lane tails), kernels 1×1 to 5×5, strides 1 and 2,
+/// padding on every side, batches of 1 and 2, and per-channel multipliers whose exponents
+/// span +30 (left shifts) down to −31 (right shifts 0..=31) with mantissas at both ends of
+/// the Q31 range, some layers with no left shift at all (the kernel skips the shift there),
+/// biases up to ±2^30 so the left shifts wrap. The kernel must be the byte one wherever the
+/// table has it.
+#[test]
+fn depthwise_byte_dot_product_per_channel_battery_at_every_level() {
+    const CHANNELS: [usize; 19] = [
+        1, 2, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 96, 127, 128, 144, 160, 192, 200,
+    ];
+    const MANTISSAS: [f32; 4] = [0.5, 0.75, 0.999_999_94, 0.612_345];
+    for uk in tables() {
+        let mut rng = Rng(0xd4c8 ^ ((uk.isa as u64) << 40));
+        let (mut checked, mut byte_runs, mut left_layers) = (0, 0, 0);
+        for i in 0..140 {
+            let ch = CHANNELS[rng.below(CHANNELS.len())];
+            let (kh, kw) = (rng.range(1, 5), rng.range(1, 5));
+            let (sh, sw) = (rng.range(1, 2), rng.range(1, 2));
+            let padding = Padding {
+                top: rng.below(kh),
+                bottom: rng.below(kh),
+                left: rng.below(kw),
+                right: rng.below(kw),
+            };
+            let h = kh.saturating_sub(padding.top + padding.bottom).max(1) + rng.below(5);
+            let wd = kw.saturating_sub(padding.left + padding.right).max(1) + rng.below(9);
+            let n = rng.range(1, 2);
+            let w = Window {
+                input: Nhwc::new(n, h, wd, ch),
+                output: Nhwc::new(
+                    n,
+                    (h + padding.top + padding.bottom - kh) / sh + 1,
+                    (wd + padding.left + padding.right - kw) / sw + 1,
+                    ch,
+                ),
+                filter_h: kh,
+                filter_w: kw,
+                stride_h: sh,
+                stride_w: sw,
+                padding,
+            };
+            // Exponents: all right shifts (no left shift in the layer), or the whole span.
+            let right_only = i % 3 == 0;
+            let scales: Vec<f32> = (0..ch)
+                .map(|_| {
+                    let e = if right_only {
+                        -(rng.range(1, 32) as i32)
+                    } else {
+                        rng.range(0, 61) as i32 - 31
+                    };
+                    MANTISSAS[rng.below(MANTISSAS.len())] * 2f32.powi(e)
+                })
+                .collect();
+            let bias_span = [20_001, 1 << 20, 1 << 30][rng.below(3)];
+            let c = Case {
+                w,
+                d: Dilation { h: 1, w: 1 },
+                input: (0..w.input.len()).map(|_| rng.below(256) as u8).collect(),
+                filter: (0..kh * kw * ch)
+                    .map(|_| rng.below(256) as u8 as i8)
+                    .collect(),
+                bias: (0..ch)
+                    .map(|_| (rng.below(2 * bias_span + 1) as i64 - bias_span as i64) as i32)
+                    .collect(),
+                scales,
+                iq: QuantParams::new(1.0, [0, 128, 255, rng.below(256) as i32][rng.below(4)]),
+                oq: QuantParams::new(1.0, rng.below(256) as i32),
+                act: ACTIVATIONS[rng.below(4)],
+            };
+            let Ok(rq) = ChannelRequant::per_channel(c.iq, &c.scales, c.oq, c.act) else {
+                continue;
+            };
+            left_layers += usize::from(!right_only);
+            let bytes: Vec<u8> = c.filter.iter().map(|&v| v as u8).collect();
+            let image = conv::filter_image(&bytes);
+            let p = PackedDwU8::pack_channels(uk, kh, kw, ch, &image, &c.bias, c.iq, &rq)
+                .expect("representable");
+            assert_eq!(p.kernel_name(), uk.u8_dw4.map_or(uk.u8_dw.name, |d| d.name));
+            byte_runs += usize::from(uk.u8_dw4.is_some());
+            let mut got = vec![0xa5u8; w.output.len()];
+            dw_u8::depthwise_conv2d_u8(&w, 1, &p, &c.input, &mut got);
+            let want = run(&c, true, 1).expect("representable");
+            assert_eq!(
+                got.iter().zip(&want).position(|(a, b)| a != b),
+                None,
+                "{} {} case {i}: {w:?} {:?} {:?} {:?}",
+                uk.isa,
+                p.kernel_name(),
+                c.iq,
+                c.oq,
+                c.act
+            );
+            assert_eq!(got, oracle(&c, true, 1), "{} case {i}", uk.isa);
+            checked += 1;
+        }
+        assert!(checked >= 120, "{}: only {checked} cases ran", uk.isa);
+        assert!(left_layers >= 60, "{}: {left_layers} layers", uk.isa);
+        if uk.u8_dw4.is_some() {
+            assert_eq!(byte_runs, checked, "{}", uk.isa);
+        }
+    }
+}

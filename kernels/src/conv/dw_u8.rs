@@ -31,7 +31,8 @@ use crate::aligned::AlignedBuf;
 use crate::persist::{self, Persist, PersistError, Source};
 use crate::quant::ChannelRequant;
 use crate::ukernels::quant8::{
-    dw4_lane, Requant8, U8Dw, U8Dw4, U8Dw4Args, U8DwArgs, DW4_BLOCK, DW4_HEAD_SLOTS, DW_BLOCK,
+    dw4_col_constants, dw4_lane, Requant8, U8Dw, U8Dw4, U8Dw4Args, U8DwArgs, DW4_BLOCK,
+    DW4_COL_ADD, DW4_COL_LEFT, DW4_COL_MULT, DW4_COL_SHIFT, DW4_HEAD_SLOTS, DW_BLOCK,
 };
 use crate::ukernels::Ukernels;
 use crate::{KernelError, QuantParams, Window};
@@ -76,6 +77,8 @@ struct FastDw4 {
     dw: U8Dw4,
     w: AlignedBuf<u8>,
     negate: bool,
+    /// Whether any per-channel left shift is nonzero.
+    left_shift: bool,
 }
 
 impl PackedDwU8 {
@@ -228,7 +231,7 @@ fn pack_dw4(
     let groups = ntaps.div_ceil(4);
     let block_len = (DW4_HEAD_SLOTS + 4 * groups) * 64;
     let mut out = AlignedBuf::<u8>::zeroed(out_c.div_ceil(DW4_BLOCK) * block_len);
-    let mut negate = false;
+    let (mut negate, mut left_shift) = (false, false);
     for oc in 0..out_c {
         let taps = (0..ntaps).map(|t| at(oc, 1 + t));
         let sign = if taps.clone().all(|v| (-128..=127).contains(&v)) {
@@ -240,7 +243,8 @@ fn pack_dw4(
             return None;
         };
         let (k, lane) = dw4_lane(oc % DW4_BLOCK);
-        let base = (oc / DW4_BLOCK) * block_len + 4 * lane;
+        let block = (oc / DW4_BLOCK) * block_len;
+        let base = block + 4 * lane;
         let mut put = |slot: usize, v: i32| {
             let o = base + 64 * (slot + k);
             out[o..o + 4].copy_from_slice(&v.to_le_bytes());
@@ -249,8 +253,22 @@ fn pack_dw4(
         put(4, if sign < 0 { -1 } else { 0 });
         if let Some(cols) = cols {
             let cb = (oc / DW_BLOCK) * 3 * DW_BLOCK + oc % DW_BLOCK;
-            for s in 0..3 {
-                put(8 + 4 * s, cols[cb + s * DW_BLOCK]);
+            let (m, l, r) = (cols[cb], cols[cb + DW_BLOCK], cols[cb + 2 * DW_BLOCK]);
+            // The kernel's 64-bit epilogue needs these ranges (the cache decoder and
+            // `col_requant` check them too); anything else keeps the int32 kernel.
+            if m < 0 || !(0..=30).contains(&l) {
+                return None;
+            }
+            // The correction is implied by the shift (see `dw4_col_constants`).
+            let (add, _, shift) = dw4_col_constants(r)?;
+            left_shift |= l != 0;
+            let col = |j: usize| 8 + 4 * j;
+            put(col(DW4_COL_MULT), m);
+            put(col(DW4_COL_LEFT), l);
+            let odd = lane % 2;
+            for (j, v) in [(DW4_COL_ADD, add), (DW4_COL_SHIFT, shift)] {
+                let o = block + 64 * (col(j + odd) + k) + 8 * (lane / 2);
+                out[o..o + 8].copy_from_slice(&v.to_le_bytes());
             }
         }
         for t in 0..ntaps {
@@ -259,7 +277,12 @@ fn pack_dw4(
                 (at(oc, 1 + t) * sign) as i8 as u8;
         }
     }
-    Some(FastDw4 { dw, w: out, negate })
+    Some(FastDw4 {
+        dw,
+        w: out,
+        negate,
+        left_shift,
+    })
 }
 
 /// The image is a plain dump of the fields: `kh`, `kw`, `out_c`, then the implementation
@@ -463,6 +486,7 @@ fn row_fast(w: &Window, f: &FastDw, input: &[u8], b: usize, oy: usize, row: &mut
                     rq: f.rq,
                     per_channel: f.cols.is_some(),
                     negate: d4.negate,
+                    left_shift: d4.left_shift,
                 };
                 // SAFETY: taps, pixels and output as for the int32 kernel below; the packing
                 // was built by `pack_dw4` for these `ntaps` and `c` channels.

@@ -167,8 +167,49 @@ pub struct U8Dw {
 pub const DW4_BLOCK: usize = 64;
 
 /// 64-byte slots before the weight groups in each [`DW4_BLOCK`]-channel block of a
-/// [`U8Dw4Args`] packing: 4 bias, 4 sign, 12 per-channel requantization slots.
-pub const DW4_HEAD_SLOTS: usize = 20;
+/// [`U8Dw4Args`] packing: 4 bias, 4 sign, then [`DW4_COL_SLOTS`] groups of 4 per-channel
+/// requantization slots.
+pub const DW4_HEAD_SLOTS: usize = 8 + 4 * DW4_COL_SLOTS;
+
+/// Per-channel requantization constants of a [`U8Dw4Args`] packing, one group of 4 slots
+/// each (vector `k` in slot `8 + 4·j + k` for constant `j`), precomputed so that the kernel's
+/// epilogue is a 64-bit multiply, add and arithmetic shift per lane (see
+/// [`dw4_col_constants`]): multiplier and left shift (int32 lanes), then in 64-bit lanes (lane
+/// `i` for the int32 lane `2i` — "even" — or `2i + 1` — "odd") the rounding addend of the
+/// even and of the odd lanes, and the 64-bit right shift of each. The negative-product
+/// correction is `2^31` wherever the shift exceeds 31 and 0 elsewhere, so it needs no slot.
+pub const DW4_COL_SLOTS: usize = 6;
+
+/// Constant `j` of [`DW4_COL_SLOTS`]: the multipliers.
+pub const DW4_COL_MULT: usize = 0;
+/// Constant `j`: the left shifts.
+pub const DW4_COL_LEFT: usize = 1;
+/// Constant `j`: the rounding addends of the even lanes (the odd ones at `j + 1`).
+pub const DW4_COL_ADD: usize = 2;
+/// Constant `j`: the 64-bit right shifts of the even lanes (the odd ones at `j + 1`).
+pub const DW4_COL_SHIFT: usize = 4;
+
+/// The 64-bit constants `(addend, correction, shift)` that requantize a channel with
+/// multiplier `m` and right shift `s` (0..=31) in one step, as [`Requant8::apply_col`] after
+/// its left shift.
+///
+/// With `P = x·m` (64-bit, `x` the left-shifted accumulator), SaturatingRoundingDoublingHighMul
+/// is `h = floor((P + 2^30) / 2^31)`, and for `s ≥ 1` RoundingDivideByPOT (half away from
+/// zero) is `floor((h + 2^(s−1) − [h < 0]) / 2^s)`. Nested floors of divisions by positive
+/// integers merge, `floor((floor(A / b) + r) / c) = floor((A + r·b) / (b·c))`, and `h < 0`
+/// exactly when `P < −2^30`, so the result is
+/// `(P + 2^30 + 2^(30+s) − [P < −2^30]·correction) >> (31 + s)`: addend `2^30 + 2^(30+s)`,
+/// correction `2^31`, shift `31 + s`. For `s = 0` it is `(P + 2^30) >> 31`: addend `2^30`,
+/// correction 0 (the shift is then 31, and the correction applies exactly where the shift
+/// exceeds 31). `|P| < 2^62` and the addend is below `2^62`, so no step overflows 64 bits.
+#[inline]
+pub fn dw4_col_constants(s: i32) -> Option<(i64, i64, i64)> {
+    match s {
+        0 => Some((1 << 30, 0, 31)),
+        1..=31 => Some(((1 << 30) + (1i64 << (30 + s)), 1 << 31, 31 + i64::from(s))),
+        _ => None,
+    }
+}
 
 /// Where channel `cc < DW4_BLOCK` of a block sits in the kernel's accumulators: the vector
 /// `k` (0..4) and the int32 lane `p` (0..16) in it.
@@ -192,9 +233,10 @@ pub fn dw4_lane(cc: usize) -> (usize, usize) {
 ///
 /// `w` is 64-byte aligned and packed per block of [`DW4_BLOCK`] channels, in 64-byte slots,
 /// each 16 int32 lanes in the order of [`dw4_lane`] (slot `s + k` for vector `k`):
-/// bias (`s = 0`), sign 0 or −1 (`s = 4`), per-channel multiplier, left shift and right
-/// shift (`s = 8, 12, 16`, read only when `per_channel`; see [`ColRequant`]), then for each
-/// group `g < ceil(ntaps/4)` the weights (`s = 20 + 4g`): lane `p` of vector `k` holds, in
+/// bias (`s = 0`), sign 0 or −1 (`s = 4`), the per-channel requantization constants
+/// ([`DW4_COL_SLOTS`] groups from `s = 8`, read only when `per_channel`; each channel's
+/// multiplier, left and right shift as in [`ColRequant`]), then for each group
+/// `g < ceil(ntaps/4)` the weights (`s = DW4_HEAD_SLOTS + 4g`): lane `p` of vector `k` holds, in
 /// byte `j`, the signed weight of tap `4g + j` (0 past `ntaps`). A block is
 /// `(DW4_HEAD_SLOTS + 4·ceil(ntaps/4))·64` bytes; channels past `channels` are zero.
 #[derive(Clone, Copy, Debug)]
@@ -210,6 +252,8 @@ pub struct U8Dw4Args {
     pub rq: Requant8,
     /// Whether the per-channel slots replace the multiplier and shift of `rq`.
     pub per_channel: bool,
+    /// Whether any per-channel left shift is nonzero (the kernel skips them otherwise).
+    pub left_shift: bool,
     /// Whether any sign slot is −1.
     pub negate: bool,
 }

@@ -390,23 +390,6 @@ pub(super) fn requant512_cols(x: __m512i, c: &RqCols512) -> __m128i {
     _mm512_cvtepi32_epi8(_mm512_add_epi32(q, c.zp))
 }
 
-/// [`requant512_cols`] before the bounds and the zero point: the int32 results, for
-/// [`narrow4_512`].
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-#[inline]
-pub(super) fn requant_q512_cols(x: __m512i, c: &RqCols512) -> __m512i {
-    let x = _mm512_sllv_epi32(x, c.left);
-    let even = _mm512_mul_epi32(x, c.mult);
-    let odd = _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), c.mult_odd);
-    let even = _mm512_srli_epi64::<31>(_mm512_add_epi64(even, c.round));
-    let odd = _mm512_slli_epi64::<1>(_mm512_add_epi64(odd, c.round));
-    let h = _mm512_mask_blend_epi32(0xAAAA, even, odd);
-    let rem = _mm512_and_si512(h, c.mask);
-    let threshold = _mm512_add_epi32(c.half, _mm512_srli_epi32::<31>(h));
-    let q = _mm512_srav_epi32(h, c.right);
-    _mm512_sub_epi32(q, _mm512_srai_epi32::<31>(_mm512_sub_epi32(threshold, rem)))
-}
-
 /// Four vectors of requantized int32 results (before the zero point) as 64 output bytes:
 /// byte `16L + j` comes from lane `4L + j % 4` of vector `j / 4`, the order the byte and word
 /// unpacks of the depthwise kernel leave ([`crate::ukernels::quant8::dw4_lane`]).
@@ -477,23 +460,6 @@ pub(super) fn requant_q256_fused(x: __m256i, c: &Rq512) -> __m256i {
     let even = _mm256_sra_epi64(fuse(even), c.fused_even);
     let odd = _mm256_sra_epi64(fuse(odd), c.fused_odd);
     _mm256_mask_blend_epi32(0xAA, even, odd)
-}
-
-/// [`requant_q512_cols`] on the 8 lanes of a 256-bit vector (the low half of every constant).
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-#[inline]
-pub(super) fn requant_q256_cols(x: __m256i, c: &RqCols512) -> __m256i {
-    let low = _mm512_castsi512_si256;
-    let x = _mm256_sllv_epi32(x, low(c.left));
-    let even = _mm256_mul_epi32(x, low(c.mult));
-    let odd = _mm256_mul_epi32(_mm256_srli_epi64::<32>(x), low(c.mult_odd));
-    let even = _mm256_srli_epi64::<31>(_mm256_add_epi64(even, low(c.round)));
-    let odd = _mm256_slli_epi64::<1>(_mm256_add_epi64(odd, low(c.round)));
-    let h = _mm256_mask_blend_epi32(0xAA, even, odd);
-    let rem = _mm256_and_si256(h, low(c.mask));
-    let threshold = _mm256_add_epi32(low(c.half), _mm256_srli_epi32::<31>(h));
-    let q = _mm256_srav_epi32(h, low(c.right));
-    _mm256_sub_epi32(q, _mm256_srai_epi32::<31>(_mm256_sub_epi32(threshold, rem)))
 }
 
 /// [`narrow4_512`] on 256-bit vectors: 32 output bytes, byte `16L + j` from lane

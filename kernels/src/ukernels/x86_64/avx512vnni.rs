@@ -5,12 +5,12 @@ use std::arch::x86_64::*;
 
 use super::avx512::{
     dw_row_512, mask16, narrow2_512, narrow4_256, narrow4_512, requant512, requant512_cols,
-    requant_q256_cols, requant_q256_fused, requant_q512, requant_q512_cols, requant_q512_fused,
-    rq512, rq512_cols, rq512_cols32, store16, store32, store_row_cols32, store_row_raw32, Rq512,
-    RqCols512,
+    requant_q256_fused, requant_q512, requant_q512_fused, rq512, rq512_cols, rq512_cols32, store16,
+    store32, store_row_cols32, store_row_raw32, Rq512, RqCols512,
 };
 use crate::ukernels::quant8::{
-    U8Dw, U8Dw4, U8Dw4Args, U8DwArgs, U8Gemm, U8GemmArgs, DW4_BLOCK, DW4_HEAD_SLOTS, DW_BLOCK,
+    U8Dw, U8Dw4, U8Dw4Args, U8DwArgs, U8Gemm, U8GemmArgs, DW4_BLOCK, DW4_COL_ADD, DW4_COL_LEFT,
+    DW4_COL_MULT, DW4_COL_SHIFT, DW4_HEAD_SLOTS, DW_BLOCK,
 };
 use crate::ukernels::Ukernels;
 
@@ -245,6 +245,8 @@ pub unsafe fn u8_dw4_avx512vnni_64c(p: &U8Dw4Args) {
     let groups = p.ntaps.div_ceil(4);
     let block_len = (DW4_HEAD_SLOTS + 4 * groups) * 64;
     let c = rq512(&p.rq);
+    let fused_neg = _mm512_set1_epi64(-(1i64 << 30));
+    let (two31, thirty_one) = (_mm512_set1_epi64(1 << 31), _mm512_set1_epi64(31));
     for blk in 0..p.channels.div_ceil(DW4_BLOCK) {
         let off = blk * DW4_BLOCK;
         let n = (p.channels - off).min(DW4_BLOCK);
@@ -263,13 +265,7 @@ pub unsafe fn u8_dw4_avx512vnni_64c(p: &U8Dw4Args) {
         let slot = |s: usize| unsafe { _mm512_load_si512(base.add(64 * s).cast()) };
         let bias: [__m512i; 4] = std::array::from_fn(slot);
         let sign: [__m512i; 4] = std::array::from_fn(|k| slot(4 + k));
-        let cols: Option<[RqCols512; 4]> = p.per_channel.then(|| {
-            std::array::from_fn(|k| {
-                // SAFETY: slots 8..20 hold the multipliers, left and right shifts, four
-                // slots (64 int32) apart.
-                unsafe { rq512_cols(&p.rq, base.add(64 * (8 + k)).cast(), 64) }
-            })
-        });
+        let col = |j: usize, k: usize| slot(8 + 4 * j + k);
         // Input row of tap `t` of pixel `px`, channels off..off+64 (the tail block reads only
         // its `n` channels, the rest are zero).
         let load = |px: usize, t: usize| {
@@ -313,9 +309,31 @@ pub unsafe fn u8_dw4_avx512vnni_64c(p: &U8Dw4Args) {
                     acc[k] = _mm512_sub_epi32(_mm512_xor_si512(acc[k], sign[k]), sign[k]);
                 }
             }
-            let q: [__m512i; 4] = match &cols {
-                Some(cols) => std::array::from_fn(|k| requant_q512_cols(acc[k], &cols[k])),
-                None => std::array::from_fn(|k| requant_q512_fused(acc[k], &c)),
+            let q: [__m512i; 4] = if p.per_channel {
+                std::array::from_fn(|k| {
+                    let x = if p.left_shift {
+                        _mm512_sllv_epi32(acc[k], col(DW4_COL_LEFT, k))
+                    } else {
+                        acc[k]
+                    };
+                    let mult = col(DW4_COL_MULT, k);
+                    let even = _mm512_mul_epi32(x, mult);
+                    let odd =
+                        _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), _mm512_srli_epi64::<32>(mult));
+                    // The fused roundings of `dw4_col_constants`, per 64-bit lane.
+                    let fuse = |prod: __m512i, j: usize| {
+                        let shift = col(DW4_COL_SHIFT + j, k);
+                        let rounds = _mm512_cmpgt_epi64_mask(shift, thirty_one);
+                        let neg = _mm512_mask_cmplt_epi64_mask(rounds, prod, fused_neg);
+                        let u = _mm512_add_epi64(prod, col(DW4_COL_ADD + j, k));
+                        _mm512_srav_epi64(_mm512_mask_sub_epi64(u, neg, u, two31), shift)
+                    };
+                    // Both results sit in the low dwords (they fit int32); the odd lanes'
+                    // move up by a dword swap into the odd positions.
+                    _mm512_mask_shuffle_epi32::<_MM_PERM_CDAB>(fuse(even, 0), 0xAAAA, fuse(odd, 1))
+                })
+            } else {
+                std::array::from_fn(|k| requant_q512_fused(acc[k], &c))
             };
             let bytes = narrow4_512(q, &c);
             let dst = p.out.wrapping_add(px * p.out_stride + off);
@@ -348,13 +366,9 @@ unsafe fn dw4_half_block(p: &U8Dw4Args, base: *const u8, off: usize, n: usize, c
     let slot = |s: usize| unsafe { _mm256_load_si256(base.add(64 * s).cast()) };
     let bias: [__m256i; 4] = std::array::from_fn(slot);
     let sign: [__m256i; 4] = std::array::from_fn(|k| slot(4 + k));
-    let cols: Option<[RqCols512; 4]> = p.per_channel.then(|| {
-        std::array::from_fn(|k| {
-            // SAFETY: slots 8..20 hold the multipliers, left and right shifts, four slots
-            // (64 int32) apart; the 16 lanes read lie inside the block.
-            unsafe { rq512_cols(&p.rq, base.add(64 * (8 + k)).cast(), 64) }
-        })
-    });
+    let col = |j: usize, k: usize| slot(8 + 4 * j + k);
+    let fused_neg = _mm256_set1_epi64x(-(1i64 << 30));
+    let (two31, thirty_one) = (_mm256_set1_epi64x(1 << 31), _mm256_set1_epi64x(31));
     let load = |px: usize, t: usize| {
         // SAFETY: tap `t` of pixel `px` addresses `channels` readable bytes; only channels
         // off..off+n are read.
@@ -390,9 +404,28 @@ unsafe fn dw4_half_block(p: &U8Dw4Args, base: *const u8, off: usize, n: usize, c
                 acc[k] = _mm256_sub_epi32(_mm256_xor_si256(acc[k], sign[k]), sign[k]);
             }
         }
-        let q: [__m256i; 4] = match &cols {
-            Some(cols) => std::array::from_fn(|k| requant_q256_cols(acc[k], &cols[k])),
-            None => std::array::from_fn(|k| requant_q256_fused(acc[k], c)),
+        let q: [__m256i; 4] = if p.per_channel {
+            std::array::from_fn(|k| {
+                let x = if p.left_shift {
+                    _mm256_sllv_epi32(acc[k], col(DW4_COL_LEFT, k))
+                } else {
+                    acc[k]
+                };
+                let mult = col(DW4_COL_MULT, k);
+                let even = _mm256_mul_epi32(x, mult);
+                let odd =
+                    _mm256_mul_epi32(_mm256_srli_epi64::<32>(x), _mm256_srli_epi64::<32>(mult));
+                let fuse = |prod: __m256i, j: usize| {
+                    let shift = col(DW4_COL_SHIFT + j, k);
+                    let rounds = _mm256_cmpgt_epi64_mask(shift, thirty_one);
+                    let neg = _mm256_mask_cmplt_epi64_mask(rounds, prod, fused_neg);
+                    let u = _mm256_add_epi64(prod, col(DW4_COL_ADD + j, k));
+                    _mm256_srav_epi64(_mm256_mask_sub_epi64(u, neg, u, two31), shift)
+                };
+                _mm256_mask_shuffle_epi32::<_MM_PERM_CDAB>(fuse(even, 0), 0xAA, fuse(odd, 1))
+            })
+        } else {
+            std::array::from_fn(|k| requant_q256_fused(acc[k], c))
         };
         let bytes = narrow4_256(q, c);
         let dst = p.out.wrapping_add(px * p.out_stride + off);

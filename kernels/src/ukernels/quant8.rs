@@ -111,7 +111,7 @@ pub fn fused_col(m: i32, s: i32) -> Option<[i64; 4]> {
 /// of `width` columns), or `None` when a left shift is not 0, `width` is not a multiple of
 /// [`FUSED_GROUP`] or a value is out of range.
 pub fn fuse_cols(cols: &[i32], width: usize) -> Option<crate::aligned::AlignedBuf<i64>> {
-    if width == 0 || width % FUSED_GROUP != 0 || cols.len() % (3 * width) != 0 {
+    if width == 0 || !width.is_multiple_of(FUSED_GROUP) || !cols.len().is_multiple_of(3 * width) {
         return None;
     }
     let groups = width / FUSED_GROUP;

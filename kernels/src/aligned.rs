@@ -26,7 +26,7 @@ macro_rules! plain {
         impl Plain for $t {}
     )*};
 }
-plain!(u8, i8, i16, u16, i32, u32, f32);
+plain!(u8, i8, i16, u16, i32, u32, i64, f32);
 
 /// A zero-filled, 64-byte aligned buffer of `len` values of `T`.
 #[derive(Clone)]

@@ -586,3 +586,63 @@ fn depthwise_byte_dot_product_per_channel_battery_at_every_level() {
         }
     }
 }
+
+/// The fused per-column epilogue (layers without left shifts) at its extremes: right shifts
+/// 0..=31, multipliers at 2^30 and just below 2^31, accumulators near both int32 ends, output
+/// zero points 0 and 255, rows that fill the register tiles, a single row and a ragged last
+/// tile, and a partial last channel block, against [`conv::conv2d_u8_channels`].
+#[test]
+fn fused_per_column_requantization_extremes_at_every_level() {
+    let n = 70;
+    let iq = QuantParams::new(1.0, 0);
+    // Real multipliers below 1 only: mantissas at 0.5 (Q31 2^30), just below 1 and between,
+    // exponents 0 down to −31.
+    let mantissa = [0.5f64, 0.999_999_9, 0.75, 0.500_000_1, 0.6];
+    let scales: Vec<f32> = (0..n)
+        .map(|c| (mantissa[c % mantissa.len()] * 2f64.powi(-((c % 32) as i32))) as f32)
+        .collect();
+    let pixels: [u8; 6] = [0, 1, 127, 128, 200, 255];
+    let bias_at = [
+        i32::MIN + 40_000,
+        i32::MAX - 40_000,
+        0,
+        -1_000_000_007,
+        123_456_789,
+    ];
+    for uk in tables() {
+        for rows in [1, 7, 17] {
+            for act in ACTIVATIONS {
+                for oz in [0, 255, 3] {
+                    let oq = QuantParams::new(1.0, oz);
+                    let rq = ChannelRequant::per_channel(iq, &scales, oq, act).unwrap();
+                    let bias: Vec<i32> = (0..n).map(|c| bias_at[c % bias_at.len()]).collect();
+                    let filter: Vec<u8> =
+                        (0..n).map(|c| [1i8, -1, 127, -128][c % 4] as u8).collect();
+                    let image = conv::filter_image(&filter);
+                    let input: Vec<u8> = (0..rows).map(|r| pixels[r % pixels.len()]).collect();
+                    let w = Window {
+                        input: Nhwc::new(1, 1, rows, 1),
+                        output: Nhwc::new(1, 1, rows, n),
+                        filter_h: 1,
+                        filter_w: 1,
+                        stride_h: 1,
+                        stride_w: 1,
+                        padding: Padding::default(),
+                    };
+                    let shape = FilterShape {
+                        out_c: n,
+                        kh: 1,
+                        kw: 1,
+                        in_c: 1,
+                    };
+                    let p = PackedConvU8::pack_channels(uk, shape, &image, &bias, iq, &rq).unwrap();
+                    let mut got = vec![0u8; w.output.len()];
+                    fast_u8::conv2d_u8(&w, &p, &input, &mut got);
+                    let mut want = vec![0u8; w.output.len()];
+                    conv::conv2d_u8_channels(&w, &input, &image, (0, 128), &bias, &rq, &mut want);
+                    assert_eq!(got, want, "{} rows {rows} {act:?} zero point {oz}", uk.isa);
+                }
+            }
+        }
+    }
+}

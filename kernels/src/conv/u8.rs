@@ -29,7 +29,9 @@ use crate::conv::reference::taps;
 use crate::parallel::MIN_U8_MACS;
 use crate::persist::{self, Persist, PersistError, Source as Image};
 use crate::quant::{ChannelRequant, Requantize, RequantizeAny};
-use crate::ukernels::quant8::{Requant8, U8Gemm, U8GemmArgs, U8RowSum};
+use crate::ukernels::quant8::{
+    fuse_cols, Requant8, U8Gemm, U8GemmArgs, U8RowSum, FUSED_GROUP, FUSED_GROUP_LEN,
+};
 use crate::ukernels::tile::{
     SoftTiles, TileBackend, TileConfig, TileUnit, U8EpilogueArgs, U8Tiles, EPILOGUE_COL_BLOCK,
     TILE_KB, TILE_MR, TILE_NR,
@@ -203,6 +205,9 @@ struct FastConv {
     /// Per-channel requantization ([`crate::ukernels::quant8::ColRequant`] blocks of `nr`), or
     /// `None` for the per-tensor `rq`.
     cols: Option<AlignedBuf<i32>>,
+    /// `cols` in the fused form ([`crate::ukernels::quant8::ColFused`] blocks of `nr`) when
+    /// every left shift is 0. Derived from `cols` (at packing and at restoring), never stored.
+    fused: Option<AlignedBuf<i64>>,
     /// The tile-matrix form, when the table has one.
     tiles: Option<Box<TilePack>>,
 }
@@ -386,6 +391,7 @@ impl PackedConvU8 {
                 zw,
                 za: za as u8,
                 rq,
+                fused: cols.as_ref().and_then(|c| fuse_cols(c, g.nr)),
                 cols,
                 tiles,
             }),
@@ -546,6 +552,7 @@ impl Persist for PackedConvU8 {
                     zw,
                     za,
                     rq,
+                    fused: cols.as_ref().and_then(|c| fuse_cols(c, g.nr)),
                     cols,
                     tiles,
                 })
@@ -924,10 +931,14 @@ fn panel_gemm(
                     .cols
                     .as_ref()
                     .map_or(std::ptr::null(), |c| c[j * 3 * g.nr..].as_ptr()),
+                col_fused: f.fused.as_ref().map_or(std::ptr::null(), |c| {
+                    c[j * (g.nr / FUSED_GROUP) * FUSED_GROUP_LEN..].as_ptr()
+                }),
             };
             // SAFETY: rows t0..t0+rows of the panel are `k` bytes each inside `a` (asserted
             // above), the weight block and bias are whole packed blocks of this slot's layout,
             // `corr` has a value per row, `col_rq` is null or the block's 3·nr constants,
+            // `col_fused` null or the block's fused ones,
             // and the output rows p0+t0.. with `cols ≤ nr`
             // columns from channel j·nr lie inside the `m × n` output that this task alone
             // writes (run_gemm splits disjoint row or block ranges).

@@ -62,6 +62,79 @@ impl Requant8 {
 /// arguments means every column uses the per-tensor [`Requant8`] instead.
 pub type ColRequant = *const i32;
 
+/// Columns per group of [`ColFused`] constants (one 512-bit vector of int32 lanes).
+pub const FUSED_GROUP: usize = 16;
+
+/// int64 values per group of [`FUSED_GROUP`] columns in a [`ColFused`] block.
+pub const FUSED_GROUP_LEN: usize = 64;
+
+/// Per-column requantization constants of one packed block of `B` columns (a multiple of
+/// [`FUSED_GROUP`]) for layers whose left shifts are all 0, precomputed so that an epilogue
+/// needs one 64-bit add, one compare-and-subtract and one 64-bit arithmetic shift per lane
+/// (both roundings fused, see [`fused_col`]). Each group of 16 columns holds
+/// [`FUSED_GROUP_LEN`] int64 values: for the even columns then the odd columns (lane `j` of
+/// a run is column `2j` or `2j + 1` of the group), four runs of 8: the multiplier, the
+/// addend, the threshold and the shift of [`fused_col`]. Null when the layer has a left
+/// shift or its constants are per tensor.
+pub type ColFused = *const i64;
+
+/// The fused constants `(multiplier, addend, threshold, shift)` of a column with multiplier
+/// `m` and right shift `s` (no left shift): for every int32 `acc`, with `P = acc·m` in 64
+/// bits, `(P + addend − [P < threshold]·2^31) >> shift` (arithmetic) is
+/// `RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(acc, m), s)`. `None` when `m` or
+/// `s` is outside the ranges of [`ColRequant`].
+///
+/// SaturatingRoundingDoublingHighMul is `h = floor((P + 2^30) / 2^31)` (it cannot saturate:
+/// `m ≥ 0`). For `s ≥ 1`, RoundingDivideByPOT rounds half away from zero:
+/// `floor((h + 2^(s−1) − [h < 0]) / 2^s)`. Nested floors of divisions by positive integers
+/// merge (`floor((floor(A / b) + r) / c) = floor((A + r·b) / (b·c))`), which gives
+/// `floor((P + 2^30 + 2^(30+s) − [h < 0]·2^31) / 2^(31+s))`, and `h < 0` exactly when
+/// `P < −2^30`. For `s = 0` the result is `h` itself: addend `2^30`, a threshold no `P`
+/// is below, shift 31. `|P| < 2^62` and the addends stay below 2^62, so no step overflows.
+pub fn fused_col(m: i32, s: i32) -> Option<[i64; 4]> {
+    if m < 0 || !(0..=31).contains(&s) {
+        return None;
+    }
+    Some(if s == 0 {
+        [i64::from(m), 1 << 30, i64::MIN, 31]
+    } else {
+        [
+            i64::from(m),
+            (1 << 30) + (1i64 << (30 + s)),
+            -(1 << 30),
+            31 + i64::from(s),
+        ]
+    })
+}
+
+/// The [`ColFused`] blocks of `B = width` columns for the [`ColRequant`] blocks `cols` (also
+/// of `width` columns), or `None` when a left shift is not 0, `width` is not a multiple of
+/// [`FUSED_GROUP`] or a value is out of range.
+pub fn fuse_cols(cols: &[i32], width: usize) -> Option<crate::aligned::AlignedBuf<i64>> {
+    if width == 0 || !width.is_multiple_of(FUSED_GROUP) || !cols.len().is_multiple_of(3 * width) {
+        return None;
+    }
+    let groups = width / FUSED_GROUP;
+    let blocks = cols.len() / (3 * width);
+    let mut out = crate::aligned::AlignedBuf::<i64>::zeroed(blocks * groups * FUSED_GROUP_LEN);
+    for (b, block) in cols.chunks_exact(3 * width).enumerate() {
+        let (mult, rest) = block.split_at(width);
+        let (left, right) = rest.split_at(width);
+        if left.iter().any(|&l| l != 0) {
+            return None;
+        }
+        for col in 0..width {
+            let c = fused_col(mult[col], right[col])?;
+            let (g, j) = (col / FUSED_GROUP, col % FUSED_GROUP);
+            let base = (b * groups + g) * FUSED_GROUP_LEN + (j % 2) * 32 + j / 2;
+            for (run, v) in c.into_iter().enumerate() {
+                out[base + 8 * run] = v;
+            }
+        }
+    }
+    Some(out)
+}
+
 /// One register tile of the uint8 GEMM: `rows ≤ mr` rows of A times one packed block of `nr`
 /// output channels.
 ///
@@ -89,6 +162,9 @@ pub struct U8GemmArgs {
     pub rq: Requant8,
     /// Null, or this block's per-column constants ([`ColRequant`], `B = nr`).
     pub col_rq: ColRequant,
+    /// Null, or the same per-column requantization as `col_rq` in the [`ColFused`] form
+    /// (`B = nr`); kernels may read either.
+    pub col_fused: ColFused,
     /// Null, or where the unrequantized sums go instead of `out`: for `r < rows`, `n < cols`,
     /// `Σ_k a[r][k]·w[k][n] + bias[n] + row_corr[r]` (wrapping) at `raw + r·out_stride + n`
     /// (`out_stride` then counts int32 values; `out`, `rq` and `col_rq` are unused).
@@ -267,4 +343,87 @@ pub type U8Dw4Fn = unsafe fn(&U8Dw4Args);
 pub struct U8Dw4 {
     pub kernel: U8Dw4Fn,
     pub name: &'static str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fused form of [`fused_col`] evaluated in plain 64-bit arithmetic.
+    fn fused(acc: i32, c: [i64; 4]) -> i32 {
+        let p = i64::from(acc) * c[0];
+        let u = p + c[1] - if p < c[2] { 1 << 31 } else { 0 };
+        (u >> c[3]) as i32
+    }
+
+    /// Both roundings fused into one shift equal the two steps for every right shift, the
+    /// multipliers at the ends of their range and accumulators at and near the int32
+    /// extremes, at the rounding ties and around zero.
+    #[test]
+    fn fused_column_constants_equal_the_two_roundings() {
+        let mut accs: Vec<i32> = vec![i32::MIN, i32::MIN + 1, i32::MAX, i32::MAX - 1, 0, 1, -1];
+        for e in 0..31 {
+            let t = 1i32 << e;
+            accs.extend([t, -t, t - 1, 1 - t, t + 1, -t - 1]);
+        }
+        let mut x = 0x2545_f491u32;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            accs.push(x as i32);
+            accs.push((x as i32) >> (x % 31));
+        }
+        let mults = [
+            0,
+            1,
+            1 << 30,
+            (1 << 30) + 1,
+            0x5555_5555,
+            i32::MAX - 1,
+            i32::MAX,
+        ];
+        for s in 0..=31 {
+            for &m in &mults {
+                let c = fused_col(m, s).unwrap();
+                for &acc in &accs {
+                    let want =
+                        rounding_divide_by_pot(saturating_rounding_doubling_high_mul(acc, m), s);
+                    assert_eq!(fused(acc, c), want, "acc {acc} multiplier {m} shift {s}");
+                }
+            }
+        }
+        assert_eq!(fused_col(-1, 3), None);
+        assert_eq!(fused_col(1 << 30, 32), None);
+        assert_eq!(fused_col(1 << 30, -1), None);
+    }
+
+    /// The layout of [`fuse_cols`]: group, parity and lane of each column, and the refusals.
+    #[test]
+    fn fused_blocks_follow_the_column_layout() {
+        let width = 32;
+        let mut cols = vec![0i32; 2 * 3 * width];
+        for c in 0..2 * width {
+            let base = (c / width) * 3 * width + c % width;
+            cols[base] = (1 << 30) + c as i32;
+            cols[base + 2 * width] = (c % 32) as i32;
+        }
+        let f = fuse_cols(&cols, width).unwrap();
+        assert_eq!(f.len(), 2 * 2 * FUSED_GROUP_LEN);
+        for c in 0..2 * width {
+            let (b, col) = (c / width, c % width);
+            let (g, j) = (col / FUSED_GROUP, col % FUSED_GROUP);
+            let base = (b * 2 + g) * FUSED_GROUP_LEN + (j % 2) * 32 + j / 2;
+            let want = fused_col((1 << 30) + c as i32, (c % 32) as i32).unwrap();
+            let got = [f[base], f[base + 8], f[base + 16], f[base + 24]];
+            assert_eq!(got, want, "column {c}");
+        }
+        let mut left = cols.clone();
+        left[width + 5] = 1;
+        assert!(fuse_cols(&left, width).is_none());
+        let mut right = cols.clone();
+        right[2 * width] = 32;
+        assert!(fuse_cols(&right, width).is_none());
+        assert!(fuse_cols(&cols[..3 * 8], 8).is_none());
+    }
 }

@@ -438,6 +438,41 @@ pub(super) fn requant_q512_fused(x: __m512i, c: &Rq512) -> __m512i {
     _mm512_mask_blend_epi32(0xAAAA, even, odd)
 }
 
+/// [`crate::ukernels::quant8::fused_col`] on the 16 lanes of `x`, one group of
+/// [`crate::ukernels::quant8::ColFused`] constants at `f`: the int32 results before the
+/// bounds and the zero point, for [`narrow2_512`].
+///
+/// The even lanes' products come from `vpmuldq` on `x`, the odd lanes' from `x` shifted down
+/// a dword; each 64-bit result fits int32, so its low dword is the value, and one masked
+/// dword shuffle moves the odd results into the odd lanes.
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL and `f` holds one group's
+/// [`crate::ukernels::quant8::FUSED_GROUP_LEN`] values, 64-byte aligned.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) unsafe fn requant_q512_colfused(x: __m512i, f: *const i64) -> __m512i {
+    let two31 = _mm512_set1_epi64(1 << 31);
+    let run = |p: __m512i, c: *const i64| {
+        // SAFETY: the four runs of 8 values at `c` lie inside the group (caller contract).
+        let (m, add, thr, sh) = unsafe {
+            (
+                _mm512_load_si512(c.cast()),
+                _mm512_load_si512(c.add(8).cast()),
+                _mm512_load_si512(c.add(16).cast()),
+                _mm512_load_si512(c.add(24).cast()),
+            )
+        };
+        let p = _mm512_mul_epi32(p, m);
+        let k = _mm512_cmplt_epi64_mask(p, thr);
+        let u = _mm512_add_epi64(p, add);
+        _mm512_srav_epi64(_mm512_mask_sub_epi64(u, k, u, two31), sh)
+    };
+    let even = run(x, f);
+    let odd = run(_mm512_srli_epi64::<32>(x), f.wrapping_add(32));
+    _mm512_mask_shuffle_epi32::<_MM_PERM_CCAA>(even, 0xAAAA, odd)
+}
+
 /// [`requant_q512_fused`] on the 8 lanes of a 256-bit vector.
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
 #[inline]

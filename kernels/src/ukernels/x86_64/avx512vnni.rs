@@ -5,12 +5,12 @@ use std::arch::x86_64::*;
 
 use super::avx512::{
     dw_row_512, mask16, narrow2_512, narrow4_256, narrow4_512, requant512, requant512_cols,
-    requant_q256_fused, requant_q512, requant_q512_fused, rq512, rq512_cols, rq512_cols32, store16,
-    store32, store_row_cols32, store_row_raw32, Rq512, RqCols512,
+    requant_q256_fused, requant_q512, requant_q512_colfused, requant_q512_fused, rq512, rq512_cols,
+    rq512_cols32, store16, store32, store_row_cols32, store_row_raw32, Rq512, RqCols512,
 };
 use crate::ukernels::quant8::{
     U8Dw, U8Dw4, U8Dw4Args, U8DwArgs, U8Gemm, U8GemmArgs, DW4_BLOCK, DW4_COL_ADD, DW4_COL_LEFT,
-    DW4_COL_MULT, DW4_COL_SHIFT, DW4_HEAD_SLOTS, DW_BLOCK,
+    DW4_COL_MULT, DW4_COL_SHIFT, DW4_HEAD_SLOTS, DW_BLOCK, FUSED_GROUP_LEN,
 };
 use crate::ukernels::Ukernels;
 
@@ -44,15 +44,6 @@ pub(crate) fn fill(t: &mut Ukernels) {
 pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
     const MR: usize = 7;
     debug_assert!((1..=MR).contains(&p.rows) && p.cols <= 32);
-    let acc = if p.rows == 1 {
-        let mut acc = [[_mm512_setzero_si512(); 2]; MR];
-        // SAFETY: the caller's contract.
-        acc[0] = unsafe { one_row(p) };
-        acc
-    } else {
-        // SAFETY: the caller's contract.
-        unsafe { seven_rows(p) }
-    };
     // SAFETY: the bias block holds 32 values.
     let bias = unsafe {
         [
@@ -60,15 +51,44 @@ pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
             _mm512_loadu_si512(p.bias.add(16).cast()),
         ]
     };
+    // The accumulators start at the bias (wrapping adds in any order).
+    let acc = if p.rows == 1 {
+        let mut acc = [[_mm512_setzero_si512(); 2]; MR];
+        // SAFETY: the caller's contract.
+        acc[0] = unsafe { one_row(p, bias) };
+        acc
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { seven_rows::<2>(p, bias) }
+    };
+    if p.raw.is_null() && !p.col_fused.is_null() {
+        let c = rq512(&p.rq);
+        let halves = if p.cols <= 16 { 1 } else { 2 };
+        for (r, acc_r) in acc.iter().enumerate().take(p.rows) {
+            // SAFETY: `row_corr` holds `rows` values.
+            let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
+            // SAFETY: `col_fused` holds the block's two groups of fused constants.
+            let q = |v: usize| unsafe {
+                requant_q512_colfused(
+                    _mm512_add_epi32(acc_r[v], corr),
+                    p.col_fused.add(v * FUSED_GROUP_LEN),
+                )
+            };
+            let q0 = q(0);
+            let q1 = if halves == 2 { q(1) } else { q0 };
+            let bytes = narrow2_512(q0, q1, &c);
+            // SAFETY: the store writes columns 0..cols (≤ 32) of row r only.
+            unsafe { store32(p.out.wrapping_add(r * p.out_stride), p.cols, bytes) };
+        }
+        return;
+    }
     if !p.raw.is_null() || !p.col_rq.is_null() {
         // SAFETY: a non-null `col_rq` holds the block's 3·32 constants.
         let c = (p.raw.is_null()).then(|| unsafe { rq512_cols32(&p.rq, p.col_rq) });
         for (r, acc_r) in acc.iter().enumerate().take(p.rows) {
             // SAFETY: `row_corr` holds `rows` values.
             let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
-            let x = std::array::from_fn(|v| {
-                _mm512_add_epi32(_mm512_add_epi32(acc_r[v], bias[v]), corr)
-            });
+            let x = std::array::from_fn(|v| _mm512_add_epi32(acc_r[v], corr));
             // SAFETY: row r of the output (or of the raw sums) has `cols ≤ 32` writable values.
             unsafe {
                 match &c {
@@ -86,25 +106,20 @@ pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
         }
         // SAFETY: `row_corr` holds `rows` values.
         let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
-        let q = |v: usize| {
-            requant_q512(
-                _mm512_add_epi32(_mm512_add_epi32(acc_r[v], bias[v]), corr),
-                &c,
-            )
-        };
+        let q = |v: usize| requant_q512(_mm512_add_epi32(acc_r[v], corr), &c);
         let bytes = narrow2_512(q(0), q(1), &c);
         // SAFETY: the store writes columns 0..cols (≤ 32) of row r only.
         unsafe { store32(p.out.wrapping_add(r * p.out_stride), p.cols, bytes) };
     }
 }
 
-/// The raw sums of a 7×32 tile (rows past `rows` repeat the last real row).
+/// The raw sums of a 7 × 16·V tile plus `init` (rows past `rows` repeat the last real row).
 ///
 /// # Safety
 /// As for [`u8_gemm_avx512vnni_7x32`].
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
 #[inline]
-unsafe fn seven_rows(p: &U8GemmArgs) -> [[__m512i; 2]; 7] {
+unsafe fn seven_rows<const V: usize>(p: &U8GemmArgs, init: [__m512i; V]) -> [[__m512i; V]; 7] {
     const MR: usize = 7;
     // Rows past `rows` repeat the last real row: computed, never stored.
     let mut a = [p.a; MR];
@@ -115,35 +130,28 @@ unsafe fn seven_rows(p: &U8GemmArgs) -> [[__m512i; 2]; 7] {
             a[r - 1]
         };
     }
-    let mut acc = [[_mm512_setzero_si512(); 2]; MR];
+    let mut acc = [init; MR];
     let groups = p.k / 4;
     let mut w = p.w;
     for g in 0..groups {
         // SAFETY: group g < ceil(k/4) of the aligned packed block (128 bytes per group).
-        let (w0, w1) = unsafe {
-            (
-                _mm512_load_si512(w.cast()),
-                _mm512_load_si512(w.add(64).cast()),
-            )
-        };
+        let wv: [__m512i; V] =
+            std::array::from_fn(|v| unsafe { _mm512_load_si512(w.add(64 * v).cast()) });
         for r in 0..MR {
             // SAFETY: bytes 4g..4g+4 ≤ k of a row of A.
             let x = unsafe { a[r].add(4 * g).cast::<i32>().read_unaligned() };
             let av = _mm512_set1_epi32(x);
-            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, w0);
-            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, w1);
+            for v in 0..V {
+                acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], av, wv[v]);
+            }
         }
         w = w.wrapping_add(128);
     }
     let tail = p.k % 4;
     if tail != 0 {
         // SAFETY: the last, zero-padded group of the packed block.
-        let (w0, w1) = unsafe {
-            (
-                _mm512_load_si512(w.cast()),
-                _mm512_load_si512(w.add(64).cast()),
-            )
-        };
+        let wv: [__m512i; V] =
+            std::array::from_fn(|v| unsafe { _mm512_load_si512(w.add(64 * v).cast()) });
         for r in 0..MR {
             let mut x = 0u32;
             for j in 0..tail {
@@ -151,22 +159,24 @@ unsafe fn seven_rows(p: &U8GemmArgs) -> [[__m512i; 2]; 7] {
                 x |= u32::from(unsafe { *a[r].add(4 * groups + j) }) << (8 * j);
             }
             let av = _mm512_set1_epi32(x as i32);
-            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, w0);
-            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, w1);
+            for v in 0..V {
+                acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], av, wv[v]);
+            }
         }
     }
     acc
 }
 
-/// The raw sums of a single row: with one broadcast per step there is no reuse to exploit,
+/// The raw sums of a single row plus `init`: with one broadcast per step there is no reuse to exploit,
 /// so the k-steps are spread over four accumulator pairs to hide the `vpdpbusd` latency.
 ///
 /// # Safety
 /// As for [`u8_gemm_avx512vnni_7x32`].
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
 #[inline]
-unsafe fn one_row(p: &U8GemmArgs) -> [__m512i; 2] {
+unsafe fn one_row(p: &U8GemmArgs, init: [__m512i; 2]) -> [__m512i; 2] {
     let mut acc = [[_mm512_setzero_si512(); 2]; 4];
+    acc[0] = init;
     let step = |acc: &mut [__m512i; 2], g: usize, x: u32| {
         // SAFETY: group g < ceil(k/4) of the aligned packed block (128 bytes per group).
         let (w0, w1) = unsafe {

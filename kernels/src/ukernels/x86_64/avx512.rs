@@ -120,9 +120,8 @@ unsafe fn block<const R: usize, const HI: usize>(
 ) {
     debug_assert!(cols <= 16 + HI);
     // Lines of `next` still to prefetch, one per k-step (a 64-byte line per 14 FMAs) in a
-    // loop of their own, so the k-steps past them run the plain loop. The one-row tile
-    // streams its own weights instead (below).
-    let mut next_lines = if R > 1 { next_len.div_ceil(16) } else { 0 };
+    // loop of their own, so the k-steps past them run the plain loop.
+    let mut next_lines = next_len.div_ceil(16);
     // SAFETY: the packed block holds 32 bias values then K rows of 32 weights (contract).
     let (mut lo, mut hi) = unsafe { ([_mm512_loadu_ps(w); R], [_mm512_loadu_ps(w.add(16)); R]) };
     let mut b = w.wrapping_add(F32_NR);
@@ -133,6 +132,10 @@ unsafe fn block<const R: usize, const HI: usize>(
         for kk in 0..ahead {
             // SAFETY: prefetches never fault; the k-step as below.
             unsafe {
+                if R == 1 {
+                    _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(PREFETCH_FLOATS).cast());
+                    _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(PREFETCH_FLOATS + 16).cast());
+                }
                 _mm_prefetch::<_MM_HINT_T1>(next.cast());
                 kstep::<R, HI>(&a, kk, b, &mut lo, &mut hi);
             }

@@ -457,6 +457,11 @@ impl<'a> Gemm<'a> {
                 let col0 = p0 * g.nr;
                 let nc = (p1 * g.nr).min(n) - col0;
                 let w = &weights[p0 * block..p1 * block];
+                // The next panel of this task, prefetched a share per row tile while this one
+                // is computed: with few row tiles (the 7×7 layers) the first pass over a
+                // panel otherwise waits on its weights arriving from L3 or memory.
+                let next = &weights[p1 * block..(p1 + panel).min(t.b1) * block];
+                let share = next.len().div_ceil((t.m1 - t.m0).div_ceil(g.mr));
                 let mut m0 = t.m0;
                 while m0 < t.m1 {
                     let rows = g.mr.min(t.m1 - m0);
@@ -488,6 +493,8 @@ impl<'a> Gemm<'a> {
                     };
                     let c0 = m0 * n + col0;
                     assert!(c0 + (rows - 1) * n + nc <= out.len, "output rectangle");
+                    let at = ((m0 - t.m0) / g.mr * share).min(next.len());
+                    let next = &next[at..(at + share).min(next.len())];
                     let args = F32GemmArgs {
                         a: table.as_ptr(),
                         ks,
@@ -498,6 +505,8 @@ impl<'a> Gemm<'a> {
                         nc,
                         min: self.min,
                         max: self.max,
+                        next: next.as_ptr(),
+                        next_len: next.len(),
                     };
                     // SAFETY: `table` holds ks·rows pointers, each to kc readable values (the
                     // input, the zero segment or the scratch, see `indirection`); `w` holds the

@@ -182,6 +182,10 @@ pub const F32_GEMM_MAX_MR: usize = 8;
 /// of `ceil(nc / nr)` consecutive packed blocks, each `[bias: nr][k = 0: nr weights]…
 /// [k = K − 1: nr]` with the columns past the last real one zero-filled, so a kernel reads
 /// whole blocks and only its stores are cut to `nc`.
+///
+/// `next` and `next_len` name packed weights the caller reads after this call (`next_len`
+/// values, possibly none): a kernel may prefetch them while it computes, spread over its K
+/// loop, but never reads them; they need not be readable at all.
 #[derive(Clone, Copy, Debug)]
 pub struct F32GemmArgs {
     pub a: *const *const f32,
@@ -193,6 +197,8 @@ pub struct F32GemmArgs {
     pub nc: usize,
     pub min: f32,
     pub max: f32,
+    pub next: *const f32,
+    pub next_len: usize,
 }
 
 /// A float32 GEMM micro-kernel.

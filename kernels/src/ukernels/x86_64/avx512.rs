@@ -81,17 +81,23 @@ unsafe fn gemm<const R: usize>(p: &F32GemmArgs) {
     let mut w = p.w;
     let mut c = p.c;
     let mut left = p.nc;
+    // Each block prefetches an equal share of `next`.
+    let blocks = p.nc.div_ceil(F32_NR);
+    let mut i = 0;
     while left > 0 {
         let cols = left.min(F32_NR);
+        let (n0, n1) = (i * p.next_len / blocks, (i + 1) * p.next_len / blocks);
+        let next = (p.next.wrapping_add(n0), n1 - n0);
         // SAFETY: forwarded contract: `w` is a whole packed block, the C rows hold `cols`
         // columns at `c`.
         unsafe {
             if cols > 16 {
-                block::<R, 16>(p, w, c, cols);
+                block::<R, 16>(p, w, c, cols, next);
             } else {
-                block::<R, 0>(p, w, c, cols);
+                block::<R, 0>(p, w, c, cols, next);
             }
         }
+        i += 1;
         left -= cols;
         w = w.wrapping_add(F32_NR * (p.ks * p.kc + 1));
         c = c.wrapping_add(F32_NR);
@@ -110,15 +116,34 @@ unsafe fn block<const R: usize, const HI: usize>(
     w: *const f32,
     c: *mut f32,
     cols: usize,
+    (mut next, next_len): (*const f32, usize),
 ) {
     debug_assert!(cols <= 16 + HI);
+    // Lines of `next` still to prefetch, one per k-step (a 64-byte line per 14 FMAs) in a
+    // loop of their own, so the k-steps past them run the plain loop.
+    let mut next_lines = next_len.div_ceil(16);
     // SAFETY: the packed block holds 32 bias values then K rows of 32 weights (contract).
     let (mut lo, mut hi) = unsafe { ([_mm512_loadu_ps(w); R], [_mm512_loadu_ps(w.add(16)); R]) };
     let mut b = w.wrapping_add(F32_NR);
     for s in 0..p.ks {
         // SAFETY: the table holds ks·R pointers (contract).
         let a: [*const f32; R] = std::array::from_fn(|r| unsafe { *p.a.add(s * R + r) });
-        for kk in 0..p.kc {
+        let ahead = next_lines.min(p.kc);
+        for kk in 0..ahead {
+            // SAFETY: prefetches never fault; the k-step as below.
+            unsafe {
+                if R == 1 {
+                    _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(PREFETCH_FLOATS).cast());
+                    _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(PREFETCH_FLOATS + 16).cast());
+                }
+                _mm_prefetch::<_MM_HINT_T1>(next.cast());
+                kstep::<R, HI>(&a, kk, b, &mut lo, &mut hi);
+            }
+            next = next.wrapping_add(16);
+            b = b.wrapping_add(F32_NR);
+        }
+        next_lines -= ahead;
+        for kk in ahead..p.kc {
             // SAFETY: `b` walks the K weight rows of this block; every segment holds kc
             // values.
             unsafe {
@@ -130,20 +155,7 @@ unsafe fn block<const R: usize, const HI: usize>(
                     _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(PREFETCH_FLOATS).cast());
                     _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(PREFETCH_FLOATS + 16).cast());
                 }
-                let b0 = _mm512_loadu_ps(b);
-                if HI == 16 {
-                    let b1 = _mm512_loadu_ps(b.add(16));
-                    for r in 0..R {
-                        let av = _mm512_set1_ps(*a[r].add(kk));
-                        lo[r] = _mm512_fmadd_ps(av, b0, lo[r]);
-                        hi[r] = _mm512_fmadd_ps(av, b1, hi[r]);
-                    }
-                } else {
-                    for r in 0..R {
-                        let av = _mm512_set1_ps(*a[r].add(kk));
-                        lo[r] = _mm512_fmadd_ps(av, b0, lo[r]);
-                    }
-                }
+                kstep::<R, HI>(&a, kk, b, &mut lo, &mut hi);
             }
             b = b.wrapping_add(F32_NR);
         }
@@ -178,6 +190,37 @@ unsafe fn block<const R: usize, const HI: usize>(
                 _mm512_mask_storeu_ps(row.wrapping_add(16), m1, h);
             } else {
                 _mm512_mask_storeu_ps(row, m0, l);
+            }
+        }
+    }
+}
+
+/// One k-step of [`block`]: A column `kk` of the `R` rows times weight row `b`.
+///
+/// # Safety
+/// As [`block`]: each `a[r]` holds more than `kk` values, `b` a whole weight row.
+#[inline(always)]
+unsafe fn kstep<const R: usize, const HI: usize>(
+    a: &[*const f32; R],
+    kk: usize,
+    b: *const f32,
+    lo: &mut [__m512; R],
+    hi: &mut [__m512; R],
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let b0 = _mm512_loadu_ps(b);
+        if HI == 16 {
+            let b1 = _mm512_loadu_ps(b.add(16));
+            for r in 0..R {
+                let av = _mm512_set1_ps(*a[r].add(kk));
+                lo[r] = _mm512_fmadd_ps(av, b0, lo[r]);
+                hi[r] = _mm512_fmadd_ps(av, b1, hi[r]);
+            }
+        } else {
+            for r in 0..R {
+                let av = _mm512_set1_ps(*a[r].add(kk));
+                lo[r] = _mm512_fmadd_ps(av, b0, lo[r]);
             }
         }
     }

@@ -36,6 +36,9 @@
 //! validator, and every length and index in it is checked, so a forged cache is trusted no
 //! further than a model from the app. Files are read with `pread` into owned buffers (never
 //! mapped: a file shrunk while read cannot raise SIGBUS), bounded by [`MAX_CACHE_FILE_BYTES`].
+//! The data file is read once, in order ([`restore_packed`]): each packed image goes from the
+//! file straight into the buffer the plan keeps, the CRC-32 computed over the bytes as they
+//! arrive, and compared before anything read is returned.
 //!
 //! Models with referenced subgraphs (IF, WHILE) are prepared without writing a cache.
 
@@ -118,6 +121,80 @@ fn seal(kind: u32, kernels: &Ukernels, token: &[u8; TOKEN_BYTES], payload: &[u8]
     out
 }
 
+/// Checks every header field of a cache file read from `r` against `kind`, `kernels` and
+/// `token`; the payload is what `r` has left after it.
+fn header(
+    r: &mut Source<'_>,
+    kind: u32,
+    kernels: &Ukernels,
+    token: &[u8; TOKEN_BYTES],
+) -> HalResult<()> {
+    let what = if kind == KIND_MODEL { "model" } else { "data" };
+    let truncated = |e: persist::PersistError| miss(format!("{what} cache file: {e}"));
+    let mut magic = [0u8; 8];
+    r.fill(&mut magic).map_err(truncated)?;
+    if magic != MAGIC {
+        return Err(miss(format!("{what} cache file is not an nnhal cache")));
+    }
+    let version = r.u32().map_err(truncated)?;
+    if version != FORMAT_VERSION {
+        return Err(miss(format!(
+            "{what} cache file has format {version}, this build reads {FORMAT_VERSION}"
+        )));
+    }
+    let found = r.u32().map_err(truncated)?;
+    if found != kind {
+        return Err(miss(format!(
+            "the {what} cache handle holds another kind of file"
+        )));
+    }
+    let mut short_bytes = || -> HalResult<Vec<u8>> {
+        let mut n = [0u8; 2];
+        r.fill(&mut n).map_err(truncated)?;
+        let mut v = vec![0u8; usize::from(u16::from_le_bytes(n))];
+        r.fill(&mut v).map_err(truncated)?;
+        Ok(v)
+    };
+    let (isa, tiles) = binding(kernels);
+    let build = short_bytes()?;
+    if build != BUILD.as_bytes() {
+        return Err(miss(format!(
+            "{what} cache file was written by build {:?}, this is {BUILD}",
+            String::from_utf8_lossy(&build)
+        )));
+    }
+    let level = short_bytes()?;
+    if level != isa {
+        return Err(miss(format!(
+            "{what} cache file was packed for kernel level {:?}, this driver runs {}",
+            String::from_utf8_lossy(&level),
+            kernels.isa
+        )));
+    }
+    for t in tiles {
+        if r.u32().map_err(truncated)? != t {
+            return Err(miss(format!(
+                "{what} cache file was packed for another tile geometry"
+            )));
+        }
+    }
+    let mut found = [0u8; TOKEN_BYTES];
+    r.fill(&mut found).map_err(truncated)?;
+    if &found != token {
+        return Err(miss(format!(
+            "{what} cache file was written for another token"
+        )));
+    }
+    let mut len = [0u8; 8];
+    r.fill(&mut len).map_err(truncated)?;
+    if u64::from_le_bytes(len) != r.left() as u64 {
+        return Err(miss(format!(
+            "{what} cache file's payload length disagrees with its size"
+        )));
+    }
+    Ok(())
+}
+
 /// Checks the checksum and every header field of `file` against `kind`, `kernels` and
 /// `token`; returns the payload.
 fn open<'a>(
@@ -135,58 +212,18 @@ fn open<'a>(
     if crc32fast::hash(body).to_le_bytes() != sum {
         return Err(miss(format!("{what} cache file is damaged (checksum)")));
     }
-    let mut r = Reader::new(body);
-    if r.bytes(8)? != MAGIC {
-        return Err(miss(format!("{what} cache file is not an nnhal cache")));
-    }
-    let version = r.u32()?;
-    if version != FORMAT_VERSION {
-        return Err(miss(format!(
-            "{what} cache file has format {version}, this build reads {FORMAT_VERSION}"
-        )));
-    }
-    let found = r.u32()?;
-    if found != kind {
-        return Err(miss(format!(
-            "the {what} cache handle holds another kind of file"
-        )));
-    }
-    let (isa, tiles) = binding(kernels);
-    let build = r.short_bytes()?;
-    if build != BUILD.as_bytes() {
-        return Err(miss(format!(
-            "{what} cache file was written by build {:?}, this is {BUILD}",
-            String::from_utf8_lossy(build)
-        )));
-    }
-    let level = r.short_bytes()?;
-    if level != isa.as_slice() {
-        return Err(miss(format!(
-            "{what} cache file was packed for kernel level {:?}, this driver runs {}",
-            String::from_utf8_lossy(level),
-            kernels.isa
-        )));
-    }
-    for t in tiles {
-        if r.u32()? != t {
-            return Err(miss(format!(
-                "{what} cache file was packed for another tile geometry"
-            )));
-        }
-    }
-    if r.bytes(TOKEN_BYTES)? != token {
-        return Err(miss(format!(
-            "{what} cache file was written for another token"
-        )));
-    }
-    let len = r.u64()?;
-    let payload = r.bytes(usize::try_from(len).map_err(|_| miss("payload length"))?)?;
-    if !r.is_empty() {
-        return Err(miss(format!(
-            "{what} cache file has bytes after its payload"
-        )));
-    }
-    Ok(payload)
+    let mut r = Source::new(body);
+    header(&mut r, kind, kernels, token)?;
+    Ok(&body[body.len() - r.left()..])
+}
+
+/// Checks the model cache file's checksum and header; returns its payload ([`encode_model`]).
+pub fn open_model<'a>(
+    file: &'a [u8],
+    kernels: &Ukernels,
+    token: &[u8; TOKEN_BYTES],
+) -> HalResult<&'a [u8]> {
+    open(file, KIND_MODEL, kernels, token)
 }
 
 /// The cache files for a prepared model: `model` is [`encode_model`]'s output, `packed` the
@@ -301,8 +338,7 @@ pub fn encode_packed(plan: &Plan) -> (Vec<u8>, Vec<bool>) {
     (out, omit)
 }
 
-fn restore<P: Persist>(kernels: &Ukernels, image: &[u8]) -> HalResult<P> {
-    let mut src = Source::new(image);
+fn restore<P: Persist>(kernels: &Ukernels, mut src: Source<'_>) -> HalResult<P> {
     let packed = P::restore(kernels, &mut src).map_err(miss)?;
     if !src.is_empty() {
         return Err(miss("a packed image has bytes after its end"));
@@ -312,8 +348,7 @@ fn restore<P: Persist>(kernels: &Ukernels, image: &[u8]) -> HalResult<P> {
 
 /// A `PerChannel` entry: the filter image, the bias and the requantizers (their lengths are
 /// checked against the operation by [`crate::executor::packed_fits`]).
-fn per_channel(kernels: &Ukernels, image: &[u8]) -> HalResult<Packed> {
-    let mut src = Source::new(image);
+fn per_channel(kernels: &Ukernels, mut src: Source<'_>) -> HalResult<Packed> {
     let filter = src.vec_any().map_err(miss)?;
     let bias = src.vec_any().map_err(miss)?;
     let rq = ChannelRequant::restore(kernels, &mut src).map_err(miss)?;
@@ -332,22 +367,35 @@ pub fn decode_packed(
     operations: usize,
     kernels: &Ukernels,
 ) -> HalResult<Vec<StoredPack>> {
-    let mut r = Reader::new(packed);
-    let n = r.count(1)?;
+    decode_entries(&mut Source::new(packed), operations, kernels)
+}
+
+fn decode_entries(
+    r: &mut Source<'_>,
+    operations: usize,
+    kernels: &Ukernels,
+) -> HalResult<Vec<StoredPack>> {
+    let n = r.u32().map_err(miss)? as usize;
     if n != operations {
         return Err(miss(format!(
             "packed section has {n} entries for {operations} operations"
         )));
     }
+    if n > r.left() {
+        return Err(miss(format!("count {n} exceeds the bytes left")));
+    }
     let mut entries = Vec::with_capacity(n);
     for k in 0..n {
-        let entry = match r.u8()? {
+        let entry = match r.u8().map_err(miss)? {
             PACKED_NONE => StoredPack::Nothing,
             PACKED_REBUILT => StoredPack::Rebuild,
             PACKED_STORED => {
-                let kind = r.u8()?;
-                let len = usize::try_from(r.u64()?).map_err(|_| miss("packed image length"))?;
-                let image = r.bytes(len)?;
+                let kind = r.u8().map_err(miss)?;
+                let mut len = [0u8; 8];
+                r.fill(&mut len).map_err(miss)?;
+                let len = usize::try_from(u64::from_le_bytes(len))
+                    .map_err(|_| miss("packed image length"))?;
+                let image = r.take(len).map_err(miss)?;
                 let uk = kernels;
                 StoredPack::Packed(Box::new(match kind {
                     KIND_CONV_F32 => Packed::ConvF32(restore(uk, image)?),
@@ -370,6 +418,190 @@ pub fn decode_packed(
         return Err(miss("packed section has bytes after its end"));
     }
     Ok(entries)
+}
+
+/// The data cache file as a restore gets it: in memory, or a descriptor it reads with `pread`.
+#[derive(Clone, Copy)]
+pub enum DataFile<'a> {
+    Bytes(&'a [u8]),
+    Fd(BorrowedFd<'a>),
+}
+
+/// Bytes a checked read asks the file for at a time: small enough that the checksum reads
+/// them back from the cache the copy left them in.
+const READ_CHUNK: usize = 256 << 10;
+
+/// Reads buffered for the header and the small values between images.
+const SMALL_READ: usize = 64 << 10;
+
+/// A cache file read once, in order, the checksum computed over exactly the bytes read: large
+/// values (packed panels) go from the file straight into their own buffers, small ones
+/// through a little buffer. Nothing read is trusted until [`Checked::finish`] has compared
+/// the checksum; reading past the checksummed part, or a file that ends early (shrunk while
+/// read), is an error.
+struct Checked<'f> {
+    file: Either<'f>,
+    /// Next offset to read from the file.
+    at: u64,
+    /// End of the checksummed part: the offset of the stored CRC-32.
+    end: u64,
+    small: Vec<u8>,
+    /// Start of the unread bytes of `small`.
+    pos: usize,
+    hasher: crc32fast::Hasher,
+}
+
+enum Either<'f> {
+    Bytes(&'f [u8]),
+    File(File),
+}
+
+impl Checked<'_> {
+    /// Fills `dst` from the file at `at` (the checksum does not see these bytes).
+    fn read_at(&self, dst: &mut [u8], at: u64) -> Result<(), String> {
+        match &self.file {
+            Either::Bytes(b) => {
+                let start = usize::try_from(at).map_err(|e| e.to_string())?;
+                let src = b
+                    .get(start..)
+                    .and_then(|b| b.get(..dst.len()))
+                    .ok_or("the file ends early")?;
+                dst.copy_from_slice(src);
+            }
+            Either::File(f) => {
+                let mut filled = 0;
+                while filled < dst.len() {
+                    match f.read_at(&mut dst[filled..], at + filled as u64) {
+                        Ok(0) => return Err("the file ends early (shrunk while read)".into()),
+                        Ok(n) => filled += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(format!("cannot read: {e}")),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills `dst` with the next bytes of the checksummed part, hashing them chunk by chunk.
+    fn pull(&mut self, dst: &mut [u8]) -> Result<(), String> {
+        if dst.len() as u64 > self.end - self.at {
+            return Err("read past the end".into());
+        }
+        for chunk in dst.chunks_mut(READ_CHUNK) {
+            self.read_at(chunk, self.at)?;
+            self.hasher.update(chunk);
+            self.at += chunk.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Checks that every byte before the checksum was read, that the stored checksum matches
+    /// them and that the file did not grow.
+    fn finish(self) -> HalResult<()> {
+        let what = "data cache file";
+        if self.at != self.end || self.pos != self.small.len() {
+            return Err(miss(format!("{what} was not read to its end")));
+        }
+        let mut sum = [0u8; 4];
+        self.read_at(&mut sum, self.end)
+            .map_err(|e| miss(format!("{what}: {e}")))?;
+        if u32::from_le_bytes(sum) != self.hasher.clone().finalize() {
+            return Err(miss(format!("{what} is damaged (checksum)")));
+        }
+        if self.read_at(&mut [0u8], self.end + 4).is_ok() {
+            return Err(miss(format!("{what} grew while read")));
+        }
+        Ok(())
+    }
+}
+
+impl persist::Stream for Checked<'_> {
+    fn read_exact(&mut self, mut dst: &mut [u8]) -> Result<(), persist::PersistError> {
+        let fail = |e: String| persist::PersistError(format!("data cache file: {e}"));
+        let buffered = (self.small.len() - self.pos).min(dst.len());
+        let (head, rest) = dst.split_at_mut(buffered);
+        head.copy_from_slice(&self.small[self.pos..self.pos + buffered]);
+        self.pos += buffered;
+        dst = rest;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        if dst.len() >= SMALL_READ {
+            return self.pull(dst).map_err(fail);
+        }
+        let want = (SMALL_READ as u64).min(self.end - self.at) as usize;
+        if want < dst.len() {
+            return Err(fail("read past the end".into()));
+        }
+        let mut small = std::mem::take(&mut self.small);
+        small.resize(want, 0);
+        let pulled = self.pull(&mut small);
+        self.small = small;
+        self.pos = self.small.len();
+        pulled.map_err(fail)?;
+        dst.copy_from_slice(&self.small[..dst.len()]);
+        self.pos = dst.len();
+        Ok(())
+    }
+}
+
+/// Reads the data cache file for the model file `model_file` (already opened,
+/// [`open_model`]) and the validated model's `operations`: its header checked as
+/// [`open_image`] does, then every packed image read straight into the buffer it is restored
+/// in, the checksum computed on the way and compared before anything read is returned. A
+/// file that changes while read is a miss (a shrunk file ends early, a grown or rewritten
+/// one fails the checksum or the final size check).
+pub fn restore_packed(
+    data: DataFile<'_>,
+    model_file: &[u8],
+    operations: usize,
+    kernels: &Ukernels,
+    token: &[u8; TOKEN_BYTES],
+) -> HalResult<Vec<StoredPack>> {
+    let what = "data cache";
+    let (file, size) = match data {
+        DataFile::Bytes(b) => (Either::Bytes(b), b.len() as u64),
+        DataFile::Fd(fd) => {
+            let file = file_of(fd, what)?;
+            let size = file
+                .metadata()
+                .map_err(|e| miss(format!("{what}: {e}")))?
+                .len();
+            (Either::File(file), size)
+        }
+    };
+    if size > MAX_CACHE_FILE_BYTES {
+        return Err(miss(format!("{what} file has {size} bytes")));
+    }
+    let end = size
+        .checked_sub(4)
+        .ok_or_else(|| miss(format!("{what} file has {size} bytes")))?;
+    let mut checked = Checked {
+        file,
+        at: 0,
+        end,
+        small: Vec::new(),
+        pos: 0,
+        hasher: crc32fast::Hasher::new(),
+    };
+    let entries = {
+        let mut r = Source::streamed(&mut checked, end as usize);
+        header(&mut r, KIND_DATA, kernels, token)?;
+        let mut bound = [0u8; 4];
+        r.fill(&mut bound)
+            .map_err(|_| miss("data cache file is too short"))?;
+        if model_file.len() < 4 || bound != model_file[model_file.len() - 4..] {
+            return Err(miss(
+                "the data cache file belongs to another model cache file",
+            ));
+        }
+        decode_entries(&mut r, operations, kernels)
+    };
+    // The checksum decides first: a damaged file is reported as damaged, whatever its
+    // decoding said.
+    checked.finish()?;
+    entries
 }
 
 /// A bounds-checked little-endian reader: every read past the end is a miss.
@@ -403,25 +635,12 @@ impl<'a> Reader<'a> {
         Ok(a)
     }
 
-    pub(crate) fn u8(&mut self) -> HalResult<u8> {
-        Ok(self.array::<1>()?[0])
-    }
-
     pub(crate) fn u32(&mut self) -> HalResult<u32> {
         self.array().map(u32::from_le_bytes)
     }
 
     pub(crate) fn i32(&mut self) -> HalResult<i32> {
         self.array().map(i32::from_le_bytes)
-    }
-
-    pub(crate) fn u64(&mut self) -> HalResult<u64> {
-        self.array().map(u64::from_le_bytes)
-    }
-
-    fn short_bytes(&mut self) -> HalResult<&'a [u8]> {
-        let n = u16::from_le_bytes(self.array()?);
-        self.bytes(usize::from(n))
     }
 
     /// A count of items of at least `min_item` bytes each, refused when the rest of the input
@@ -784,11 +1003,9 @@ pub fn write_image(image: Option<&CacheImage>, model: BorrowedFd<'_>, data: Borr
     }
 }
 
-/// Reads both files of a cache given as handle lists; a list of the wrong length is a miss.
-pub fn read_image(
-    model: &[BorrowedFd<'_>],
-    data: &[BorrowedFd<'_>],
-) -> HalResult<(Vec<u8>, Vec<u8>)> {
+/// Checks the handle lists of a restore (a list of the wrong length is a miss) and reads the
+/// model cache file; the data file is read by [`restore_packed`].
+pub fn read_model_file(model: &[BorrowedFd<'_>], data: &[BorrowedFd<'_>]) -> HalResult<Vec<u8>> {
     if model.len() != MODEL_CACHE_FILES || data.len() != DATA_CACHE_FILES {
         return Err(miss(format!(
             "{} model and {} data cache handles, {MODEL_CACHE_FILES} and {DATA_CACHE_FILES} \
@@ -797,10 +1014,7 @@ pub fn read_image(
             data.len()
         )));
     }
-    Ok((
-        read_file(model[0], "model cache")?,
-        read_file(data[0], "data cache")?,
-    ))
+    read_file(model[0], "model cache")
 }
 
 #[cfg(test)]

@@ -240,17 +240,19 @@ impl Driver {
     }
 
     /// Validates the model a compilation cache holds (the synchronous part of
-    /// prepareModelFromCache): the files' checksums and headers first (a cache written by
+    /// prepareModelFromCache): the model file's checksum and header first (a cache written by
     /// another build, kernel level or tile geometry, or for another token, is a miss), then
-    /// the model through the normal validator. Every failure is GENERAL_FAILURE: a cache
-    /// that cannot be used is a miss, whatever is wrong with it.
+    /// the model through the normal validator, then the data file, read once into the
+    /// buffers its packed constants are restored in and its checksum compared before any of
+    /// them is kept. Every failure is GENERAL_FAILURE: a cache that cannot be used is a miss,
+    /// whatever is wrong with it.
     pub fn validate_cached(
         &self,
         model_file: &[u8],
-        data_file: &[u8],
+        data_file: cache::DataFile<'_>,
         token: &[u8; TOKEN_BYTES],
     ) -> HalResult<ValidatedModel> {
-        let (encoded, packed) = cache::open_image(model_file, data_file, self.kernels, token)?;
+        let encoded = cache::open_model(model_file, self.kernels, token)?;
         let (model, omitted) = cache::decode_model(encoded)?;
         let lengths = omitted
             .iter()
@@ -264,7 +266,13 @@ impl Driver {
         let mut validated = self.validate_model(model).map_err(|e| {
             HalError::GeneralFailure(format!("compilation cache holds an invalid model: {e}"))
         })?;
-        let packs = cache::decode_packed(packed, validated.valid.operations.len(), self.kernels)?;
+        let packs = cache::restore_packed(
+            data_file,
+            model_file,
+            validated.valid.operations.len(),
+            self.kernels,
+            token,
+        )?;
         validated.restored = Some((omitted, packs));
         validated.values_left_out = values_left_out;
         Ok(validated)
@@ -318,8 +326,12 @@ impl Driver {
         token: &[u8],
     ) -> HalResult<Arc<PreparedModel>> {
         let token = cache::token(token)?;
-        let (model_file, data_file) = cache::read_image(model_files, data_files)?;
-        self.prepare_from_cache(&model_file, &data_file, &token)
+        let model_file = cache::read_model_file(model_files, data_files)?;
+        self.prepare_validated(self.validate_cached(
+            &model_file,
+            cache::DataFile::Fd(data_files[0]),
+            &token,
+        )?)
     }
 
     /// Restores a prepared model from its compilation-cache files.
@@ -329,7 +341,11 @@ impl Driver {
         data_file: &[u8],
         token: &[u8; TOKEN_BYTES],
     ) -> HalResult<Arc<PreparedModel>> {
-        self.prepare_validated(self.validate_cached(model_file, data_file, token)?)
+        self.prepare_validated(self.validate_cached(
+            model_file,
+            cache::DataFile::Bytes(data_file),
+            token,
+        )?)
     }
 
     /// Validates and plans `model`.

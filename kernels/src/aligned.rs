@@ -1,6 +1,12 @@
 //! 64-byte aligned, zero-initialised buffers of plain numbers: packed weights and per-execution
 //! arenas. Aligned so micro-kernels may use aligned vector loads on them and so no vector ever
 //! straddles a cache line needlessly.
+//!
+//! Buffers of [`HUGE`] bytes or more come from their own anonymous mapping, 2 MiB aligned and
+//! advised for transparent huge pages (`madvise(MADV_HUGEPAGE)`; where the kernel has none, the
+//! advice is ignored): one fault then maps 2 MiB instead of 4 KiB, which is most of the cost of
+//! filling a fresh buffer of packed weights, and the kernel's zero pages need no second zeroing
+//! pass.
 
 use std::marker::PhantomData;
 
@@ -28,12 +34,64 @@ macro_rules! plain {
 }
 plain!(u8, i8, i16, u16, i32, u32, i64, f32);
 
+/// Size from which an [`AlignedBuf`] gets its own huge-page-advised mapping: one transparent
+/// huge page.
+pub const HUGE: usize = 2 << 20;
+
+/// Where an [`AlignedBuf`]'s bytes live.
+enum Storage {
+    /// Heap cache lines (buffers under [`HUGE`] bytes).
+    Lines(Vec<Line>),
+    /// An anonymous mapping (zero-filled by the kernel) whose bytes from `start` on, a
+    /// multiple of [`HUGE`], hold the values.
+    Map { map: memmap2::MmapMut, start: usize },
+}
+
+impl Storage {
+    /// At least `bytes` zero bytes, 64-byte aligned; `None` when memory is exhausted.
+    fn zeroed(bytes: usize) -> Option<Self> {
+        if bytes < HUGE {
+            let count = bytes.div_ceil(ALIGN);
+            let mut lines = Vec::new();
+            lines.try_reserve_exact(count).ok()?;
+            lines.resize(count, Line([0; 64]));
+            return Some(Storage::Lines(lines));
+        }
+        let map = memmap2::MmapMut::map_anon(bytes.checked_add(HUGE)?).ok()?;
+        let start = (HUGE - map.as_ptr() as usize % HUGE) % HUGE;
+        // Only whole huge pages are advised: the tail keeps small pages, so no buffer holds
+        // more than its own size plus one small page. A refusal (no transparent huge pages)
+        // only leaves the small pages.
+        let _ = map.advise_range(memmap2::Advice::HugePage, start, bytes / HUGE * HUGE);
+        Some(Storage::Map { map, start })
+    }
+
+    fn ptr(&self) -> *const u8 {
+        match self {
+            Storage::Lines(lines) => lines.as_ptr().cast(),
+            Storage::Map { map, start } => map[*start..].as_ptr(),
+        }
+    }
+
+    fn mut_ptr(&mut self) -> *mut u8 {
+        match self {
+            Storage::Lines(lines) => lines.as_mut_ptr().cast(),
+            Storage::Map { map, start } => map[*start..].as_mut_ptr(),
+        }
+    }
+}
+
 /// A zero-filled, 64-byte aligned buffer of `len` values of `T`.
-#[derive(Clone)]
 pub struct AlignedBuf<T: Plain> {
-    lines: Vec<Line>,
+    storage: Storage,
     len: usize,
     _t: PhantomData<T>,
+}
+
+impl<T: Plain> Clone for AlignedBuf<T> {
+    fn clone(&self) -> Self {
+        Self::from_slice(self.as_slice())
+    }
 }
 
 impl<T: Plain> std::fmt::Debug for AlignedBuf<T> {
@@ -47,7 +105,7 @@ impl<T: Plain> std::fmt::Debug for AlignedBuf<T> {
 impl<T: Plain> Default for AlignedBuf<T> {
     fn default() -> Self {
         Self {
-            lines: Vec::new(),
+            storage: Storage::Lines(Vec::new()),
             len: 0,
             _t: PhantomData,
         }
@@ -58,12 +116,8 @@ impl<T: Plain> AlignedBuf<T> {
     /// `len` zeros, or `None` when the allocation fails (a huge model must not abort).
     pub fn try_zeroed(len: usize) -> Option<Self> {
         let bytes = len.checked_mul(std::mem::size_of::<T>())?;
-        let count = bytes.div_ceil(ALIGN);
-        let mut lines = Vec::new();
-        lines.try_reserve_exact(count).ok()?;
-        lines.resize(count, Line([0; 64]));
         Some(Self {
-            lines,
+            storage: Storage::zeroed(bytes)?,
             len,
             _t: PhantomData,
         })
@@ -90,15 +144,22 @@ impl<T: Plain> AlignedBuf<T> {
     }
 
     pub fn as_slice(&self) -> &[T] {
-        // SAFETY: `lines` holds at least `len · size_of::<T>()` initialised bytes (zeroed at
-        // allocation, written only through typed slices), its start is 64-byte aligned, which
-        // satisfies any `Plain` type, and every bit pattern is a valid `T`.
-        unsafe { std::slice::from_raw_parts(self.lines.as_ptr().cast::<T>(), self.len) }
+        // SAFETY: `storage` holds at least `len · size_of::<T>()` initialised bytes (zeroed at
+        // allocation, written only through typed slices), its start is 64-byte aligned (heap
+        // lines) or 2 MiB aligned (mapping), which satisfies any `Plain` type, and every bit
+        // pattern is a valid `T`.
+        unsafe { std::slice::from_raw_parts(self.storage.ptr().cast::<T>(), self.len) }
     }
 
     pub fn as_mut_slice(&mut self) -> &mut [T] {
         // SAFETY: as in `as_slice`; `&mut self` makes the view exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr().cast::<T>(), self.len) }
+        unsafe { std::slice::from_raw_parts_mut(self.storage.mut_ptr().cast::<T>(), self.len) }
+    }
+
+    /// The values' bytes, writable (any bytes are valid values): where a packed-weight image
+    /// is read straight into its buffer.
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        bytes_of_mut(self.as_mut_slice())
     }
 
     /// The values' bytes in memory order (a packed-weight image, see [`crate::persist`]).
@@ -113,6 +174,11 @@ impl<T: Plain> AlignedBuf<T> {
         if len.checked_mul(std::mem::size_of::<T>())? != bytes.len() {
             return None;
         }
+        if bytes.len() >= HUGE {
+            let mut b = Self::try_zeroed(len)?;
+            b.as_bytes_mut().copy_from_slice(bytes);
+            return Some(b);
+        }
         let mut lines = Vec::new();
         lines.try_reserve_exact(bytes.len().div_ceil(ALIGN)).ok()?;
         lines.extend(bytes.chunks(ALIGN).map(|c| {
@@ -121,7 +187,7 @@ impl<T: Plain> AlignedBuf<T> {
             Line(line)
         }));
         Some(Self {
-            lines,
+            storage: Storage::Lines(lines),
             len,
             _t: PhantomData,
         })
@@ -134,6 +200,19 @@ pub fn bytes_of<T: Plain>(values: &[T]) -> &[u8] {
     // the view has the slice's exact extent and lifetime, and `u8` needs no alignment.
     unsafe {
         std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    }
+}
+
+/// The bytes of plain values in memory order, writable.
+pub fn bytes_of_mut<T: Plain>(values: &mut [T]) -> &mut [u8] {
+    // SAFETY: the view covers exactly the values' bytes, exclusively borrowed; `Plain` values
+    // have no padding and take any bit pattern, so whatever is written leaves valid values,
+    // and `u8` needs no alignment.
+    unsafe {
+        std::slice::from_raw_parts_mut(
+            values.as_mut_ptr().cast::<u8>(),
+            std::mem::size_of_val(values),
+        )
     }
 }
 
@@ -185,5 +264,20 @@ mod tests {
             &[1, 2, 3]
         );
         assert!(AlignedBuf::<i32>::try_zeroed(usize::MAX / 2).is_none());
+    }
+
+    #[test]
+    fn huge_buffers_are_mapped_aligned_and_zeroed() {
+        let n = HUGE / 4 * 3 + 5;
+        let mut b = AlignedBuf::<f32>::zeroed(n);
+        assert!(matches!(b.storage, Storage::Map { .. }));
+        assert_eq!(b.as_ptr() as usize % HUGE, 0);
+        assert!(b.iter().all(|&x| x == 0.0));
+        b[n - 1] = 1.5;
+        b.as_bytes_mut()[..4].copy_from_slice(&2.5f32.to_ne_bytes());
+        let c = b.clone();
+        assert_eq!((c[0], c[n - 1], c.len()), (2.5, 1.5, n));
+        let d = AlignedBuf::<f32>::from_bytes(c.as_bytes(), n).unwrap();
+        assert_eq!(d.as_slice(), c.as_slice());
     }
 }

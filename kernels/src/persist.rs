@@ -10,7 +10,7 @@
 //! parameter the kernels depend on for memory safety is checked, and reading never allocates
 //! past the bytes it is given.
 
-use crate::aligned::{bytes_of, vec_from_bytes, AlignedBuf, Plain};
+use crate::aligned::{bytes_of, bytes_of_mut, AlignedBuf, Plain};
 use crate::conv::FilterShape;
 use crate::quant::RequantizeAny;
 use crate::ukernels::quant8::Requant8;
@@ -89,37 +89,104 @@ pub(crate) fn put_requantize_any(out: &mut Vec<u8>, r: &RequantizeAny) {
     }
 }
 
-/// A bounds-checked reader over an image.
+/// Where a [`Source`] reads an image from when it is not in memory: a file read in order,
+/// straight into the buffers its values end in.
+pub trait Stream {
+    /// Fills `dst` with the stream's next bytes; fails when the stream ends first.
+    fn read_exact(&mut self, dst: &mut [u8]) -> Result<(), PersistError>;
+}
+
+enum Input<'a> {
+    Bytes(&'a [u8]),
+    Stream {
+        stream: &'a mut dyn Stream,
+        left: usize,
+    },
+}
+
+/// A bounds-checked reader over an image, in memory or streamed: every read checks the
+/// bytes left first, so a forged length never allocates past the image.
 pub struct Source<'a> {
-    rest: &'a [u8],
+    input: Input<'a>,
 }
 
 impl<'a> Source<'a> {
     pub fn new(bytes: &'a [u8]) -> Self {
-        Source { rest: bytes }
+        Source {
+            input: Input::Bytes(bytes),
+        }
+    }
+
+    /// The next `len` bytes of `stream`.
+    pub fn streamed(stream: &'a mut dyn Stream, len: usize) -> Self {
+        Source {
+            input: Input::Stream { stream, left: len },
+        }
+    }
+
+    /// Bytes not read yet.
+    pub fn left(&self) -> usize {
+        match &self.input {
+            Input::Bytes(b) => b.len(),
+            Input::Stream { left, .. } => *left,
+        }
     }
 
     /// Whether every byte has been read.
     pub fn is_empty(&self) -> bool {
-        self.rest.is_empty()
+        self.left() == 0
     }
 
-    /// The next `n` bytes.
-    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], PersistError> {
-        let Some((head, rest)) = self.rest.split_at_checked(n) else {
-            return err(format!("{n} bytes wanted, {} left", self.rest.len()));
-        };
-        self.rest = rest;
-        Ok(head)
+    /// Fills `dst` with the next bytes.
+    pub fn fill(&mut self, dst: &mut [u8]) -> Result<(), PersistError> {
+        let n = dst.len();
+        if n > self.left() {
+            return err(format!("{n} bytes wanted, {} left", self.left()));
+        }
+        match &mut self.input {
+            Input::Bytes(b) => {
+                let (head, rest) = b.split_at(n);
+                dst.copy_from_slice(head);
+                *b = rest;
+            }
+            Input::Stream { stream, left } => {
+                stream.read_exact(dst)?;
+                *left -= n;
+            }
+        }
+        Ok(())
+    }
+
+    /// The next `n` bytes as a source of their own (an image within a larger file).
+    pub fn take(&mut self, n: usize) -> Result<Source<'_>, PersistError> {
+        if n > self.left() {
+            return err(format!("{n} bytes wanted, {} left", self.left()));
+        }
+        Ok(match &mut self.input {
+            Input::Bytes(b) => {
+                let (head, rest) = b.split_at(n);
+                *b = rest;
+                Source::new(head)
+            }
+            Input::Stream { stream, left } => {
+                *left -= n;
+                Source::streamed(&mut **stream, n)
+            }
+        })
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], PersistError> {
+        let mut a = [0u8; N];
+        self.fill(&mut a)?;
+        Ok(a)
     }
 
     pub fn u8(&mut self) -> Result<u8, PersistError> {
-        Ok(self.bytes(1)?[0])
+        Ok(self.array::<1>()?[0])
     }
 
     pub fn u32(&mut self) -> Result<u32, PersistError> {
-        let b = self.bytes(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        self.array().map(u32::from_le_bytes)
     }
 
     pub fn i32(&mut self) -> Result<i32, PersistError> {
@@ -128,51 +195,63 @@ impl<'a> Source<'a> {
 
     /// A size, refused past `u32::MAX` (no tensor extent the HAL accepts is larger).
     pub fn usize(&mut self) -> Result<usize, PersistError> {
-        let b = self.bytes(8)?;
-        let v = u64::from_le_bytes(b.try_into().map_err(|_| PersistError("size".into()))?);
+        let v = u64::from_le_bytes(self.array()?);
         if v > u64::from(u32::MAX) {
             return err(format!("size {v}"));
         }
         Ok(v as usize)
     }
 
-    /// The length prefix of a slice of `T`s and their bytes, checked to be `len` values.
-    fn slice_bytes<T: Plain>(&mut self, len: usize) -> Result<&'a [u8], PersistError> {
+    /// The byte length of `len` values of `T`, refused when the bytes left cannot hold them.
+    fn values_bytes<T: Plain>(&self, len: usize) -> Result<usize, PersistError> {
+        len.checked_mul(std::mem::size_of::<T>())
+            .filter(|&b| b <= self.left())
+            .ok_or_else(|| PersistError(format!("{len} values past the end")))
+    }
+
+    /// The length prefix of a slice of `T`s, checked to be `len` values that the bytes left
+    /// hold.
+    fn prefix<T: Plain>(&mut self, len: usize) -> Result<(), PersistError> {
         let stored = self.usize()?;
         if stored != len {
             return err(format!(
                 "{stored} values stored where the geometry needs {len}"
             ));
         }
-        let bytes = len
-            .checked_mul(std::mem::size_of::<T>())
-            .ok_or_else(|| PersistError(format!("{len} values")))?;
-        self.bytes(bytes)
+        self.values_bytes::<T>(len).map(|_| ())
     }
 
-    /// An aligned buffer of exactly `len` values.
+    /// An aligned buffer of exactly `len` values, read straight into it.
     pub fn buf<T: Plain>(&mut self, len: usize) -> Result<AlignedBuf<T>, PersistError> {
-        let bytes = self.slice_bytes::<T>(len)?;
-        AlignedBuf::from_bytes(bytes, len)
-            .ok_or_else(|| PersistError(format!("cannot allocate {len} values")))
+        self.prefix::<T>(len)?;
+        let mut b = AlignedBuf::try_zeroed(len)
+            .ok_or_else(|| PersistError(format!("cannot allocate {len} values")))?;
+        self.fill(b.as_bytes_mut())?;
+        Ok(b)
+    }
+
+    /// `len` values read straight into a new vector (the bytes left checked first).
+    fn values<T: Plain>(&mut self, len: usize) -> Result<Vec<T>, PersistError> {
+        self.values_bytes::<T>(len)?;
+        let mut v = Vec::new();
+        v.try_reserve_exact(len)
+            .map_err(|_| PersistError(format!("cannot allocate {len} values")))?;
+        v.resize(len, T::default());
+        self.fill(bytes_of_mut(&mut v))?;
+        Ok(v)
     }
 
     /// A vector of exactly `len` values.
     pub fn vec<T: Plain>(&mut self, len: usize) -> Result<Vec<T>, PersistError> {
-        let bytes = self.slice_bytes::<T>(len)?;
-        vec_from_bytes(bytes).ok_or_else(|| PersistError(format!("cannot allocate {len} values")))
+        self.prefix::<T>(len)?;
+        self.values(len)
     }
 
     /// A vector of as many values as its length prefix says, refused when the bytes left
     /// cannot hold them.
     pub fn vec_any<T: Plain>(&mut self) -> Result<Vec<T>, PersistError> {
         let len = self.usize()?;
-        let bytes = len
-            .checked_mul(std::mem::size_of::<T>())
-            .filter(|&b| b <= self.rest.len())
-            .ok_or_else(|| PersistError(format!("{len} values past the end")))?;
-        vec_from_bytes(self.bytes(bytes)?)
-            .ok_or_else(|| PersistError(format!("cannot allocate {len} values")))
+        self.values(len)
     }
 
     /// A filter shape with every extent at least 1 and `out_c · taps` representable.

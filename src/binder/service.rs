@@ -571,9 +571,10 @@ impl IDevice for Device {
             // Any handle the contract does not expect is a miss: GENERAL_FAILURE.
             let model_fds: Vec<_> = model_cache.iter().map(ipc::pfd_fd).collect();
             let data_fds: Vec<_> = data_cache.iter().map(ipc::pfd_fd).collect();
-            let (model_file, data_file) = cache::read_image(&model_fds, &data_fds)?;
+            let model_file = cache::read_model_file(&model_fds, &data_fds)?;
             let valid = guarded(call, || {
-                self.driver.validate_cached(&model_file, &data_file, &token)
+                self.driver
+                    .validate_cached(&model_file, cache::DataFile::Fd(data_fds[0]), &token)
             })?;
             self.budget
                 .limits()

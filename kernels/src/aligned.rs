@@ -42,9 +42,16 @@ pub const HUGE: usize = 2 << 20;
 enum Storage {
     /// Heap cache lines (buffers under [`HUGE`] bytes).
     Lines(Vec<Line>),
-    /// An anonymous mapping (zero-filled by the kernel) whose bytes from `start` on, a
+    /// An anonymous mapping (zero-filled by the kernel) whose bytes from its first 2 MiB
     /// multiple of [`HUGE`], hold the values.
-    Map { map: memmap2::MmapMut, start: usize },
+    /// boundary on hold the values ([`huge_start`]; not stored, which keeps an
+    /// [`AlignedBuf`] at four words).
+    Map(memmap2::MmapMut),
+}
+
+/// Bytes from `p` to the next multiple of [`HUGE`] (0 when `p` is one).
+fn huge_start(p: *const u8) -> usize {
+    (HUGE - p as usize % HUGE) % HUGE
 }
 
 impl Storage {
@@ -58,25 +65,28 @@ impl Storage {
             return Some(Storage::Lines(lines));
         }
         let map = memmap2::MmapMut::map_anon(bytes.checked_add(HUGE)?).ok()?;
-        let start = (HUGE - map.as_ptr() as usize % HUGE) % HUGE;
+        let start = huge_start(map.as_ptr());
         // Only whole huge pages are advised: the tail keeps small pages, so no buffer holds
         // more than its own size plus one small page. A refusal (no transparent huge pages)
         // only leaves the small pages.
         let _ = map.advise_range(memmap2::Advice::HugePage, start, bytes / HUGE * HUGE);
-        Some(Storage::Map { map, start })
+        Some(Storage::Map(map))
     }
 
     fn ptr(&self) -> *const u8 {
         match self {
             Storage::Lines(lines) => lines.as_ptr().cast(),
-            Storage::Map { map, start } => map[*start..].as_ptr(),
+            Storage::Map(map) => map[huge_start(map.as_ptr())..].as_ptr(),
         }
     }
 
     fn mut_ptr(&mut self) -> *mut u8 {
         match self {
             Storage::Lines(lines) => lines.as_mut_ptr().cast(),
-            Storage::Map { map, start } => map[*start..].as_mut_ptr(),
+            Storage::Map(map) => {
+                let start = huge_start(map.as_ptr());
+                map[start..].as_mut_ptr()
+            }
         }
     }
 }
@@ -270,7 +280,11 @@ mod tests {
     fn huge_buffers_are_mapped_aligned_and_zeroed() {
         let n = HUGE / 4 * 3 + 5;
         let mut b = AlignedBuf::<f32>::zeroed(n);
-        assert!(matches!(b.storage, Storage::Map { .. }));
+        assert!(matches!(b.storage, Storage::Map(_)));
+        assert_eq!(
+            std::mem::size_of::<AlignedBuf<f32>>(),
+            4 * std::mem::size_of::<usize>()
+        );
         assert_eq!(b.as_ptr() as usize % HUGE, 0);
         assert!(b.iter().all(|&x| x == 0.0));
         b[n - 1] = 1.5;

@@ -49,6 +49,16 @@ enum Storage {
     Map(memmap2::MmapMut),
 }
 
+/// Advises `len` bytes of `map` from `start` for transparent huge pages (Linux hosts; the
+/// advice is not exposed for Android's libc target, where the buffer keeps small pages).
+#[cfg(target_os = "linux")]
+fn advise_huge(map: &memmap2::MmapMut, start: usize, len: usize) {
+    let _ = map.advise_range(memmap2::Advice::HugePage, start, len);
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge(_map: &memmap2::MmapMut, _start: usize, _len: usize) {}
+
 /// Bytes from `p` to the next multiple of [`HUGE`] (0 when `p` is one).
 fn huge_start(p: *const u8) -> usize {
     (HUGE - p as usize % HUGE) % HUGE
@@ -69,7 +79,7 @@ impl Storage {
         // Only whole huge pages are advised: the tail keeps small pages, so no buffer holds
         // more than its own size plus one small page. A refusal (no transparent huge pages)
         // only leaves the small pages.
-        let _ = map.advise_range(memmap2::Advice::HugePage, start, bytes / HUGE * HUGE);
+        advise_huge(&map, start, bytes / HUGE * HUGE);
         Some(Storage::Map(map))
     }
 

@@ -1308,6 +1308,7 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
     // Parameter values: scalars and small integer tensors (shape operands) that are constant.
     let mut values: HashMap<usize, Vec<u8>> = HashMap::new();
     let bool_at_prepare = readers_all(&valid.operations, n, ops::bool_params_at_prepare);
+    let bool_for_packing = readers_all(&valid.operations, n, ops::bool_params_for_packing);
     for (i, o) in valid.operands.iter().enumerate() {
         let is_const = matches!(
             o.lifetime,
@@ -1317,11 +1318,17 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
             !o.ty.is_tensor() || (o.ty == OperandType::TensorInt32 && o.location.length <= 1024);
         // BOOL scalars too where only operations that resolve them at prepare read them
         // (known then, they let the plan pack and place those operations).
-        let prepared_bool = o.ty == OperandType::Bool && bool_at_prepare[i] == Some(true);
+        let prepared_bool = o.ty == OperandType::Bool
+            && (bool_at_prepare[i] == Some(true) || bool_for_packing[i] == Some(true));
         if is_const && small && (!o.ty.is_opaque() || prepared_bool) {
             values.insert(i, valid.constant_bytes(model, i)?);
         }
     }
+    let reads_bool = |op: &OperationInfo| {
+        op.inputs
+            .iter()
+            .any(|&i| valid.operands[i].ty == OperandType::Bool && values.contains_key(&i))
+    };
     let mut params = Vec::with_capacity(valid.operations.len());
     for (k, op) in valid.operations.iter().enumerate() {
         if op.opaque {
@@ -1375,6 +1382,12 @@ fn infer_static(model: &Model, valid: &mut ValidModel) -> HalResult<()> {
                     dims[o] = Some(out.clone());
                 }
                 params.push(Some(inferred.params));
+            }
+            // Known only for packing (see `ops::bool_params_for_packing`): left to execution.
+            Err(InferError::Invalid(_))
+                if ops::bool_params_for_packing(op.ty) && reads_bool(op) =>
+            {
+                params.push(None)
             }
             Err(InferError::Invalid(why)) => invalid!("operation {k} ({}): {why}", op.ty),
             Err(InferError::Unknown) => params.push(None),

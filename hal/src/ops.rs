@@ -173,13 +173,16 @@ pub fn bool_params_at_prepare(op: OperationType) -> bool {
 
 /// Whether `op`'s constant BOOL scalar input (NNAPI 1.2's layout flag) is resolved at prepare
 /// for the plan: the convolutions whose weights pack, which a model stating the flag (always,
-/// for GROUPED_CONV_2D) would otherwise run unpacked. What shape inference finds wrong with
+/// for GROUPED_CONV_2D and TRANSPOSE_CONV_2D) would otherwise run unpacked. What shape inference finds wrong with
 /// the flag known is still left to execution, as when the flag is not resolved: the
 /// conformance suite expects such models to be accepted by `getSupportedOperations`.
 pub fn bool_params_for_packing(op: OperationType) -> bool {
     matches!(
         op,
-        OperationType::Conv2d | OperationType::DepthwiseConv2d | OperationType::GroupedConv2d
+        OperationType::Conv2d
+            | OperationType::DepthwiseConv2d
+            | OperationType::GroupedConv2d
+            | OperationType::TransposeConv2d
     )
 }
 

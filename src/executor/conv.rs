@@ -698,7 +698,16 @@ fn transpose_window(c: &Call, out: &TensorMut) -> HalResult<(TransposeWindow, Ac
     else {
         return Err(mismatch(c));
     };
-    let f = c.dims(1)?;
+    // A filter the plan packed and released is absent from the call's values: its declared
+    // dimensions (fully specified, as a constant's are) give the window.
+    let f = match c.dims(1) {
+        Ok(d) => d,
+        Err(_) if c.packed.is_some() => c.model.operands[c.op.inputs[1]].dims.as_slice(),
+        Err(e) => return Err(e),
+    };
+    if f.len() != 4 {
+        return Err(mismatch(c));
+    }
     Ok((
         TransposeWindow {
             input: nhwc(c.dims(0)?),

@@ -646,3 +646,99 @@ fn fused_per_column_requantization_extremes_at_every_level() {
         }
     }
 }
+
+/// The per-channel layers of MobileNet v2 that have few taps or few channels: pointwise with
+/// K = 16, 24 or 32 and N = 8, 16, 24 or 40 (a 32-wide block with an unused half), and the
+/// first convolution of a 3-channel image (3×3, strides 1 and 2, SAME-like and VALID), odd
+/// sizes, input zero points 0, 128 and 255, output zero points (int8 −128 as 0 among them),
+/// every activation, on the GEMM kernel at every level, against the oracle.
+#[test]
+fn small_k_and_narrow_per_channel_layers_match_the_oracle_at_every_level() {
+    let mut windows = Vec::new();
+    for in_c in [16, 24, 32] {
+        for out_c in [8, 16, 24, 40] {
+            windows.push(Window {
+                input: Nhwc::new(1, 9, 13, in_c),
+                output: Nhwc::new(1, 9, 13, out_c),
+                filter_h: 1,
+                filter_w: 1,
+                stride_h: 1,
+                stride_w: 1,
+                padding: Padding::default(),
+            });
+        }
+    }
+    for s in [1, 2] {
+        for pad in [0, 1] {
+            for out_c in [16, 24, 32] {
+                let (h, w) = (15, 17);
+                let padding = Padding {
+                    top: pad,
+                    left: pad,
+                    bottom: 1,
+                    right: 1,
+                };
+                windows.push(Window {
+                    input: Nhwc::new(1, h, w, 3),
+                    output: Nhwc::new(
+                        1,
+                        (h + pad + 1 - 3) / s + 1,
+                        (w + pad + 1 - 3) / s + 1,
+                        out_c,
+                    ),
+                    filter_h: 3,
+                    filter_w: 3,
+                    stride_h: s,
+                    stride_w: s,
+                    padding,
+                });
+            }
+        }
+    }
+    for uk in tables() {
+        let mut rng = Rng(0x5c_0003 ^ ((uk.isa as u64) << 40));
+        let mut checked = 0;
+        for (i, w) in windows.iter().enumerate() {
+            for act in ACTIVATIONS {
+                let k = w.filter_h * w.filter_w * w.input.c;
+                let out_c = w.output.c;
+                let iq = QuantParams::new(0.0078125, [0, 128, 255][i % 3]);
+                let oq = QuantParams::new(
+                    0.02 + 0.01 * rng.below(10) as f32,
+                    [0, 128, 255, rng.below(256) as i32][rng.below(4)],
+                );
+                let c = Case {
+                    w: *w,
+                    d: Dilation { h: 1, w: 1 },
+                    input: (0..w.input.len()).map(|_| rng.below(256) as u8).collect(),
+                    filter: (0..out_c * k).map(|_| rng.below(256) as u8 as i8).collect(),
+                    bias: (0..out_c)
+                        .map(|_| rng.below(20_001) as i32 - 10_000)
+                        .collect(),
+                    scales: (0..out_c)
+                        .map(|_| 0.0005 * (1.0 + rng.below(200) as f32))
+                        .collect(),
+                    iq,
+                    oq,
+                    act,
+                };
+                let rq = ChannelRequant::per_channel(c.iq, &c.scales, c.oq, c.act).unwrap();
+                let bytes: Vec<u8> = c.filter.iter().map(|&v| v as u8).collect();
+                let image = conv::filter_image(&bytes);
+                let shape = FilterShape {
+                    out_c,
+                    kh: w.filter_h,
+                    kw: w.filter_w,
+                    in_c: w.input.c,
+                };
+                let p = PackedConvU8::pack_channels(uk, shape, &image, &c.bias, c.iq, &rq).unwrap();
+                assert_eq!(p.kernel_name(), uk.u8_gemm.name);
+                let mut got = vec![0u8; w.output.len()];
+                fast_u8::conv2d_u8(w, &p, &c.input, &mut got);
+                assert_eq!(got, oracle(&c, false, 1), "{} {w:?} {act:?} {oq:?}", uk.isa);
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, windows.len() * ACTIVATIONS.len());
+    }
+}

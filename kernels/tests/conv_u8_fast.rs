@@ -146,7 +146,15 @@ fn random_window(rng: &mut Rng, in_c: usize, out_c: usize, pointwise: bool) -> W
     window(Nhwc::new(n, h, w, in_c), out_c, (kh, kw), (sh, sw), p)
 }
 
-fn check_conv(uk: &Ukernels, rng: &mut Rng, w: &Window, q: ConvQuant, parallel: bool) {
+/// Checks one random convolution against the reference; the kernel that ran, or `None` when
+/// packing failed (exactly as the reference did).
+fn check_conv(
+    uk: &Ukernels,
+    rng: &mut Rng,
+    w: &Window,
+    q: ConvQuant,
+    parallel: bool,
+) -> Option<&'static str> {
     let shape = FilterShape {
         out_c: w.output.c,
         kh: w.filter_h,
@@ -170,7 +178,7 @@ fn check_conv(uk: &Ukernels, rng: &mut Rng, w: &Window, q: ConvQuant, parallel: 
     );
     let packed = PackedConvU8::pack(uk, shape, &filter, &b, q);
     assert_eq!(r.is_ok(), packed.is_ok(), "{q:?}");
-    let Ok(packed) = packed else { return };
+    let Ok(packed) = packed else { return None };
     let mut got = vec![0x5au8; w.output.len()];
     if parallel {
         pool2().install(|| conv_u8::conv2d_u8(w, &packed, &input, &mut got));
@@ -184,6 +192,7 @@ fn check_conv(uk: &Ukernels, rng: &mut Rng, w: &Window, q: ConvQuant, parallel: 
         packed.kernel_name(),
         got.iter().zip(&expected).position(|(a, b)| a != b)
     );
+    Some(packed.kernel_name())
 }
 
 #[test]
@@ -715,5 +724,71 @@ fn large_operations_split_over_two_threads_match_reference() {
             });
             assert!(g1 == e1 && g2 == e2, "{} pools {act:?}", uk.isa);
         }
+    }
+}
+
+/// The layers that run far from the dot-product peak: pointwise with few taps (K = 16..32) or
+/// few channels (N = 8..24, where a block of 32 has a half the kernel skips), and the first
+/// convolution of a 3-channel image (3×3, K = 27), at strides 1 and 2, SAME-like and VALID
+/// padding, odd sizes (partial row tiles), per-tensor zero points 0, 128 and 255, every
+/// activation (bounds inside the byte range and the full range, where the clamp is skipped)
+/// and multipliers from 3e−10 to just below 1, at every level, on the GEMM kernel.
+#[test]
+fn small_k_and_narrow_layers_match_reference() {
+    for uk in tables() {
+        let mut rng = Rng::seeded(0x5A11, uk.isa);
+        let (mut fast, mut total) = (0, 0);
+        let mut shapes = Vec::new();
+        for in_c in [16, 24, 27, 32] {
+            for out_c in [8, 16, 24, 40] {
+                let input = Nhwc::new(1, 13, 11, in_c);
+                shapes.push(window(input, out_c, (1, 1), (1, 1), Padding::default()));
+            }
+        }
+        for (h, w) in [(15, 17), (16, 16)] {
+            for s in [1, 2] {
+                for p in [
+                    Padding::default(),
+                    Padding {
+                        top: 1,
+                        left: 1,
+                        bottom: 1,
+                        right: 1,
+                    },
+                    Padding {
+                        top: 0,
+                        left: 0,
+                        bottom: 1,
+                        right: 1,
+                    },
+                ] {
+                    for out_c in [16, 24, 32] {
+                        let input = Nhwc::new(1, h, w, 3);
+                        shapes.push(window(input, out_c, (3, 3), (s, s), p));
+                    }
+                }
+            }
+        }
+        for (i, w) in shapes.iter().enumerate() {
+            for act in ACTS {
+                let mut q = quant(&mut rng);
+                q.act = act;
+                q.input.zero_point = [0, 128, 255][i % 3];
+                q.output.zero_point = [0, 128, 255, rng.below(256) as i32][rng.below(4)];
+                match check_conv(uk, &mut rng, w, q, i % 4 == 0) {
+                    Some("reference") | None => {}
+                    Some(name) => {
+                        assert_eq!(name, uk.u8_gemm.name, "{w:?} {q:?}");
+                        fast += 1;
+                    }
+                }
+                total += 1;
+            }
+        }
+        assert!(
+            fast * 10 >= total * 8,
+            "{}: only {fast} of {total} cases ran on the GEMM kernel",
+            uk.isa
+        );
     }
 }

@@ -826,11 +826,15 @@ fn im2col_panel(w: &Window, input: &[u8], za: u8, p0: usize, panel: &mut [u8], k
             // apart.
             let row_stride = w.input.w * c;
             let start = w.input.offset(b, ty.first_input, tx.first_input, 0);
-            for (seg, src) in row[..k]
-                .chunks_exact_mut(span)
-                .zip(input[start..].chunks(row_stride))
-            {
-                copy_short(seg, &src[..span]);
+            if span <= 16 {
+                window_row(&mut row[..k], input, start, row_stride, span);
+            } else {
+                for (seg, src) in row[..k]
+                    .chunks_exact_mut(span)
+                    .zip(input[start..].chunks(row_stride))
+                {
+                    copy_short(seg, &src[..span]);
+                }
             }
         } else {
             im2col_border_row(
@@ -854,6 +858,26 @@ fn im2col_panel(w: &Window, input: &[u8], za: u8, p0: usize, panel: &mut [u8], k
             }
             ty = taps(oy, w.stride_h, w.padding.top, w.filter_h, w.input.h);
         }
+    }
+}
+
+/// One im2col row of a window inside the input whose spans (`kw·c` bytes, `row_stride` apart
+/// from `start`) are at most 16 bytes, as in a first convolution on a 3-channel image (spans of
+/// 9): each span but the last is one 16-byte move, whose bytes past the span are rewritten by
+/// the spans after it (written in order, each correct over its own bytes); a move that would
+/// pass the row's `k` bytes or the input's end is the exact copy.
+#[inline]
+fn window_row(row: &mut [u8], input: &[u8], start: usize, row_stride: usize, span: usize) {
+    let k = row.len();
+    let mut src = start;
+    for at in (0..k).step_by(span.max(1)) {
+        if at + 16 <= k && src + 16 <= input.len() {
+            let v: [u8; 16] = input[src..src + 16].try_into().unwrap();
+            row[at..at + 16].copy_from_slice(&v);
+        } else {
+            copy_short(&mut row[at..at + span], &input[src..src + span]);
+        }
+        src += row_stride;
     }
 }
 

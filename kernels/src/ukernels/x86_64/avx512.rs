@@ -322,6 +322,17 @@ pub(super) fn narrow2_512(q0: __m512i, q1: __m512i, c: &Rq512) -> __m256i {
     _mm512_castsi512_si256(b)
 }
 
+/// [`narrow2_512`] for activation bounds that span all of 0..=255: the saturating packs
+/// already put every value in range, so the clamp would change nothing.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+#[inline]
+pub(super) fn narrow2_512_unclamped(q0: __m512i, q1: __m512i, c: &Rq512) -> __m256i {
+    let w = _mm512_adds_epi16(_mm512_packs_epi32(q0, q1), c.zp16);
+    let b = _mm512_packus_epi16(w, w);
+    let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, b))
+}
+
 /// Stores the 32 bytes of `v` at `dst`, only the first `n ≤ 32`.
 ///
 /// # Safety

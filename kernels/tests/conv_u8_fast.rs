@@ -474,7 +474,9 @@ fn depthwise_matches_reference() {
 /// group of four, strides 1 and 2, padding, filter zero points whose weights fit signed bytes
 /// as they are (128), only negated (127), per channel either way (random filter over 0..=255
 /// with zero point 128 or 127, and a mixed filter), or not at all (another zero point: the
-/// int32 kernel runs). Every level runs the same cases against the reference.
+/// int32 kernel runs). Every level runs the same cases against the reference. Strides 1–3:
+/// half the cases let the row path's tap quads take every stride up to the filter width
+/// (by default only stride 1 uses them), so both row paths see every stride.
 #[test]
 fn depthwise_byte_dot_product_matches_reference() {
     for uk in tables() {
@@ -492,7 +494,7 @@ fn depthwise_byte_dot_product_matches_reference() {
                 (3, 1),
                 (2, 2),
             ]);
-            let s = rng.range(1, 2);
+            let s = rng.range(1, 3);
             let p = Padding {
                 top: rng.below(k.0),
                 bottom: rng.below(k.0),
@@ -561,6 +563,10 @@ fn depthwise_byte_dot_product_matches_reference() {
             if case % 5 == 0 {
                 pool2()
                     .install(|| dwconv_u8::depthwise_conv2d_u8(&w, 1, &packed, &input, &mut got));
+            } else if case % 2 == 1 {
+                dwconv_u8::with_quad_strides(3, || {
+                    dwconv_u8::depthwise_conv2d_u8(&w, 1, &packed, &input, &mut got)
+                });
             } else {
                 dwconv_u8::depthwise_conv2d_u8(&w, 1, &packed, &input, &mut got);
             }

@@ -76,7 +76,11 @@ struct FastDw {
 #[derive(Debug)]
 struct FastDw4 {
     dw: U8Dw4,
+    /// Taps in order, `ceil(ntaps/4)` groups: the per-pixel kernel's packing.
     w: AlignedBuf<u8>,
+    /// Filter columns in runs of four rows, `ceil(kh/4)·kw` groups, a last block of at most
+    /// 32 channels repeated in the high half: the packing of the tap-quad row path.
+    wq: AlignedBuf<u8>,
     negate: bool,
     /// Whether any per-channel left shift is nonzero.
     left_shift: bool,
@@ -228,10 +232,47 @@ fn pack_dw4(
     cols: Option<&AlignedBuf<i32>>,
 ) -> Option<FastDw4> {
     let ntaps = kh * kw;
+    let (w4, negate, left_shift) =
+        pack_dw4_order(ntaps, out_c, w, cols, ntaps.div_ceil(4), |t| (t / 4, t % 4))?;
+    // Group `(fy/4)·kw + fx` holds rows 4·(fy/4).. of filter column `fx`, the order of the
+    // row kernel's quads (see `row_quads`).
+    let (mut wq, ..) = pack_dw4_order(ntaps, out_c, w, cols, dw4_groups(kh, kw), |t| {
+        let (fy, fx) = (t / kw, t % kw);
+        ((fy / 4) * kw + fx, fy % 4)
+    })?;
+    // A last block of at most 32 channels repeats them in the high half of every slot: the
+    // row kernel runs two pixels per vector there.
+    let tail = out_c % DW4_BLOCK;
+    if (1..=DW4_BLOCK / 2).contains(&tail) {
+        let block_len = (DW4_HEAD_SLOTS + 4 * dw4_groups(kh, kw)) * 64;
+        let block = (out_c / DW4_BLOCK) * block_len;
+        for slot in wq[block..block + block_len].chunks_exact_mut(64) {
+            slot.copy_within(0..32, 32);
+        }
+    }
+    Some(FastDw4 {
+        dw,
+        w: w4,
+        wq,
+        negate,
+        left_shift,
+    })
+}
+
+/// One [`U8Dw4Args`] packing of the int32 packing `w` with `groups` weight groups, tap `t`
+/// going to byte `j` of group `g` for `(g, j) = place(t)`; with whether any channel is negated
+/// and any left shift nonzero.
+fn pack_dw4_order(
+    ntaps: usize,
+    out_c: usize,
+    w: &AlignedBuf<i32>,
+    cols: Option<&AlignedBuf<i32>>,
+    groups: usize,
+    place: impl Fn(usize) -> (usize, usize),
+) -> Option<(AlignedBuf<u8>, bool, bool)> {
     let per_block = (1 + ntaps) * DW_BLOCK;
     let at =
         |oc: usize, slot: usize| w[(oc / DW_BLOCK) * per_block + slot * DW_BLOCK + oc % DW_BLOCK];
-    let groups = dw4_groups(kh, kw);
     let block_len = (DW4_HEAD_SLOTS + 4 * groups) * 64;
     let mut out = AlignedBuf::<u8>::zeroed(out_c.div_ceil(DW4_BLOCK) * block_len);
     let (mut negate, mut left_shift) = (false, false);
@@ -275,43 +316,18 @@ fn pack_dw4(
             }
         }
         for t in 0..ntaps {
-            // Group `(fy/4)·kw + fx` holds rows 4·(fy/4).. of filter column `fx`, the order of
-            // the row kernel's quads (see `dw4_tap`).
-            let (fy, fx) = (t / kw, t % kw);
+            let (g, j) = place(t);
             // In −128..=127 after the sign, checked above.
-            out[base + 64 * (DW4_HEAD_SLOTS + 4 * ((fy / 4) * kw + fx) + k) + fy % 4] =
-                (at(oc, 1 + t) * sign) as i8 as u8;
+            out[base + 64 * (DW4_HEAD_SLOTS + 4 * g + k) + j] = (at(oc, 1 + t) * sign) as i8 as u8;
         }
     }
-    // A last block of at most 32 channels repeats them in the high half of every slot: the
-    // row kernel runs two pixels per vector there.
-    let tail = out_c % DW4_BLOCK;
-    if (1..=DW4_BLOCK / 2).contains(&tail) {
-        let block = (out_c / DW4_BLOCK) * block_len;
-        for slot in out[block..block + block_len].chunks_exact_mut(64) {
-            slot.copy_within(0..32, 32);
-        }
-    }
-    Some(FastDw4 {
-        dw,
-        w: out,
-        negate,
-        left_shift,
-    })
+    Some((out, negate, left_shift))
 }
 
 /// Weight groups of four taps in the byte dot-product packing: each filter column's rows in
 /// runs of four.
 fn dw4_groups(kh: usize, kw: usize) -> usize {
     kh.div_ceil(4) * kw
-}
-
-/// The filter tap `(fy, fx)` at place `i` of the byte dot-product packing's tap order (byte
-/// `i mod 4` of group `i / 4`), or `None` for a place past the filter's rows (weight 0).
-fn dw4_tap(kh: usize, kw: usize, i: usize) -> Option<(usize, usize)> {
-    let (g, j) = (i / 4, i % 4);
-    let fy = 4 * (g / kw) + j;
-    (fy < kh).then_some((fy, g % kw))
 }
 
 /// The image is a plain dump of the fields: `kh`, `kw`, `out_c`, then the implementation
@@ -487,10 +503,14 @@ fn row_fast(w: &Window, f: &FastDw, input: &[u8], b: usize, oy: usize, row: &mut
     SCRATCH.with(|s| {
         let mut s = s.borrow_mut();
         let s = &mut *s;
-        if let Some(d4) = &f.dw4 {
-            if row_quads(w, f, d4, input, b, oy, row, s) {
-                return;
-            }
+        // The channels the per-pixel kernels run: all of them, or those before a tail that
+        // went through tap quads.
+        let c_main = match &f.dw4 {
+            Some(d4) => row_quads(w, f, d4, input, b, oy, row, s),
+            None => c,
+        };
+        if c_main == 0 {
+            return;
         }
         if s.zero_row.len() < zero_len || s.zero_row.first() != Some(&f.za) {
             s.zero_row.clear();
@@ -503,25 +523,17 @@ fn row_fast(w: &Window, f: &FastDw, input: &[u8], b: usize, oy: usize, row: &mut
                 Some(off) => input[off..off + c].as_ptr(),
                 None => zeros,
             };
-            if f.dw4.is_some() {
-                // The byte packing's order; places past the filter's rows have weight 0.
-                let places = 4 * dw4_groups(w.filter_h, w.filter_w);
-                taps.extend((0..places).map(|i| {
-                    dw4_tap(w.filter_h, w.filter_w, i).map_or(zeros, |(fy, fx)| tap(fy, fx))
-                }));
-            } else {
-                for fy in 0..w.filter_h {
-                    taps.extend((0..w.filter_w).map(|fx| tap(fy, fx)));
-                }
+            for fy in 0..w.filter_h {
+                taps.extend((0..w.filter_w).map(|fx| tap(fy, fx)));
             }
             let out = &mut row[ox * c..(ox + width) * c];
             if let Some(d4) = &f.dw4 {
                 let args = U8Dw4Args {
                     taps: taps.as_ptr(),
                     pixel_step: step,
-                    ntaps: taps.len(),
+                    ntaps,
                     width,
-                    channels: c,
+                    channels: c_main,
                     w: d4.w.as_ptr(),
                     out: out.as_mut_ptr(),
                     out_stride: c,
@@ -530,8 +542,9 @@ fn row_fast(w: &Window, f: &FastDw, input: &[u8], b: usize, oy: usize, row: &mut
                     negate: d4.negate,
                     left_shift: d4.left_shift,
                 };
-                // SAFETY: taps, pixels and output as for the int32 kernel below; the packing
-                // was built by `pack_dw4` for these `ntaps` and `c` channels.
+                // SAFETY: taps, pixels and output as for the int32 kernel below (of the `c`
+                // channels it reads and writes the first `c_main`); the packing was built by
+                // `pack_dw4` for these `ntaps` and `c` channels.
                 unsafe { (d4.dw.kernel)(&args) };
                 return;
             }
@@ -571,31 +584,35 @@ fn row_fast(w: &Window, f: &FastDw, input: &[u8], b: usize, oy: usize, row: &mut
 const QUADS_MAX: usize = 1 << 20;
 
 thread_local! {
-    /// The widest horizontal stride that runs through tap quads on this thread: 1, where
-    /// they pay; tests raise it to check the layout at other strides.
-    static QUADS_STRIDES: Cell<usize> = const { Cell::new(1) };
+    /// Set while every channel block at every stride up to the filter width goes through
+    /// tap quads on this thread ([`with_all_quads`]).
+    static ALL_QUADS: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs `f` with tap quads used up to horizontal stride `max` on this thread (see
-/// `row_quads`), the way the tests reach the quad layout's other strides. Splits inside `f`
-/// run on this thread too, so the setting holds for the whole call.
+/// Runs `f` with every channel block of every row at every horizontal stride up to the
+/// filter width going through tap quads on this thread (see `row_quads`): how the tests reach
+/// the quad layout's full blocks and wider strides. Splits inside `f` run on this thread too,
+/// so the setting holds for the whole call.
 #[doc(hidden)]
-pub fn with_quad_strides<R>(max: usize, f: impl FnOnce() -> R) -> R {
-    let was = QUADS_STRIDES.with(|s| s.replace(max));
+pub fn with_all_quads<R>(f: impl FnOnce() -> R) -> R {
+    let was = ALL_QUADS.with(|s| s.replace(true));
     let r = crate::parallel::in_part(f);
-    QUADS_STRIDES.with(|s| s.set(was));
+    ALL_QUADS.with(|s| s.set(was));
     r
 }
 
-/// One output row on the byte dot-product kernel through tap quads: per channel block, each
-/// row group's padded input columns are interleaved once ([`crate::ukernels::quant8::U8Dw4QuadsArgs`]),
-/// then every output pixel, border ones included, reads its taps' quads from there. With
-/// stride 1 a quad serves `kw` pixels instead of being rebuilt by each. `false` (nothing
-/// written) where that does not pay or fit: a horizontal stride above 1 (every quad then
-/// serves fewer pixels, and its stores cost more than the unpacks they save: measured 20 %
-/// slower on the stride-2 layers of MobileNet v2) or a row whose quads pass [`QUADS_MAX`].
-/// The layout and kernels handle any stride up to `kw`, which the tests exercise through
-/// [`QUADS_STRIDES`].
+/// One output row's last channel block, when it has at most 32 channels, on the byte
+/// dot-product kernel through tap quads: each row group's padded input columns are
+/// interleaved once ([`crate::ukernels::quant8::U8Dw4QuadsArgs`]), then every output pixel,
+/// border ones included, reads its taps' quads from there, two pixels per vector. Returns the
+/// channels left to the per-pixel kernel (`c` when nothing was written here).
+///
+/// Only stride 1 and such narrow tails take this path (the tails of 32, 96 or 144 channels
+/// of MobileNet v2, where it measured 6–14 % faster). For whole 64-channel blocks the quads'
+/// stores cost about what the per-pixel unpacks they save do (±3 % at stride 1, 7–20 % slower
+/// at stride 2 and on 7×7 rows), so those keep the per-pixel kernel; the layout and kernels
+/// handle them and any stride up to `kw`, which the tests reach through [`with_all_quads`].
+/// Rows whose quads pass [`QUADS_MAX`] keep the per-pixel kernel too.
 #[allow(clippy::too_many_arguments)]
 fn row_quads(
     w: &Window,
@@ -606,10 +623,20 @@ fn row_quads(
     oy: usize,
     row: &mut [u8],
     s: &mut Scratch,
-) -> bool {
+) -> usize {
     let (kh, kw, sw) = (w.filter_h, w.filter_w, w.stride_w);
-    if sw > kw || sw > QUADS_STRIDES.with(Cell::get) {
-        return false;
+    let c = w.output.c;
+    let all = ALL_QUADS.with(Cell::get);
+    let tail = c % DW4_BLOCK;
+    let first = if all {
+        0
+    } else if sw == 1 && (1..=DW4_BLOCK / 2).contains(&tail) {
+        c / DW4_BLOCK
+    } else {
+        return c;
+    };
+    if sw > kw {
+        return c;
     }
     let row_groups = kh.div_ceil(4);
     // Padded columns read by the row, and the buffer for 64-byte quads of all of them.
@@ -626,17 +653,16 @@ fn row_quads(
         })
         .filter(|&(_, len)| len <= QUADS_MAX)
     else {
-        return false;
+        return c;
     };
     // 64 bytes of alignment and the 32 readable bytes past the last quad of a pixel pair.
     s.quads.resize(len + 128, 0);
     let start = s.quads.as_ptr().align_offset(64).min(64);
     let quads = s.quads[start..].as_mut_ptr();
-    let c = w.output.c;
     let groups = dw4_groups(kh, kw);
     let block_len = (DW4_HEAD_SLOTS + 4 * groups) * 64;
     let taps = &mut s.taps;
-    for blk in 0..c.div_ceil(DW4_BLOCK) {
+    for blk in first..c.div_ceil(DW4_BLOCK) {
         let off = blk * DW4_BLOCK;
         let n = (c - off).min(DW4_BLOCK);
         let e = dw4_quad_bytes(n);
@@ -685,7 +711,7 @@ fn row_quads(
             groups,
             width: w.output.w,
             n,
-            w: d4.w[blk * block_len..].as_ptr(),
+            w: d4.wq[blk * block_len..].as_ptr(),
             out: row[off..].as_mut_ptr(),
             out_stride: c,
             rq: f.rq,
@@ -700,7 +726,7 @@ fn row_quads(
         // `row` holds `ow` pixels of `c` bytes, of which channels `off..off + n` are written.
         unsafe { (d4.dw.row)(&args) };
     }
-    true
+    first * DW4_BLOCK
 }
 
 /// Depth multiplier ≠ 1: portable loop over the packed weights.

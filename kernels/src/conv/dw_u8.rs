@@ -19,7 +19,13 @@
 //! `−w'` with bias `−bias`, the kernel negating the sum back), the rows with multiplier 1 run it
 //! on a second packing of the same weights: four taps per multiply-accumulate instead of one.
 //! Per-channel int8 filters always fit; a uint8 filter fits whenever its zero point is 127 or
-//! 128, and otherwise when its values happen to.
+//! 128, and otherwise when its values happen to. At stride 1 a last block of at most 32
+//! channels (the tails of 32, 96 or 144) takes a third path, tap quads: the row's input
+//! columns interleaved once into the byte quads the dot product reads, then two output pixels
+//! per vector (`row_quads`).
+//!
+//! The rows are split over threads where the work passes a few microseconds at this kernel's
+//! speed ([`crate::parallel::pays_to_split`]).
 
 use std::cell::{Cell, RefCell};
 

@@ -37,6 +37,51 @@ pub const MIN_F32_MACS: usize = 1 << 19;
 /// dot-product instructions do four times the work of a float FMA per lane.
 pub const MIN_U8_MACS: usize = 1 << 21;
 
+/// Single-thread time, in microseconds, above which an operation is worth splitting when its
+/// speed is known ([`pays_to_split`]). While the team's helpers spin, a fork costs a store and
+/// a few cache-line transfers (well under a microsecond, see the module docs), so an
+/// operation of a few microseconds already gains from running its second half on another
+/// core; the thresholds counted in multiply-adds or elements above were set for the GEMMs and
+/// leave the slower loops below them on one thread at 20–30 µs.
+pub const SPLIT_MICROS: usize = 5;
+
+/// Work units one core runs per microsecond, per kind of operator loop (measured on an AMD
+/// EPYC Zen 4 with AVX-512 VNNI, MobileNet's layers; slower processors only split sooner).
+pub mod speed {
+    /// uint8 depthwise multiply-adds on the byte dot-product kernel (45–65 GOP/s).
+    pub const U8_DEPTHWISE_MACS: usize = 25_000;
+    /// Elements of a uint8 binary operation through its 64 K-entry table (about 1 ns each:
+    /// a random read per element).
+    pub const LOOKUP_ELEMENTS: usize = 1_000;
+    /// Input elements of a MEAN (about 6 per ns: MobileNet v2's 62,720 in 11 µs).
+    pub const MEAN_INPUTS: usize = 5_000;
+    /// Elements of a QUANTIZE or DEQUANTIZE (about 6 per ns: 62,720 in 10 µs).
+    pub const CONVERT_ELEMENTS: usize = 5_000;
+}
+
+/// Whether `units` of work running at `per_micro` units per microsecond on one core take
+/// more than [`SPLIT_MICROS`].
+#[inline]
+pub fn pays_to_split(units: usize, per_micro: usize) -> bool {
+    units > SPLIT_MICROS.saturating_mul(per_micro)
+}
+
+/// Runs `body` on `units` work units (rows, usually): when `split` and [`threads`] allows,
+/// in about two contiguous ranges per thread (one fork-join, the ranges in order so each
+/// thread's home range is the same region from one operation to the next); otherwise in one
+/// piece on the calling thread.
+pub fn split_rows(units: usize, split: bool, body: impl Fn(std::ops::Range<usize>) + Sync) {
+    let threads = if split { threads() } else { 1 };
+    let chunks = (2 * threads).min(units);
+    if threads <= 1 || chunks <= 1 {
+        body(0..units);
+        return;
+    }
+    for_parts(chunks, |c| {
+        body(c * units / chunks..(c + 1) * units / chunks)
+    });
+}
+
 /// Helpers spin this long without work before they start yielding the processor between
 /// polls; inside one execution the gap between two operations is far shorter.
 const SPIN: Duration = Duration::from_micros(200);
@@ -183,7 +228,7 @@ thread_local! {
     static IN_PART: Cell<bool> = const { Cell::new(false) };
 }
 
-fn in_part<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn in_part<R>(f: impl FnOnce() -> R) -> R {
     let was = IN_PART.with(|p| p.replace(true));
     let r = f();
     IN_PART.with(|p| p.set(was));
@@ -609,6 +654,33 @@ mod tests {
             .iter()
             .enumerate()
             .all(|(i, &x)| x == 2 * i as u32 + (i / 1000) as u32));
+    }
+
+    #[test]
+    fn split_rows_covers_every_unit_once_split_or_not() {
+        let pool = Pool::new(2, "rows-test").unwrap();
+        for units in [0, 1, 2, 3, 7, 14, 57] {
+            for split in [false, true] {
+                let hits: Vec<AtomicU64> = (0..units).map(|_| AtomicU64::new(0)).collect();
+                let pieces = AtomicU64::new(0);
+                pool.run(|| {
+                    split_rows(units, split, |r| {
+                        pieces.fetch_add(1, SeqCst);
+                        r.for_each(|i| {
+                            hits[i].fetch_add(1, SeqCst);
+                        });
+                    })
+                });
+                assert!(hits.iter().all(|h| h.load(SeqCst) == 1), "{units} {split}");
+                // Unsplit work is one piece; split work is two per thread, at most one per unit.
+                let expected = if split { units.clamp(1, 4) } else { 1 };
+                assert_eq!(pieces.load(SeqCst), expected as u64, "{units} {split}");
+            }
+        }
+        // The threshold is strict, in units of one core's microseconds.
+        assert!(!pays_to_split(SPLIT_MICROS * 1000, 1000));
+        assert!(pays_to_split(SPLIT_MICROS * 1000 + 1, 1000));
+        assert!(!pays_to_split(usize::MAX, usize::MAX));
     }
 
     #[test]

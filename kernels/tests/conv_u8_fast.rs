@@ -483,7 +483,10 @@ fn depthwise_matches_reference() {
 /// group of four, strides 1 and 2, padding, filter zero points whose weights fit signed bytes
 /// as they are (128), only negated (127), per channel either way (random filter over 0..=255
 /// with zero point 128 or 127, and a mixed filter), or not at all (another zero point: the
-/// int32 kernel runs). Every level runs the same cases against the reference.
+/// int32 kernel runs). Every level runs the same cases against the reference. Strides 1–3:
+/// half the cases send every channel block at every stride up to the filter width through
+/// the row path's tap quads (by default only narrow tails at stride 1 take it), so both row
+/// paths see every block shape and stride.
 #[test]
 fn depthwise_byte_dot_product_matches_reference() {
     for uk in tables() {
@@ -501,7 +504,7 @@ fn depthwise_byte_dot_product_matches_reference() {
                 (3, 1),
                 (2, 2),
             ]);
-            let s = rng.range(1, 2);
+            let s = rng.range(1, 3);
             let p = Padding {
                 top: rng.below(k.0),
                 bottom: rng.below(k.0),
@@ -570,6 +573,10 @@ fn depthwise_byte_dot_product_matches_reference() {
             if case % 5 == 0 {
                 pool2()
                     .install(|| dwconv_u8::depthwise_conv2d_u8(&w, 1, &packed, &input, &mut got));
+            } else if case % 2 == 1 {
+                dwconv_u8::with_all_quads(|| {
+                    dwconv_u8::depthwise_conv2d_u8(&w, 1, &packed, &input, &mut got)
+                });
             } else {
                 dwconv_u8::depthwise_conv2d_u8(&w, 1, &packed, &input, &mut got);
             }

@@ -8,7 +8,7 @@
 //! are the reference's by construction, whatever its rescaling and rounding steps.
 
 use super::reference::{add_u8, mul_u8, sub_u8};
-use crate::parallel::{for_chunks, threads, MIN_ELEMENTS};
+use crate::parallel::{for_chunks, pays_to_split, speed, threads};
 use crate::persist::{self, Persist, PersistError, Source};
 use crate::ukernels::Ukernels;
 use crate::{Activation, KernelError, QuantParams};
@@ -97,7 +97,11 @@ impl BinaryTableU8 {
             }
         };
         let n = out.len();
-        let parts = if n >= MIN_ELEMENTS { 2 * threads() } else { 1 };
+        let parts = if pays_to_split(n, speed::LOOKUP_ELEMENTS) {
+            2 * threads()
+        } else {
+            1
+        };
         let chunk = n.div_ceil(parts.max(1));
         for_chunks(out, chunk, |i, o| {
             let start = i * chunk;
@@ -157,7 +161,7 @@ mod tests {
 
     #[test]
     fn split_lookup_matches_in_place() {
-        let len = 3 * MIN_ELEMENTS + 17;
+        let len = 3 * crate::parallel::MIN_ELEMENTS + 17;
         let a: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
         let b: Vec<u8> = (0..len).map(|i| (i * 13 % 253) as u8).collect();
         let t = BinaryTableU8::add(

@@ -5,7 +5,7 @@
 //! `max(0, min(255, NaN))`, which yields 255. DEQUANTIZE takes `q − zero_point` exactly in int32
 //! and multiplies the converted difference by the (channel's) scale in float32.
 
-use crate::parallel::{for_chunks, MIN_ELEMENTS};
+use crate::parallel::{for_chunks, pays_to_split, speed};
 use crate::QuantParams;
 
 /// Elements per task of a parallel map.
@@ -24,7 +24,7 @@ where
             *d = f(start + k, s);
         }
     };
-    if output.len() >= MIN_ELEMENTS {
+    if pays_to_split(output.len(), speed::CONVERT_ELEMENTS) {
         for_chunks(output, CHUNK, |i, dst| body(i * CHUNK, dst));
     } else {
         body(0, output);
@@ -130,7 +130,7 @@ mod tests {
 
     #[test]
     fn long_tensors_split_over_the_pool_agree() {
-        let n = 3 * MIN_ELEMENTS + 17;
+        let n = 3 * crate::parallel::MIN_ELEMENTS + 17;
         let input: Vec<u8> = (0..n).map(|i| (i * 37 % 256) as u8).collect();
         let dims = [n / 7, 7];
         let len = dims[0] * 7;

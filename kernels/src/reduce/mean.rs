@@ -6,7 +6,7 @@
 //! Other axis sets run the reference.
 
 use super::{reference, split_reduction};
-use crate::parallel::{for_chunks, threads, MIN_ELEMENTS};
+use crate::parallel::{for_chunks, pays_to_split, speed, threads};
 
 /// Outputs per parallel part: about four parts per thread, whole cache lines.
 pub(super) fn part_len(outputs: usize) -> usize {
@@ -19,7 +19,7 @@ pub(super) fn split<T: Send>(
     input_len: usize,
     body: impl Fn(usize, &mut [T]) + Sync + Send,
 ) {
-    if input_len >= MIN_ELEMENTS && threads() > 1 && out.len() > 16 {
+    if pays_to_split(input_len, speed::MEAN_INPUTS) && threads() > 1 && out.len() > 16 {
         let n = part_len(out.len());
         for_chunks(out, n, |i, chunk| body(i * n, chunk));
     } else {

@@ -343,7 +343,80 @@ pub type U8Dw4Fn = unsafe fn(&U8Dw4Args);
 pub struct U8Dw4 {
     pub kernel: U8Dw4Fn,
     pub name: &'static str,
+    /// Builds one row group's tap quads of one channel block ([`U8Dw4QuadsArgs`]).
+    pub quads: U8Dw4QuadsFn,
+    /// One channel block of an output row from the quads ([`U8Dw4RowArgs`]).
+    pub row: U8Dw4RowFn,
 }
+
+/// Bytes per channel in a column vector of a [`U8Dw4QuadsArgs`] buffer: a block of more
+/// than half of [`DW4_BLOCK`] channels stores whole 64-byte vectors, a smaller one their low
+/// halves, so two output pixels share one vector in [`U8Dw4RowArgs`].
+#[inline]
+pub fn dw4_quad_bytes(n: usize) -> usize {
+    if n > DW4_BLOCK / 2 {
+        64
+    } else {
+        32
+    }
+}
+
+/// Interleaves four input rows of one channel block into the byte quads of
+/// [`U8Dw4Args`]' weight groups, once per output row, so each quad is built once however many
+/// output pixels and filter columns read it.
+///
+/// Row `r < 4` is `rows[r]` (the input row's first pixel, already advanced to the block's
+/// first channel; pixel `i` at `rows[r] + i·pixel_bytes`), or null for a row outside the
+/// input or past the filter: its bytes are `za`. Padded column `pc < stride·per_phase` reads
+/// input pixel `pc − pad_left` when that lies in `0..in_w` and the row is not null, else `za`;
+/// of a pixel the `n ≤ 64` channels are read (channels past `n` hold 0 or `za`: their weights
+/// are 0, or with `E = 32` they are not stored). The quads (vectors `k < 4` in
+/// the order of [`dw4_lane`]) go to `out + k·k_step + ((pc mod stride)·per_phase + pc / stride)·E`,
+/// `E = dw4_quad_bytes(n)`, whole vectors or their low halves: column `pc` and `pc + stride`
+/// are neighbours, the order in which the output pixels read them.
+#[derive(Clone, Copy, Debug)]
+pub struct U8Dw4QuadsArgs {
+    pub rows: [*const u8; 4],
+    pub pixel_bytes: usize,
+    pub in_w: usize,
+    pub pad_left: usize,
+    pub stride: usize,
+    pub per_phase: usize,
+    pub n: usize,
+    pub za: u8,
+    pub out: *mut u8,
+    pub k_step: usize,
+}
+
+/// A [`U8Dw4QuadsArgs`] kernel. Callers uphold its contract.
+pub type U8Dw4QuadsFn = unsafe fn(&U8Dw4QuadsArgs);
+
+/// One channel block (`n ≤ 64` channels) of a run of output pixels from the quads of
+/// [`U8Dw4QuadsArgs`]: weight group `g < groups` of pixel `p < width` reads vector `k` at
+/// `quads[g] + k·k_step + p·E` (`E = dw4_quad_bytes(n)`; with `E = 32`, the 64 bytes there are
+/// pixels `p` and `p + 1`, the second half read but unused past the last pixel, so the
+/// buffer holds 32 readable bytes past the last quad). `w` is this block's packing in the
+/// layout of [`U8Dw4Args`] with `ntaps = 4·groups`; when `n ≤ 32` its channels `0..32` are
+/// repeated in channels `32..64`. Pixel `p` writes its `n` bytes at `out + p·out_stride`; the
+/// epilogue is that of [`U8Dw4Args`].
+#[derive(Clone, Copy, Debug)]
+pub struct U8Dw4RowArgs {
+    pub quads: *const *const u8,
+    pub k_step: usize,
+    pub groups: usize,
+    pub width: usize,
+    pub n: usize,
+    pub w: *const u8,
+    pub out: *mut u8,
+    pub out_stride: usize,
+    pub rq: Requant8,
+    pub per_channel: bool,
+    pub left_shift: bool,
+    pub negate: bool,
+}
+
+/// A [`U8Dw4RowArgs`] kernel. Callers uphold its contract.
+pub type U8Dw4RowFn = unsafe fn(&U8Dw4RowArgs);
 
 #[cfg(test)]
 mod tests {

@@ -10,8 +10,9 @@ use super::avx512::{
     RqCols512,
 };
 use crate::ukernels::quant8::{
-    U8Dw, U8Dw4, U8Dw4Args, U8DwArgs, U8Gemm, U8GemmArgs, DW4_BLOCK, DW4_COL_ADD, DW4_COL_LEFT,
-    DW4_COL_MULT, DW4_COL_SHIFT, DW4_HEAD_SLOTS, DW_BLOCK, FUSED_GROUP_LEN,
+    dw4_quad_bytes, U8Dw, U8Dw4, U8Dw4Args, U8Dw4QuadsArgs, U8Dw4RowArgs, U8DwArgs, U8Gemm,
+    U8GemmArgs, DW4_BLOCK, DW4_COL_ADD, DW4_COL_LEFT, DW4_COL_MULT, DW4_COL_SHIFT, DW4_HEAD_SLOTS,
+    DW_BLOCK, FUSED_GROUP_LEN,
 };
 use crate::ukernels::Ukernels;
 
@@ -31,6 +32,8 @@ pub(crate) fn fill(t: &mut Ukernels) {
     t.u8_dw4 = Some(U8Dw4 {
         kernel: u8_dw4_avx512vnni_64c,
         name: "u8_dw4_avx512vnni_64c",
+        quads: u8_dw4_quads_avx512vnni,
+        row: u8_dw4_row_avx512vnni,
     });
 }
 
@@ -491,5 +494,156 @@ unsafe fn dw4_half_block(p: &U8Dw4Args, base: *const u8, off: usize, n: usize, c
         let dst = p.out.wrapping_add(px * p.out_stride + off);
         // SAFETY: the masked store writes only channels off..off+n of this pixel.
         unsafe { _mm256_mask_storeu_epi8(dst.cast(), m, bytes) }
+    }
+}
+
+/// The tap quads of one row group of one channel block (see [`U8Dw4QuadsArgs`]): each padded
+/// input column's four rows interleaved by the unpacks of [`u8_dw4_avx512vnni_64c`], once per
+/// output row instead of once per output pixel and filter tap.
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL/VNNI and `p` satisfies the contract of
+/// [`U8Dw4QuadsArgs`].
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+pub unsafe fn u8_dw4_quads_avx512vnni(p: &U8Dw4QuadsArgs) {
+    let m = if p.n >= DW4_BLOCK {
+        u64::MAX
+    } else {
+        (1u64 << p.n) - 1
+    };
+    let e = dw4_quad_bytes(p.n);
+    let za = _mm512_set1_epi8(p.za as i8);
+    for ph in 0..p.stride {
+        for j in 0..p.per_phase {
+            let pc = j * p.stride + ph;
+            let ic = pc.wrapping_sub(p.pad_left);
+            let inside = pc >= p.pad_left && ic < p.in_w;
+            let r: [__m512i; 4] = std::array::from_fn(|i| {
+                if inside && !p.rows[i].is_null() {
+                    // SAFETY: a non-null row holds `in_w` pixels of at least `n` readable
+                    // bytes each, and `ic < in_w`.
+                    unsafe { _mm512_maskz_loadu_epi8(m, p.rows[i].add(ic * p.pixel_bytes).cast()) }
+                } else {
+                    za
+                }
+            });
+            let lo01 = _mm512_unpacklo_epi8(r[0], r[1]);
+            let hi01 = _mm512_unpackhi_epi8(r[0], r[1]);
+            let lo23 = _mm512_unpacklo_epi8(r[2], r[3]);
+            let hi23 = _mm512_unpackhi_epi8(r[2], r[3]);
+            let x = [
+                _mm512_unpacklo_epi16(lo01, lo23),
+                _mm512_unpackhi_epi16(lo01, lo23),
+                _mm512_unpacklo_epi16(hi01, hi23),
+                _mm512_unpackhi_epi16(hi01, hi23),
+            ];
+            let dst = p.out.wrapping_add((ph * p.per_phase + j) * e);
+            for (k, &v) in x.iter().enumerate() {
+                // SAFETY: the contract gives `E` writable bytes at every column of each `k`.
+                unsafe {
+                    let d = dst.add(k * p.k_step);
+                    if e == 64 {
+                        _mm512_storeu_si512(d.cast(), v);
+                    } else {
+                        _mm256_storeu_si256(d.cast(), _mm512_castsi512_si256(v));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One channel block of an output row from its tap quads (see [`U8Dw4RowArgs`]): one load
+/// and one `vpdpbusd` per four taps of 64 channels, no unpacks. A block of at most 32 channels
+/// runs two output pixels per vector (their quads are neighbours, and the packing repeats the
+/// channels' constants in the high half), so the narrow tails of 32, 96 or 144 channels cost
+/// half a block per pixel.
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL/VNNI and `p` satisfies the contract of
+/// [`U8Dw4RowArgs`].
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+pub unsafe fn u8_dw4_row_avx512vnni(p: &U8Dw4RowArgs) {
+    let c = rq512(&p.rq);
+    let e = dw4_quad_bytes(p.n);
+    let fused_neg = _mm512_set1_epi64(-(1i64 << 30));
+    let (two31, thirty_one) = (_mm512_set1_epi64(1 << 31), _mm512_set1_epi64(31));
+    // SAFETY: the packing holds `DW4_HEAD_SLOTS + 4·groups` aligned 64-byte slots.
+    let slot = |s: usize| unsafe { _mm512_load_si512(p.w.add(64 * s).cast()) };
+    let bias: [__m512i; 4] = std::array::from_fn(slot);
+    let sign: [__m512i; 4] = std::array::from_fn(|k| slot(4 + k));
+    let col = |j: usize, k: usize| slot(8 + 4 * j + k);
+    let mut px = 0;
+    while px < p.width {
+        let mut acc = bias;
+        for g in 0..p.groups {
+            // SAFETY: group `g` of pixel `px` has 64 readable bytes at each `k` (the last
+            // pixel's second half included, by the contract's 32 bytes of slack).
+            let q = unsafe { (*p.quads.add(g)).add(px * e) };
+            for (k, a) in acc.iter_mut().enumerate() {
+                // SAFETY: as above.
+                let x = unsafe { _mm512_loadu_si512(q.add(k * p.k_step).cast()) };
+                // Wrapping accumulation, as the reference's int32 arithmetic.
+                *a = _mm512_dpbusd_epi32(*a, x, slot(DW4_HEAD_SLOTS + 4 * g + k));
+            }
+        }
+        if p.negate {
+            // −acc where the sign is −1: (acc ⊕ −1) − (−1); unchanged where it is 0.
+            for k in 0..4 {
+                acc[k] = _mm512_sub_epi32(_mm512_xor_si512(acc[k], sign[k]), sign[k]);
+            }
+        }
+        let q: [__m512i; 4] = if p.per_channel {
+            std::array::from_fn(|k| {
+                let x = if p.left_shift {
+                    _mm512_sllv_epi32(acc[k], col(DW4_COL_LEFT, k))
+                } else {
+                    acc[k]
+                };
+                let mult = col(DW4_COL_MULT, k);
+                let even = _mm512_mul_epi32(x, mult);
+                let odd =
+                    _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), _mm512_srli_epi64::<32>(mult));
+                // The fused roundings of `dw4_col_constants`, per 64-bit lane.
+                let fuse = |prod: __m512i, j: usize| {
+                    let shift = col(DW4_COL_SHIFT + j, k);
+                    let rounds = _mm512_cmpgt_epi64_mask(shift, thirty_one);
+                    let neg = _mm512_mask_cmplt_epi64_mask(rounds, prod, fused_neg);
+                    let u = _mm512_add_epi64(prod, col(DW4_COL_ADD + j, k));
+                    _mm512_srav_epi64(_mm512_mask_sub_epi64(u, neg, u, two31), shift)
+                };
+                _mm512_mask_shuffle_epi32::<_MM_PERM_CDAB>(fuse(even, 0), 0xAAAA, fuse(odd, 1))
+            })
+        } else {
+            std::array::from_fn(|k| requant_q512_fused(acc[k], &c))
+        };
+        let bytes = narrow4_512(q, &c);
+        let dst = p.out.wrapping_add(px * p.out_stride);
+        if e == 64 {
+            let m = if p.n >= DW4_BLOCK {
+                u64::MAX
+            } else {
+                (1u64 << p.n) - 1
+            };
+            // SAFETY: the contract allows writing `n` bytes at each output pixel.
+            unsafe { _mm512_mask_storeu_epi8(dst.cast(), m, bytes) };
+            px += 1;
+        } else {
+            // Channels 0..32 of pixel `px` in the low half, of pixel `px + 1` in the high.
+            let m = if p.n >= 32 {
+                u32::MAX
+            } else {
+                (1u32 << p.n) - 1
+            };
+            // SAFETY: as above, for pixel `px` and, when it exists, `px + 1`.
+            unsafe {
+                _mm256_mask_storeu_epi8(dst.cast(), m, _mm512_castsi512_si256(bytes));
+                if px + 1 < p.width {
+                    let next = dst.add(p.out_stride);
+                    _mm256_mask_storeu_epi8(next.cast(), m, _mm512_extracti64x4_epi64::<1>(bytes));
+                }
+            }
+            px += 2;
+        }
     }
 }

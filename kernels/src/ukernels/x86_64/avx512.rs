@@ -6,7 +6,7 @@ use std::arch::x86_64::*;
 use crate::ukernels::quant8::{Requant8, U8Dw, U8DwArgs, U8Gemm, U8GemmArgs, U8RowSum, DW_BLOCK};
 use crate::ukernels::{F32Gemm, F32GemmArgs, F32GemmFn, Ukernels};
 
-pub mod binary_u8;
+mod binary_u8;
 pub mod f32_small;
 
 /// Puts this level's kernels into `t`.

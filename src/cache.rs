@@ -62,7 +62,7 @@ pub const DATA_CACHE_FILES: usize = 1;
 pub const TOKEN_BYTES: usize = 32;
 /// Version of the file layout; raised whenever the header, the model encoding or a packed
 /// encoding changes, so older caches are misses instead of misreads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// Largest cache file read back: the largest model the service accepts (256 MiB of
 /// constants) plus its packed copy, with room for headers.
 pub const MAX_CACHE_FILE_BYTES: u64 = 1 << 30;

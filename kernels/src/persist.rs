@@ -339,7 +339,7 @@ mod tests {
     use crate::conv::transpose::{PackedTransposeF32, PackedTransposeU8};
     use crate::conv::u8::{ConvQuant, PackedConvU8};
     use crate::conv::FilterQuant;
-    use crate::elementwise::binary_u8::BinaryTableU8;
+    use crate::elementwise::binary_u8::PackedBinaryU8;
     use crate::quant::ChannelRequant;
     use crate::ukernels;
     use crate::{Nhwc, Padding, Window};
@@ -449,8 +449,16 @@ mod tests {
             {
                 same_outputs(&dw_ch, &round_trip(uk, &dw_ch));
             }
-            let table = BinaryTableU8::add(q.input, q.filter, q.output, q.act).unwrap();
-            round_trip(uk, &table);
+            // The vector form where the level has the kernel, the table otherwise.
+            for pack in [
+                PackedBinaryU8::add,
+                PackedBinaryU8::sub,
+                PackedBinaryU8::mul,
+            ] {
+                let binary = pack(uk, q.input, q.filter, q.output, q.act).unwrap();
+                let back = round_trip(uk, &binary);
+                assert_eq!(back.kernel_name(), binary.kernel_name());
+            }
             let g_shape = FilterShape { in_c: 1, ..shape };
             let g_n = g_shape.out_c * g_shape.taps();
             let grouped = PackedGrouped::pack_f32(uk, g_shape, 5, &seq_f32(g_n), &seq_f32(5));

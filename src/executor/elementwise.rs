@@ -3,7 +3,8 @@
 //! FLOOR (8), LOGISTIC (14), RELU / RELU1 / RELU6 (19–21) and TANH (28); NNAPI 1.1's SUB
 //! (float32, uint8, int32) and DIV (float32, int32), broadcasting alike. Same-shape float32
 //! operands run the vector loops of `nnhal_kernels::elementwise::f32`, uint8 ADD, MUL and SUB
-//! the table packed at prepare; broadcasting runs the reference, which is split over the pool.
+//! the form packed at prepare (vector arithmetic, or a table of every byte pair); broadcasting
+//! runs the reference, which is split over the pool.
 
 use super::{
     act, elementwise_work, fused, kernel_error, out0, quant, shape, Call, OpImpl, PackArgs, Packed,
@@ -11,7 +12,7 @@ use super::{
 use crate::tensor::TensorMut;
 use nnhal_hal::shape::Params;
 use nnhal_hal::{HalResult, OperandType, OperationType};
-use nnhal_kernels::elementwise::binary_u8::BinaryTableU8;
+use nnhal_kernels::elementwise::binary_u8::PackedBinaryU8;
 use nnhal_kernels::elementwise::reference::IntOp;
 use nnhal_kernels::elementwise::{f32 as fast, reference as ew};
 use nnhal_kernels::ukernels::Ukernels;
@@ -56,14 +57,14 @@ registration!(
 );
 registration!(
     ADD_U8,
-    |a| pack_binary_u8(a, BinaryTableU8::add),
+    |a| pack_binary_u8(a, PackedBinaryU8::add),
     |c, o| binary_u8(c, o, ew::add_u8),
     elementwise_work,
     true
 );
 registration!(
     MUL_U8,
-    |a| pack_binary_u8(a, BinaryTableU8::mul),
+    |a| pack_binary_u8(a, PackedBinaryU8::mul),
     |c, o| binary_u8(c, o, ew::mul_u8),
     elementwise_work,
     true
@@ -80,7 +81,7 @@ registration!(
 );
 registration!(
     SUB_U8,
-    |a| pack_binary_u8(a, BinaryTableU8::sub),
+    |a| pack_binary_u8(a, PackedBinaryU8::sub),
     |c, o| binary_u8(c, o, ew::sub_u8),
     elementwise_work,
     true
@@ -167,20 +168,28 @@ type BinaryU8 = fn(
     &[usize],
 ) -> Result<(), KernelError>;
 
-type TableU8 =
-    fn(QuantParams, QuantParams, QuantParams, Activation) -> Result<BinaryTableU8, KernelError>;
+type PackU8 = fn(
+    &Ukernels,
+    QuantParams,
+    QuantParams,
+    QuantParams,
+    Activation,
+) -> Result<PackedBinaryU8, KernelError>;
 
-/// The quantization of ADD/MUL is static, so the whole operation becomes a table of the
-/// reference's results; parameters the reference refuses are left to it at execution.
-fn pack_binary_u8(a: &PackArgs, build: TableU8) -> HalResult<Option<Packed>> {
+/// The quantization of ADD/MUL/SUB is static, so the multipliers (or, without a vector
+/// kernel, a table of the reference's results) are derived once; parameters the reference
+/// refuses are left to it at execution.
+fn pack_binary_u8(a: &PackArgs, build: PackU8) -> HalResult<Option<Packed>> {
     let Params::Binary { act: f } = a.params else {
         return Ok(None);
     };
     let (x, y, o) = (quant(a.info(0)), quant(a.info(1)), quant(a.out_info(0)));
-    Ok(build(x, y, o, act(*f)).ok().map(Packed::BinaryU8))
+    Ok(build(a.kernels, x, y, o, act(*f))
+        .ok()
+        .map(Packed::BinaryU8))
 }
 
-/// Same-shape operands take the packed table; broadcasting ones the reference.
+/// Same-shape operands take the packed form; broadcasting ones the reference.
 fn binary_u8(c: &Call, outs: &mut [TensorMut], f: BinaryU8) -> HalResult<()> {
     let a = fused(c)?;
     let oq = c.out_q(0);

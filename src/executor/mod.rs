@@ -22,7 +22,7 @@ use nnhal_kernels::conv::dw_f32::PackedDwF32;
 use nnhal_kernels::conv::dw_u8::PackedDwU8;
 use nnhal_kernels::conv::f32::PackedConvF32;
 use nnhal_kernels::conv::u8::PackedConvU8;
-use nnhal_kernels::elementwise::binary_u8::BinaryTableU8;
+use nnhal_kernels::elementwise::binary_u8::PackedBinaryU8;
 use nnhal_kernels::quant::ChannelRequant;
 use nnhal_kernels::ukernels::Ukernels;
 use nnhal_kernels::{layout, Activation, KernelError, Nhwc, Padding, QuantParams, Window};
@@ -41,8 +41,9 @@ pub enum Packed {
     ConvU8(PackedConvU8),
     /// DEPTHWISE_CONV_2D uint8 filter, bias and requantization.
     DwU8(PackedDwU8),
-    /// ADD / MUL uint8: the result for every pair of input bytes.
-    BinaryU8(BinaryTableU8),
+    /// ADD / MUL / SUB uint8: the multipliers of the vector kernel, or the result for every
+    /// pair of input bytes.
+    BinaryU8(PackedBinaryU8),
     /// GROUPED_CONV_2D float32 or uint8: one packed CONV_2D GEMM per group.
     Grouped(nnhal_kernels::conv::grouped::PackedGrouped),
     /// TRANSPOSE_CONV_2D float32: the filter as one GEMM over input pixels.

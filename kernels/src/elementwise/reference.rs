@@ -563,6 +563,45 @@ pub fn sub_u8(
     )
 }
 
+/// The left shift [`add_u8`] and [`sub_u8`] give both centred inputs before rescaling them.
+pub(crate) const ADD_LEFT_SHIFT: i32 = 20;
+
+/// The quantized multipliers and right shifts of [`add_u8`] (`negate` false) or [`sub_u8`]
+/// (`negate` true): input 0, input 1 (negated for SUB) and the output, each `(multiplier,
+/// right shift)` with the multiplier's magnitude in [2^30, 2^31) or 0. Fails exactly when the
+/// reference does.
+pub(crate) fn add_sub_multipliers(
+    op: &str,
+    negate: bool,
+    a_q: QuantParams,
+    b_q: QuantParams,
+    out_q: QuantParams,
+) -> Result<[(i32, i32); 3], KernelError> {
+    // The reference doubles the larger scale in float32 and divides in double.
+    let twice_max_input_scale = f64::from(2.0 * a_q.scale.max(b_q.scale));
+    let real_a = f64::from(a_q.scale) / twice_max_input_scale;
+    let real_b = f64::from(b_q.scale) / twice_max_input_scale;
+    let real_out = twice_max_input_scale / f64::from((1 << ADD_LEFT_SHIFT) as f32 * out_q.scale);
+    let (a_mult, a_shift) = smaller_than_one(op, "input 0", real_a)?;
+    let (b_mult, b_shift) = smaller_than_one(op, "input 1", real_b)?;
+    // A quantized multiplier lies in [2^30, 2^31), so its negation is an i32 too.
+    let b_mult = if negate { -b_mult } else { b_mult };
+    let out = smaller_than_one(op, "output", real_out)?;
+    Ok([(a_mult, a_shift), (b_mult, b_shift), out])
+}
+
+/// The quantized multiplier and right shift of [`mul_u8`]; fails exactly when the reference
+/// does.
+pub(crate) fn mul_multiplier(
+    a_q: QuantParams,
+    b_q: QuantParams,
+    out_q: QuantParams,
+) -> Result<(i32, i32), KernelError> {
+    // The reference multiplies the scales in float32 and divides in double.
+    let real = f64::from(a_q.scale * b_q.scale) / f64::from(out_q.scale);
+    smaller_than_one("MUL", "output", real)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn add_sub_u8(
     op: &str,
@@ -578,22 +617,13 @@ fn add_sub_u8(
     out: &mut [u8],
     out_shape: &[usize],
 ) -> Result<(), KernelError> {
-    const LEFT_SHIFT: i32 = 20;
-    // The reference doubles the larger scale in float32 and divides in double.
-    let twice_max_input_scale = f64::from(2.0 * a_q.scale.max(b_q.scale));
-    let real_a = f64::from(a_q.scale) / twice_max_input_scale;
-    let real_b = f64::from(b_q.scale) / twice_max_input_scale;
-    let real_out = twice_max_input_scale / f64::from((1 << LEFT_SHIFT) as f32 * out_q.scale);
-    let (a_mult, a_shift) = smaller_than_one(op, "input 0", real_a)?;
-    let (b_mult, b_shift) = smaller_than_one(op, "input 1", real_b)?;
-    // A quantized multiplier lies in [2^30, 2^31), so its negation is an i32 too.
-    let b_mult = if negate { -b_mult } else { b_mult };
-    let (out_mult, out_shift) = smaller_than_one(op, "output", real_out)?;
+    let [(a_mult, a_shift), (b_mult, b_shift), (out_mult, out_shift)] =
+        add_sub_multipliers(op, negate, a_q, b_q, out_q)?;
     let (min, max) = act.range_u8(out_q);
     let (a_zp, b_zp, out_zp) = (a_q.zero_point, b_q.zero_point, out_q.zero_point);
     broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x, y| {
-        let xa = (i32::from(x).wrapping_sub(a_zp)).wrapping_mul(1 << LEFT_SHIFT);
-        let yb = (i32::from(y).wrapping_sub(b_zp)).wrapping_mul(1 << LEFT_SHIFT);
+        let xa = (i32::from(x).wrapping_sub(a_zp)).wrapping_mul(1 << ADD_LEFT_SHIFT);
+        let yb = (i32::from(y).wrapping_sub(b_zp)).wrapping_mul(1 << ADD_LEFT_SHIFT);
         let sum = scale_down(xa, a_mult, a_shift).wrapping_add(scale_down(yb, b_mult, b_shift));
         let raw = scale_down(sum, out_mult, out_shift).saturating_add(out_zp);
         raw.max(min).min(max).clamp(0, 255) as u8
@@ -650,9 +680,7 @@ pub fn mul_u8(
     out: &mut [u8],
     out_shape: &[usize],
 ) -> Result<(), KernelError> {
-    // The reference multiplies the scales in float32 and divides in double.
-    let real = f64::from(a_q.scale * b_q.scale) / f64::from(out_q.scale);
-    let (mult, shift) = smaller_than_one("MUL", "output", real)?;
+    let (mult, shift) = mul_multiplier(a_q, b_q, out_q)?;
     let (min, max) = act.range_u8(out_q);
     let (a_zp, b_zp, out_zp) = (a_q.zero_point, b_q.zero_point, out_q.zero_point);
     broadcast_binary(a, a_shape, b, b_shape, out, out_shape, |x, y| {

@@ -258,6 +258,9 @@ pub struct Ukernels {
     /// The tile-matrix form of the uint8 GEMM (AMX), for products of enough rows; `None`
     /// below the level that has it.
     pub u8_tiles: Option<tile::U8Tiles>,
+    /// Same-shape quant8 ADD, SUB and MUL in vector arithmetic; `None` where the 64 KiB
+    /// table of every byte pair is the faster form (the portable level).
+    pub u8_binary: Option<quant8::U8BinaryKernel>,
 }
 
 impl Ukernels {
@@ -274,6 +277,7 @@ impl Ukernels {
             u8_dw: generic::U8_DW,
             u8_dw4: None,
             u8_tiles: None,
+            u8_binary: None,
         }
     }
 

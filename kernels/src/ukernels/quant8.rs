@@ -418,6 +418,77 @@ pub struct U8Dw4RowArgs {
 /// A [`U8Dw4RowArgs`] kernel. Callers uphold its contract.
 pub type U8Dw4RowFn = unsafe fn(&U8Dw4RowArgs);
 
+/// Which same-shape quant8 binary operation a [`U8Binary`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum U8BinaryOp {
+    /// ADD, or SUB with input 1's multiplier negated.
+    AddSub,
+    /// MUL: the product of the centred inputs, requantized once.
+    Mul,
+}
+
+/// The constants of a same-shape quant8 ADD, SUB or MUL in the form the vector kernels take
+/// ([`crate::elementwise::reference::add_u8`], [`crate::elementwise::reference::sub_u8`],
+/// [`crate::elementwise::reference::mul_u8`]).
+///
+/// ADD/SUB: each input `q` is centred, shifted left by 20 and rescaled,
+/// `t(q) = RoundingDivideByPOT(SRDHM((q − zp) · 2^20, mult), shift)` (the magnitude of `mult`
+/// in [2^30, 2^31), or 0; input 1's negated for SUB), and `out.apply(t_a + t_b)` is the result.
+/// `|t| < 2^28`, so the sum cannot overflow. MUL: `out.apply((a − zp_a) · (b − zp_b))`, the
+/// product exact in int32; the input multipliers are unused (0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct U8Binary {
+    pub op: U8BinaryOp,
+    /// Input zero points, 0..=255.
+    pub a_zp: i32,
+    pub b_zp: i32,
+    /// Input rescale multipliers (any int32) and right shifts (0..=31), ADD/SUB only.
+    pub a_mult: i32,
+    pub a_shift: u32,
+    pub b_mult: i32,
+    pub b_shift: u32,
+    /// The output requantization, zero point and activation bounds.
+    pub out: Requant8,
+}
+
+impl U8Binary {
+    /// One input's rescale for ADD/SUB.
+    #[inline]
+    pub fn rescale(q: u8, zp: i32, mult: i32, shift: u32) -> i32 {
+        let x = (i32::from(q) - zp) << crate::elementwise::reference::ADD_LEFT_SHIFT;
+        rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, mult), shift as i32)
+    }
+
+    /// The scalar form every vector kernel must agree with.
+    #[inline]
+    pub fn apply(&self, a: u8, b: u8) -> u8 {
+        match self.op {
+            U8BinaryOp::AddSub => {
+                let ta = Self::rescale(a, self.a_zp, self.a_mult, self.a_shift);
+                let tb = Self::rescale(b, self.b_zp, self.b_mult, self.b_shift);
+                self.out.apply(ta.wrapping_add(tb))
+            }
+            U8BinaryOp::Mul => self
+                .out
+                .apply((i32::from(a) - self.a_zp) * (i32::from(b) - self.b_zp)),
+        }
+    }
+}
+
+/// A same-shape quant8 binary kernel: `out[i] = p.apply(a[i], b[i])` for `i < n`.
+///
+/// # Safety
+/// `a` and `b` are readable and `out` writable for `n` bytes; the processor supports the
+/// kernel's level (guaranteed for kernels taken from a [`crate::ukernels::table`]).
+pub type U8BinaryFn = unsafe fn(a: *const u8, b: *const u8, out: *mut u8, n: usize, p: &U8Binary);
+
+/// The same-shape quant8 ADD/SUB/MUL slot.
+#[derive(Clone, Copy, Debug)]
+pub struct U8BinaryKernel {
+    pub kernel: U8BinaryFn,
+    pub name: &'static str,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

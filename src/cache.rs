@@ -99,10 +99,12 @@ fn binding(kernels: &Ukernels) -> (Vec<u8>, [u32; 6]) {
     (isa, tiles)
 }
 
-/// Wraps `payload` in a header for `kernels` and `token`, and appends the checksum.
-fn seal(kind: u32, kernels: &Ukernels, token: &[u8; TOKEN_BYTES], payload: &[u8]) -> Vec<u8> {
+/// Wraps the payload `parts` (concatenated) in a header for `kernels` and `token`, and
+/// appends the checksum.
+fn seal(kind: u32, kernels: &Ukernels, token: &[u8; TOKEN_BYTES], parts: &[&[u8]]) -> Vec<u8> {
     let (isa, tiles) = binding(kernels);
-    let mut out = Vec::with_capacity(payload.len() + 128);
+    let payload_len: usize = parts.iter().map(|p| p.len()).sum();
+    let mut out = Vec::with_capacity(payload_len + 128);
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     out.extend_from_slice(&kind.to_le_bytes());
@@ -114,8 +116,10 @@ fn seal(kind: u32, kernels: &Ukernels, token: &[u8; TOKEN_BYTES], payload: &[u8]
         out.extend_from_slice(&t.to_le_bytes());
     }
     out.extend_from_slice(token);
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(payload);
+    out.extend_from_slice(&(payload_len as u64).to_le_bytes());
+    for part in parts {
+        out.extend_from_slice(part);
+    }
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
@@ -234,11 +238,13 @@ pub fn seal_image(
     model: &[u8],
     packed: &[u8],
 ) -> CacheImage {
-    let model = seal(KIND_MODEL, kernels, token, model);
-    let mut data = Vec::with_capacity(packed.len() + 4);
-    data.extend_from_slice(&model[model.len() - 4..]);
-    data.extend_from_slice(packed);
-    let data = seal(KIND_DATA, kernels, token, &data);
+    let model = seal(KIND_MODEL, kernels, token, &[model]);
+    let data = seal(
+        KIND_DATA,
+        kernels,
+        token,
+        &[&model[model.len() - 4..], packed],
+    );
     CacheImage { model, data }
 }
 
@@ -1047,6 +1053,65 @@ mod tests {
         let mut long = image.clone();
         long.data.push(0);
         assert!(open_image(&long.model, &long.data, k, &token).is_err());
+    }
+
+    /// A file of `len` checksummed bytes (a byte pattern with no period a split could hide
+    /// in) and its CRC-32.
+    fn checksummed(len: usize) -> Vec<u8> {
+        let mut bytes: Vec<u8> = (0..len as u64)
+            .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8)
+            .collect();
+        let crc = crc32fast::hash(&bytes);
+        bytes.extend_from_slice(&crc.to_le_bytes());
+        bytes
+    }
+
+    /// Reads `file` (memory or a descriptor) as a restore does, in pieces of `pieces` bytes:
+    /// the bytes read, or why the checked read failed.
+    fn read_checked(file: Either<'_>, len: u64, pieces: &[usize]) -> Result<Vec<u8>, String> {
+        let mut checked = Checked {
+            file,
+            at: 0,
+            end: len - 4,
+            small: Vec::new(),
+            pos: 0,
+            hasher: crc32fast::Hasher::new(),
+        };
+        let mut out = Vec::new();
+        for &n in pieces {
+            let mut piece = vec![0u8; n];
+            checked.pull(&mut piece)?;
+            out.extend_from_slice(&piece);
+        }
+        checked.finish().map_err(|e| e.to_string())?;
+        Ok(out)
+    }
+
+    /// Values read in chunks and small reads hash as one file: the bytes land in order, the
+    /// checksum matches, and a byte flipped anywhere (at a chunk's seam too) fails it, as
+    /// does a file that ends before its checksum.
+    #[test]
+    fn checked_reads_hash_in_file_order() {
+        const MIB: usize = 1 << 20;
+        let len = 3 * MIB + 12_345;
+        let pieces = [100, MIB + 7, 17, 2 * MIB + 12_345 - 124];
+        assert_eq!(pieces.iter().sum::<usize>(), len);
+        let file = checksummed(len);
+        let read = read_checked(Either::Bytes(&file), file.len() as u64, &pieces).unwrap();
+        assert_eq!(read, file[..len]);
+        let fd = nnhal_hal::memory::create_memfd("cache", &file, file.len() as u64, false)
+            .expect("a memfd");
+        let on_disk = read_checked(Either::File(File::from(fd)), file.len() as u64, &pieces);
+        assert_eq!(on_disk.unwrap(), file[..len]);
+        let seam = 100 + READ_CHUNK;
+        for at in [0, 150, seam - 1, seam, 100 + MIB, len - 2, len - 1] {
+            let mut damaged = file.clone();
+            damaged[at] ^= 0x04;
+            let e = read_checked(Either::Bytes(&damaged), file.len() as u64, &pieces);
+            assert!(e.unwrap_err().contains("checksum"), "byte {at}");
+        }
+        let short = read_checked(Either::Bytes(&file[..len]), file.len() as u64, &pieces);
+        assert!(short.unwrap_err().contains("ends early"));
     }
 
     #[test]

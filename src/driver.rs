@@ -26,7 +26,7 @@ use nnhal_kernels::parallel;
 use nnhal_kernels::ukernels::{self, Isa, Ukernels};
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use crate::plan::{
     DEFAULT_LOOP_TIMEOUT, EXECUTION_MEMORY_BUDGET, INLINE_MAX_WORK, MAXIMUM_LOOP_TIMEOUT,
@@ -252,8 +252,10 @@ impl Driver {
         data_file: cache::DataFile<'_>,
         token: &[u8; TOKEN_BYTES],
     ) -> HalResult<ValidatedModel> {
+        let started = Instant::now();
         let encoded = cache::open_model(model_file, self.kernels, token)?;
         let (model, omitted) = cache::decode_model(encoded)?;
+        let decoded = started.elapsed();
         let lengths = omitted
             .iter()
             .zip(&model.operands)
@@ -266,6 +268,7 @@ impl Driver {
         let mut validated = self.validate_model(model).map_err(|e| {
             HalError::GeneralFailure(format!("compilation cache holds an invalid model: {e}"))
         })?;
+        let checked = started.elapsed();
         let packs = cache::restore_packed(
             data_file,
             model_file,
@@ -273,6 +276,14 @@ impl Driver {
             self.kernels,
             token,
         )?;
+        log::debug!(
+            target: "nnhal::cache",
+            "restore: model file checked and decoded {:.3} ms, model validated {:.3} ms, \
+             data file read {:.3} ms",
+            decoded.as_secs_f64() * 1e3,
+            (checked - decoded).as_secs_f64() * 1e3,
+            (started.elapsed() - checked).as_secs_f64() * 1e3,
+        );
         validated.restored = Some((omitted, packs));
         validated.values_left_out = values_left_out;
         Ok(validated)
@@ -326,12 +337,21 @@ impl Driver {
         token: &[u8],
     ) -> HalResult<Arc<PreparedModel>> {
         let token = cache::token(token)?;
+        let started = Instant::now();
         let model_file = cache::read_model_file(model_files, data_files)?;
-        self.prepare_validated(self.validate_cached(
-            &model_file,
-            cache::DataFile::Fd(data_files[0]),
-            &token,
-        )?)
+        let read = started.elapsed();
+        let validated =
+            self.validate_cached(&model_file, cache::DataFile::Fd(data_files[0]), &token)?;
+        let restored = started.elapsed();
+        let prepared = self.prepare_validated(validated);
+        log::debug!(
+            target: "nnhal::cache",
+            "restore: model file read {:.3} ms, planned {:.3} ms, {:.3} ms in all",
+            read.as_secs_f64() * 1e3,
+            (started.elapsed() - restored).as_secs_f64() * 1e3,
+            started.elapsed().as_secs_f64() * 1e3,
+        );
+        prepared
     }
 
     /// Restores a prepared model from its compilation-cache files.

@@ -930,12 +930,14 @@ impl Device {
     }
 
     /// `prepareModelFromCache` from `files` when they hold this token's cache (`warm`),
-    /// otherwise `prepareModel` writing the cache into them (`cold`).
+    /// otherwise `prepareModel` writing the cache into them (`cold`). Where the device did
+    /// not take `model`, it is handed back for the caller to drop once the clock has stopped:
+    /// freeing the benchmark's own copy of the constants is no part of a preparation.
     fn prepare_cached(
         &self,
         model: Model,
         files: &CacheDir,
-    ) -> HalResult<(Prepared, &'static str)> {
+    ) -> HalResult<(Prepared, &'static str, Option<Model>)> {
         let (m, d) = (files.model.as_fd(), files.data.as_fd());
         let token = &files.token;
         let warm = match self {
@@ -951,12 +953,12 @@ impl Device {
                 .map(Prepared::Rpc),
         };
         if let Ok(prepared) = warm {
-            return Ok((prepared, "warm"));
+            return Ok((prepared, "warm", Some(model)));
         }
-        let cold = match self {
+        let (cold, unread) = match self {
             Device::Inproc(driver) => driver
                 .prepare_model_to_files(model, &[m], &[d], token)
-                .map(Prepared::Inproc),
+                .map(|p| (Prepared::Inproc(p), None)),
             Device::Rpc { device, .. } => device
                 .prepare_model_cached(
                     &model,
@@ -966,9 +968,9 @@ impl Device {
                         token,
                     },
                 )
-                .map(Prepared::Rpc),
+                .map(|p| (Prepared::Rpc(p), Some(model))),
         }?;
-        Ok((cold, "cold"))
+        Ok((cold, "cold", unread))
     }
 }
 
@@ -1211,14 +1213,19 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
     // starts: a restore from the cache never looks at it.
     let model = workload.model.clone();
     let started = Instant::now();
-    let (prepared, cache) = match &cache_dir {
+    let (prepared, cache, unread) = match &cache_dir {
         Some(files) => device
             .prepare_cached(model, files)
-            .map(|(p, how)| (p, Some(how)))
+            .map(|(p, how, unread)| (p, Some(how), unread))
             .map_err(failed("prepareModel"))?,
-        None => (device.prepare(model).map_err(failed("prepareModel"))?, None),
+        None => (
+            device.prepare(model).map_err(failed("prepareModel"))?,
+            None,
+            None,
+        ),
     };
     let prepare_ms = ms(started.elapsed());
+    drop(unread);
     // The B plan of an A/B run: the same model on a sibling driver (same worker pool).
     let second = match (&device, ab_isa) {
         (Device::Inproc(driver), Some(table)) => {

@@ -308,8 +308,6 @@ pub unsafe fn u8_dw4_avx512vnni_64c(p: &U8Dw4Args) {
     let groups = p.ntaps.div_ceil(4);
     let block_len = (DW4_HEAD_SLOTS + 4 * groups) * 64;
     let c = rq512(&p.rq);
-    let fused_neg = _mm512_set1_epi64(-(1i64 << 30));
-    let (two31, thirty_one) = (_mm512_set1_epi64(1 << 31), _mm512_set1_epi64(31));
     for blk in 0..p.channels.div_ceil(DW4_BLOCK) {
         let off = blk * DW4_BLOCK;
         let n = (p.channels - off).min(DW4_BLOCK);
@@ -366,39 +364,17 @@ pub unsafe fn u8_dw4_avx512vnni_64c(p: &U8Dw4Args) {
                     acc[k] = _mm512_dpbusd_epi32(acc[k], x[k], slot(DW4_HEAD_SLOTS + 4 * g + k));
                 }
             }
-            if p.negate {
-                // −acc where the sign is −1: (acc ⊕ −1) − (−1); unchanged where it is 0.
-                for k in 0..4 {
-                    acc[k] = _mm512_sub_epi32(_mm512_xor_si512(acc[k], sign[k]), sign[k]);
-                }
-            }
-            let q: [__m512i; 4] = if p.per_channel {
-                std::array::from_fn(|k| {
-                    let x = if p.left_shift {
-                        _mm512_sllv_epi32(acc[k], col(DW4_COL_LEFT, k))
-                    } else {
-                        acc[k]
-                    };
-                    let mult = col(DW4_COL_MULT, k);
-                    let even = _mm512_mul_epi32(x, mult);
-                    let odd =
-                        _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), _mm512_srli_epi64::<32>(mult));
-                    // The fused roundings of `dw4_col_constants`, per 64-bit lane.
-                    let fuse = |prod: __m512i, j: usize| {
-                        let shift = col(DW4_COL_SHIFT + j, k);
-                        let rounds = _mm512_cmpgt_epi64_mask(shift, thirty_one);
-                        let neg = _mm512_mask_cmplt_epi64_mask(rounds, prod, fused_neg);
-                        let u = _mm512_add_epi64(prod, col(DW4_COL_ADD + j, k));
-                        _mm512_srav_epi64(_mm512_mask_sub_epi64(u, neg, u, two31), shift)
-                    };
-                    // Both results sit in the low dwords (they fit int32); the odd lanes'
-                    // move up by a dword swap into the odd positions.
-                    _mm512_mask_shuffle_epi32::<_MM_PERM_CDAB>(fuse(even, 0), 0xAAAA, fuse(odd, 1))
-                })
-            } else {
-                std::array::from_fn(|k| requant_q512_fused(acc[k], &c))
-            };
-            let bytes = narrow4_512(q, &c);
+            let bytes = dw4_epilogue(
+                acc,
+                &sign,
+                col,
+                Dw4Flags {
+                    negate: p.negate,
+                    per_channel: p.per_channel,
+                    left_shift: p.left_shift,
+                },
+                &c,
+            );
             let dst = p.out.wrapping_add(px * p.out_stride + off);
             // SAFETY: the contract allows writing `channels` bytes at each output pixel; the
             // masked store writes only channels off..off+n.
@@ -411,6 +387,66 @@ pub unsafe fn u8_dw4_avx512vnni_64c(p: &U8Dw4Args) {
             }
         }
     }
+}
+
+/// What the epilogue of a byte depthwise block applies beyond the per-tensor requantization.
+#[derive(Clone, Copy)]
+struct Dw4Flags {
+    /// Some sign slot is −1.
+    negate: bool,
+    /// The per-channel slots replace the requantizer's multiplier and shift.
+    per_channel: bool,
+    /// Some per-channel left shift is nonzero.
+    left_shift: bool,
+}
+
+/// The epilogue of one 64-channel pixel of the byte depthwise kernels: the filter signs, then
+/// the per-channel roundings fused at pack (`dw4_col_constants`, per 64-bit lane: one
+/// multiply, a compare, an add, a masked subtract and an arithmetic shift) or the per-tensor
+/// requantization, narrowed to 64 bytes. `col(j, k)` is slot `j` of vector `k` of the block's
+/// per-channel constants.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+#[inline]
+fn dw4_epilogue(
+    mut acc: [__m512i; 4],
+    sign: &[__m512i; 4],
+    col: impl Fn(usize, usize) -> __m512i,
+    flags: Dw4Flags,
+    c: &Rq512,
+) -> __m512i {
+    if flags.negate {
+        // −acc where the sign is −1: (acc ⊕ −1) − (−1); unchanged where it is 0.
+        for k in 0..4 {
+            acc[k] = _mm512_sub_epi32(_mm512_xor_si512(acc[k], sign[k]), sign[k]);
+        }
+    }
+    let q: [__m512i; 4] = if flags.per_channel {
+        let fused_neg = _mm512_set1_epi64(-(1i64 << 30));
+        let (two31, thirty_one) = (_mm512_set1_epi64(1 << 31), _mm512_set1_epi64(31));
+        std::array::from_fn(|k| {
+            let x = if flags.left_shift {
+                _mm512_sllv_epi32(acc[k], col(DW4_COL_LEFT, k))
+            } else {
+                acc[k]
+            };
+            let mult = col(DW4_COL_MULT, k);
+            let even = _mm512_mul_epi32(x, mult);
+            let odd = _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), _mm512_srli_epi64::<32>(mult));
+            let fuse = |prod: __m512i, j: usize| {
+                let shift = col(DW4_COL_SHIFT + j, k);
+                let rounds = _mm512_cmpgt_epi64_mask(shift, thirty_one);
+                let neg = _mm512_mask_cmplt_epi64_mask(rounds, prod, fused_neg);
+                let u = _mm512_add_epi64(prod, col(DW4_COL_ADD + j, k));
+                _mm512_srav_epi64(_mm512_mask_sub_epi64(u, neg, u, two31), shift)
+            };
+            // Both results sit in the low dwords (they fit int32); the odd lanes' move up
+            // by a dword swap into the odd positions.
+            _mm512_mask_shuffle_epi32::<_MM_PERM_CDAB>(fuse(even, 0), 0xAAAA, fuse(odd, 1))
+        })
+    } else {
+        std::array::from_fn(|k| requant_q512_fused(acc[k], c))
+    };
+    narrow4_512(q, c)
 }
 
 /// The last block of [`u8_dw4_avx512vnni_64c`] when it has at most 32 channels: the same
@@ -566,8 +602,6 @@ pub unsafe fn u8_dw4_quads_avx512vnni(p: &U8Dw4QuadsArgs) {
 pub unsafe fn u8_dw4_row_avx512vnni(p: &U8Dw4RowArgs) {
     let c = rq512(&p.rq);
     let e = dw4_quad_bytes(p.n);
-    let fused_neg = _mm512_set1_epi64(-(1i64 << 30));
-    let (two31, thirty_one) = (_mm512_set1_epi64(1 << 31), _mm512_set1_epi64(31));
     // SAFETY: the packing holds `DW4_HEAD_SLOTS + 4·groups` aligned 64-byte slots.
     let slot = |s: usize| unsafe { _mm512_load_si512(p.w.add(64 * s).cast()) };
     let bias: [__m512i; 4] = std::array::from_fn(slot);
@@ -587,37 +621,12 @@ pub unsafe fn u8_dw4_row_avx512vnni(p: &U8Dw4RowArgs) {
                 *a = _mm512_dpbusd_epi32(*a, x, slot(DW4_HEAD_SLOTS + 4 * g + k));
             }
         }
-        if p.negate {
-            // −acc where the sign is −1: (acc ⊕ −1) − (−1); unchanged where it is 0.
-            for k in 0..4 {
-                acc[k] = _mm512_sub_epi32(_mm512_xor_si512(acc[k], sign[k]), sign[k]);
-            }
-        }
-        let q: [__m512i; 4] = if p.per_channel {
-            std::array::from_fn(|k| {
-                let x = if p.left_shift {
-                    _mm512_sllv_epi32(acc[k], col(DW4_COL_LEFT, k))
-                } else {
-                    acc[k]
-                };
-                let mult = col(DW4_COL_MULT, k);
-                let even = _mm512_mul_epi32(x, mult);
-                let odd =
-                    _mm512_mul_epi32(_mm512_srli_epi64::<32>(x), _mm512_srli_epi64::<32>(mult));
-                // The fused roundings of `dw4_col_constants`, per 64-bit lane.
-                let fuse = |prod: __m512i, j: usize| {
-                    let shift = col(DW4_COL_SHIFT + j, k);
-                    let rounds = _mm512_cmpgt_epi64_mask(shift, thirty_one);
-                    let neg = _mm512_mask_cmplt_epi64_mask(rounds, prod, fused_neg);
-                    let u = _mm512_add_epi64(prod, col(DW4_COL_ADD + j, k));
-                    _mm512_srav_epi64(_mm512_mask_sub_epi64(u, neg, u, two31), shift)
-                };
-                _mm512_mask_shuffle_epi32::<_MM_PERM_CDAB>(fuse(even, 0), 0xAAAA, fuse(odd, 1))
-            })
-        } else {
-            std::array::from_fn(|k| requant_q512_fused(acc[k], &c))
+        let flags = Dw4Flags {
+            negate: p.negate,
+            per_channel: p.per_channel,
+            left_shift: p.left_shift,
         };
-        let bytes = narrow4_512(q, &c);
+        let bytes = dw4_epilogue(acc, &sign, col, flags, &c);
         let dst = p.out.wrapping_add(px * p.out_stride);
         if e == 64 {
             let m = if p.n >= DW4_BLOCK {

@@ -91,14 +91,10 @@ pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
     if p.raw.is_null() && !p.col_fused.is_null() {
         let c = rq512(&p.rq);
         each_row(p.rows, &acc, |r, acc_r| {
-            // SAFETY: `row_corr` holds `rows` values.
-            let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
+            let x = with_corr(p, r, acc_r);
             // SAFETY: `col_fused` holds the block's two groups of fused constants.
             let q = |v: usize| unsafe {
-                requant_q512_colfused(
-                    _mm512_add_epi32(acc_r[v], corr),
-                    p.col_fused.add(v * FUSED_GROUP_LEN),
-                )
+                requant_q512_colfused(x[v], p.col_fused.add(v * FUSED_GROUP_LEN))
             };
             let q0 = q(0);
             let q1 = if halves == 2 { q(1) } else { q0 };
@@ -127,17 +123,32 @@ pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
     }
     let c = rq512(&p.rq);
     each_row(p.rows, &acc, |r, acc_r| {
-        // SAFETY: `row_corr` holds `rows` values.
-        let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
+        let x = with_corr(p, r, acc_r);
         // Both roundings in one 64-bit shift: fewer operations per 16 outputs than the
         // two-step form, the same values (`requant_q512_fused`).
-        let q = |v: usize| requant_q512_fused(_mm512_add_epi32(acc_r[v], corr), &c);
+        let q = |v: usize| requant_q512_fused(x[v], &c);
         let q0 = q(0);
         let q1 = if halves == 2 { q(1) } else { q0 };
         let bytes = narrow(q0, q1, &c);
         // SAFETY: the store writes columns 0..cols (≤ 32) of row r only.
         unsafe { store32(p.out.wrapping_add(r * p.out_stride), p.cols, bytes) };
     });
+}
+
+/// Row `r` of the accumulators plus its row correction (none to add when they are all 0, as
+/// in every layer whose filter is signed: one operation less per 16 outputs).
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+#[inline]
+fn with_corr(p: &U8GemmArgs, r: usize, acc_r: [__m512i; 2]) -> [__m512i; 2] {
+    if p.corr_zero {
+        return acc_r;
+    }
+    // SAFETY: `row_corr` holds `rows` values and `r < rows`.
+    let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
+    [
+        _mm512_add_epi32(acc_r[0], corr),
+        _mm512_add_epi32(acc_r[1], corr),
+    ]
 }
 
 /// Calls `f` on the first `rows` (1..=7) accumulator rows, each with a constant index: the

@@ -68,6 +68,13 @@ pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
         // SAFETY: the caller's contract.
         let half = unsafe { seven_rows::<1>(p, [bias[0]]) };
         std::array::from_fn(|r| [half[r][0]; 2])
+    } else if p.cols <= 24 {
+        // A 24-channel layer: the second half's eight channels on 256-bit products, which
+        // issue at twice the rate of the 512-bit ones; their upper lanes are zero, computed
+        // downstream and never stored.
+        // SAFETY: the caller's contract.
+        let (lo, hi) = unsafe { seven_rows_24(p, bias[0], _mm512_castsi512_si256(bias[1])) };
+        std::array::from_fn(|r| [lo[r], _mm512_zextsi256_si512(hi[r])])
     } else {
         // SAFETY: the caller's contract.
         unsafe { seven_rows::<2>(p, bias) }
@@ -229,6 +236,61 @@ unsafe fn seven_rows<const V: usize>(p: &U8GemmArgs, init: [__m512i; V]) -> [[__
         }
     }
     acc
+}
+
+/// The raw sums of a 7 × 24 tile: channels 0..16 plus `init0` in 512-bit vectors, channels
+/// 16..24 plus `init1` in 256-bit ones (rows past `rows` repeat the last real row).
+///
+/// # Safety
+/// As for [`u8_gemm_avx512vnni_7x32`].
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn seven_rows_24(
+    p: &U8GemmArgs,
+    init0: __m512i,
+    init1: __m256i,
+) -> ([__m512i; 7], [__m256i; 7]) {
+    const MR: usize = 7;
+    let mut a = [p.a; MR];
+    for r in 1..MR {
+        a[r] = if r < p.rows {
+            p.a.wrapping_add(r * p.a_stride)
+        } else {
+            a[r - 1]
+        };
+    }
+    let (mut lo, mut hi) = ([init0; MR], [init1; MR]);
+    let groups = p.k.div_ceil(4);
+    let tail = p.k % 4;
+    let mut w = p.w;
+    for g in 0..groups {
+        // SAFETY: group g < ceil(k/4) of the aligned packed block (128 bytes per group; the
+        // 256-bit load is the first half of its second vector).
+        let (w0, w1) = unsafe {
+            (
+                _mm512_load_si512(w.cast()),
+                _mm256_load_si256(w.add(64).cast()),
+            )
+        };
+        for r in 0..MR {
+            let x = if g + 1 < groups || tail == 0 {
+                // SAFETY: bytes 4g..4g+4 ≤ k of a row of A.
+                unsafe { a[r].add(4 * g).cast::<u32>().read_unaligned() }
+            } else {
+                let mut x = 0u32;
+                for j in 0..tail {
+                    // SAFETY: byte 4g + j < k of a row of A.
+                    x |= u32::from(unsafe { *a[r].add(4 * g + j) }) << (8 * j);
+                }
+                x
+            };
+            let av = _mm512_set1_epi32(x as i32);
+            lo[r] = _mm512_dpbusd_epi32(lo[r], av, w0);
+            hi[r] = _mm256_dpbusd_epi32(hi[r], _mm512_castsi512_si256(av), w1);
+        }
+        w = w.wrapping_add(128);
+    }
+    (lo, hi)
 }
 
 /// The raw sums of a single row plus `init`: with one broadcast per step there is no reuse to exploit,

@@ -799,3 +799,32 @@ fn small_k_and_narrow_layers_match_reference() {
         );
     }
 }
+
+/// Thin and wide inputs whose output rows are mostly windows inside the input (the im2col
+/// runs that advance one source offset per pixel) with windows at every border, spans below,
+/// at and above 16 bytes, batches that a panel crosses, and inputs whose last rows end within
+/// 16 bytes of the buffer (the exact copies), at every level.
+#[test]
+fn im2col_runs_match_reference() {
+    for uk in tables() {
+        let mut rng = Rng::seeded(0x1C01, uk.isa);
+        for case in 0..120 {
+            let in_c = rng.pick(&[1, 2, 3, 4, 5, 8]);
+            let (kh, kw) = (rng.range(1, 8), rng.range(1, 8));
+            let (sh, sw) = (rng.range(1, 4), rng.range(1, 4));
+            let p = Padding {
+                top: rng.below(kh),
+                bottom: rng.below(kh),
+                left: rng.below(kw),
+                right: rng.below(kw),
+            };
+            let h = rng.range(kh.saturating_sub(p.top + p.bottom).max(1), 9);
+            let w = rng.range(kw.saturating_sub(p.left + p.right).max(1), 48);
+            let input = Nhwc::new(rng.range(1, 3), h, w, in_c);
+            let out_c = rng.pick(&[8, 16, 24, 32, 40]);
+            let win = window(input, out_c, (kh, kw), (sh, sw), p);
+            let q = quant(&mut rng);
+            check_conv(uk, &mut rng, &win, q, case % 4 == 0);
+        }
+    }
+}

@@ -781,7 +781,7 @@ fn region(
 
 /// `dst.copy_from_slice(src)` for the short spans of im2col (a window row of a thin input
 /// is a few bytes): fixed-size, possibly overlapping moves instead of a `memcpy` call.
-#[inline]
+#[inline(always)]
 fn copy_short(dst: &mut [u8], src: &[u8]) {
     /// Copies `src[..N]` and `src[n − N..]` through registers.
     #[inline(always)]
@@ -807,6 +807,11 @@ fn copy_short(dst: &mut [u8], src: &[u8]) {
 
 /// Writes the im2col rows (the first `kh·kw·in_c` of every `kp` bytes: the taps, padding as
 /// `za`) of the output pixels `p0 ..` into `panel`.
+///
+/// An output row is walked in runs: the columns whose windows lie inside the input (all of
+/// them but a few at the borders) advance a source offset by `stride_w·in_c` per pixel and
+/// copy their `kh` spans with no clipping, which keeps the thin first convolution (3-channel
+/// spans of 9 bytes) from spending more on gathering its rows than on multiplying them.
 fn im2col_panel(w: &Window, input: &[u8], za: u8, p0: usize, panel: &mut [u8], kp: usize) {
     let per_image = w.output.h * w.output.w;
     let (mut b, yx) = (p0 / per_image, p0 % per_image);
@@ -814,41 +819,61 @@ fn im2col_panel(w: &Window, input: &[u8], za: u8, p0: usize, panel: &mut [u8], k
     let c = w.input.c;
     let span = w.filter_w * c;
     let k = w.filter_h * span;
-    if span == 0 {
+    if k == 0 || kp == 0 {
         return;
     }
-    let mut ty = taps(oy, w.stride_h, w.padding.top, w.filter_h, w.input.h);
-    for row in panel.chunks_exact_mut(kp) {
-        let tx = taps(ox, w.stride_w, w.padding.left, w.filter_w, w.input.w);
-        let (head, body) = (tx.first_tap * c, tx.len * c);
-        if ty.len == w.filter_h && body == span {
-            // The whole window is inside the input: kh spans of kw·c bytes, one input row
-            // apart.
-            let row_stride = w.input.w * c;
-            let start = w.input.offset(b, ty.first_input, tx.first_input, 0);
-            if span <= 16 {
-                window_row(&mut row[..k], input, start, row_stride, span);
+    // Output columns x_lo..x_hi have their whole window inside the input horizontally.
+    let x_lo = w.padding.left.div_ceil(w.stride_w).min(w.output.w);
+    let x_hi = (w.input.w + w.padding.left)
+        .checked_sub(w.filter_w)
+        .map_or(0, |d| d / w.stride_w + 1)
+        .clamp(x_lo, w.output.w);
+    let row_stride = w.input.w * c;
+    let step = w.stride_w * c;
+    let mut left = panel.len() / kp;
+    let mut rows = panel.chunks_exact_mut(kp);
+    while left > 0 {
+        let ty = taps(oy, w.stride_h, w.padding.top, w.filter_h, w.input.h);
+        let end = (ox + left).min(w.output.w);
+        while ox < end {
+            if ty.len == w.filter_h && (x_lo..x_hi).contains(&ox) {
+                let run_end = end.min(x_hi);
+                let start = w
+                    .input
+                    .offset(b, ty.first_input, ox * w.stride_w - w.padding.left, 0);
+                let run = InsideRun {
+                    start,
+                    step,
+                    row_stride,
+                    span,
+                    kh: w.filter_h,
+                };
+                run.write(&mut rows, run_end - ox, input, k);
+                left -= run_end - ox;
+                ox = run_end;
             } else {
-                for (seg, src) in row[..k]
-                    .chunks_exact_mut(span)
-                    .zip(input[start..].chunks(row_stride))
-                {
-                    copy_short(seg, &src[..span]);
+                let row = rows.next().expect("a panel row per pixel");
+                let tx = taps(ox, w.stride_w, w.padding.left, w.filter_w, w.input.w);
+                let (head, body) = (tx.first_tap * c, tx.len * c);
+                if ty.len == w.filter_h && body == span {
+                    let start = w.input.offset(b, ty.first_input, tx.first_input, 0);
+                    inside_row(&mut row[..k], input, start, row_stride, span);
+                } else {
+                    im2col_border_row(
+                        input,
+                        za,
+                        &ty,
+                        head,
+                        body,
+                        span,
+                        |iy| w.input.offset(b, iy, tx.first_input, 0),
+                        &mut row[..k],
+                    );
                 }
+                left -= 1;
+                ox += 1;
             }
-        } else {
-            im2col_border_row(
-                input,
-                za,
-                &ty,
-                head,
-                body,
-                span,
-                |iy| w.input.offset(b, iy, tx.first_input, 0),
-                &mut row[..k],
-            );
         }
-        ox += 1;
         if ox == w.output.w {
             ox = 0;
             oy += 1;
@@ -856,7 +881,78 @@ fn im2col_panel(w: &Window, input: &[u8], za: u8, p0: usize, panel: &mut [u8], k
                 oy = 0;
                 b += 1;
             }
-            ty = taps(oy, w.stride_h, w.padding.top, w.filter_h, w.input.h);
+        }
+    }
+}
+
+/// Consecutive output pixels of one output row whose windows lie inside the input: pixel `i`
+/// reads `kh` spans of `span` bytes, `row_stride` apart from `start + i·step`.
+struct InsideRun {
+    start: usize,
+    step: usize,
+    row_stride: usize,
+    span: usize,
+    kh: usize,
+}
+
+impl InsideRun {
+    /// Writes the first `k` bytes of the next `count` rows of `rows`. Spans of at most 16 bytes
+    /// are 16-byte moves written in order (each correct over its own bytes, its excess
+    /// rewritten by the next span), all but those that would pass `k`, which are exact
+    /// copies; the bounds of the input are checked once for the whole run.
+    #[inline]
+    fn write<'a>(
+        &self,
+        rows: &mut impl Iterator<Item = &'a mut [u8]>,
+        count: usize,
+        input: &[u8],
+        k: usize,
+    ) {
+        let Some(last) = count.checked_sub(1) else {
+            return;
+        };
+        let end = self.start + last * self.step + (self.kh - 1) * self.row_stride + 16;
+        if self.span > 16 || end > input.len() {
+            let mut start = self.start;
+            for row in rows.take(count) {
+                inside_row(&mut row[..k], input, start, self.row_stride, self.span);
+                start += self.step;
+            }
+            return;
+        }
+        let wide = (0..self.kh)
+            .take_while(|fy| fy * self.span + 16 <= k)
+            .count();
+        let mut start = self.start;
+        for row in rows.take(count) {
+            let row = &mut row[..k];
+            let mut src = start;
+            for at in (0..wide).map(|fy| fy * self.span) {
+                let v: [u8; 16] = input[src..src + 16].try_into().unwrap();
+                row[at..at + 16].copy_from_slice(&v);
+                src += self.row_stride;
+            }
+            for at in (wide..self.kh).map(|fy| fy * self.span) {
+                copy_short(&mut row[at..at + self.span], &input[src..src + self.span]);
+                src += self.row_stride;
+            }
+            start += self.step;
+        }
+    }
+}
+
+/// The im2col row of a window inside the input: `kh` spans of `kw·c` bytes, `row_stride`
+/// apart from `start`.
+#[inline]
+fn inside_row(row: &mut [u8], input: &[u8], start: usize, row_stride: usize, span: usize) {
+    if span <= 16 {
+        window_row(row, input, start, row_stride, span);
+    } else {
+        for (seg, src) in row
+            .chunks_exact_mut(span)
+            .zip(input[start..].chunks(row_stride))
+        {
+            copy_short(seg, &src[..span]);
         }
     }
 }
@@ -946,6 +1042,7 @@ fn panel_gemm(
                 w: w.as_ptr(),
                 bias: bias.as_ptr(),
                 row_corr: corr[t0..].as_ptr(),
+                corr_zero: f.zw == 0,
                 out: out.at((p0 + t0) * n + j * g.nr),
                 raw: out.raw_at((p0 + t0) * n + j * g.nr),
                 out_stride: n,

@@ -156,6 +156,9 @@ pub struct U8GemmArgs {
     pub w: *const u8,
     pub bias: *const i32,
     pub row_corr: *const i32,
+    /// Every `row_corr` value is 0 (the filter's zero point equals the weight shift): a
+    /// kernel may skip adding them.
+    pub corr_zero: bool,
     pub out: *mut u8,
     pub out_stride: usize,
     pub cols: usize,

@@ -68,6 +68,13 @@ pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
         // SAFETY: the caller's contract.
         let half = unsafe { seven_rows::<1>(p, [bias[0]]) };
         std::array::from_fn(|r| [half[r][0]; 2])
+    } else if p.cols <= 24 {
+        // A 24-channel layer: the second half's eight channels on 256-bit products, which
+        // issue at twice the rate of the 512-bit ones; their upper lanes are zero, computed
+        // downstream and never stored.
+        // SAFETY: the caller's contract.
+        let (lo, hi) = unsafe { seven_rows_24(p, bias[0], _mm512_castsi512_si256(bias[1])) };
+        std::array::from_fn(|r| [lo[r], _mm512_zextsi256_si512(hi[r])])
     } else {
         // SAFETY: the caller's contract.
         unsafe { seven_rows::<2>(p, bias) }
@@ -91,14 +98,10 @@ pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
     if p.raw.is_null() && !p.col_fused.is_null() {
         let c = rq512(&p.rq);
         each_row(p.rows, &acc, |r, acc_r| {
-            // SAFETY: `row_corr` holds `rows` values.
-            let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
+            let x = with_corr(p, r, acc_r);
             // SAFETY: `col_fused` holds the block's two groups of fused constants.
             let q = |v: usize| unsafe {
-                requant_q512_colfused(
-                    _mm512_add_epi32(acc_r[v], corr),
-                    p.col_fused.add(v * FUSED_GROUP_LEN),
-                )
+                requant_q512_colfused(x[v], p.col_fused.add(v * FUSED_GROUP_LEN))
             };
             let q0 = q(0);
             let q1 = if halves == 2 { q(1) } else { q0 };
@@ -127,17 +130,32 @@ pub unsafe fn u8_gemm_avx512vnni_7x32(p: &U8GemmArgs) {
     }
     let c = rq512(&p.rq);
     each_row(p.rows, &acc, |r, acc_r| {
-        // SAFETY: `row_corr` holds `rows` values.
-        let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
+        let x = with_corr(p, r, acc_r);
         // Both roundings in one 64-bit shift: fewer operations per 16 outputs than the
         // two-step form, the same values (`requant_q512_fused`).
-        let q = |v: usize| requant_q512_fused(_mm512_add_epi32(acc_r[v], corr), &c);
+        let q = |v: usize| requant_q512_fused(x[v], &c);
         let q0 = q(0);
         let q1 = if halves == 2 { q(1) } else { q0 };
         let bytes = narrow(q0, q1, &c);
         // SAFETY: the store writes columns 0..cols (≤ 32) of row r only.
         unsafe { store32(p.out.wrapping_add(r * p.out_stride), p.cols, bytes) };
     });
+}
+
+/// Row `r` of the accumulators plus its row correction (none to add when they are all 0, as
+/// in every layer whose filter is signed: one operation less per 16 outputs).
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+#[inline]
+fn with_corr(p: &U8GemmArgs, r: usize, acc_r: [__m512i; 2]) -> [__m512i; 2] {
+    if p.corr_zero {
+        return acc_r;
+    }
+    // SAFETY: `row_corr` holds `rows` values and `r < rows`.
+    let corr = _mm512_set1_epi32(unsafe { *p.row_corr.add(r) });
+    [
+        _mm512_add_epi32(acc_r[0], corr),
+        _mm512_add_epi32(acc_r[1], corr),
+    ]
 }
 
 /// Calls `f` on the first `rows` (1..=7) accumulator rows, each with a constant index: the
@@ -218,6 +236,61 @@ unsafe fn seven_rows<const V: usize>(p: &U8GemmArgs, init: [__m512i; V]) -> [[__
         }
     }
     acc
+}
+
+/// The raw sums of a 7 × 24 tile: channels 0..16 plus `init0` in 512-bit vectors, channels
+/// 16..24 plus `init1` in 256-bit ones (rows past `rows` repeat the last real row).
+///
+/// # Safety
+/// As for [`u8_gemm_avx512vnni_7x32`].
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+#[inline]
+unsafe fn seven_rows_24(
+    p: &U8GemmArgs,
+    init0: __m512i,
+    init1: __m256i,
+) -> ([__m512i; 7], [__m256i; 7]) {
+    const MR: usize = 7;
+    let mut a = [p.a; MR];
+    for r in 1..MR {
+        a[r] = if r < p.rows {
+            p.a.wrapping_add(r * p.a_stride)
+        } else {
+            a[r - 1]
+        };
+    }
+    let (mut lo, mut hi) = ([init0; MR], [init1; MR]);
+    let groups = p.k.div_ceil(4);
+    let tail = p.k % 4;
+    let mut w = p.w;
+    for g in 0..groups {
+        // SAFETY: group g < ceil(k/4) of the aligned packed block (128 bytes per group; the
+        // 256-bit load is the first half of its second vector).
+        let (w0, w1) = unsafe {
+            (
+                _mm512_load_si512(w.cast()),
+                _mm256_load_si256(w.add(64).cast()),
+            )
+        };
+        for r in 0..MR {
+            let x = if g + 1 < groups || tail == 0 {
+                // SAFETY: bytes 4g..4g+4 ≤ k of a row of A.
+                unsafe { a[r].add(4 * g).cast::<u32>().read_unaligned() }
+            } else {
+                let mut x = 0u32;
+                for j in 0..tail {
+                    // SAFETY: byte 4g + j < k of a row of A.
+                    x |= u32::from(unsafe { *a[r].add(4 * g + j) }) << (8 * j);
+                }
+                x
+            };
+            let av = _mm512_set1_epi32(x as i32);
+            lo[r] = _mm512_dpbusd_epi32(lo[r], av, w0);
+            hi[r] = _mm256_dpbusd_epi32(hi[r], _mm512_castsi512_si256(av), w1);
+        }
+        w = w.wrapping_add(128);
+    }
+    (lo, hi)
 }
 
 /// The raw sums of a single row plus `init`: with one broadcast per step there is no reuse to exploit,

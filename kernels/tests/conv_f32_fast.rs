@@ -268,7 +268,8 @@ fn fully_connected_matches_reference() {
 }
 
 /// Inside a 2-thread pool the work is split (over row tiles when each thread gets at least
-/// four, over column blocks otherwise, over (block, tile) cells when the blocks are odd);
+/// four, each thread's tiles cut by columns when the weights exceed a panel, over column
+/// blocks otherwise, over (block, tile) cells when the blocks are odd);
 /// every element must still be written, with the same
 /// bits. Every case is above the fast path's parallel threshold (2^19 multiply-adds).
 #[test]
@@ -292,6 +293,15 @@ fn parallel_matches_sequential() {
         window(
             Nhwc::new(1, 14, 14, 96),
             200,
+            (1, 1),
+            (1, 1),
+            Padding::default(),
+        ),
+        // 100 rows, 15 tiles of 7, and 600 KB of weights (more than half an L2): each
+        // thread's share of the row tiles cut into column pieces (ragged last tile and block).
+        window(
+            Nhwc::new(1, 10, 10, 600),
+            250,
             (1, 1),
             (1, 1),
             Padding::default(),

@@ -19,9 +19,11 @@
 //! Threads: called on a pool worker, one fork-join splits the output into a few equal tasks
 //! per thread, over row tiles when every thread gets several and over column blocks when
 //! there are too few rows for that (the 7×7 and 1×1 layers) — over (column block, row tile)
-//! cells when the blocks do not share evenly between the threads. Row tiles are dealt to the
-//! threads in order, like every other operator's rows, so each thread reads the rows it wrote
-//! in the operation before; the weights are read by every thread, but they are never written.
+//! cells when the blocks do not share evenly between the threads. A row split whose weights
+//! outgrow half an L2 cuts each thread's share of the row tiles into column pieces, so every
+//! thread streams the filter once. Row tiles are dealt to the threads in order, like every
+//! other operator's rows, so each thread reads the rows it wrote in the operation before; the
+//! weights are read by every thread, but they are never written.
 
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -44,6 +46,11 @@ const PANEL_BYTES: usize = 256 << 10;
 /// 2–5 % faster when the two processors sat on different dies, where the depthwise after a
 /// column split reads half of every pixel from the other core.)
 const MIN_ROW_TILES_PER_THREAD: usize = 4;
+
+/// Packed weights above which a row split cuts each thread's share of the row tiles into
+/// column pieces (see [`share_pieces`]): half of Zen 4's L2, past which the filter, the share's
+/// A rows and its outputs no longer all stay in L2 from one part to the next.
+const SHARE_BY_COLUMNS_BYTES: usize = 512 << 10;
 
 /// Parts per pool thread when splitting over row tiles and over column blocks.
 const ROW_PARTS_PER_THREAD: usize = 4;
@@ -367,6 +374,30 @@ impl<'a> Gemm<'a> {
             self.run(whole, out);
             return;
         }
+        // A row split whose weights outgrow half an L2 cuts each thread's share of the
+        // rows into column pieces instead of shorter row ranges: a piece of the filter streams
+        // all the share's rows past it once, where a quarter of the rows would go through
+        // every panel, reading the whole filter from L3 once per part (the 14×14×512 layers:
+        // 1 MiB of weights four times per thread instead of once). Each thread still writes
+        // only its own rows, so the operators around it read what their own core wrote.
+        let weight_bytes = self.packed.weights.len() * std::mem::size_of::<f32>();
+        if let Some(pieces) = share_pieces(tiles, blocks, threads, weight_bytes) {
+            let part = |i: usize| {
+                let (s, j) = (i / pieces, i % pieces);
+                let (t0, t1) = (s * tiles / threads, (s + 1) * tiles / threads);
+                self.run(
+                    Task {
+                        m0: t0 * g.mr,
+                        m1: (t1 * g.mr).min(self.m),
+                        b0: j * blocks / pieces,
+                        b1: (j + 1) * blocks / pieces,
+                    },
+                    out,
+                );
+            };
+            crate::parallel::for_parts(threads * pieces, part);
+            return;
+        }
         let part = |i: usize| {
             let (u0, u1) = (i * units / parts, (i + 1) * units / parts);
             if by_rows {
@@ -524,6 +555,20 @@ impl<'a> Gemm<'a> {
     }
 }
 
+/// Column pieces per thread of a GEMM of `tiles` row tiles over `threads` whose packed
+/// weights take `weight_bytes` in `blocks` column blocks, when it is split over row tiles and
+/// each thread's share of the rows is better cut by columns than into shorter row ranges (see
+/// [`Gemm::execute`]); `None` otherwise.
+fn share_pieces(tiles: usize, blocks: usize, threads: usize, weight_bytes: usize) -> Option<usize> {
+    let pieces = ROW_PARTS_PER_THREAD.min(blocks);
+    // More threads than home ranges would deal shares to the wrong threads.
+    (tiles >= MIN_ROW_TILES_PER_THREAD * threads
+        && weight_bytes > SHARE_BY_COLUMNS_BYTES
+        && pieces > 1
+        && (2..=crate::parallel::MAX_HOMES).contains(&threads))
+    .then_some(pieces)
+}
+
 /// Fills `ptrs` as [`indirection`] does, from the plan of this window; `false` (and `ptrs`
 /// partly written) if one of the tile's segments has to be gathered.
 fn from_plan(
@@ -668,5 +713,34 @@ fn zero_span(dst: &mut [f32]) {
             dh.copy_from_slice(&[0.0; 16][..piece]);
             d = dt;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_shares_go_by_columns_only_when_the_weights_outgrow_half_an_l2() {
+        let bytes = |k: usize, n: usize| n.div_ceil(32) * 32 * (k + 1) * 4;
+        // MobileNet v1's 14×14×512 pointwise layers: 1 MiB of weights, four pieces per share.
+        assert_eq!(share_pieces(28, 16, 2, bytes(512, 512)), Some(4));
+        // 14×14, 256 to 512 channels: 526 KB, also by pieces.
+        assert_eq!(share_pieces(28, 16, 2, bytes(256, 512)), Some(4));
+        // 28×28×256: 263 KB, which stays in L2 across parts: split by row ranges as before.
+        assert_eq!(share_pieces(112, 8, 2, bytes(256, 256)), None);
+        // Column splits (7×7: 7 tiles), one thread, a single block and oversized teams keep
+        // their split.
+        assert_eq!(share_pieces(7, 32, 2, bytes(1024, 1024)), None);
+        assert_eq!(share_pieces(28, 16, 1, bytes(512, 512)), None);
+        assert_eq!(share_pieces(28, 1, 2, bytes(4096, 32)), None);
+        assert_eq!(share_pieces(80, 16, 9, bytes(512, 512)), None);
+        // Fewer blocks than pieces: one block per piece.
+        assert_eq!(share_pieces(8, 3, 2, bytes(4096, 96)), Some(3));
+        assert_eq!(
+            share_pieces(8, 3, 2, SHARE_BY_COLUMNS_BYTES),
+            None,
+            "the threshold is strict"
+        );
     }
 }

@@ -60,6 +60,11 @@ pub mod speed {
     pub const MEAN_INPUTS: usize = 5_000;
     /// Elements of a QUANTIZE or DEQUANTIZE (about 6 per ns: 62,720 in 10 µs).
     pub const CONVERT_ELEMENTS: usize = 5_000;
+    /// Weight bytes a uint8 GEMM of a few rows streams (FULLY_CONNECTED of one row: its
+    /// 1.28 MB of MobileNet logits weights in about 54 µs, from beyond the core's caches).
+    pub const U8_WEIGHT_BYTES: usize = 20_000;
+    /// Elements of a QUANTIZE or DEQUANTIZE on the table's vector loops.
+    pub const CONVERT_VECTOR_ELEMENTS: usize = 12_000;
 }
 
 /// Whether `units` of work running at `per_micro` units per microsecond on one core take

@@ -361,6 +361,81 @@ fn fully_connected_matches_reference() {
 }
 
 #[test]
+fn few_row_products_split_over_two_threads_match_reference() {
+    // Products of fewer row tiles than the threads can share evenly are divided in cells of
+    // one row tile × one channel block, channel block by channel block; a FULLY_CONNECTED of
+    // one row splits by channel blocks once its weights take long enough to stream. Ranges of
+    // cells start and end inside a block here (7 tiles × 5 blocks over 4 parts), cover whole
+    // blocks, and end on a partial last block.
+    let q = ConvQuant {
+        input: QuantParams::new(0.02, 128),
+        filter: QuantParams::new(0.004, 0),
+        output: QuantParams::new(0.3, 255),
+        act: Activation::None,
+    };
+    for uk in tables() {
+        let mut rng = Rng::seeded(0xCE11, uk.isa);
+        for (rows, k, n) in [
+            (1, 1280, 1000),
+            (1, 1024, 1001),
+            (1, 37, 3000),
+            (2, 1280, 250),
+            (7, 960, 160),
+            (13, 960, 160),
+            (49, 960, 160),
+            (49, 320, 1280),
+            (20, 333, 70),
+        ] {
+            let input = rng.bytes(rows * k);
+            let filter = rng.bytes(n * k);
+            let b = bias(&mut rng, n);
+            for q in [
+                q,
+                ConvQuant {
+                    input: QuantParams::new(0.02, 0),
+                    filter: QuantParams::new(0.004, 255),
+                    output: QuantParams::new(0.3, 0),
+                    act: Activation::Relu6,
+                },
+            ] {
+                let mut expected = vec![0u8; rows * n];
+                conv::fully_connected_u8(
+                    rows,
+                    k,
+                    n,
+                    &input,
+                    q.input,
+                    &filter,
+                    q.filter,
+                    &b,
+                    q.output,
+                    q.act,
+                    &mut expected,
+                )
+                .unwrap();
+                let shape = FilterShape {
+                    out_c: n,
+                    kh: 1,
+                    kw: 1,
+                    in_c: k,
+                };
+                let packed = PackedConvU8::pack(uk, shape, &filter, &b, q).unwrap();
+                let mut got = vec![0x5au8; rows * n];
+                pool2().install(|| {
+                    nnhal_kernels::parallel::with_team(|| {
+                        conv_u8::fully_connected_u8(&packed, rows, &input, &mut got)
+                    })
+                });
+                assert!(got == expected, "{} rows {rows} k {k} n {n}", uk.isa);
+                let mut alone = vec![0xa5u8; rows * n];
+                conv_u8::fully_connected_u8(&packed, rows, &input, &mut alone);
+                assert!(alone == expected, "{} rows {rows} k {k} n {n}", uk.isa);
+            }
+        }
+    }
+}
+
+#[test]
 fn pack_fails_exactly_when_the_reference_does() {
     let uk = ukernels::best();
     let shape = FilterShape {

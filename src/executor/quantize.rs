@@ -6,7 +6,7 @@
 use super::{elementwise_work, out0, shape, Call, OpImpl};
 use crate::tensor::TensorMut;
 use nnhal_hal::{HalError, HalResult, OperandType, OperationType};
-use nnhal_kernels::quantize::reference as qz;
+use nnhal_kernels::quantize::{fast, reference as qz};
 
 /// The registration of `op` on inputs of type `ty`, for the operations of this family.
 pub(super) fn lookup(op: OperationType, ty: OperandType) -> Option<&'static OpImpl> {
@@ -34,17 +34,17 @@ registration!(
 );
 
 fn quantize(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
-    qz::quantize_u8(c.f(0)?, c.out_q(0), out0(outs)?.u8_mut()?);
+    fast::quantize_u8(c.kernels, c.f(0)?, c.out_q(0), out0(outs)?.u8_mut()?);
     Ok(())
 }
 
 fn dequantize_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
-    qz::dequantize_u8(c.u(0)?, c.q(0), out0(outs)?.f32_mut()?);
+    fast::dequantize_u8(c.kernels, c.u(0)?, c.q(0), out0(outs)?.f32_mut()?);
     Ok(())
 }
 
 fn dequantize_symm(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
-    qz::dequantize_i8(c.u(0)?, c.q(0).scale, out0(outs)?.f32_mut()?);
+    fast::dequantize_i8(c.kernels, c.u(0)?, c.q(0).scale, out0(outs)?.f32_mut()?);
     Ok(())
 }
 

@@ -26,7 +26,7 @@ use std::ops::Range;
 use super::FilterShape;
 use crate::aligned::AlignedBuf;
 use crate::conv::reference::taps;
-use crate::parallel::MIN_U8_MACS;
+use crate::parallel::{pays_to_split, speed, split_rows, MIN_U8_MACS};
 use crate::persist::{self, Persist, PersistError, Source as Image};
 use crate::quant::{ChannelRequant, Requantize, RequantizeAny};
 use crate::ukernels::quant8::{
@@ -717,7 +717,11 @@ pub fn fully_connected_u8_raw(packed: &PackedConvU8, rows: usize, input: &[u8], 
 }
 
 /// The whole `m × n` product, split once over the pool: along M when there are enough row
-/// tiles, along N (channel blocks) for the small late layers.
+/// tiles; otherwise (the small late layers, FULLY_CONNECTED of one row) over the cells of
+/// one row tile × one channel block, channel block by channel block, so that the threads get
+/// equal shares whatever the counts of tiles and blocks (7 tiles × 5 blocks is 18 + 17 cells
+/// on two threads, where whole tiles would be 4 + 3) and each thread streams only its own
+/// blocks of weights.
 fn run_gemm(f: &FastConv, n: usize, m: usize, src: Source<'_>, out: OutPtr) {
     if m == 0 || n == 0 {
         return;
@@ -731,13 +735,46 @@ fn run_gemm(f: &FastConv, n: usize, m: usize, src: Source<'_>, out: OutPtr) {
     let blocks = n.div_ceil(g.nr);
     let threads = crate::parallel::threads();
     let work = m * n * f.k;
-    if tiles >= 4 * threads || tiles >= blocks {
+    if tiles >= 4 * threads {
         split_units(tiles, work, |t| {
             let rows = t.start * g.mr..(t.end * g.mr).min(m);
             region(f, n, src, out, rows, 0..blocks);
         });
     } else {
-        split_units(blocks, work, |b| region(f, n, src, out, 0..m, b));
+        // A product of few rows is bound by reading its weights (one pass over `n·kp` bytes,
+        // most of them from beyond the core's own caches) as much as by its multiply-adds.
+        let split = work >= MIN_U8_MACS || pays_to_split(n * f.kp, speed::U8_WEIGHT_BYTES);
+        split_rows(tiles * blocks, split, |c| {
+            cells(f, n, m, src, out, tiles, c)
+        });
+    }
+}
+
+/// The cells `c` of the `m × n` product, numbered channel block by channel block (cell `i` is
+/// row tile `i % tiles` of block `i / tiles`): whole blocks in one [`region`], the partial
+/// blocks at the ends of the range in one each.
+fn cells(
+    f: &FastConv,
+    n: usize,
+    m: usize,
+    src: Source<'_>,
+    out: OutPtr,
+    tiles: usize,
+    c: Range<usize>,
+) {
+    let mr = f.gemm.mr;
+    let mut i = c.start;
+    while i < c.end {
+        let (b, t0) = (i / tiles, i % tiles);
+        let whole = (c.end - i) / tiles;
+        if t0 == 0 && whole > 0 {
+            region(f, n, src, out, 0..m, b..b + whole);
+            i += whole * tiles;
+        } else {
+            let t1 = tiles.min(t0 + (c.end - i));
+            region(f, n, src, out, t0 * mr..(t1 * mr).min(m), b..b + 1);
+            i += t1 - t0;
+        }
     }
 }
 

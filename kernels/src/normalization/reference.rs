@@ -61,6 +61,14 @@ pub fn softmax_f32(input: &[f32], depth: usize, beta: f32, output: &mut [f32]) {
     });
 }
 
+/// A tabulated SOFTMAX exponential of this thread's last quant8 SOFTMAX: the rescaling and
+/// cut-off it was computed for, and `exp` of every difference 0..=255.
+type ExpTable = ((InputRescale, i32), [i32; 256]);
+
+thread_local! {
+    static EXP_TABLE: std::cell::Cell<Option<ExpTable>> = const { std::cell::Cell::new(None) };
+}
+
 /// SOFTMAX, uint8 with fixed output parameters (scale 1/256, zero point 0).
 ///
 /// Per row: the differences `q − max` (≤ 0) are rescaled by `β · input_scale` into Q5.26 and
@@ -106,12 +114,21 @@ pub fn softmax_u8(
             0
         }
     };
-    // Only 256 distinct differences exist; tabulate them once when that is cheaper.
+    // Only 256 distinct differences exist; tabulate them once when that is cheaper, and keep
+    // the table of the last parameters (a model runs the same layer on every execution, and
+    // the 256 fixed-point exponentials cost more than the rest of a 1000-class row).
     let table: Option<[i32; 256]> = (input.len() >= 256).then(|| {
+        let key = (rescale_diff, diff_min);
+        if let Some((k, t)) = EXP_TABLE.get() {
+            if k == key {
+                return t;
+            }
+        }
         let mut t = [0; 256];
         for (k, e) in t.iter_mut().enumerate() {
             *e = exp_of(k as u8);
         }
+        EXP_TABLE.set(Some((key, t)));
         t
     });
     let exp_at = |k: u8| match &table {
@@ -370,6 +387,31 @@ mod tests {
             let mut short = [0u8; 16];
             softmax_u8(src, qp, 16, 0.7, &mut short).unwrap();
             assert_eq!(&short, want);
+        }
+    }
+
+    #[test]
+    fn softmax_u8_kept_table_follows_the_parameters() {
+        // The same thread alternates parameters: each table-path result must still be the
+        // direct path's for its own parameters, never a table kept from the previous call.
+        let x: Vec<u8> = (0..512u32).map(|i| (i * 151 % 256) as u8).collect();
+        let params = [
+            (0.05, 0.7),
+            (0.05, 1.0),
+            (0.2, 0.7),
+            (0.05, 0.7),
+            (0.2, 0.7),
+            (0.3, 2.0),
+        ];
+        for (scale, beta) in params {
+            let qp = QuantParams::new(scale, 7);
+            let mut long = vec![0u8; x.len()];
+            softmax_u8(&x, qp, 16, beta, &mut long).unwrap();
+            for (src, want) in x.chunks(16).zip(long.chunks(16)) {
+                let mut short = [0u8; 16];
+                softmax_u8(src, qp, 16, beta, &mut short).unwrap();
+                assert_eq!(&short, want, "scale {scale} beta {beta}");
+            }
         }
     }
 

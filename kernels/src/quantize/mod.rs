@@ -3,7 +3,9 @@
 //! DEQUANTIZE (types.hal 1.0 `OperationType` 6: from TENSOR_QUANT8_ASYMM, and from NNAPI 1.2's
 //! TENSOR_QUANT8_SYMM and TENSOR_QUANT8_SYMM_PER_CHANNEL) to TENSOR_FLOAT32.
 //!
-//! [`mod@reference`] holds the loops; they are element-wise maps, chunked over the kernel pool
-//! for long tensors, with no faster form to test them against.
+//! [`mod@reference`] holds the loops in the reference's arithmetic, element by element;
+//! [`fast`] runs QUANTIZE and DEQUANTIZE from and to bytes on the kernel table's vector loops,
+//! equal to them bit for bit. Both chunk long tensors over the kernel pool.
 
+pub mod fast;
 pub mod reference;

@@ -261,6 +261,9 @@ pub struct Ukernels {
     /// Same-shape quant8 ADD, SUB and MUL in vector arithmetic; `None` where the 64 KiB
     /// table of every byte pair is the faster form (the portable level).
     pub u8_binary: Option<quant8::U8BinaryKernel>,
+    /// QUANTIZE and DEQUANTIZE between float32 and bytes in vector arithmetic; `None` at the
+    /// portable level (the reference loops).
+    pub u8_convert: Option<quant8::U8Convert>,
 }
 
 impl Ukernels {
@@ -278,6 +281,7 @@ impl Ukernels {
             u8_dw4: None,
             u8_tiles: None,
             u8_binary: None,
+            u8_convert: None,
         }
     }
 

@@ -492,6 +492,38 @@ pub struct U8BinaryKernel {
     pub name: &'static str,
 }
 
+/// DEQUANTIZE of `n` bytes: for `i < n`, `out[i] = scale · ((src[i] ^ flip) − zero_point)`, the
+/// difference taken in wrapping int32 arithmetic and converted to float32 with the rounding of
+/// Rust's `as` (nearest, ties to even), the product one float32 multiplication, exactly as
+/// [`crate::quantize::reference`] computes it. `flip` is 0 for TENSOR_QUANT8_ASYMM and `0x80`
+/// (with `zero_point` 128) for the int8 bytes of TENSOR_QUANT8_SYMM, whose value is then
+/// `(b ^ 0x80) − 128`.
+///
+/// # Safety
+/// `src` is readable for `n` bytes, `out` writable for `n` values, and the processor supports
+/// the kernel's level (guaranteed for kernels taken from a [`crate::ukernels::table`]).
+pub type U8DequantizeFn =
+    unsafe fn(src: *const u8, n: usize, flip: u8, zero_point: i32, scale: f32, out: *mut f32);
+
+/// QUANTIZE of `n` float32 values to bytes: for `i < n`, `out[i]` is `zero_point +
+/// round(src[i] / scale)` in float32 (`round` half away from zero, one division), clamped as
+/// the reference's `max(0, min(255, ·))` (a NaN gives 255) and converted, exactly as
+/// [`crate::quantize::reference::quantize_u8`] computes it.
+///
+/// # Safety
+/// `src` is readable for `n` values, `out` writable for `n` bytes, and the processor supports
+/// the kernel's level.
+pub type U8QuantizeFn =
+    unsafe fn(src: *const f32, n: usize, scale: f32, zero_point: f32, out: *mut u8);
+
+/// The vector QUANTIZE and DEQUANTIZE slot.
+#[derive(Clone, Copy, Debug)]
+pub struct U8Convert {
+    pub dequantize: U8DequantizeFn,
+    pub quantize: U8QuantizeFn,
+    pub name: &'static str,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

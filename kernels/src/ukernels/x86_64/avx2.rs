@@ -9,12 +9,14 @@ use std::arch::x86_64::*;
 use crate::ukernels::quant8::{Requant8, U8Dw, U8DwArgs, U8Gemm, U8GemmArgs, DW_BLOCK};
 use crate::ukernels::{F32Gemm, F32GemmArgs, F32GemmFn, Ukernels};
 
+mod convert_u8;
 pub mod f32_small;
 
 /// Puts this level's kernels into `t`.
 pub(crate) fn fill(t: &mut Ukernels) {
     t.f32_gemm = F32_GEMM;
     f32_small::fill_f32_small(t);
+    t.u8_convert = Some(convert_u8::U8_CONVERT);
     t.u8_gemm = U8Gemm {
         mr: 4,
         nr: 8,

@@ -587,6 +587,111 @@ fn depthwise_byte_dot_product_per_channel_battery_at_every_level() {
     }
 }
 
+/// The byte kernel's 3-column path (each input column's tap quads built once for the three
+/// pixels sharing it): filters of 1 to 4 rows and 3 columns, horizontal stride 1 (2 does not
+/// take it), vertical strides 1 and 2, interior runs of 1, 2, 3 and many pixels beside padded border columns,
+/// rows in the vertical padding, channel counts with full 64-channel blocks, tails above and
+/// below 32 channels (the latter on the tap-quad row path, the rest of the row on this one),
+/// per-channel multipliers with and without left shifts; against the reference loops
+/// and the oracle at every level, the path asserted taken wherever the table has the byte
+/// kernel.
+#[test]
+fn depthwise_three_column_path_matches_the_oracle_at_every_level() {
+    const CHANNELS: [usize; 10] = [1, 16, 31, 33, 64, 96, 100, 144, 160, 200];
+    for uk in tables() {
+        let mut rng = Rng(0xc013 ^ ((uk.isa as u64) << 40));
+        let (mut checked, mut column_runs) = (0, 0);
+        for i in 0..96 {
+            let ch = CHANNELS[i % CHANNELS.len()];
+            let kh = 1 + i % 4;
+            let (sh, sw) = (1 + (i / 4) % 2, 1 + (i / 8) % 2);
+            // Stride 2 keeps the per-pixel kernel: checked below, and its results too.
+            let padding = Padding {
+                top: rng.below(kh),
+                bottom: rng.below(kh),
+                left: rng.below(3),
+                right: rng.below(3),
+            };
+            // Input widths whose interior runs are 1, 2, 3 or several pixels long.
+            // The first interior pixel starts `skip` columns into the input.
+            let interior = [1, 2, 3, 4 + rng.below(9)][(i / 16) % 4];
+            let skip = padding.left.div_ceil(sw) * sw - padding.left;
+            let wd = (interior - 1) * sw + 3 + skip;
+            let h = kh.saturating_sub(padding.top + padding.bottom).max(1) + rng.below(4);
+            let n = rng.range(1, 2);
+            let w = Window {
+                input: Nhwc::new(n, h, wd, ch),
+                output: Nhwc::new(
+                    n,
+                    (h + padding.top + padding.bottom - kh) / sh + 1,
+                    (wd + padding.left + padding.right - 3) / sw + 1,
+                    ch,
+                ),
+                filter_h: kh,
+                filter_w: 3,
+                stride_h: sh,
+                stride_w: sw,
+                padding,
+            };
+            let right_only = i % 2 == 0;
+            let scales: Vec<f32> = (0..ch)
+                .map(|_| {
+                    let e = if right_only {
+                        -(rng.range(1, 32) as i32)
+                    } else {
+                        rng.range(0, 61) as i32 - 31
+                    };
+                    [0.5, 0.75, 0.999_999_94][rng.below(3)] * 2f32.powi(e)
+                })
+                .collect();
+            let c = Case {
+                w,
+                d: Dilation { h: 1, w: 1 },
+                input: (0..w.input.len()).map(|_| rng.below(256) as u8).collect(),
+                filter: (0..kh * 3 * ch)
+                    .map(|_| rng.below(256) as u8 as i8)
+                    .collect(),
+                bias: (0..ch)
+                    .map(|_| (rng.below(1 << 21) as i64 - (1 << 20)) as i32)
+                    .collect(),
+                scales,
+                iq: QuantParams::new(1.0, [0, 128, 255, rng.below(256) as i32][rng.below(4)]),
+                oq: QuantParams::new(1.0, rng.below(256) as i32),
+                act: ACTIVATIONS[rng.below(4)],
+            };
+            let Ok(rq) = ChannelRequant::per_channel(c.iq, &c.scales, c.oq, c.act) else {
+                continue;
+            };
+            let bytes: Vec<u8> = c.filter.iter().map(|&v| v as u8).collect();
+            let image = conv::filter_image(&bytes);
+            let p = PackedDwU8::pack_channels(uk, kh, 3, ch, &image, &c.bias, c.iq, &rq)
+                .expect("representable");
+            let column = dw_u8::runs_column_path(&w, &p);
+            let expected = uk.u8_dw4.is_some() && sw == 1;
+            assert_eq!(column, expected, "{} case {i}: {w:?}", uk.isa);
+            column_runs += usize::from(column);
+            let mut got = vec![0xa5u8; w.output.len()];
+            dw_u8::depthwise_conv2d_u8(&w, 1, &p, &c.input, &mut got);
+            let want = run(&c, true, 1).expect("representable");
+            assert_eq!(
+                got.iter().zip(&want).position(|(a, b)| a != b),
+                None,
+                "{} case {i}: {w:?} {:?} {:?} {:?}",
+                uk.isa,
+                c.iq,
+                c.oq,
+                c.act
+            );
+            assert_eq!(got, oracle(&c, true, 1), "{} case {i}", uk.isa);
+            checked += 1;
+        }
+        assert!(checked >= 80, "{}: only {checked} cases ran", uk.isa);
+        if uk.u8_dw4.is_some() {
+            assert!(column_runs >= 40, "{}: {column_runs} column runs", uk.isa);
+        }
+    }
+}
+
 /// The fused per-column epilogue (layers without left shifts) at its extremes: right shifts
 /// 0..=31, multipliers at 2^30 and just below 2^31, accumulators near both int32 ends, output
 /// zero points 0 and 255, rows that fill the register tiles, a single row and a ragged last

@@ -350,6 +350,9 @@ pub struct U8Dw4 {
     pub quads: U8Dw4QuadsFn,
     /// One channel block of an output row from the quads ([`U8Dw4RowArgs`]).
     pub row: U8Dw4RowFn,
+    /// A run of output pixels of a 3-column filter, each input column's quads built once in
+    /// registers ([`U8Dw4ColsArgs`]).
+    pub cols3: U8Dw4ColsFn,
 }
 
 /// Bytes per channel in a column vector of a [`U8Dw4QuadsArgs`] buffer: a block of more
@@ -420,6 +423,38 @@ pub struct U8Dw4RowArgs {
 
 /// A [`U8Dw4RowArgs`] kernel. Callers uphold its contract.
 pub type U8Dw4RowFn = unsafe fn(&U8Dw4RowArgs);
+
+/// A run of output pixels of a depthwise convolution with depth multiplier 1, a filter of
+/// `kh ≤ 4` rows and 3 columns at horizontal stride 1, every window inside the input
+/// horizontally: each input column's four rows are interleaved into tap quads once, in
+/// registers, and feed the three output pixels that read the column instead of being rebuilt
+/// per pixel and tap.
+///
+/// Filter row `fy < kh` reads `rows[fy]`: tap `(fy, fx)` of pixel `p < width` is the
+/// `channels` bytes at `rows[fy] + (p + fx)·pixel_bytes`, all readable (a padded row
+/// points to a run of input zero points that long). `w` is the packing of [`U8Dw4Args`] with
+/// the weight groups in filter-column order: group `fx` holds, in byte `j`, the weight of tap
+/// `(j, fx)` (0 for `j ≥ kh`); a last block of at most 32 channels may repeat them in the
+/// high half (those lanes are computed and not stored). Pixel `p` writes `channels` bytes at
+/// `out + p·out_stride`; the epilogue is that of [`U8Dw4Args`].
+#[derive(Clone, Copy, Debug)]
+pub struct U8Dw4ColsArgs {
+    pub rows: [*const u8; 4],
+    pub kh: usize,
+    pub pixel_bytes: usize,
+    pub width: usize,
+    pub channels: usize,
+    pub w: *const u8,
+    pub out: *mut u8,
+    pub out_stride: usize,
+    pub rq: Requant8,
+    pub per_channel: bool,
+    pub left_shift: bool,
+    pub negate: bool,
+}
+
+/// A [`U8Dw4ColsArgs`] kernel. Callers uphold its contract.
+pub type U8Dw4ColsFn = unsafe fn(&U8Dw4ColsArgs);
 
 /// Which same-shape quant8 binary operation a [`U8Binary`] computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -34,6 +34,7 @@ pub(crate) fn fill(t: &mut Ukernels) {
         name: "u8_dw4_avx512vnni_64c",
         quads: u8_dw4_quads_avx512vnni,
         row: u8_dw4_row_avx512vnni,
+        cols3: u8_dw4_cols3_avx512vnni,
     });
 }
 
@@ -726,6 +727,101 @@ pub unsafe fn u8_dw4_row_avx512vnni(p: &U8Dw4RowArgs) {
                 }
             }
             px += 2;
+        }
+    }
+}
+
+/// A run of output pixels of a 3-column depthwise filter (see
+/// [`crate::ukernels::quant8::U8Dw4ColsArgs`]): each input column's rows are loaded and
+/// interleaved into tap quads once, in registers, and multiplied into the three pixels that
+/// read the column, so a pixel costs one column's loads and unpacks instead of three. The
+/// accumulators of the next two pixels, still reading, roll along the row.
+///
+/// # Safety
+/// The processor supports AVX-512 F/BW/DQ/VL/VNNI and `p` satisfies the contract of
+/// [`crate::ukernels::quant8::U8Dw4ColsArgs`].
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+pub unsafe fn u8_dw4_cols3_avx512vnni(p: &crate::ukernels::quant8::U8Dw4ColsArgs) {
+    let block_len = (DW4_HEAD_SLOTS + 4 * 3) * 64;
+    let c = rq512(&p.rq);
+    let flags = Dw4Flags {
+        negate: p.negate,
+        per_channel: p.per_channel,
+        left_shift: p.left_shift,
+    };
+    for blk in 0..p.channels.div_ceil(DW4_BLOCK) {
+        let off = blk * DW4_BLOCK;
+        let n = (p.channels - off).min(DW4_BLOCK);
+        let m = if n == DW4_BLOCK {
+            u64::MAX
+        } else {
+            (1u64 << n) - 1
+        };
+        let base = p.w.wrapping_add(blk * block_len);
+        // SAFETY: the block holds `DW4_HEAD_SLOTS + 4·3` aligned 64-byte slots.
+        let slot = |s: usize| unsafe { _mm512_load_si512(base.add(64 * s).cast()) };
+        let bias: [__m512i; 4] = std::array::from_fn(slot);
+        let sign: [__m512i; 4] = std::array::from_fn(|k| slot(4 + k));
+        let col = |j: usize, k: usize| slot(8 + 4 * j + k);
+        // Input column `x` (0 = the first pixel's first tap) of filter row `fy`.
+        let load = |fy: usize, x: usize| {
+            // SAFETY: the contract makes `channels` bytes readable at every column the
+            // run's pixels read; only channels off..off+n are read.
+            unsafe {
+                let src = p.rows[fy].add(x * p.pixel_bytes + off);
+                if n == DW4_BLOCK {
+                    _mm512_loadu_si512(src.cast())
+                } else {
+                    _mm512_maskz_loadu_epi8(m, src.cast())
+                }
+            }
+        };
+        // The quads of column `x`; rows past `kh` repeat a loaded one (their weights are 0).
+        let quads = |x: usize| -> [__m512i; 4] {
+            let r0 = load(0, x);
+            let r1 = if p.kh > 1 { load(1, x) } else { r0 };
+            let r2 = if p.kh > 2 { load(2, x) } else { r0 };
+            let r3 = if p.kh > 3 { load(3, x) } else { r1 };
+            let lo01 = _mm512_unpacklo_epi8(r0, r1);
+            let hi01 = _mm512_unpackhi_epi8(r0, r1);
+            let lo23 = _mm512_unpacklo_epi8(r2, r3);
+            let hi23 = _mm512_unpackhi_epi8(r2, r3);
+            [
+                _mm512_unpacklo_epi16(lo01, lo23),
+                _mm512_unpackhi_epi16(lo01, lo23),
+                _mm512_unpacklo_epi16(hi01, hi23),
+                _mm512_unpackhi_epi16(hi01, hi23),
+            ]
+        };
+        // Wrapping accumulation (not the saturating `vpdpbusds`), as the reference's int32
+        // arithmetic; `fx` picks the filter column's weight group.
+        let mac = |mut acc: [__m512i; 4], q: &[__m512i; 4], fx: usize| {
+            for k in 0..4 {
+                acc[k] = _mm512_dpbusd_epi32(acc[k], q[k], slot(DW4_HEAD_SLOTS + 4 * fx + k));
+            }
+            acc
+        };
+        // Entering pixel `px`, `a` holds its sums over its first two columns and `b` pixel
+        // px+1's over its first.
+        let q1 = quads(1);
+        let mut a = mac(mac(bias, &quads(0), 0), &q1, 1);
+        let mut b = mac(bias, &q1, 0);
+        for px in 0..p.width {
+            let q = quads(px + 2);
+            let done = mac(a, &q, 2);
+            a = mac(b, &q, 1);
+            b = mac(bias, &q, 0);
+            let bytes = dw4_epilogue(done, &sign, col, flags, &c);
+            let dst = p.out.wrapping_add(px * p.out_stride + off);
+            // SAFETY: the contract allows writing `channels` bytes at each output pixel;
+            // the masked store writes only channels off..off+n.
+            unsafe {
+                if n == DW4_BLOCK {
+                    _mm512_storeu_si512(dst.cast(), bytes)
+                } else {
+                    _mm512_mask_storeu_epi8(dst.cast(), m, bytes)
+                }
+            }
         }
     }
 }

@@ -696,7 +696,7 @@ fn read_packed(
         hasher: crc32fast::Hasher::new(),
         region: None,
     };
-    let entries = {
+    let left = {
         let mut r = Source::streamed(&mut checked, end as usize);
         header(&mut r, KIND_DATA, kernels, token)?;
         let mut bound = [0u8; 4];
@@ -707,15 +707,17 @@ fn read_packed(
                 "the data cache file belongs to another model cache file",
             ));
         }
-        // Every packed buffer is read out of the bytes left, so they fit in a region of that
-        // size (the few bytes of alignment between buffers come from its slack, or a buffer
-        // that finds no room is allocated on its own).
-        let left = r.left();
-        drop(r);
-        checked.region = Region::new(left);
-        let mut r = Source::streamed(&mut checked, left);
-        decode_entries(&mut r, operations, kernels)
+        r.left()
     };
+    // Every packed buffer is read out of the bytes left, so they fit in a region of that size
+    // (the few bytes of alignment between buffers come from its slack, or a buffer that finds
+    // no room is allocated on its own).
+    checked.region = Region::new(left);
+    let entries = decode_entries(
+        &mut Source::streamed(&mut checked, left),
+        operations,
+        kernels,
+    );
     // The checksum decides first: a damaged file is reported as damaged, whatever its
     // decoding said.
     checked.finish()?;

@@ -38,7 +38,10 @@
 //! mapped: a file shrunk while read cannot raise SIGBUS), bounded by [`MAX_CACHE_FILE_BYTES`].
 //! The data file is read once, in order ([`restore_packed`]): each packed image goes from the
 //! file straight into the buffer the plan keeps, the CRC-32 computed over the bytes as they
-//! arrive, and compared before anything read is returned.
+//! arrive, and compared before anything read is returned. The buffers are carved from one
+//! huge-page-advised mapping sized from the file (`nnhal_kernels::aligned::Region`), which
+//! the restored plan holds. A cache is written without building the data file in memory
+//! ([`write_files`]): the packed section goes to the file a piece at a time.
 //!
 //! Models with referenced subgraphs (IF, WHILE) are prepared without writing a cache.
 
@@ -47,6 +50,7 @@ use crate::plan::{Plan, StoredPack};
 use nnhal_hal::{
     ChannelQuant, DataLocation, HalError, HalResult, Model, Operand, OperandLifeTime, Operation,
 };
+use nnhal_kernels::aligned::Region;
 use nnhal_kernels::persist::{self, Persist, Source};
 use nnhal_kernels::quant::ChannelRequant;
 use nnhal_kernels::ukernels::Ukernels;
@@ -71,6 +75,56 @@ const MAGIC: [u8; 8] = *b"NNHALCCH";
 const BUILD: &str = env!("CARGO_PKG_VERSION");
 const KIND_MODEL: u32 = 1;
 const KIND_DATA: u32 = 2;
+
+/// Where a phase of a cache write or restore started, for the timings logged under
+/// `nnhal::cache` at debug level: wall time, the thread's CPU time and its minor page faults
+/// (which the buffers a restore fills and the page cache a write fills are mostly made of).
+pub(crate) struct Phase {
+    wall: std::time::Instant,
+    cpu: Option<std::time::Duration>,
+    faults: Option<u64>,
+}
+
+impl Phase {
+    /// Now; the CPU time and faults only read when the debug log is on.
+    pub(crate) fn start() -> Phase {
+        let on = log::log_enabled!(target: "nnhal::cache", log::Level::Debug);
+        Phase {
+            wall: std::time::Instant::now(),
+            cpu: on.then(thread_cpu).flatten(),
+            faults: on.then(thread_faults).flatten(),
+        }
+    }
+
+    /// What the phase took so far: `"W ms"`, with `" (cpu C ms, F faults)"` where known.
+    pub(crate) fn took(&self) -> String {
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        let mut out = format!("{:.3} ms", ms(self.wall.elapsed()));
+        if let (Some(c0), Some(c1), Some(f0), Some(f1)) =
+            (self.cpu, thread_cpu(), self.faults, thread_faults())
+        {
+            out += &format!(
+                " (cpu {:.3} ms, {} faults)",
+                ms(c1.saturating_sub(c0)),
+                f1.saturating_sub(f0)
+            );
+        }
+        out
+    }
+}
+
+fn thread_cpu() -> Option<std::time::Duration> {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .ok()
+        .map(std::time::Duration::from)
+}
+
+/// Minor page faults of the calling thread (`/proc/thread-self/stat`, field 10).
+fn thread_faults() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(7)?.parse().ok()
+}
 
 /// A cache miss or damage: always GENERAL_FAILURE (the contract's answer when a cache cannot
 /// be used), never INVALID_ARGUMENT, since the client cannot have known.
@@ -102,9 +156,27 @@ fn binding(kernels: &Ukernels) -> (Vec<u8>, [u32; 6]) {
 /// Wraps the payload `parts` (concatenated) in a header for `kernels` and `token`, and
 /// appends the checksum.
 fn seal(kind: u32, kernels: &Ukernels, token: &[u8; TOKEN_BYTES], parts: &[&[u8]]) -> Vec<u8> {
-    let (isa, tiles) = binding(kernels);
     let payload_len: usize = parts.iter().map(|p| p.len()).sum();
     let mut out = Vec::with_capacity(payload_len + 128);
+    put_header(&mut out, kind, kernels, token, payload_len as u64);
+    for part in parts {
+        out.extend_from_slice(part);
+    }
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Appends the header of a file of `kind` for `kernels` and `token` whose payload has
+/// `payload_len` bytes (its length does not depend on `payload_len`).
+fn put_header(
+    out: &mut Vec<u8>,
+    kind: u32,
+    kernels: &Ukernels,
+    token: &[u8; TOKEN_BYTES],
+    payload_len: u64,
+) {
+    let (isa, tiles) = binding(kernels);
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     out.extend_from_slice(&kind.to_le_bytes());
@@ -116,13 +188,7 @@ fn seal(kind: u32, kernels: &Ukernels, token: &[u8; TOKEN_BYTES], parts: &[&[u8]
         out.extend_from_slice(&t.to_le_bytes());
     }
     out.extend_from_slice(token);
-    out.extend_from_slice(&(payload_len as u64).to_le_bytes());
-    for part in parts {
-        out.extend_from_slice(part);
-    }
-    let crc = crc32fast::hash(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
+    out.extend_from_slice(&payload_len.to_le_bytes());
 }
 
 /// Checks every header field of a cache file read from `r` against `kind`, `kernels` and
@@ -307,41 +373,60 @@ fn put_stored(out: &mut Vec<u8>, kind: u8, image: &dyn Fn(&mut Vec<u8>)) {
 /// Also returns, by operand, the constants the model file need not carry: those the plan
 /// dropped after packing them ([`Plan::released_constants`]) that no rebuilt entry reads.
 pub fn encode_packed(plan: &Plan) -> (Vec<u8>, Vec<bool>) {
+    let mut out = Vec::new();
+    let omit = encode_packed_into(plan, &mut out, &mut |_| Ok(()))
+        .unwrap_or_else(|e: std::convert::Infallible| match e {});
+    (out, omit)
+}
+
+/// [`encode_packed`] in pieces: appends to `out` and, after every entry, hands `out` to
+/// `flush`, which may take its bytes away (write them out) so that the section is never
+/// whole in memory. Returns what [`encode_packed`] does beside the section.
+fn encode_packed_into<E>(
+    plan: &Plan,
+    out: &mut Vec<u8>,
+    flush: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), E>,
+) -> Result<Vec<bool>, E> {
     let steps: Vec<Option<&Packed>> = plan.packed_steps().collect();
-    let mut out = Vec::with_capacity(4 + steps.len());
-    let mut omit = plan.released_constants();
-    put_u32(&mut out, steps.len() as u32);
-    for (k, packed) in steps.into_iter().enumerate() {
+    put_u32(out, steps.len() as u32);
+    for packed in steps {
+        let out = &mut *out;
         match packed {
             None => out.push(PACKED_NONE),
-            Some(Packed::ConvF32(p)) => put_stored(&mut out, KIND_CONV_F32, &|o| p.persist(o)),
-            Some(Packed::DwF32(p)) => put_stored(&mut out, KIND_DW_F32, &|o| p.persist(o)),
-            Some(Packed::ConvU8(p)) => put_stored(&mut out, KIND_CONV_U8, &|o| p.persist(o)),
-            Some(Packed::DwU8(p)) => put_stored(&mut out, KIND_DW_U8, &|o| p.persist(o)),
-            Some(Packed::BinaryU8(p)) => put_stored(&mut out, KIND_BINARY_U8, &|o| p.persist(o)),
-            Some(Packed::Grouped(p)) => put_stored(&mut out, KIND_GROUPED, &|o| p.persist(o)),
-            Some(Packed::TransposeF32(p)) => {
-                put_stored(&mut out, KIND_TRANSPOSE_F32, &|o| p.persist(o))
-            }
-            Some(Packed::TransposeU8(p)) => {
-                put_stored(&mut out, KIND_TRANSPOSE_U8, &|o| p.persist(o))
-            }
+            Some(Packed::ConvF32(p)) => put_stored(out, KIND_CONV_F32, &|o| p.persist(o)),
+            Some(Packed::DwF32(p)) => put_stored(out, KIND_DW_F32, &|o| p.persist(o)),
+            Some(Packed::ConvU8(p)) => put_stored(out, KIND_CONV_U8, &|o| p.persist(o)),
+            Some(Packed::DwU8(p)) => put_stored(out, KIND_DW_U8, &|o| p.persist(o)),
+            Some(Packed::BinaryU8(p)) => put_stored(out, KIND_BINARY_U8, &|o| p.persist(o)),
+            Some(Packed::Grouped(p)) => put_stored(out, KIND_GROUPED, &|o| p.persist(o)),
+            Some(Packed::TransposeF32(p)) => put_stored(out, KIND_TRANSPOSE_F32, &|o| p.persist(o)),
+            Some(Packed::TransposeU8(p)) => put_stored(out, KIND_TRANSPOSE_U8, &|o| p.persist(o)),
             Some(Packed::PerChannel { filter, bias, rq }) => {
-                put_stored(&mut out, KIND_PER_CHANNEL, &|o| {
+                put_stored(out, KIND_PER_CHANNEL, &|o| {
                     persist::put_slice(o, filter.as_slice());
                     persist::put_slice(o, bias.as_slice());
                     rq.persist(o);
                 })
             }
-            Some(Packed::Recurrent(_)) => {
-                out.push(PACKED_REBUILT);
-                for &i in &plan.model().operations[k].inputs {
-                    omit[i] = false;
-                }
+            Some(Packed::Recurrent(_)) => out.push(PACKED_REBUILT),
+        }
+        flush(out)?;
+    }
+    Ok(values_left_out(plan))
+}
+
+/// By operand, the constants the model file need not carry: those the plan dropped after
+/// packing them ([`Plan::released_constants`]) that no rebuilt entry reads.
+fn values_left_out(plan: &Plan) -> Vec<bool> {
+    let mut omit = plan.released_constants();
+    for (k, packed) in plan.packed_steps().enumerate() {
+        if let Some(Packed::Recurrent(_)) = packed {
+            for &i in &plan.model().operations[k].inputs {
+                omit[i] = false;
             }
         }
     }
-    (out, omit)
+    omit
 }
 
 fn restore<P: Persist>(kernels: &Ukernels, mut src: Source<'_>) -> HalResult<P> {
@@ -455,6 +540,8 @@ struct Checked<'f> {
     /// Start of the unread bytes of `small`.
     pos: usize,
     hasher: crc32fast::Hasher,
+    /// Where the packed buffers are carved from, once the header has been read.
+    region: Option<Region>,
 }
 
 enum Either<'f> {
@@ -550,6 +637,10 @@ impl persist::Stream for Checked<'_> {
         self.pos = dst.len();
         Ok(())
     }
+
+    fn region(&mut self) -> Option<&mut Region> {
+        self.region.as_mut()
+    }
 }
 
 /// Reads the data cache file for the model file `model_file` (already opened,
@@ -577,6 +668,19 @@ pub fn restore_packed(
             (Either::File(file), size)
         }
     };
+    read_packed(file, size, model_file, operations, kernels, token)
+}
+
+/// [`restore_packed`] from `file`, whose size was `size` when the restore began.
+fn read_packed(
+    file: Either<'_>,
+    size: u64,
+    model_file: &[u8],
+    operations: usize,
+    kernels: &Ukernels,
+    token: &[u8; TOKEN_BYTES],
+) -> HalResult<Vec<StoredPack>> {
+    let what = "data cache";
     if size > MAX_CACHE_FILE_BYTES {
         return Err(miss(format!("{what} file has {size} bytes")));
     }
@@ -590,8 +694,9 @@ pub fn restore_packed(
         small: Vec::new(),
         pos: 0,
         hasher: crc32fast::Hasher::new(),
+        region: None,
     };
-    let entries = {
+    let left = {
         let mut r = Source::streamed(&mut checked, end as usize);
         header(&mut r, KIND_DATA, kernels, token)?;
         let mut bound = [0u8; 4];
@@ -602,8 +707,17 @@ pub fn restore_packed(
                 "the data cache file belongs to another model cache file",
             ));
         }
-        decode_entries(&mut r, operations, kernels)
+        r.left()
     };
+    // Every packed buffer is read out of the bytes left, so they fit in a region of that size
+    // (the few bytes of alignment between buffers come from its slack, or a buffer that finds
+    // no room is allocated on its own).
+    checked.region = Region::new(left);
+    let entries = decode_entries(
+        &mut Source::streamed(&mut checked, left),
+        operations,
+        kernels,
+    );
     // The checksum decides first: a damaged file is reported as damaged, whatever its
     // decoding said.
     checked.finish()?;
@@ -676,31 +790,64 @@ fn put_u32s(out: &mut Vec<u8>, v: &[u32]) {
     }
 }
 
+/// A model that passed validation as the cache keeps it ([`cacheable_model`]): its
+/// `operand_values` start `shared` bytes in; those first bytes are the values of the model
+/// being prepared, read from it when the cache is written instead of copied at validation.
+pub struct KeptModel {
+    model: Model,
+    shared: usize,
+}
+
+impl KeptModel {
+    /// [`encode_model`] of the kept model, whose first values are `shared` (the prepared
+    /// model's own).
+    pub fn encode(&self, shared: &[u8], omit: &[bool]) -> Vec<u8> {
+        let own = &self.model.operand_values;
+        let at = self.shared;
+        encode_with(&self.model, omit, &|range: std::ops::Range<usize>| {
+            if range.end <= at {
+                shared.get(range)
+            } else {
+                own.get(range.start.checked_sub(at)?..range.end - at)
+            }
+        })
+    }
+}
+
 /// A model that passed validation as the cache keeps it: every CONSTANT_REFERENCE value
 /// copied in as a CONSTANT_COPY one (read through `constant`, which gets the operand index),
-/// so the cache never depends on the client's memory pools. `None` when the model cannot be
-/// cached: it has referenced subgraphs, or its constants pass the 4 GiB a CONSTANT_COPY
-/// offset can address.
+/// so the cache never depends on the client's memory pools. With `share`, the model's own
+/// `operandValues` are not copied: the caller hands them to [`KeptModel::encode`] (the
+/// model it prepares must be this one). `None` when the model cannot be cached: it has
+/// referenced subgraphs, or its constants pass the 4 GiB a CONSTANT_COPY offset can
+/// address.
 pub fn cacheable_model(
     model: &Model,
     mut constant: impl FnMut(usize) -> HalResult<Vec<u8>>,
-) -> HalResult<Option<Model>> {
+    share: bool,
+) -> HalResult<Option<KeptModel>> {
     if !model.referenced.is_empty() {
         return Ok(None);
     }
-    let mut values = model.operand_values.clone();
+    let shared = if share { model.operand_values.len() } else { 0 };
+    let mut values = if share {
+        Vec::new()
+    } else {
+        model.operand_values.clone()
+    };
     let mut operands = model.operands.clone();
     for (i, o) in operands.iter_mut().enumerate() {
         if o.lifetime == OperandLifeTime::ConstantReference.raw() {
             let bytes = constant(i)?;
             // CONSTANT_COPY values are read at any offset (they are copied before decoding),
             // but keeping them 4-aligned keeps the encoding the same shape as a client's.
-            while !values.len().is_multiple_of(4) {
+            while !(shared + values.len()).is_multiple_of(4) {
                 values.push(0);
             }
-            let (Ok(offset), Ok(length)) =
-                (u32::try_from(values.len()), u32::try_from(bytes.len()))
-            else {
+            let (Ok(offset), Ok(length)) = (
+                u32::try_from(shared + values.len()),
+                u32::try_from(bytes.len()),
+            ) else {
                 return Ok(None);
             };
             values.extend_from_slice(&bytes);
@@ -712,18 +859,21 @@ pub fn cacheable_model(
             };
         }
     }
-    if u32::try_from(values.len()).is_err() {
+    if u32::try_from(shared + values.len()).is_err() {
         return Ok(None);
     }
-    Ok(Some(Model {
-        operands,
-        operations: model.operations.clone(),
-        input_indexes: model.input_indexes.clone(),
-        output_indexes: model.output_indexes.clone(),
-        operand_values: values,
-        pools: Vec::new(),
-        referenced: Vec::new(),
-        relax_computation_float32_to_float16: model.relax_computation_float32_to_float16,
+    Ok(Some(KeptModel {
+        model: Model {
+            operands,
+            operations: model.operations.clone(),
+            input_indexes: model.input_indexes.clone(),
+            output_indexes: model.output_indexes.clone(),
+            operand_values: values,
+            pools: Vec::new(),
+            referenced: Vec::new(),
+            relax_computation_float32_to_float16: model.relax_computation_float32_to_float16,
+        },
+        shared,
     }))
 }
 
@@ -738,6 +888,16 @@ const MAX_VALUE_NOT_STORED: u32 = 1 << 28;
 /// marked in `omit` are left out (their type, extents and length are kept, so validation
 /// checks them as before); everything else is copied.
 pub fn encode_model(model: &Model, omit: &[bool]) -> Vec<u8> {
+    let values = &model.operand_values;
+    encode_with(model, omit, &|range| values.get(range))
+}
+
+/// [`encode_model`] with the model's values read through `value` (by byte range).
+fn encode_with<'v>(
+    model: &Model,
+    omit: &[bool],
+    value: &dyn Fn(std::ops::Range<usize>) -> Option<&'v [u8]>,
+) -> Vec<u8> {
     let mut values = Vec::new();
     let mut operands = model.operands.clone();
     for (i, o) in operands.iter_mut().enumerate() {
@@ -746,7 +906,7 @@ pub fn encode_model(model: &Model, omit: &[bool]) -> Vec<u8> {
         }
         let start = o.location.offset as usize;
         let range = start..start + o.location.length as usize;
-        let bytes = model.operand_values.get(range).unwrap_or_default();
+        let bytes = value(range).unwrap_or_default();
         if omit.get(i).copied().unwrap_or(false) && o.location.length <= MAX_VALUE_NOT_STORED {
             o.location.pool_index = VALUE_NOT_STORED;
             o.location.offset = 0;
@@ -1001,12 +1161,129 @@ pub fn write_image(image: Option<&CacheImage>, model: BorrowedFd<'_>, data: Borr
         log::info!("this model is prepared without a compilation cache (referenced subgraphs)");
         return;
     };
+    let started = std::time::Instant::now();
     let written = write_file(model, &image.model, "model cache")
         .and_then(|()| write_file(data, &image.data, "data cache"));
+    log::debug!(
+        target: "nnhal::cache",
+        "write: files written {:.3} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
     if let Err(e) = written {
         clear_file(model);
         log::info!("compilation cache not written: {e}");
     }
+}
+
+/// Bytes of the packed section gathered before they go to the data file.
+const WRITE_CHUNK: usize = 1 << 20;
+
+/// Writes a prepared model's cache into its two files: `model` is the model as the cache
+/// keeps it ([`cacheable_model`]) and the values it shares with the prepared model (`None`,
+/// a model that cannot be cached, empties both files), `plan` the plan prepared from it. The files hold what [`seal_image`] builds, but the data
+/// file is written as its packed section is encoded, a piece at a time, and its checksum
+/// combined from the header's and the payload's: the section (the size of the model's
+/// packed constants) is never whole in memory. A failure (a read-only handle, a full disk)
+/// only means the next start prepares from scratch, so it is logged, never reported.
+pub fn write_files(
+    kernels: &Ukernels,
+    token: &[u8; TOKEN_BYTES],
+    model: Option<(&KeptModel, &[u8])>,
+    plan: &Plan,
+    model_fd: BorrowedFd<'_>,
+    data_fd: BorrowedFd<'_>,
+) {
+    let Some((model, shared)) = model else {
+        write_image(None, model_fd, data_fd);
+        return;
+    };
+    let started = Phase::start();
+    let model_file = seal(
+        KIND_MODEL,
+        kernels,
+        token,
+        &[&model.encode(shared, &values_left_out(plan))],
+    );
+    let bound: [u8; 4] = model_file[model_file.len() - 4..]
+        .try_into()
+        .expect("a sealed file ends with its checksum");
+    let encoded = started.took();
+    let writing = Phase::start();
+    let written = write_file(model_fd, &model_file, "model cache")
+        .and_then(|()| write_data_file(data_fd, kernels, token, bound, plan));
+    log::debug!(
+        target: "nnhal::cache",
+        "write: model file encoded {encoded}, files written {}",
+        writing.took()
+    );
+    if let Err(e) = written {
+        clear_file(model_fd);
+        log::info!("compilation cache not written: {e}");
+    }
+}
+
+/// The data file's payload written at increasing offsets after room left for its header,
+/// hashed as it goes.
+struct Appender<'f> {
+    file: &'f File,
+    at: u64,
+    hasher: crc32fast::Hasher,
+}
+
+impl Appender<'_> {
+    fn append(&mut self, bytes: &mut Vec<u8>) -> std::io::Result<()> {
+        self.hasher.update(bytes);
+        self.file.write_all_at(bytes, self.at)?;
+        self.at += bytes.len() as u64;
+        bytes.clear();
+        Ok(())
+    }
+}
+
+/// Writes the data file of [`seal_image`] for `plan`, bound to the model file whose checksum
+/// is `bound`, streaming its packed section ([`write_files`]).
+fn write_data_file(
+    fd: BorrowedFd<'_>,
+    kernels: &Ukernels,
+    token: &[u8; TOKEN_BYTES],
+    bound: [u8; 4],
+    plan: &Plan,
+) -> HalResult<()> {
+    let what = "data cache";
+    let file = file_of(fd, what)?;
+    let mut header = Vec::new();
+    put_header(&mut header, KIND_DATA, kernels, token, 0);
+    let start = header.len() as u64;
+    let mut payload = Appender {
+        file: &file,
+        at: start,
+        hasher: crc32fast::Hasher::new(),
+    };
+    let written = file.set_len(0).and_then(|()| {
+        let mut out = Vec::with_capacity(WRITE_CHUNK);
+        out.extend_from_slice(&bound);
+        encode_packed_into::<std::io::Error>(plan, &mut out, &mut |out| {
+            if out.len() >= WRITE_CHUNK {
+                payload.append(out)?;
+            }
+            Ok(())
+        })?;
+        payload.append(&mut out)?;
+        // The header is written last, once the payload's length is known; its checksum
+        // and the payload's combine into the file's.
+        header.clear();
+        put_header(&mut header, KIND_DATA, kernels, token, payload.at - start);
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&header);
+        crc.combine(&payload.hasher);
+        file.write_all_at(&header, 0)?;
+        file.write_all_at(&crc.finalize().to_le_bytes(), payload.at)
+    });
+    if let Err(e) = written {
+        let _ = file.set_len(0);
+        return Err(miss(format!("{what}: cannot write: {e}")));
+    }
+    Ok(())
 }
 
 /// Checks the handle lists of a restore (a list of the wrong length is a miss) and reads the
@@ -1076,6 +1353,7 @@ mod tests {
             small: Vec::new(),
             pos: 0,
             hasher: crc32fast::Hasher::new(),
+            region: None,
         };
         let mut out = Vec::new();
         for &n in pieces {
@@ -1112,6 +1390,54 @@ mod tests {
         }
         let short = read_checked(Either::Bytes(&file[..len]), file.len() as u64, &pieces);
         assert!(short.unwrap_err().contains("ends early"));
+    }
+
+    /// A data file that grows, shrinks or is rewritten after its restore has taken its size
+    /// is a miss; unchanged, the same reading restores its entry (read into a region).
+    #[test]
+    fn a_data_file_changed_during_a_restore_is_a_miss() {
+        use nnhal_kernels::conv::dw_f32::PackedDwF32;
+        let k = ukernels::best();
+        let token = [3u8; TOKEN_BYTES];
+        let channels = 1 << 16;
+        let weights: Vec<f32> = (0..9 * channels).map(|i| (i % 7) as f32).collect();
+        let dw = PackedDwF32::pack(k, 3, 3, channels, &weights, &vec![0.5; channels]);
+        let mut section = Vec::new();
+        put_u32(&mut section, 1);
+        put_stored(&mut section, KIND_DW_F32, &|o| dw.persist(o));
+        let image = seal_image(k, &token, b"model", &section);
+        let data = &image.data;
+        let n = data.len();
+        let mut rewritten = data.clone();
+        rewritten[n / 2] ^= 1;
+        let read = |now: &[u8]| {
+            let fd = nnhal_hal::memory::create_memfd("cache", now, now.len() as u64, false)
+                .expect("a memfd");
+            let file = Either::File(File::from(fd));
+            read_packed(file, n as u64, &image.model, 1, k, &token)
+        };
+        let grown = [data.as_slice(), &[0u8; 64]].concat();
+        for (what, now, why) in [
+            ("grown", &grown[..], "grew while read"),
+            ("shrunk", &data[..n - 64], "not read to its end"),
+            ("rewritten", &rewritten[..], "checksum"),
+        ] {
+            let e = read(now).expect_err(what);
+            assert_eq!(e.status(), nnhal_hal::ErrorStatus::GeneralFailure, "{what}");
+            assert!(e.to_string().contains(why), "{what}: {e}");
+        }
+        let entries = read(data).unwrap();
+        let [StoredPack::Packed(p)] = &entries[..] else {
+            panic!("one stored entry expected");
+        };
+        let Packed::DwF32(back) = &**p else {
+            panic!("a float32 depthwise entry expected");
+        };
+        let mut again = Vec::new();
+        back.persist(&mut again);
+        let mut first = Vec::new();
+        dw.persist(&mut first);
+        assert_eq!(again, first);
     }
 
     #[test]

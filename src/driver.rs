@@ -52,7 +52,7 @@ pub struct ValidatedModel {
     valid: ValidModel,
     /// The model as its compilation cache keeps it ([`cache::cacheable_model`]), kept when
     /// the preparation is to write a cache and the model can be cached.
-    cache_model: Option<Model>,
+    cache_model: Option<cache::KeptModel>,
     /// Restored from a cache: by operand, the constants whose values the cache left out
     /// (zeros in `model`; packed entries replace them), and what the cache stored for each
     /// operation.
@@ -200,12 +200,23 @@ impl Driver {
 
     fn validate(&self, model: Model, for_cache: bool) -> HalResult<ValidatedModel> {
         let valid = validate::validate_model(&model)?;
+        let image = run_image(&model);
         let cache_model = if for_cache {
-            cache::cacheable_model(&model, |i| valid.constant_bytes(&model, i))?
+            let started = cache::Phase::start();
+            // The values are shared with the model planned when it is this one (not an
+            // image of it), so the cache copies only what it writes, once planned.
+            let share = image.is_none();
+            let kept = cache::cacheable_model(&model, |i| valid.constant_bytes(&model, i), share)?;
+            log::debug!(
+                target: "nnhal::cache",
+                "write: model kept for the cache {}",
+                started.took()
+            );
+            kept
         } else {
             None
         };
-        let (model, valid) = match run_image(&model) {
+        let (model, valid) = match image {
             Some(image) => image,
             None => (model, valid),
         };
@@ -226,17 +237,45 @@ impl Driver {
         token: &[u8; TOKEN_BYTES],
     ) -> HalResult<(Arc<PreparedModel>, Option<CacheImage>)> {
         let cacheable = validated.cache_model.take();
-        let prepared = self.prepare_validated(validated)?;
-        let image = cacheable.map(|model| {
+        let (prepared, model) = self.prepare_keeping(validated)?;
+        let image = cacheable.map(|kept| {
             let (packed, omit) = cache::encode_packed(prepared.plan());
             cache::seal_image(
                 self.kernels,
                 token,
-                &cache::encode_model(&model, &omit),
+                &kept.encode(&model.operand_values, &omit),
                 &packed,
             )
         });
         Ok((prepared, image))
+    }
+
+    /// Plans a model validated by [`Driver::validate_model_for_cache`] and writes its cache
+    /// files for `token` into `model_file` and `data_file` ([`cache::write_files`]: the
+    /// files [`Driver::prepare_validated_for_cache`] builds, written without building the
+    /// data file in memory). A cache that cannot be written only leaves the files empty.
+    pub fn prepare_validated_to_files(
+        &self,
+        mut validated: ValidatedModel,
+        token: &[u8; TOKEN_BYTES],
+        model_file: BorrowedFd<'_>,
+        data_file: BorrowedFd<'_>,
+    ) -> HalResult<Arc<PreparedModel>> {
+        let cacheable = validated.cache_model.take();
+        let started = cache::Phase::start();
+        let (prepared, model) = self.prepare_keeping(validated)?;
+        log::debug!(target: "nnhal::cache", "write: planned {}", started.took());
+        cache::write_files(
+            self.kernels,
+            token,
+            cacheable
+                .as_ref()
+                .map(|kept| (kept, model.operand_values.as_slice())),
+            prepared.plan(),
+            model_file,
+            data_file,
+        );
+        Ok(prepared)
     }
 
     /// Validates the model a compilation cache holds (the synchronous part of
@@ -269,6 +308,7 @@ impl Driver {
             HalError::GeneralFailure(format!("compilation cache holds an invalid model: {e}"))
         })?;
         let checked = started.elapsed();
+        let reading = cache::Phase::start();
         let packs = cache::restore_packed(
             data_file,
             model_file,
@@ -279,10 +319,10 @@ impl Driver {
         log::debug!(
             target: "nnhal::cache",
             "restore: model file checked and decoded {:.3} ms, model validated {:.3} ms, \
-             data file read {:.3} ms",
+             data file read {}",
             decoded.as_secs_f64() * 1e3,
             (checked - decoded).as_secs_f64() * 1e3,
-            (started.elapsed() - checked).as_secs_f64() * 1e3,
+            reading.took(),
         );
         validated.restored = Some((omitted, packs));
         validated.values_left_out = values_left_out;
@@ -323,9 +363,12 @@ impl Driver {
                 .for_each(|&fd| cache::clear_file(fd));
             return self.prepare_model(model);
         }
-        let (prepared, image) = self.prepare_model_for_cache(model, &token)?;
-        cache::write_image(image.as_ref(), model_files[0], data_files[0]);
-        Ok(prepared)
+        self.prepare_validated_to_files(
+            self.validate_model_for_cache(model)?,
+            &token,
+            model_files[0],
+            data_files[0],
+        )
     }
 
     /// `prepareModelFromCache` in process: reads the files with `pread` and restores the
@@ -376,6 +419,13 @@ impl Driver {
     /// Plans a validated model: decodes every constant once and keeps the shapes and
     /// parameters validation could resolve, so executions only bind data.
     pub fn prepare_validated(&self, validated: ValidatedModel) -> HalResult<Arc<PreparedModel>> {
+        self.prepare_keeping(validated)
+            .map(|(prepared, _)| prepared)
+    }
+
+    /// [`Driver::prepare_validated`], handing back the model planned (its values no longer
+    /// needed by the plan, but by a cache being written).
+    fn prepare_keeping(&self, validated: ValidatedModel) -> HalResult<(Arc<PreparedModel>, Model)> {
         let ValidatedModel {
             model,
             mut valid,
@@ -405,11 +455,12 @@ impl Driver {
         let mut plan =
             Plan::compile_restored(valid, constants, self.kernels, self.pool.threads(), stored)?;
         plan.set_subgraphs(subgraphs);
-        Ok(Arc::new(PreparedModel {
+        let prepared = Arc::new(PreparedModel {
             plan,
             pool_cache: PoolCache::default(),
             pool: self.pool.clone(),
-        }))
+        });
+        Ok((prepared, model))
     }
 }
 

@@ -7,8 +7,15 @@
 //! advice is ignored): one fault then maps 2 MiB instead of 4 KiB, which is most of the cost of
 //! filling a fresh buffer of packed weights, and the kernel's zero pages need no second zeroing
 //! pass.
+//!
+//! A [`Region`] is one such mapping that many buffers are carved from, for a compilation-cache
+//! restore that reads a whole model's packed weights at once: one region sized from the cache
+//! file, so a 17 MB restore costs a few huge-page faults instead of one small fault (and one
+//! heap zeroing pass) per 4 KiB, and the region is unmapped when its last buffer is dropped.
 
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// One cache line; the allocation unit of [`AlignedBuf`].
 #[derive(Clone, Copy)]
@@ -47,6 +54,8 @@ enum Storage {
     /// boundary on hold the values ([`huge_start`]; not stored, which keeps an
     /// [`AlignedBuf`] at four words).
     Map(memmap2::MmapMut),
+    /// Bytes from `at` of a [`Region`]'s mapping, which no other buffer shares.
+    Carved { map: Arc<RegionMap>, at: usize },
 }
 
 /// Advises `len` bytes of `map` from `start` for transparent huge pages (Linux hosts; the
@@ -58,6 +67,16 @@ fn advise_huge(map: &memmap2::MmapMut, start: usize, len: usize) {
 
 #[cfg(not(target_os = "linux"))]
 fn advise_huge(_map: &memmap2::MmapMut, _start: usize, _len: usize) {}
+
+/// Faults in `len` bytes of `map` from `start` for writing, in one call (Linux 5.14 on; an
+/// older kernel refuses and the pages fault in as they are first written).
+#[cfg(target_os = "linux")]
+fn populate(map: &memmap2::MmapMut, start: usize, len: usize) {
+    let _ = map.advise_range(memmap2::Advice::PopulateWrite, start, len);
+}
+
+#[cfg(not(target_os = "linux"))]
+fn populate(_map: &memmap2::MmapMut, _start: usize, _len: usize) {}
 
 /// Bytes from `p` to the next multiple of [`HUGE`] (0 when `p` is one).
 fn huge_start(p: *const u8) -> usize {
@@ -87,6 +106,8 @@ impl Storage {
         match self {
             Storage::Lines(lines) => lines.as_ptr().cast(),
             Storage::Map(map) => map[huge_start(map.as_ptr())..].as_ptr(),
+            // `at` lies within the mapping (checked when carved), so the offset stays in it.
+            Storage::Carved { map, at } => map.0.as_ptr().wrapping_add(*at),
         }
     }
 
@@ -97,7 +118,94 @@ impl Storage {
                 let start = huge_start(map.as_ptr());
                 map[start..].as_mut_ptr()
             }
+            Storage::Carved { map, at } => map.0.as_mut_ptr().wrapping_add(*at),
         }
+    }
+}
+
+/// Bytes mapped by the [`Region`]s alive in this process (a diagnostic: what restored
+/// compilation caches hold).
+static REGION_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes of address space the [`Region`]s alive in this process map (their buffers' bytes,
+/// alignment and the slack past them).
+pub fn region_bytes() -> usize {
+    REGION_BYTES.load(Ordering::Relaxed)
+}
+
+/// A region's mapping, counted in [`region_bytes`] while it lives.
+struct RegionMap(memmap2::MmapRaw);
+
+impl Drop for RegionMap {
+    fn drop(&mut self) {
+        REGION_BYTES.fetch_sub(self.0.len(), Ordering::Relaxed);
+    }
+}
+
+/// One anonymous mapping (zero-filled by the kernel, 2 MiB aligned, its whole huge pages
+/// advised for transparent huge pages and faulted in at once) that buffers are carved from in
+/// order, each 64-byte aligned and disjoint from every other. Each carved buffer holds the
+/// mapping, which is unmapped when the region and the last of its buffers are gone.
+pub struct Region {
+    map: Arc<RegionMap>,
+    /// Offset of the first free byte.
+    next: usize,
+    /// Offset past the last byte buffers may take.
+    end: usize,
+}
+
+impl std::fmt::Debug for Region {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Region")
+            .field("next", &self.next)
+            .field("end", &self.end)
+            .finish()
+    }
+}
+
+impl Region {
+    /// A region of at least `bytes` bytes; `None` when it cannot be mapped. The bytes are
+    /// faulted in here (whole huge pages where the kernel has them), so the caller should ask
+    /// for about what it will fill: the bytes past that only take address space.
+    pub fn new(bytes: usize) -> Option<Region> {
+        let map = memmap2::MmapMut::map_anon(bytes.checked_add(HUGE)?.max(1)).ok()?;
+        let start = huge_start(map.as_ptr());
+        // Whole huge pages only, as for a single mapped buffer: the tail keeps small pages.
+        advise_huge(&map, start, bytes / HUGE * HUGE);
+        populate(&map, start, bytes);
+        // Buffers may take the slack past `bytes` too (it stays unfaulted unless used).
+        let end = map.len();
+        REGION_BYTES.fetch_add(end, Ordering::Relaxed);
+        Some(Region {
+            map: Arc::new(RegionMap(memmap2::MmapRaw::from(map))),
+            next: start,
+            end,
+        })
+    }
+
+    /// Bytes not carved yet.
+    pub fn left(&self) -> usize {
+        self.end - self.next
+    }
+
+    /// The next `len` values, 64-byte aligned and zero-filled (or as the file read left them:
+    /// nothing else ever writes them); `None` when the region has no room for them.
+    pub fn carve<T: Plain>(&mut self, len: usize) -> Option<AlignedBuf<T>> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>())?;
+        let at = self.next.checked_next_multiple_of(ALIGN)?;
+        let stop = at.checked_add(bytes)?;
+        if stop > self.end {
+            return None;
+        }
+        self.next = stop;
+        Some(AlignedBuf {
+            storage: Storage::Carved {
+                map: Arc::clone(&self.map),
+                at,
+            },
+            len,
+            _t: PhantomData,
+        })
     }
 }
 
@@ -166,13 +274,15 @@ impl<T: Plain> AlignedBuf<T> {
     pub fn as_slice(&self) -> &[T] {
         // SAFETY: `storage` holds at least `len · size_of::<T>()` initialised bytes (zeroed at
         // allocation, written only through typed slices), its start is 64-byte aligned (heap
-        // lines) or 2 MiB aligned (mapping), which satisfies any `Plain` type, and every bit
-        // pattern is a valid `T`.
+        // lines, carved buffers) or 2 MiB aligned (own mapping), which satisfies any `Plain`
+        // type, and every bit pattern is a valid `T`. A carved buffer's bytes are its own: the
+        // region hands out disjoint ranges, and the mapping lives while `storage` holds it.
         unsafe { std::slice::from_raw_parts(self.storage.ptr().cast::<T>(), self.len) }
     }
 
     pub fn as_mut_slice(&mut self) -> &mut [T] {
-        // SAFETY: as in `as_slice`; `&mut self` makes the view exclusive.
+        // SAFETY: as in `as_slice`; `&mut self` makes the view exclusive (no other buffer
+        // carved from the same region overlaps these bytes).
         unsafe { std::slice::from_raw_parts_mut(self.storage.mut_ptr().cast::<T>(), self.len) }
     }
 
@@ -303,5 +413,63 @@ mod tests {
         assert_eq!((c[0], c[n - 1], c.len()), (2.5, 1.5, n));
         let d = AlignedBuf::<f32>::from_bytes(c.as_bytes(), n).unwrap();
         assert_eq!(d.as_slice(), c.as_slice());
+    }
+
+    /// Buffers carved from a region are aligned, zeroed, disjoint and refused past its end;
+    /// the mapping lives as long as the last of them, whatever the order they go in.
+    #[test]
+    fn region_carves_aligned_disjoint_buffers_that_keep_it_alive() {
+        let bytes = HUGE + 3 * 4096 + 13;
+        let mut region = Region::new(bytes).unwrap();
+        assert_eq!(
+            std::mem::size_of::<AlignedBuf<u8>>(),
+            4 * std::mem::size_of::<usize>()
+        );
+        let mut a = region.carve::<u8>(13).unwrap();
+        let mut b = region.carve::<f32>(HUGE / 4).unwrap();
+        let mut c = region.carve::<i32>(1000).unwrap();
+        let empty = region.carve::<i16>(0).unwrap();
+        assert!(empty.is_empty());
+        for p in [
+            a.as_ptr() as usize,
+            b.as_ptr() as usize,
+            c.as_ptr() as usize,
+        ] {
+            assert_eq!(p % ALIGN, 0);
+        }
+        // The first buffer starts the region, on a huge-page boundary.
+        assert_eq!(a.as_ptr() as usize % HUGE, 0);
+        assert!(a.iter().all(|&x| x == 0));
+        assert!(b.iter().all(|&x| x == 0.0) && c.iter().all(|&x| x == 0));
+        a.fill(0xAB);
+        b.fill(-1.0);
+        c.fill(7);
+        assert!(a.iter().all(|&x| x == 0xAB));
+        assert!(b.iter().all(|&x| x == -1.0));
+        assert!(c.iter().all(|&x| x == 7));
+        // Past the end: refused, nothing taken.
+        let left = region.left();
+        assert!(region.carve::<u8>(usize::MAX).is_none());
+        assert!(region.carve::<i64>(usize::MAX / 4).is_none());
+        assert!(region.carve::<u8>(left + 1).is_none());
+        assert_eq!(region.left(), left);
+        let last = region.carve::<u8>(left).unwrap();
+        assert_eq!(region.left(), 0);
+        assert!(region.carve::<u8>(1).is_none());
+        let map = match &b.storage {
+            Storage::Carved { map, .. } => Arc::clone(map),
+            _ => panic!("a carved buffer holds its region"),
+        };
+        // The region, the buffers and this handle: the mapping goes with the last of them.
+        assert_eq!(Arc::strong_count(&map), 7);
+        drop(region);
+        drop((a, c, empty, last));
+        assert_eq!(Arc::strong_count(&map), 2);
+        assert!(b.iter().all(|&x| x == -1.0));
+        let copy = b.clone();
+        drop(b);
+        assert_eq!(Arc::strong_count(&map), 1);
+        assert!(matches!(copy.storage, Storage::Map(_)));
+        assert!(copy.iter().all(|&x| x == -1.0));
     }
 }

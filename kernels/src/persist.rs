@@ -10,7 +10,7 @@
 //! parameter the kernels depend on for memory safety is checked, and reading never allocates
 //! past the bytes it is given.
 
-use crate::aligned::{bytes_of, bytes_of_mut, AlignedBuf, Plain};
+use crate::aligned::{bytes_of, bytes_of_mut, AlignedBuf, Plain, Region};
 use crate::conv::FilterShape;
 use crate::quant::RequantizeAny;
 use crate::ukernels::quant8::Requant8;
@@ -94,6 +94,12 @@ pub(crate) fn put_requantize_any(out: &mut Vec<u8>, r: &RequantizeAny) {
 pub trait Stream {
     /// Fills `dst` with the stream's next bytes; fails when the stream ends first.
     fn read_exact(&mut self, dst: &mut [u8]) -> Result<(), PersistError>;
+
+    /// Where [`Source::buf`] carves its buffers from, if the stream has a region for them
+    /// (one mapping for a whole file's buffers); `None`: each buffer is allocated on its own.
+    fn region(&mut self) -> Option<&mut Region> {
+        None
+    }
 }
 
 enum Input<'a> {
@@ -221,11 +227,19 @@ impl<'a> Source<'a> {
         self.values_bytes::<T>(len).map(|_| ())
     }
 
-    /// An aligned buffer of exactly `len` values, read straight into it.
+    /// An aligned buffer of exactly `len` values, read straight into it: carved from the
+    /// stream's region when it has one with room left, allocated on its own otherwise.
     pub fn buf<T: Plain>(&mut self, len: usize) -> Result<AlignedBuf<T>, PersistError> {
         self.prefix::<T>(len)?;
-        let mut b = AlignedBuf::try_zeroed(len)
-            .ok_or_else(|| PersistError(format!("cannot allocate {len} values")))?;
+        let carved = match &mut self.input {
+            Input::Stream { stream, .. } => stream.region().and_then(|r| r.carve(len)),
+            Input::Bytes(_) => None,
+        };
+        let mut b = match carved {
+            Some(b) => b,
+            None => AlignedBuf::try_zeroed(len)
+                .ok_or_else(|| PersistError(format!("cannot allocate {len} values")))?,
+        };
         self.fill(b.as_bytes_mut())?;
         Ok(b)
     }

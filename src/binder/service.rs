@@ -627,18 +627,14 @@ impl Device {
             // A panic in the driver must still reach the client as a failure: the callback
             // is waited on without a timeout.
             let prepared = guarded(call, || match &target {
-                Some(target) => driver
-                    .prepare_validated_for_cache(model, &target.token)
-                    .map(|(prepared, image)| {
-                        // Written before the client hears of the model, so that a restore
-                        // right after the callback finds the files complete.
-                        cache::write_image(
-                            image.as_ref(),
-                            target.model.as_fd(),
-                            target.data.as_fd(),
-                        );
-                        prepared
-                    }),
+                // Written before the client hears of the model, so that a restore right
+                // after the callback finds the files complete.
+                Some(target) => driver.prepare_validated_to_files(
+                    model,
+                    &target.token,
+                    target.model.as_fd(),
+                    target.data.as_fd(),
+                ),
                 None => driver.prepare_validated(model),
             });
             match prepared {

@@ -138,11 +138,14 @@ mod tests {
             }
             vector += usize::from(uk.u8_convert.is_some());
         }
-        // The vector kernels ran at every level above the portable one.
-        assert_eq!(
-            vector,
+        // The vector kernels ran at every x86_64 level above the portable one (the Arm levels
+        // convert with the portable loop).
+        let expected = if cfg!(target_arch = "x86_64") {
             tables().iter().filter(|t| t.isa != Isa::Generic).count()
-        );
+        } else {
+            0
+        };
+        assert_eq!(vector, expected);
     }
 
     #[test]

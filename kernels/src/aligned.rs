@@ -78,6 +78,29 @@ fn populate(map: &memmap2::MmapMut, start: usize, len: usize) {
 #[cfg(not(target_os = "linux"))]
 fn populate(_map: &memmap2::MmapMut, _start: usize, _len: usize) {}
 
+/// Regions of at least this many bytes are faulted in by two threads.
+const SHARED_POPULATE: usize = 4 * HUGE;
+
+/// [`populate`], the second half (from a huge-page boundary) by a second thread when `len` is
+/// large: the kernel zeroes every page it maps, which is CPU-bound, so two cores halve the
+/// wait. Where no thread can be started, this one faults in everything.
+fn populate_shared(map: &memmap2::MmapMut, start: usize, len: usize) {
+    if len < SHARED_POPULATE {
+        populate(map, start, len);
+        return;
+    }
+    let mid = (len / 2).next_multiple_of(HUGE);
+    std::thread::scope(|s| {
+        let helper = std::thread::Builder::new()
+            .name("nnhal-populate".into())
+            .spawn_scoped(s, || populate(map, start + mid, len - mid));
+        match helper {
+            Ok(_) => populate(map, start, mid),
+            Err(_) => populate(map, start, len),
+        }
+    });
+}
+
 /// Bytes from `p` to the next multiple of [`HUGE`] (0 when `p` is one).
 fn huge_start(p: *const u8) -> usize {
     (HUGE - p as usize % HUGE) % HUGE
@@ -143,7 +166,7 @@ impl Drop for RegionMap {
 }
 
 /// One anonymous mapping (zero-filled by the kernel, 2 MiB aligned, its whole huge pages
-/// advised for transparent huge pages and faulted in at once) that buffers are carved from in
+/// advised for transparent huge pages and faulted in at once, by two threads when large) that buffers are carved from in
 /// order, each 64-byte aligned and disjoint from every other. Each carved buffer holds the
 /// mapping, which is unmapped when the region and the last of its buffers are gone.
 pub struct Region {
@@ -172,7 +195,7 @@ impl Region {
         let start = huge_start(map.as_ptr());
         // Whole huge pages only, as for a single mapped buffer: the tail keeps small pages.
         advise_huge(&map, start, bytes / HUGE * HUGE);
-        populate(&map, start, bytes);
+        populate_shared(&map, start, bytes);
         // Buffers may take the slack past `bytes` too (it stays unfaulted unless used).
         let end = map.len();
         REGION_BYTES.fetch_add(end, Ordering::Relaxed);
@@ -413,6 +436,34 @@ mod tests {
         assert_eq!((c[0], c[n - 1], c.len()), (2.5, 1.5, n));
         let d = AlignedBuf::<f32>::from_bytes(c.as_bytes(), n).unwrap();
         assert_eq!(d.as_slice(), c.as_slice());
+    }
+
+    /// A large region is faulted in whole when it is made (its two halves by two threads):
+    /// every byte asked for is resident before anything is written, and reads as zero.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_large_region_is_resident_and_zero_from_the_start() {
+        let bytes = 2 * SHARED_POPULATE + 3 * 4096 + 13;
+        let mut region = Region::new(bytes).unwrap();
+        let start = region.map.0.as_ptr() as usize + region.next;
+        // The huge-page advice splits the mapping in two (the tail keeps small pages): add
+        // up the resident bytes of every mapping the region's bytes fall in.
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let (mut rss, mut inside) = (0, false);
+        for line in smaps.lines() {
+            let range = line.split_once(' ').and_then(|(r, _)| r.split_once('-'));
+            if let Some((Ok(lo), Ok(hi))) =
+                range.map(|(lo, hi)| (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16)))
+            {
+                inside = lo < start + bytes && start < hi;
+            } else if inside && line.starts_with("Rss:") {
+                let kib: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+                rss += kib * 1024;
+            }
+        }
+        assert!(rss >= bytes, "{rss} of {bytes} bytes resident");
+        let buf = region.carve::<u8>(bytes).unwrap();
+        assert!(buf.iter().all(|&x| x == 0));
     }
 
     /// Buffers carved from a region are aligned, zeroed, disjoint and refused past its end;

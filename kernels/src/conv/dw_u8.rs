@@ -43,9 +43,9 @@ use crate::parallel::{pays_to_split, speed, split_rows};
 use crate::persist::{self, Persist, PersistError, Source};
 use crate::quant::ChannelRequant;
 use crate::ukernels::quant8::{
-    dw4_col_constants, dw4_lane, dw4_quad_bytes, Requant8, U8Dw, U8Dw4, U8Dw4Args, U8Dw4ColsArgs,
-    U8Dw4QuadsArgs, U8Dw4RowArgs, U8DwArgs, DW4_BLOCK, DW4_COL_ADD, DW4_COL_LEFT, DW4_COL_MULT,
-    DW4_COL_SHIFT, DW4_HEAD_SLOTS, DW_BLOCK,
+    dw4_col_constants, dw4_lane, dw4_quad_bytes, Requant8, U8Dw, U8Dw2, U8Dw2Args, U8Dw4,
+    U8Dw4Args, U8Dw4ColsArgs, U8Dw4QuadsArgs, U8Dw4RowArgs, U8DwArgs, DW4_BLOCK, DW4_COL_ADD,
+    DW4_COL_LEFT, DW4_COL_MULT, DW4_COL_SHIFT, DW4_HEAD_SLOTS, DW_BLOCK,
 };
 use crate::ukernels::Ukernels;
 use crate::{KernelError, QuantParams, Window};
@@ -83,6 +83,15 @@ struct FastDw {
     /// that kernel and every channel's weights (or their negations) fit signed bytes; rows
     /// with depth multiplier 1 use it.
     dw4: Option<FastDw4>,
+    /// The tap-pair packing ([`U8Dw2Args`]) of the same weights, when the table has that
+    /// kernel and no byte dot-product packing was made; rows with depth multiplier 1 use it.
+    dw2: Option<FastDw2>,
+}
+
+#[derive(Debug)]
+struct FastDw2 {
+    dw: U8Dw2,
+    w: AlignedBuf<u8>,
 }
 
 #[derive(Debug)]
@@ -199,6 +208,7 @@ impl PackedDwU8 {
         let dw4 = uk
             .u8_dw4
             .and_then(|dw| pack_dw4(dw, kh, kw, out_c, &w, cols.as_ref()));
+        let dw2 = pack_dw2(uk, dw4.is_some(), ntaps, out_c, &w);
         PackedDwU8 {
             kh,
             kw,
@@ -210,6 +220,7 @@ impl PackedDwU8 {
                 rq,
                 cols,
                 dw4,
+                dw2,
             }),
         }
     }
@@ -223,10 +234,42 @@ impl PackedDwU8 {
     pub fn kernel_name(&self) -> &'static str {
         match &self.imp {
             DwImpl::Fast(FastDw { dw4: Some(d), .. }) => d.dw.name,
+            DwImpl::Fast(FastDw { dw2: Some(d), .. }) => d.dw.name,
             DwImpl::Fast(f) => f.dw.name,
             DwImpl::Reference { .. } => "reference",
         }
     }
+}
+
+/// Repacks the int32 packing `w` (biases already holding the zero-point term) for the table's
+/// tap-pair kernel ([`U8Dw2Args`]), when it has one and `dw4` (a byte dot-product packing
+/// was made) is false.
+fn pack_dw2(uk: &Ukernels, dw4: bool, ntaps: usize, out_c: usize, w: &[i32]) -> Option<FastDw2> {
+    let dw = uk.u8_dw2.filter(|_| !dw4)?;
+    let per_block = (1 + ntaps) * DW_BLOCK;
+    let pairs = ntaps.div_ceil(2);
+    let block_len = 64 * (1 + pairs);
+    let mut out = AlignedBuf::<u8>::zeroed(out_c.div_ceil(DW_BLOCK) * block_len);
+    for (src, dst) in w
+        .chunks_exact(per_block)
+        .zip(out.chunks_exact_mut(block_len))
+    {
+        for (cc, &b) in src[..DW_BLOCK].iter().enumerate() {
+            dst[4 * cc..4 * cc + 4].copy_from_slice(&b.to_le_bytes());
+        }
+        for t in 0..ntaps {
+            let slot = 64 * (1 + t / 2) + 2 * (t % 2);
+            for (cc, &v) in src[(1 + t) * DW_BLOCK..(2 + t) * DW_BLOCK]
+                .iter()
+                .enumerate()
+            {
+                // In −255..=255 (a filter byte minus its zero point).
+                let v = v as i16;
+                dst[slot + 4 * cc..slot + 4 * cc + 2].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+    Some(FastDw2 { dw, w: out })
 }
 
 /// Repacks the int32 packing `w` (biases already holding the zero-point term) for the byte
@@ -390,6 +433,7 @@ impl Persist for PackedDwU8 {
                 let dw4 = uk
                     .u8_dw4
                     .and_then(|dw| pack_dw4(dw, kh, kw, out_c, &w, cols.as_ref()));
+                let dw2 = pack_dw2(uk, dw4.is_some(), taps, out_c, &w);
                 DwImpl::Fast(FastDw {
                     dw: uk.u8_dw,
                     w,
@@ -397,6 +441,7 @@ impl Persist for PackedDwU8 {
                     rq,
                     cols,
                     dw4,
+                    dw2,
                 })
             }
             tag => return Err(PersistError(format!("uint8 depthwise kind {tag}"))),
@@ -589,6 +634,29 @@ fn row_fast(w: &Window, f: &FastDw, input: &[u8], b: usize, oy: usize, row: &mut
                 // its last block's repeated high half is not read by the per-pixel kernel,
                 // which runs a block of at most 32 channels on its low half).
                 unsafe { (d4.dw.kernel)(&args) };
+                return;
+            }
+            if let Some(d2) = &f.dw2 {
+                // An odd tap count pairs its last tap with itself, against a zero weight.
+                if ntaps % 2 == 1 {
+                    taps.push(taps[ntaps - 1]);
+                }
+                let args = U8Dw2Args {
+                    taps: taps.as_ptr(),
+                    pixel_step: step,
+                    pairs: ntaps.div_ceil(2),
+                    width,
+                    channels: c,
+                    w: d2.w.as_ptr(),
+                    out: out.as_mut_ptr(),
+                    out_stride: c,
+                    rq: f.rq,
+                    col_rq: f.cols.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
+                };
+                // SAFETY: taps, pixels, output and `col_rq` as for the int32 kernel below (the
+                // repeated last tap is one of them); `pack_dw2` built the packing for these
+                // `ntaps` (`ceil(ntaps/2)` pairs) and `c` channels.
+                unsafe { (d2.dw.kernel)(&args) };
                 return;
             }
             let args = U8DwArgs {

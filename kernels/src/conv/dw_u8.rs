@@ -94,7 +94,7 @@ struct FastDw {
     dw4: Option<FastDw4>,
     /// The tap-pair packing ([`U8Dw2Args`]) of the same weights, when the table has that
     /// kernel and no byte dot-product packing was made; rows with depth multiplier 1 use it.
-    dw2: Option<FastDw2>,
+    dw2: Option<Box<FastDw2>>,
 }
 
 #[derive(Debug)]
@@ -261,7 +261,7 @@ fn pack_dw2(
     (kh, kw): (usize, usize),
     out_c: usize,
     w: &[i32],
-) -> Option<FastDw2> {
+) -> Option<Box<FastDw2>> {
     let ntaps = kh * kw;
     let dw = uk.u8_dw2.filter(|_| !dw4)?;
     let per_block = (1 + ntaps) * DW_BLOCK;
@@ -311,7 +311,7 @@ fn pack_dw2(
         }
         w3
     });
-    Some(FastDw2 { dw, w: out, w3 })
+    Some(Box::new(FastDw2 { dw, w: out, w3 }))
 }
 
 /// Repacks the int32 packing `w` (biases already holding the zero-point term) for the byte

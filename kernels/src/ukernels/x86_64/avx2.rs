@@ -582,8 +582,8 @@ unsafe fn dw2_avx2<C: Copy>(
         let wb = p.w.wrapping_add(blk * block_bytes);
         let off = blk * DW_BLOCK;
         let mut px = 0;
-        // SAFETY (all calls): pixels `px..px + P ≤ width`, block `blk` of the packing and of
-        // the channels (the caller's contract).
+        // SAFETY: every call gets pixels `px..px + P ≤ width` and block `blk` of the packing
+        // and of the channels (the caller's contract).
         unsafe {
             if blk < full {
                 while px + 4 <= p.width {

@@ -338,7 +338,11 @@ fn fast_battery(seed: u64, depthwise: bool) {
                 )
                 .expect("representable");
                 // Signed filters always fit the byte dot-product kernel where there is one.
-                assert_eq!(p.kernel_name(), uk.u8_dw4.map_or(uk.u8_dw.name, |d| d.name));
+                assert_eq!(
+                    p.kernel_name(),
+                    uk.u8_dw4
+                        .map_or(uk.u8_dw2.map_or(uk.u8_dw.name, |d| d.name), |d| d.name)
+                );
                 dw_u8::depthwise_conv2d_u8(w, m, &p, &c.input, &mut got);
             } else {
                 let shape = FilterShape {
@@ -561,7 +565,11 @@ fn depthwise_byte_dot_product_per_channel_battery_at_every_level() {
             let image = conv::filter_image(&bytes);
             let p = PackedDwU8::pack_channels(uk, kh, kw, ch, &image, &c.bias, c.iq, &rq)
                 .expect("representable");
-            assert_eq!(p.kernel_name(), uk.u8_dw4.map_or(uk.u8_dw.name, |d| d.name));
+            assert_eq!(
+                p.kernel_name(),
+                uk.u8_dw4
+                    .map_or(uk.u8_dw2.map_or(uk.u8_dw.name, |d| d.name), |d| d.name)
+            );
             byte_runs += usize::from(uk.u8_dw4.is_some());
             let mut got = vec![0xa5u8; w.output.len()];
             dw_u8::depthwise_conv2d_u8(&w, 1, &p, &c.input, &mut got);
@@ -845,5 +853,139 @@ fn small_k_and_narrow_per_channel_layers_match_the_oracle_at_every_level() {
             }
         }
         assert_eq!(checked, windows.len() * ACTIVATIONS.len());
+    }
+}
+
+/// The tap-pair depthwise kernel (two taps per multiply-add, int16 weight pairs) where the
+/// table has one, per tensor and per channel, against the reference loops: interior runs of
+/// 1 to 9 pixels (the kernel's groups of 4, 2 and 1) beside single border pixels, filters
+/// with odd and even tap counts (1×1, 1×2, 2×3, 3×3, 5×5, 7×7; an odd count pairs its last
+/// tap with itself), channel counts below, at and above the 16-channel block and not
+/// multiples of 8, strides 1 and 2, padding on every side, input zero points 0, 128 and 255,
+/// uint8 filter zero points whose weights span −255..=255, per-channel multipliers at 1 or
+/// above (left shifts) and below, every activation. The kernel must be the tap-pair one
+/// wherever the table has it and no byte dot-product packing applies.
+#[test]
+fn depthwise_tap_pair_runs_match_reference_at_every_level() {
+    const CHANNELS: [usize; 12] = [1, 7, 8, 9, 15, 16, 17, 24, 31, 33, 40, 64];
+    const FILTERS: [(usize, usize); 6] = [(1, 1), (1, 2), (2, 3), (3, 3), (5, 5), (7, 7)];
+    for uk in tables() {
+        let mut rng = Rng(0xd2 ^ ((uk.isa as u64) << 40));
+        let (mut pair_runs, mut widths) = (0, [false; 10]);
+        for case in 0..240 {
+            let c = CHANNELS[rng.below(CHANNELS.len())];
+            let (kh, kw) = FILTERS[case % FILTERS.len()];
+            let s = 1 + rng.below(2);
+            let pad = |rng: &mut Rng, k: usize| rng.below(k);
+            let padding = Padding {
+                top: pad(&mut rng, kh),
+                bottom: pad(&mut rng, kh),
+                left: pad(&mut rng, kw),
+                right: pad(&mut rng, kw),
+            };
+            // Output width 1..=11: interior runs of every length up to 9 with the borders.
+            let ow = 1 + rng.below(11);
+            let oh = 1 + rng.below(3);
+            let iw = ((ow - 1) * s + kw)
+                .saturating_sub(padding.left + padding.right)
+                .max(1);
+            let ih = ((oh - 1) * s + kh)
+                .saturating_sub(padding.top + padding.bottom)
+                .max(1);
+            let n = 1 + rng.below(2);
+            let padded_w = iw + padding.left + padding.right;
+            let padded_h = ih + padding.top + padding.bottom;
+            if padded_w < kw || padded_h < kh {
+                continue;
+            }
+            let w = Window {
+                input: Nhwc::new(n, ih, iw, c),
+                output: Nhwc::new(n, (padded_h - kh) / s + 1, (padded_w - kw) / s + 1, c),
+                filter_h: kh,
+                filter_w: kw,
+                stride_h: s,
+                stride_w: s,
+                padding,
+            };
+            let zp = [0, 128, 255, rng.below(256) as i32][rng.below(4)];
+            let iq = QuantParams::new(0.5, zp);
+            let act = ACTIVATIONS[rng.below(ACTIVATIONS.len())];
+            let oq = QuantParams::new(1.0, [0, 77, 128, 255][rng.below(4)]);
+            let input: Vec<u8> = (0..w.input.len()).map(|_| rng.below(256) as u8).collect();
+            let filter: Vec<u8> = (0..kh * kw * c)
+                .map(|i| match case % 3 {
+                    // Extremes: weights ±255 against zero points 0 and 255.
+                    0 => [0u8, 255][(i + case) % 2],
+                    _ => rng.below(256) as u8,
+                })
+                .collect();
+            let bias: Vec<i32> = (0..c)
+                .map(|_| rng.below(2_000_001) as i32 - 1_000_000)
+                .collect();
+            // Every filter shape both ways.
+            let per_channel = (case / FILTERS.len()) % 2 == 1;
+            let mut want = vec![0u8; w.output.len()];
+            let p = if per_channel {
+                // Signed filters (zero point 128 in the image); multipliers from 2^−12 to
+                // about 2^5, so some channels shift left.
+                let scales: Vec<f32> = (0..c)
+                    .map(|_| {
+                        2f32.powi(rng.below(18) as i32 - 12) * (1.0 + rng.below(100) as f32 / 100.0)
+                    })
+                    .collect();
+                let rq = ChannelRequant::per_channel(iq, &scales, oq, act).unwrap();
+                conv::depthwise_conv2d_u8_channels(
+                    &w,
+                    1,
+                    &input,
+                    &filter,
+                    (zp, 128),
+                    &bias,
+                    &rq,
+                    &mut want,
+                );
+                PackedDwU8::pack_channels(uk, kh, kw, c, &filter, &bias, iq, &rq)
+                    .expect("representable")
+            } else {
+                let q = fast_u8::ConvQuant {
+                    input: iq,
+                    filter: QuantParams::new(0.01, [0, 255, 3, 128][rng.below(4)]),
+                    output: QuantParams::new([0.02f32, 0.5, 3.0][rng.below(3)], oq.zero_point),
+                    act,
+                };
+                conv::depthwise_conv2d_u8(
+                    &w, 1, &input, q.input, &filter, q.filter, &bias, q.output, q.act, &mut want,
+                )
+                .unwrap();
+                PackedDwU8::pack(uk, kh, kw, c, &filter, &bias, q).unwrap()
+            };
+            if let (Some(d2), None) = (uk.u8_dw2, uk.u8_dw4) {
+                if p.kernel_name() != "reference" {
+                    assert_eq!(p.kernel_name(), d2.name, "case {case}");
+                    pair_runs += 1;
+                    let interior = (0..w.output.w)
+                        .filter(|&ox| ox * s >= padding.left && ox * s + kw <= padding.left + iw)
+                        .count();
+                    widths[interior.min(9)] = true;
+                }
+            }
+            let mut got = vec![0xa5u8; w.output.len()];
+            dw_u8::depthwise_conv2d_u8(&w, 1, &p, &input, &mut got);
+            assert!(
+                got == want,
+                "{} {} case {case}: {w:?} first diff at {:?}",
+                uk.isa,
+                p.kernel_name(),
+                got.iter().zip(&want).position(|(a, b)| a != b)
+            );
+        }
+        if uk.u8_dw2.is_some() && uk.u8_dw4.is_none() {
+            assert!(pair_runs >= 150, "{}: {pair_runs} tap-pair runs", uk.isa);
+            assert!(
+                widths[1..].iter().all(|&w| w),
+                "{}: interior run lengths seen {widths:?}",
+                uk.isa
+            );
+        }
     }
 }

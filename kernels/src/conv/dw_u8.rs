@@ -30,6 +30,15 @@
 //! measured slower on the layers with a narrow channel tail, so those keep the per-pixel
 //! kernel).
 //!
+//! Where the table has no byte dot-product kernel, or the weights do not fit it, and the table
+//! has a tap-pair kernel ([`crate::ukernels::quant8::U8Dw2`], the AVX2 level), the rows with
+//! multiplier 1 run that on a third packing of the same weights: `w'` as int16 pairs of two
+//! taps (in −255..=255, so a pair sum of byte products is exact in int32), two taps per
+//! multiply-add instead of one. 3×3 filters at horizontal stride 1 run each row's interior
+//! columns on its 3-column form: rows 0 and 1 of every input column interleaved once for the
+//! three pixels over it, adjacent row-2 columns once for the two pixels reading them. Like the
+//! byte packing, it is rebuilt from the int32 one when a cache is restored.
+//!
 //! The rows are split over threads where the work passes a few microseconds at this kernel's
 //! speed ([`crate::parallel::pays_to_split`]).
 
@@ -43,9 +52,9 @@ use crate::parallel::{pays_to_split, speed, split_rows};
 use crate::persist::{self, Persist, PersistError, Source};
 use crate::quant::ChannelRequant;
 use crate::ukernels::quant8::{
-    dw4_col_constants, dw4_lane, dw4_quad_bytes, Requant8, U8Dw, U8Dw4, U8Dw4Args, U8Dw4ColsArgs,
-    U8Dw4QuadsArgs, U8Dw4RowArgs, U8DwArgs, DW4_BLOCK, DW4_COL_ADD, DW4_COL_LEFT, DW4_COL_MULT,
-    DW4_COL_SHIFT, DW4_HEAD_SLOTS, DW_BLOCK,
+    dw4_col_constants, dw4_lane, dw4_quad_bytes, Requant8, U8Dw, U8Dw2, U8Dw2Args, U8Dw2ColsArgs,
+    U8Dw4, U8Dw4Args, U8Dw4ColsArgs, U8Dw4QuadsArgs, U8Dw4RowArgs, U8DwArgs, DW4_BLOCK,
+    DW4_COL_ADD, DW4_COL_LEFT, DW4_COL_MULT, DW4_COL_SHIFT, DW4_HEAD_SLOTS, DW_BLOCK,
 };
 use crate::ukernels::Ukernels;
 use crate::{KernelError, QuantParams, Window};
@@ -83,6 +92,17 @@ struct FastDw {
     /// that kernel and every channel's weights (or their negations) fit signed bytes; rows
     /// with depth multiplier 1 use it.
     dw4: Option<FastDw4>,
+    /// The tap-pair packing ([`U8Dw2Args`]) of the same weights, when the table has that
+    /// kernel and no byte dot-product packing was made; rows with depth multiplier 1 use it.
+    dw2: Option<Box<FastDw2>>,
+}
+
+#[derive(Debug)]
+struct FastDw2 {
+    dw: U8Dw2,
+    w: AlignedBuf<u8>,
+    /// For 3×3 filters, the packing of the 3-column kernel ([`U8Dw2ColsArgs`]).
+    w3: Option<AlignedBuf<u8>>,
 }
 
 #[derive(Debug)]
@@ -199,6 +219,7 @@ impl PackedDwU8 {
         let dw4 = uk
             .u8_dw4
             .and_then(|dw| pack_dw4(dw, kh, kw, out_c, &w, cols.as_ref()));
+        let dw2 = pack_dw2(uk, dw4.is_some(), (kh, kw), out_c, &w);
         PackedDwU8 {
             kh,
             kw,
@@ -210,6 +231,7 @@ impl PackedDwU8 {
                 rq,
                 cols,
                 dw4,
+                dw2,
             }),
         }
     }
@@ -223,10 +245,73 @@ impl PackedDwU8 {
     pub fn kernel_name(&self) -> &'static str {
         match &self.imp {
             DwImpl::Fast(FastDw { dw4: Some(d), .. }) => d.dw.name,
+            DwImpl::Fast(FastDw { dw2: Some(d), .. }) => d.dw.name,
             DwImpl::Fast(f) => f.dw.name,
             DwImpl::Reference { .. } => "reference",
         }
     }
+}
+
+/// Repacks the int32 packing `w` (biases already holding the zero-point term) for the table's
+/// tap-pair kernel ([`U8Dw2Args`]), when it has one and `dw4` (a byte dot-product packing
+/// was made) is false.
+fn pack_dw2(
+    uk: &Ukernels,
+    dw4: bool,
+    (kh, kw): (usize, usize),
+    out_c: usize,
+    w: &[i32],
+) -> Option<Box<FastDw2>> {
+    let ntaps = kh * kw;
+    let dw = uk.u8_dw2.filter(|_| !dw4)?;
+    let per_block = (1 + ntaps) * DW_BLOCK;
+    let pairs = ntaps.div_ceil(2);
+    let block_len = 64 * (1 + pairs);
+    let mut out = AlignedBuf::<u8>::zeroed(out_c.div_ceil(DW_BLOCK) * block_len);
+    for (src, dst) in w
+        .chunks_exact(per_block)
+        .zip(out.chunks_exact_mut(block_len))
+    {
+        for (cc, &b) in src[..DW_BLOCK].iter().enumerate() {
+            dst[4 * cc..4 * cc + 4].copy_from_slice(&b.to_le_bytes());
+        }
+        for t in 0..ntaps {
+            let slot = 64 * (1 + t / 2) + 2 * (t % 2);
+            for (cc, &v) in src[(1 + t) * DW_BLOCK..(2 + t) * DW_BLOCK]
+                .iter()
+                .enumerate()
+            {
+                // In −255..=255 (a filter byte minus its zero point).
+                let v = v as i16;
+                dst[slot + 4 * cc..slot + 4 * cc + 2].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+    // The 3-column packing: biases, then rows 0 and 1 of each filter column as pairs, then
+    // row 2's pairs (w20, w21) and (0, w22).
+    let w3 = (kh == 3 && kw == 3).then(|| {
+        let mut w3 = AlignedBuf::<u8>::zeroed(out_c.div_ceil(DW_BLOCK) * 6 * 64);
+        for (src, dst) in w.chunks_exact(per_block).zip(w3.chunks_exact_mut(6 * 64)) {
+            dst[..64].copy_from_slice(crate::aligned::bytes_of(&src[..DW_BLOCK]));
+            let tap = |t: usize, cc: usize| src[(1 + t) * DW_BLOCK + cc];
+            let mut put = |slot: usize, half: usize, cc: usize, v: i32| {
+                let o = 64 * (1 + slot) + 4 * cc + 2 * half;
+                // In −255..=255 (a filter byte minus its zero point).
+                dst[o..o + 2].copy_from_slice(&(v as i16).to_le_bytes());
+            };
+            for cc in 0..DW_BLOCK {
+                for fx in 0..3 {
+                    put(fx, 0, cc, tap(fx, cc));
+                    put(fx, 1, cc, tap(3 + fx, cc));
+                }
+                put(3, 0, cc, tap(6, cc));
+                put(3, 1, cc, tap(7, cc));
+                put(4, 1, cc, tap(8, cc));
+            }
+        }
+        w3
+    });
+    Some(Box::new(FastDw2 { dw, w: out, w3 }))
 }
 
 /// Repacks the int32 packing `w` (biases already holding the zero-point term) for the byte
@@ -390,6 +475,7 @@ impl Persist for PackedDwU8 {
                 let dw4 = uk
                     .u8_dw4
                     .and_then(|dw| pack_dw4(dw, kh, kw, out_c, &w, cols.as_ref()));
+                let dw2 = pack_dw2(uk, dw4.is_some(), (kh, kw), out_c, &w);
                 DwImpl::Fast(FastDw {
                     dw: uk.u8_dw,
                     w,
@@ -397,6 +483,7 @@ impl Persist for PackedDwU8 {
                     rq,
                     cols,
                     dw4,
+                    dw2,
                 })
             }
             tag => return Err(PersistError(format!("uint8 depthwise kind {tag}"))),
@@ -541,6 +628,11 @@ fn row_fast(w: &Window, f: &FastDw, input: &[u8], b: usize, oy: usize, row: &mut
                     return;
                 }
             }
+            if let (Some(d2), true) = (&f.dw2, interior) {
+                if cols3_pairs(w, f, d2, input, b, oy, ox, width, zeros, row) {
+                    return;
+                }
+            }
             taps.clear();
             let tap = |fy: usize, fx: usize| match tap_offset(w, b, oy, ox, fy, fx) {
                 Some(off) => input[off..off + c].as_ptr(),
@@ -589,6 +681,29 @@ fn row_fast(w: &Window, f: &FastDw, input: &[u8], b: usize, oy: usize, row: &mut
                 // its last block's repeated high half is not read by the per-pixel kernel,
                 // which runs a block of at most 32 channels on its low half).
                 unsafe { (d4.dw.kernel)(&args) };
+                return;
+            }
+            if let Some(d2) = &f.dw2 {
+                // An odd tap count pairs its last tap with itself, against a zero weight.
+                if ntaps % 2 == 1 {
+                    taps.push(taps[ntaps - 1]);
+                }
+                let args = U8Dw2Args {
+                    taps: taps.as_ptr(),
+                    pixel_step: step,
+                    pairs: ntaps.div_ceil(2),
+                    width,
+                    channels: c,
+                    w: d2.w.as_ptr(),
+                    out: out.as_mut_ptr(),
+                    out_stride: c,
+                    rq: f.rq,
+                    col_rq: f.cols.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
+                };
+                // SAFETY: taps, pixels, output and `col_rq` as for the int32 kernel below (the
+                // repeated last tap is one of them); `pack_dw2` built the packing for these
+                // `ntaps` (`ceil(ntaps/2)` pairs) and `c` channels.
+                unsafe { (d2.dw.kernel)(&args) };
                 return;
             }
             let args = U8DwArgs {
@@ -703,6 +818,54 @@ fn cols3(
     // with `ceil(kh/4)·3 = 3` weight groups per block for these `c` channels, and `out`
     // holds `width` pixels of `c` bytes.
     unsafe { (d4.dw.cols3)(&args) };
+    true
+}
+
+/// The interior run `ox..ox + width` of an output row on the tap-pair kernel's 3-column path
+/// ([`U8Dw2ColsArgs`]): 3×3 filters at horizontal stride 1. Returns whether it ran
+/// (otherwise the per-pixel kernel takes the run).
+#[allow(clippy::too_many_arguments)]
+fn cols3_pairs(
+    w: &Window,
+    f: &FastDw,
+    d2: &FastDw2,
+    input: &[u8],
+    b: usize,
+    oy: usize,
+    ox: usize,
+    width: usize,
+    zeros: *const u8,
+    row: &mut [u8],
+) -> bool {
+    let Some(w3) = &d2.w3 else { return false };
+    if w.stride_w != 1 || width == 0 {
+        return false;
+    }
+    let c = w.output.c;
+    // As in `cols3`: a row inside the input starts at tap (fy, 0) of pixel `ox`, a row in the
+    // padding reads the zero row from its start.
+    let rows = std::array::from_fn(|fy| match tap_offset(w, b, oy, ox, fy, 0) {
+        Some(off) => input[off..].as_ptr(),
+        None => zeros,
+    });
+    let out = &mut row[ox * c..(ox + width) * c];
+    let args = U8Dw2ColsArgs {
+        rows,
+        pixel_bytes: c,
+        width,
+        channels: c,
+        w: w3.as_ptr(),
+        out: out.as_mut_ptr(),
+        out_stride: c,
+        rq: f.rq,
+        col_rq: f.cols.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
+    };
+    // SAFETY: pixel `p < width` of the run reads input columns `ox + p − left + fx`, `fx < 3`,
+    // all inside the input row (the run is interior), `c` bytes each; a padding row reads
+    // below `(width + 2)·c ≤ ow·c + 2·c` bytes of the zero row, which is longer (`row_fast`).
+    // `w3` is the 3-column packing for these `c` channels, `col_rq` null or `ceil(c/16)`
+    // blocks of constants, and `out` holds `width` pixels of `c` bytes.
+    unsafe { (d2.dw.cols3)(&args) };
     true
 }
 

@@ -254,6 +254,10 @@ pub struct Ukernels {
     pub u8_dw: quant8::U8Dw,
     /// The byte dot-product form of the uint8 depthwise row, for filters that fit signed
     /// bytes; `None` below the level that has it.
+    /// The tap-pair form of the uint8 depthwise row (int16 weight pairs, two taps per
+    /// multiply-add), for tables whose byte dot-product form is absent or does not fit;
+    /// `None` where the level's [`quant8::U8Dw`] is the faster form.
+    pub u8_dw2: Option<quant8::U8Dw2>,
     pub u8_dw4: Option<quant8::U8Dw4>,
     /// The tile-matrix form of the uint8 GEMM (AMX), for products of enough rows; `None`
     /// below the level that has it.
@@ -278,6 +282,7 @@ impl Ukernels {
             u8_gemm: generic::U8_GEMM,
             u8_row_sum: generic::U8_ROW_SUM,
             u8_dw: generic::U8_DW,
+            u8_dw2: None,
             u8_dw4: None,
             u8_tiles: None,
             u8_binary: None,

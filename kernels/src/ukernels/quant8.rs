@@ -242,6 +242,78 @@ pub struct U8Dw {
     pub name: &'static str,
 }
 
+/// A run of output pixels of a depthwise convolution with depth multiplier 1, two taps per
+/// multiply-add: the contract of [`U8DwArgs`] with the taps taken in pairs.
+///
+/// `taps` holds `2·pairs` pointers (an odd tap count repeats its last pointer, with a zero
+/// weight); tap `t` of pixel `p < width` is the `channels` input bytes at
+/// `taps[t] + p·pixel_step`. Pixel `p` writes `channels` bytes at `out + p·out_stride`:
+/// `requant(bias[c] + Σ_t tap_t[c]·w_t[c])`, wrapping int32.
+///
+/// `w` is packed per block of [`DW_BLOCK`] channels, `64·(1 + pairs)` bytes per block, 64-byte
+/// aligned: the block's 16 int32 biases (each already holding
+/// `bias − input_zero_point·Σ_t w_t`), then per pair `j` 16 int16 pairs
+/// `(w_2j[c], w_2j+1[c])`, channel `c` of the block at int16 `2c` and `2c + 1` (tails and the
+/// padding tap zero). Each weight is `filter − filter_zero_point`, in −255..=255, so a pair
+/// sum `x_a·w_a + x_b·w_b` of bytes `x` is below 2^17 in magnitude: exact in `vpmaddwd`-style
+/// int32 lanes.
+#[derive(Clone, Copy, Debug)]
+pub struct U8Dw2Args {
+    pub taps: *const *const u8,
+    pub pixel_step: usize,
+    pub pairs: usize,
+    pub width: usize,
+    pub channels: usize,
+    pub w: *const u8,
+    pub out: *mut u8,
+    pub out_stride: usize,
+    pub rq: Requant8,
+    /// Null, or per-column constants for all `ceil(channels / DW_BLOCK)` blocks, one
+    /// [`ColRequant`] block (`B = DW_BLOCK`) after the other.
+    pub col_rq: ColRequant,
+}
+
+/// The interior run of an output row of a 3×3 depthwise convolution at horizontal stride 1 on
+/// tap pairs shared between pixels ([`U8Dw2`]'s `cols3`).
+///
+/// Row `fy` of the window of pixel `p < width` is the `3` input columns at
+/// `rows[fy] + (p + fx)·pixel_bytes`, `fx < 3`, `channels` bytes each (a padding row points
+/// into a run of input zero points at least `(width + 2)·pixel_bytes` long). Pixel `p` writes
+/// `channels` bytes at `out + p·out_stride`, as [`U8Dw2Args`].
+///
+/// `w` is packed per block of [`DW_BLOCK`] channels, `64·6` bytes per block, 64-byte aligned:
+/// the 16 int32 biases, then five slots of 16 int16 pairs (channel `c` at int16 `2c`,
+/// `2c + 1`): `(w[0][fx], w[1][fx])` for `fx < 3` (rows 0 and 1 of an input column, interleaved
+/// once per column and read by the three pixels over it), `(w[2][0], w[2][1])` and
+/// `(0, w[2][2])` (adjacent columns of row 2, interleaved once per column pair and read by
+/// two pixels).
+#[derive(Clone, Copy, Debug)]
+pub struct U8Dw2ColsArgs {
+    pub rows: [*const u8; 3],
+    pub pixel_bytes: usize,
+    pub width: usize,
+    pub channels: usize,
+    pub w: *const u8,
+    pub out: *mut u8,
+    pub out_stride: usize,
+    pub rq: Requant8,
+    /// As in [`U8Dw2Args`].
+    pub col_rq: ColRequant,
+}
+
+/// A uint8 depthwise row kernel on tap pairs. Callers uphold the memory contract of
+/// [`U8Dw2Args`].
+pub type U8Dw2Fn = unsafe fn(&U8Dw2Args);
+
+/// The tap-pair uint8 depthwise slot.
+#[derive(Clone, Copy, Debug)]
+pub struct U8Dw2 {
+    pub kernel: U8Dw2Fn,
+    /// The 3×3 stride-1 interior runs ([`U8Dw2ColsArgs`]).
+    pub cols3: unsafe fn(&U8Dw2ColsArgs),
+    pub name: &'static str,
+}
+
 /// Channels per packed block of the byte dot-product depthwise kernel ([`U8Dw4`]).
 pub const DW4_BLOCK: usize = 64;
 

@@ -6,7 +6,9 @@
 
 use std::arch::x86_64::*;
 
-use crate::ukernels::quant8::{Requant8, U8Dw, U8DwArgs, U8Gemm, U8GemmArgs, DW_BLOCK};
+use crate::ukernels::quant8::{
+    Requant8, U8Dw, U8Dw2, U8Dw2Args, U8Dw2ColsArgs, U8DwArgs, U8Gemm, U8GemmArgs, DW_BLOCK,
+};
 use crate::ukernels::{F32Gemm, F32GemmArgs, F32GemmFn, Ukernels};
 
 mod convert_u8;
@@ -28,6 +30,11 @@ pub(crate) fn fill(t: &mut Ukernels) {
         kernel: u8_dw_avx2_16c,
         name: "u8_dw_avx2_16c",
     };
+    t.u8_dw2 = Some(U8Dw2 {
+        kernel: u8_dw2_avx2_16c,
+        cols3: u8_dw2_cols3_avx2,
+        name: "u8_dw2_avx2_16c",
+    });
 }
 
 /// Float32 GEMM tile: 6 rows × 16 columns = 12 ymm accumulators (FMA latency 4 × 2 pipes
@@ -183,6 +190,18 @@ fn rq256(rq: &Requant8) -> Rq256 {
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 fn requant256(x: __m256i, c: &Rq256) -> __m128i {
+    let q = requant256_q(x, c);
+    let q = _mm256_min_epi32(_mm256_max_epi32(q, c.lo), c.hi);
+    let q = _mm256_add_epi32(q, c.zp);
+    // Values are in 0..=255: the saturating packs are exact.
+    let w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
+    _mm_packus_epi16(w, w)
+}
+
+/// The rounded quotient of [`requant256`] before its clamp and zero point.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn requant256_q(x: __m256i, c: &Rq256) -> __m256i {
     let even = _mm256_mul_epi32(x, c.mult);
     let odd = _mm256_mul_epi32(_mm256_srli_epi64::<32>(x), c.mult);
     let even = _mm256_srli_epi64::<31>(_mm256_add_epi64(even, c.round));
@@ -191,12 +210,7 @@ fn requant256(x: __m256i, c: &Rq256) -> __m128i {
     let rem = _mm256_and_si256(h, c.mask);
     let threshold = _mm256_add_epi32(c.half, _mm256_srli_epi32::<31>(h));
     let q = _mm256_sra_epi32(h, c.shift);
-    let q = _mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, threshold));
-    let q = _mm256_min_epi32(_mm256_max_epi32(q, c.lo), c.hi);
-    let q = _mm256_add_epi32(q, c.zp);
-    // Values are in 0..=255: the saturating packs are exact.
-    let w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
-    _mm_packus_epi16(w, w)
+    _mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, threshold))
 }
 
 /// Per-column constants ([`crate::ukernels::quant8::ColRequant`]) of 8 lanes in registers,
@@ -254,6 +268,17 @@ unsafe fn rq256_cols(rq: &Requant8, m: *const i32, stride: usize) -> RqCols256 {
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 fn requant256_cols(x: __m256i, c: &RqCols256) -> __m128i {
+    let q = requant256_cols_q(x, c);
+    let q = _mm256_min_epi32(_mm256_max_epi32(q, c.lo), c.hi);
+    let q = _mm256_add_epi32(q, c.zp);
+    let w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
+    _mm_packus_epi16(w, w)
+}
+
+/// The rounded quotient of [`requant256_cols`] before its clamp and zero point.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn requant256_cols_q(x: __m256i, c: &RqCols256) -> __m256i {
     let x = _mm256_sllv_epi32(x, c.left);
     let even = _mm256_mul_epi32(x, c.mult);
     let odd = _mm256_mul_epi32(_mm256_srli_epi64::<32>(x), c.mult_odd);
@@ -263,11 +288,60 @@ fn requant256_cols(x: __m256i, c: &RqCols256) -> __m128i {
     let rem = _mm256_and_si256(h, c.mask);
     let threshold = _mm256_add_epi32(c.half, _mm256_srli_epi32::<31>(h));
     let q = _mm256_srav_epi32(h, c.right);
-    let q = _mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, threshold));
-    let q = _mm256_min_epi32(_mm256_max_epi32(q, c.lo), c.hi);
-    let q = _mm256_add_epi32(q, c.zp);
-    let w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
-    _mm_packus_epi16(w, w)
+    _mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, threshold))
+}
+
+/// The zero point and output bounds of a [`Requant8`] as int16 lanes, for [`narrow16`].
+#[derive(Clone, Copy)]
+struct Narrow16 {
+    zp: __m256i,
+    lo: __m256i,
+    hi: __m256i,
+}
+
+#[target_feature(enable = "avx2,fma")]
+fn narrow16_consts(rq: &Requant8) -> Narrow16 {
+    // The bounds plus the zero point are output bytes, in 0..=255.
+    Narrow16 {
+        zp: _mm256_set1_epi16(rq.zero_point as i16),
+        lo: _mm256_set1_epi16((rq.lo + rq.zero_point) as i16),
+        hi: _mm256_set1_epi16((rq.hi + rq.zero_point) as i16),
+    }
+}
+
+/// The output bytes of 16 channels from their rounded quotients (`q0` channels 0..8, `q1`
+/// 8..16, before clamp and zero point): `clamp(q, lo, hi) + zp`, in int16 lanes. Saturating
+/// the quotients to int16 keeps every value inside `lo..=hi` (both within ±255) and moves the
+/// others only further out, and the saturating add of the zero point (0..=255) cannot
+/// saturate below, and above only past `hi + zp`, so the clamp gives the same bytes.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn narrow16(q0: __m256i, q1: __m256i, c: &Narrow16) -> __m128i {
+    // Channels 0..4, 8..12 | 4..8, 12..16.
+    let v = _mm256_adds_epi16(_mm256_packs_epi32(q0, q1), c.zp);
+    let v = _mm256_min_epi16(_mm256_max_epi16(v, c.lo), c.hi);
+    let v = _mm256_permute4x64_epi64::<0xD8>(v);
+    _mm_packus_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v))
+}
+
+/// Stores the low `n ≤ 16` bytes of `v` at `dst`.
+///
+/// # Safety
+/// `n` bytes at `dst` are writable.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn store16(dst: *mut u8, n: usize, v: __m128i) {
+    if n == 16 {
+        // SAFETY: 16 writable bytes.
+        unsafe { _mm_storeu_si128(dst.cast(), v) };
+    } else {
+        let mut bytes = [0u8; 16];
+        // SAFETY: `bytes` is 16 bytes; `n ≤ 16` writable bytes at `dst`.
+        unsafe {
+            _mm_storeu_si128(bytes.as_mut_ptr().cast(), v);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, n);
+        }
+    }
 }
 
 /// Stores the low `n ≤ 8` bytes of `v` at `dst`.
@@ -453,5 +527,283 @@ unsafe fn dw_avx2<C: Copy>(
             // SAFETY: as above.
             unsafe { store8(p.out.add(px * p.out_stride + off), n, requant(acc, &c)) };
         }
+    }
+}
+
+/// uint8 depthwise run on tap pairs, 16 channels per block (see [`U8Dw2Args`]).
+///
+/// Per pair of taps the two 16-byte inputs are interleaved byte by byte and zero-extended to
+/// int16, so one `vpmaddwd` against the packed `(w_a, w_b)` int16 pairs yields
+/// `x_a·w_a + x_b·w_b` for 8 channels (exact: below 2^17 in magnitude), twice the work of the
+/// one-tap form. Four output pixels are in flight per block, sharing each pair's weight loads;
+/// the block's requantization constants are set up once per call and block.
+///
+/// # Safety
+/// The processor supports AVX2 and `p` satisfies the contract of [`U8Dw2Args`].
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn u8_dw2_avx2_16c(p: &U8Dw2Args) {
+    if p.col_rq.is_null() {
+        let c = rq256(&p.rq);
+        // SAFETY: the caller's contract.
+        unsafe { dw2_avx2(p, |_| [c, c], |x, c: &Rq256| requant256_q(x, c)) }
+    } else {
+        let cols = |blk: usize| {
+            let m = p.col_rq.wrapping_add(blk * 3 * DW_BLOCK);
+            // SAFETY: a non-null `col_rq` holds 3·16 constants per block of 16 channels.
+            unsafe {
+                [
+                    rq256_cols(&p.rq, m, DW_BLOCK),
+                    rq256_cols(&p.rq, m.add(8), DW_BLOCK),
+                ]
+            }
+        };
+        // SAFETY: the caller's contract.
+        unsafe { dw2_avx2(p, cols, |x, c: &RqCols256| requant256_cols_q(x, c)) }
+    }
+}
+
+/// The blocks of [`u8_dw2_avx2_16c`] with the requantization constants `consts(block)` of each
+/// 8-channel half applied by `requant`.
+///
+/// # Safety
+/// As for [`u8_dw2_avx2_16c`].
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn dw2_avx2<C: Copy>(
+    p: &U8Dw2Args,
+    consts: impl Fn(usize) -> [C; 2],
+    requant: impl Fn(__m256i, &C) -> __m256i,
+) {
+    let nc = narrow16_consts(&p.rq);
+    let block_bytes = 64 * (1 + p.pairs);
+    let full = p.channels / DW_BLOCK;
+    for blk in 0..p.channels.div_ceil(DW_BLOCK) {
+        let c = consts(blk);
+        let wb = p.w.wrapping_add(blk * block_bytes);
+        let off = blk * DW_BLOCK;
+        let mut px = 0;
+        // SAFETY: every call gets pixels `px..px + P ≤ width` and block `blk` of the packing
+        // and of the channels (the caller's contract).
+        unsafe {
+            if blk < full {
+                while px + 4 <= p.width {
+                    dw2_pixels::<4, true, C>(p, wb, off, px, &c, &requant, &nc);
+                    px += 4;
+                }
+                if px + 2 <= p.width {
+                    dw2_pixels::<2, true, C>(p, wb, off, px, &c, &requant, &nc);
+                    px += 2;
+                }
+                if px < p.width {
+                    dw2_pixels::<1, true, C>(p, wb, off, px, &c, &requant, &nc);
+                }
+            } else {
+                while px < p.width {
+                    dw2_pixels::<1, false, C>(p, wb, off, px, &c, &requant, &nc);
+                    px += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Pixels `px..px + P` of the 16-channel block at channel `off` whose packing starts at `wb`;
+/// `FULL` when the block has 16 channels (otherwise the `channels − off < 16` bytes of each
+/// tap are copied to a zero-padded buffer and only those are stored).
+///
+/// # Safety
+/// As for [`u8_dw2_avx2_16c`], with `px + P ≤ width` and `off` a block start below `channels`.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn dw2_pixels<const P: usize, const FULL: bool, C>(
+    p: &U8Dw2Args,
+    wb: *const u8,
+    off: usize,
+    px: usize,
+    c: &[C; 2],
+    requant: &impl Fn(__m256i, &C) -> __m256i,
+    nc: &Narrow16,
+) {
+    let n = if FULL { DW_BLOCK } else { p.channels - off };
+    let load = |src: *const u8| {
+        if FULL {
+            // SAFETY: 16 readable bytes (a full block of the tap's `channels`).
+            unsafe { _mm_loadu_si128(src.cast()) }
+        } else {
+            let mut b = [0u8; 16];
+            // SAFETY: `n < 16` readable bytes (the block's channels of the tap).
+            unsafe { std::ptr::copy_nonoverlapping(src, b.as_mut_ptr(), n) };
+            // SAFETY: `b` is 16 bytes.
+            unsafe { _mm_loadu_si128(b.as_ptr().cast()) }
+        }
+    };
+    // SAFETY: the block starts with 16 biases, 64-byte aligned.
+    let bias = unsafe {
+        [
+            _mm256_load_si256(wb.cast()),
+            _mm256_load_si256(wb.add(32).cast()),
+        ]
+    };
+    let mut acc = [bias; P];
+    for j in 0..p.pairs {
+        // SAFETY: `taps` holds `2·pairs` pointers; pair `j`'s weights are the 64 aligned bytes
+        // after the bias and the `j` pairs before it.
+        let (ta, tb, w0, w1) = unsafe {
+            let wj = wb.add(64 * (1 + j));
+            (
+                (*p.taps.add(2 * j)).wrapping_add(px * p.pixel_step + off),
+                (*p.taps.add(2 * j + 1)).wrapping_add(px * p.pixel_step + off),
+                _mm256_load_si256(wj.cast()),
+                _mm256_load_si256(wj.add(32).cast()),
+            )
+        };
+        for (q, a) in acc.iter_mut().enumerate() {
+            let xa = load(ta.wrapping_add(q * p.pixel_step));
+            let xb = load(tb.wrapping_add(q * p.pixel_step));
+            // (x_a[c], x_b[c]) as int16 pairs: channels 0..8, then 8..16.
+            let lo = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(xa, xb));
+            let hi = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(xa, xb));
+            a[0] = _mm256_add_epi32(a[0], _mm256_madd_epi16(lo, w0));
+            a[1] = _mm256_add_epi32(a[1], _mm256_madd_epi16(hi, w1));
+        }
+    }
+    for (q, a) in acc.iter().enumerate() {
+        let v = narrow16(requant(a[0], &c[0]), requant(a[1], &c[1]), nc);
+        let dst = p.out.wrapping_add((px + q) * p.out_stride + off);
+        // SAFETY: `channels` writable bytes at each output pixel; `n` from `off` are written.
+        unsafe { store16(dst, n, v) };
+    }
+}
+
+/// The 3×3 stride-1 interior run on tap pairs shared between pixels (see [`U8Dw2ColsArgs`]):
+/// per output pixel, one new input column's rows 0 and 1 are interleaved (read by the three
+/// pixels over the column) and one new pair of row-2 columns (read by two pixels), a third of
+/// the per-pixel kernel's loads and unpacks for the same five `vpmaddwd` per 8 channels.
+///
+/// # Safety
+/// The processor supports AVX2 and `p` satisfies the contract of [`U8Dw2ColsArgs`].
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn u8_dw2_cols3_avx2(p: &U8Dw2ColsArgs) {
+    if p.col_rq.is_null() {
+        let c = rq256(&p.rq);
+        // SAFETY: the caller's contract.
+        unsafe { cols3_avx2(p, |_| [c, c], |x, c: &Rq256| requant256_q(x, c)) }
+    } else {
+        let cols = |blk: usize| {
+            let m = p.col_rq.wrapping_add(blk * 3 * DW_BLOCK);
+            // SAFETY: a non-null `col_rq` holds 3·16 constants per block of 16 channels.
+            unsafe {
+                [
+                    rq256_cols(&p.rq, m, DW_BLOCK),
+                    rq256_cols(&p.rq, m.add(8), DW_BLOCK),
+                ]
+            }
+        };
+        // SAFETY: the caller's contract.
+        unsafe { cols3_avx2(p, cols, |x, c: &RqCols256| requant256_cols_q(x, c)) }
+    }
+}
+
+/// The blocks of [`u8_dw2_cols3_avx2`] with the constants `consts(block)` of each 8-channel
+/// half applied by `requant`.
+///
+/// # Safety
+/// As for [`u8_dw2_cols3_avx2`].
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn cols3_avx2<C: Copy>(
+    p: &U8Dw2ColsArgs,
+    consts: impl Fn(usize) -> [C; 2],
+    requant: impl Fn(__m256i, &C) -> __m256i,
+) {
+    let nc = narrow16_consts(&p.rq);
+    let full = p.channels / DW_BLOCK;
+    for blk in 0..p.channels.div_ceil(DW_BLOCK) {
+        let c = consts(blk);
+        let wb = p.w.wrapping_add(blk * 6 * 64);
+        // SAFETY: block `blk` of the channels and of the packing (the caller's contract).
+        unsafe {
+            if blk < full {
+                cols3_block::<true, C>(p, wb, blk * DW_BLOCK, &c, &requant, &nc);
+            } else {
+                cols3_block::<false, C>(p, wb, blk * DW_BLOCK, &c, &requant, &nc);
+            }
+        }
+    }
+}
+
+/// The run of [`u8_dw2_cols3_avx2`] for the 16-channel block at channel `off` whose packing
+/// starts at `wb`; `FULL` when the block has 16 channels (otherwise the `channels − off < 16`
+/// bytes of each column are copied to a zero-padded buffer and only those are stored).
+///
+/// # Safety
+/// As for [`u8_dw2_cols3_avx2`], with `off` a block start below `channels`.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn cols3_block<const FULL: bool, C>(
+    p: &U8Dw2ColsArgs,
+    wb: *const u8,
+    off: usize,
+    c: &[C; 2],
+    requant: &impl Fn(__m256i, &C) -> __m256i,
+    nc: &Narrow16,
+) {
+    let n = if FULL { DW_BLOCK } else { p.channels - off };
+    // The 16 (or `n`) bytes of input column `col` of row `r`.
+    let load = |r: usize, col: usize| {
+        let src = p.rows[r].wrapping_add(col * p.pixel_bytes + off);
+        if FULL {
+            // SAFETY: column `col < width + 2` of a row holds `channels ≥ off + 16` bytes.
+            unsafe { _mm_loadu_si128(src.cast()) }
+        } else {
+            let mut b = [0u8; 16];
+            // SAFETY: `n` readable bytes (the block's channels of the column).
+            unsafe { std::ptr::copy_nonoverlapping(src, b.as_mut_ptr(), n) };
+            // SAFETY: `b` is 16 bytes.
+            unsafe { _mm_loadu_si128(b.as_ptr().cast()) }
+        }
+    };
+    // (a[ch], b[ch]) as int16 pairs: channels 0..8, then 8..16.
+    let pairs = |a: __m128i, b: __m128i| {
+        [
+            _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b)),
+            _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, b)),
+        ]
+    };
+    // SAFETY: the block is 6 aligned slots of 64 bytes: biases, then 5 weight slots.
+    let (bias, wt) = unsafe {
+        let at = |i: usize| {
+            [
+                _mm256_load_si256(wb.add(64 * i).cast()),
+                _mm256_load_si256(wb.add(64 * i + 32).cast()),
+            ]
+        };
+        (at(0), [at(1), at(2), at(3), at(4), at(5)])
+    };
+    let vert = |col: usize| pairs(load(0, col), load(1, col));
+    let mut v0 = vert(0);
+    let mut v1 = vert(1);
+    let mut r2 = load(2, 1);
+    let mut h0 = pairs(load(2, 0), r2);
+    for px in 0..p.width {
+        let v2 = vert(px + 2);
+        let r2n = load(2, px + 2);
+        let h1 = pairs(r2, r2n);
+        let mut acc = bias;
+        for (k, a) in acc.iter_mut().enumerate() {
+            let mac = |acc: __m256i, x: __m256i, w: __m256i| {
+                _mm256_add_epi32(acc, _mm256_madd_epi16(x, w))
+            };
+            *a = mac(*a, v0[k], wt[0][k]);
+            *a = mac(*a, v1[k], wt[1][k]);
+            *a = mac(*a, v2[k], wt[2][k]);
+            *a = mac(*a, h0[k], wt[3][k]);
+            *a = mac(*a, h1[k], wt[4][k]);
+        }
+        let v = narrow16(requant(acc[0], &c[0]), requant(acc[1], &c[1]), nc);
+        let dst = p.out.wrapping_add(px * p.out_stride + off);
+        // SAFETY: `channels` writable bytes at each output pixel; `n` from `off` are written.
+        unsafe { store16(dst, n, v) };
+        (v0, v1, h0, r2) = (v1, v2, h1, r2n);
     }
 }

@@ -26,6 +26,8 @@ pub(super) fn apply(t: &mut Ukernels, isa: Isa) {
     #[cfg(feature = "avx512")]
     if isa >= Isa::Avx512 {
         avx512::fill(t);
+        // The AVX-512 level's 16-channel depthwise kernel replaces the AVX2 tap-pair one.
+        t.u8_dw2 = None;
     }
     #[cfg(feature = "avx512")]
     if isa >= Isa::Avx512Vnni {

@@ -291,6 +291,9 @@ unsafe fn store8(dst: *mut u8, n: usize, v: __m128i) {
 /// widened weight vectors and one broadcast row within the 16 ymm registers.
 const U8_MR: usize = 6;
 
+/// How far ahead of its loads the single-row tile prefetches weights, in bytes.
+const U8_PREFETCH: usize = 1024;
+
 /// uint8 GEMM tile, up to 6 rows × 8 channels (see [`U8GemmArgs`]; weights stored as
 /// `w − 128`), dispatched to a kernel compiled for the exact row count so that a partial tile
 /// (the single row of FULLY_CONNECTED, the last tile of a panel) does no work for absent rows.
@@ -344,6 +347,12 @@ unsafe fn u8_gemm_rows<const R: usize>(p: &U8GemmArgs) {
         }
     };
     for g in 0..full {
+        if R == 1 {
+            // A single row does 2 multiply-adds per 32 weight bytes: the stream of weights
+            // (most of them from beyond the core's caches) is the limit, so it is requested
+            // ahead. A prefetch never faults, wherever the address points.
+            _mm_prefetch::<_MM_HINT_T0>(p.w.wrapping_add(32 * g + U8_PREFETCH).cast());
+        }
         // SAFETY: bytes 4g..4g+4 ≤ k of each row.
         let x = std::array::from_fn(|r| unsafe {
             _mm_set1_epi32(a[r].add(4 * g).cast::<i32>().read_unaligned())

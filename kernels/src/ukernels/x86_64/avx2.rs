@@ -183,6 +183,13 @@ fn rq256(rq: &Requant8) -> Rq256 {
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 fn requant256(x: __m256i, c: &Rq256) -> __m128i {
+    narrow256(requant256_i32(x, c))
+}
+
+/// [`Requant8::apply`] on 8 lanes, each result (0..=255) in its int32 lane.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn requant256_i32(x: __m256i, c: &Rq256) -> __m256i {
     let even = _mm256_mul_epi32(x, c.mult);
     let odd = _mm256_mul_epi32(_mm256_srli_epi64::<32>(x), c.mult);
     let even = _mm256_srli_epi64::<31>(_mm256_add_epi64(even, c.round));
@@ -193,7 +200,13 @@ fn requant256(x: __m256i, c: &Rq256) -> __m128i {
     let q = _mm256_sra_epi32(h, c.shift);
     let q = _mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, threshold));
     let q = _mm256_min_epi32(_mm256_max_epi32(q, c.lo), c.hi);
-    let q = _mm256_add_epi32(q, c.zp);
+    _mm256_add_epi32(q, c.zp)
+}
+
+/// The 8 int32 lanes of `q`, each in 0..=255, narrowed to the low 8 bytes.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn narrow256(q: __m256i) -> __m128i {
     // Values are in 0..=255: the saturating packs are exact.
     let w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
     _mm_packus_epi16(w, w)
@@ -231,6 +244,12 @@ unsafe fn rq256_cols(rq: &Requant8, m: *const i32, stride: usize) -> RqCols256 {
             _mm256_loadu_si256(m.add(2 * stride).cast()),
         )
     };
+    rq256_cols_of(rq, mult, left, right)
+}
+
+/// The per-column constants of 8 lanes from their multipliers, left and right shifts.
+#[target_feature(enable = "avx2,fma")]
+fn rq256_cols_of(rq: &Requant8, mult: __m256i, left: __m256i, right: __m256i) -> RqCols256 {
     let one = _mm256_set1_epi32(1);
     // 2^right − 1 per lane; right = 31 gives i32::MIN − 1 = i32::MAX, the wanted mask.
     let mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
@@ -254,6 +273,13 @@ unsafe fn rq256_cols(rq: &Requant8, m: *const i32, stride: usize) -> RqCols256 {
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 fn requant256_cols(x: __m256i, c: &RqCols256) -> __m128i {
+    narrow256(requant256_cols_i32(x, c))
+}
+
+/// [`Requant8::apply_col`] on 8 lanes, each result (0..=255) in its int32 lane.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn requant256_cols_i32(x: __m256i, c: &RqCols256) -> __m256i {
     let x = _mm256_sllv_epi32(x, c.left);
     let even = _mm256_mul_epi32(x, c.mult);
     let odd = _mm256_mul_epi32(_mm256_srli_epi64::<32>(x), c.mult_odd);
@@ -265,9 +291,7 @@ fn requant256_cols(x: __m256i, c: &RqCols256) -> __m128i {
     let q = _mm256_srav_epi32(h, c.right);
     let q = _mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, threshold));
     let q = _mm256_min_epi32(_mm256_max_epi32(q, c.lo), c.hi);
-    let q = _mm256_add_epi32(q, c.zp);
-    let w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
-    _mm_packus_epi16(w, w)
+    _mm256_add_epi32(q, c.zp)
 }
 
 /// Stores the low `n ≤ 8` bytes of `v` at `dst`.
@@ -371,13 +395,15 @@ unsafe fn u8_gemm_rows<const R: usize>(p: &U8GemmArgs) {
         });
         mac(&mut acc, full, x);
     }
-    // SAFETY: the bias block holds 8 values.
-    let bias = unsafe { _mm256_loadu_si256(p.bias.cast()) };
+    // `vphaddd` per 128-bit lane leaves the channels in the order (0, 1, 4, 5 | 2, 3, 6, 7):
+    // the epilogue works in that order, with the bias and the column constants permuted to
+    // it once per tile (the permutation is its own inverse), and the output bytes of four
+    // rows are put back in order together.
     let order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+    // SAFETY: the bias block holds 8 values.
+    let bias = _mm256_permutevar8x32_epi32(unsafe { _mm256_loadu_si256(p.bias.cast()) }, order);
     let sums = |r: usize| {
-        // hadd per 128-bit lane gives channels (0, 1, 4, 5 | 2, 3, 6, 7).
-        let sums = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(acc[r][0], acc[r][1]), order);
-        let sums = _mm256_add_epi32(sums, bias);
+        let sums = _mm256_add_epi32(_mm256_hadd_epi32(acc[r][0], acc[r][1]), bias);
         if p.corr_zero {
             sums
         } else {
@@ -388,8 +414,9 @@ unsafe fn u8_gemm_rows<const R: usize>(p: &U8GemmArgs) {
     if !p.raw.is_null() {
         for r in 0..R {
             let mut v = [0i32; 8];
+            let s = _mm256_permutevar8x32_epi32(sums(r), order);
             // SAFETY: `v` is 8 int32 values.
-            unsafe { _mm256_storeu_si256(v.as_mut_ptr().cast(), sums(r)) };
+            unsafe { _mm256_storeu_si256(v.as_mut_ptr().cast(), s) };
             // SAFETY: raw row r has `cols ≤ 8` writable values.
             unsafe {
                 std::ptr::copy_nonoverlapping(v.as_ptr(), p.raw.add(r * p.out_stride), p.cols)
@@ -397,18 +424,87 @@ unsafe fn u8_gemm_rows<const R: usize>(p: &U8GemmArgs) {
         }
     } else if p.col_rq.is_null() {
         let c = rq256(&p.rq);
-        for r in 0..R {
-            // SAFETY: row r of the output has `cols ≤ 8` writable bytes.
-            unsafe { store8(p.out.add(r * p.out_stride), p.cols, requant256(sums(r), &c)) };
-        }
+        let q: [__m256i; R] = std::array::from_fn(|r| requant256_i32(sums(r), &c));
+        // SAFETY: output rows r < R have `cols ≤ 8` writable bytes.
+        unsafe { store_rows(p, &q) };
     } else {
         // SAFETY: a non-null `col_rq` holds the block's 3·8 constants.
-        let c = unsafe { rq256_cols(&p.rq, p.col_rq, 8) };
-        for r in 0..R {
-            let q = requant256_cols(sums(r), &c);
-            // SAFETY: row r of the output has `cols ≤ 8` writable bytes.
-            unsafe { store8(p.out.add(r * p.out_stride), p.cols, q) };
+        let (mult, left, right) = unsafe {
+            (
+                _mm256_loadu_si256(p.col_rq.cast()),
+                _mm256_loadu_si256(p.col_rq.add(8).cast()),
+                _mm256_loadu_si256(p.col_rq.add(16).cast()),
+            )
+        };
+        let perm = |v| _mm256_permutevar8x32_epi32(v, order);
+        let c = rq256_cols_of(&p.rq, perm(mult), perm(left), perm(right));
+        let q: [__m256i; R] = std::array::from_fn(|r| requant256_cols_i32(sums(r), &c));
+        // SAFETY: output rows r < R have `cols ≤ 8` writable bytes.
+        unsafe { store_rows(p, &q) };
+    }
+}
+
+/// Stores the requantized rows `q` (int32 lanes in 0..=255, channels in the order
+/// (0, 1, 4, 5 | 2, 3, 6, 7)) as the first `cols` bytes of output rows `0..R`, four rows per
+/// pass: two packs, one dword permutation that gathers each row's two halves, one byte
+/// shuffle that restores the channel order.
+///
+/// # Safety
+/// The processor supports AVX2; output rows `r < R` of `p` have `cols ≤ 8` writable bytes.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn store_rows<const R: usize>(p: &U8GemmArgs, q: &[__m256i; R]) {
+    // After the packs, dword `i` (low lane) and `4 + i` (high lane) are the channels
+    // (0, 1, 4, 5) and (2, 3, 6, 7) of row `i` of the pass.
+    let gather = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    #[rustfmt::skip]
+    let fix = _mm256_setr_epi8(
+        0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15,
+        0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15,
+    );
+    let mut r0 = 0;
+    while r0 < R {
+        let row = |i: usize| {
+            if r0 + i < R {
+                q[r0 + i]
+            } else {
+                _mm256_setzero_si256()
+            }
+        };
+        // Values are in 0..=255: the saturating packs are exact.
+        let b = _mm256_packus_epi16(
+            _mm256_packs_epi32(row(0), row(1)),
+            _mm256_packs_epi32(row(2), row(3)),
+        );
+        // Row r0 + i in bytes 8i..8i + 8.
+        let b = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(b, gather), fix);
+        let n = (R - r0).min(4);
+        let dst = |i: usize| p.out.wrapping_add((r0 + i) * p.out_stride);
+        if p.cols == 8 {
+            let (lo, hi) = (_mm256_castsi256_si128(b), _mm256_extracti128_si256::<1>(b));
+            // SAFETY: rows r0 + i < R have 8 writable bytes.
+            unsafe {
+                _mm_storel_epi64(dst(0).cast(), lo);
+                if n > 1 {
+                    _mm_storeh_pd(dst(1).cast(), _mm_castsi128_pd(lo));
+                }
+                if n > 2 {
+                    _mm_storel_epi64(dst(2).cast(), hi);
+                }
+                if n > 3 {
+                    _mm_storeh_pd(dst(3).cast(), _mm_castsi128_pd(hi));
+                }
+            }
+        } else {
+            let mut t = [0u8; 32];
+            // SAFETY: `t` is 32 bytes.
+            unsafe { _mm256_storeu_si256(t.as_mut_ptr().cast(), b) };
+            for i in 0..n {
+                // SAFETY: rows r0 + i < R have `cols ≤ 8` writable bytes.
+                unsafe { std::ptr::copy_nonoverlapping(t[8 * i..].as_ptr(), dst(i), p.cols) };
+            }
         }
+        r0 += 4;
     }
 }
 

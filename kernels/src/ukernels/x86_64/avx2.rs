@@ -20,11 +20,11 @@ pub(crate) fn fill(t: &mut Ukernels) {
     f32_small::fill_f32_small(t);
     t.u8_convert = Some(convert_u8::U8_CONVERT);
     t.u8_gemm = U8Gemm {
-        mr: 4,
+        mr: U8_MR,
         nr: 8,
         weight_shift: 128,
-        kernel: u8_gemm_avx2_4x8,
-        name: "u8_gemm_avx2_4x8",
+        kernel: u8_gemm_avx2_6x8,
+        name: "u8_gemm_avx2_6x8",
     };
     t.u8_dw = U8Dw {
         kernel: u8_dw_avx2_16c,
@@ -190,9 +190,22 @@ fn rq256(rq: &Requant8) -> Rq256 {
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 fn requant256(x: __m256i, c: &Rq256) -> __m128i {
+    narrow256(requant256_i32(x, c))
+}
+
+/// [`Requant8::apply`] on 8 lanes, each result (0..=255) in its int32 lane.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn requant256_i32(x: __m256i, c: &Rq256) -> __m256i {
     let q = requant256_q(x, c);
     let q = _mm256_min_epi32(_mm256_max_epi32(q, c.lo), c.hi);
-    let q = _mm256_add_epi32(q, c.zp);
+    _mm256_add_epi32(q, c.zp)
+}
+
+/// The 8 int32 lanes of `q`, each in 0..=255, narrowed to the low 8 bytes.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn narrow256(q: __m256i) -> __m128i {
     // Values are in 0..=255: the saturating packs are exact.
     let w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
     _mm_packus_epi16(w, w)
@@ -245,6 +258,12 @@ unsafe fn rq256_cols(rq: &Requant8, m: *const i32, stride: usize) -> RqCols256 {
             _mm256_loadu_si256(m.add(2 * stride).cast()),
         )
     };
+    rq256_cols_of(rq, mult, left, right)
+}
+
+/// The per-column constants of 8 lanes from their multipliers, left and right shifts.
+#[target_feature(enable = "avx2,fma")]
+fn rq256_cols_of(rq: &Requant8, mult: __m256i, left: __m256i, right: __m256i) -> RqCols256 {
     let one = _mm256_set1_epi32(1);
     // 2^right − 1 per lane; right = 31 gives i32::MIN − 1 = i32::MAX, the wanted mask.
     let mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
@@ -268,11 +287,16 @@ unsafe fn rq256_cols(rq: &Requant8, m: *const i32, stride: usize) -> RqCols256 {
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 fn requant256_cols(x: __m256i, c: &RqCols256) -> __m128i {
+    narrow256(requant256_cols_i32(x, c))
+}
+
+/// [`Requant8::apply_col`] on 8 lanes, each result (0..=255) in its int32 lane.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn requant256_cols_i32(x: __m256i, c: &RqCols256) -> __m256i {
     let q = requant256_cols_q(x, c);
     let q = _mm256_min_epi32(_mm256_max_epi32(q, c.lo), c.hi);
-    let q = _mm256_add_epi32(q, c.zp);
-    let w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
-    _mm_packus_epi16(w, w)
+    _mm256_add_epi32(q, c.zp)
 }
 
 /// The rounded quotient of [`requant256_cols`] before its clamp and zero point.
@@ -361,64 +385,112 @@ unsafe fn store8(dst: *mut u8, n: usize, v: __m128i) {
     }
 }
 
-/// uint8 GEMM tile, 4 rows × 8 channels (see [`U8GemmArgs`]; weights stored as `w − 128`).
-/// Each packed group (8 channels × 4 k) is sign-extended to two int16 vectors of four channels;
-/// a row's four bytes, zero-extended, are broadcast as one 64-bit pattern; `vpmaddwd` leaves
-/// two partial sums per channel, added pairwise (`vphaddd`) in the epilogue.
+/// Rows of the uint8 GEMM tile: 6 rows × 2 vectors = 12 accumulators, plus the two
+/// widened weight vectors and one broadcast row within the 16 ymm registers.
+const U8_MR: usize = 6;
+
+/// How far ahead of its loads the single-row tile prefetches weights, in bytes.
+const U8_PREFETCH: usize = 1024;
+
+/// uint8 GEMM tile, up to 6 rows × 8 channels (see [`U8GemmArgs`]; weights stored as
+/// `w − 128`), dispatched to a kernel compiled for the exact row count so that a partial tile
+/// (the single row of FULLY_CONNECTED, the last tile of a panel) does no work for absent rows.
 ///
 /// # Safety
 /// The processor supports AVX2 and `p` satisfies the contract of [`U8GemmArgs`] with
-/// `mr = 4`, `nr = 8`.
+/// `mr = 6`, `nr = 8`.
 #[target_feature(enable = "avx2,fma")]
-pub unsafe fn u8_gemm_avx2_4x8(p: &U8GemmArgs) {
-    const MR: usize = 4;
-    let mut a = [p.a; MR];
-    for r in 1..MR {
-        a[r] = if r < p.rows {
-            p.a.wrapping_add(r * p.a_stride)
-        } else {
-            a[r - 1]
-        };
+pub unsafe fn u8_gemm_avx2_6x8(p: &U8GemmArgs) {
+    // SAFETY: forwarded contract (`rows ≤ 6`); same target features.
+    unsafe {
+        match p.rows {
+            0 => {}
+            1 => u8_gemm_rows::<1>(p),
+            2 => u8_gemm_rows::<2>(p),
+            3 => u8_gemm_rows::<3>(p),
+            4 => u8_gemm_rows::<4>(p),
+            5 => u8_gemm_rows::<5>(p),
+            _ => u8_gemm_rows::<U8_MR>(p),
+        }
     }
-    let mut acc = [[_mm256_setzero_si256(); 2]; MR];
-    let groups = p.k.div_ceil(4);
-    for g in 0..groups {
-        // SAFETY: group g of the packed block (32 bytes).
-        let wb = unsafe { _mm256_loadu_si256(p.w.add(32 * g).cast()) };
-        let w0 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(wb));
-        let w1 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256::<1>(wb));
-        for r in 0..MR {
-            let x = if 4 * g + 4 <= p.k {
-                // SAFETY: bytes 4g..4g+4 ≤ k of row r.
-                unsafe { a[r].add(4 * g).cast::<u32>().read_unaligned() }
-            } else {
-                let mut x = 0u32;
-                for j in 0..p.k - 4 * g {
-                    // SAFETY: byte 4g + j < k of row r.
-                    x |= u32::from(unsafe { *a[r].add(4 * g + j) }) << (8 * j);
-                }
-                x
-            };
-            let av = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(x as i32)));
+}
+
+/// `R` rows of the uint8 GEMM tile. Each packed group (8 channels × 4 k) is sign-extended to
+/// two int16 vectors of four channels; a row's four bytes are broadcast as a dword and
+/// zero-extended to words (the pattern `a0 a1 a2 a3` in both halves of each 128-bit lane);
+/// `vpmaddwd` leaves two partial sums per channel (each a sum of two products of magnitude
+/// at most 255·128, exact in int32), added pairwise (`vphaddd`) in the epilogue. The whole
+/// groups run in the loop; the last `k mod 4` bytes of each row are read once after it.
+///
+/// # Safety
+/// As for [`u8_gemm_avx2_6x8`], with `rows = R`.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn u8_gemm_rows<const R: usize>(p: &U8GemmArgs) {
+    let a: [*const u8; R] = std::array::from_fn(|r| p.a.wrapping_add(r * p.a_stride));
+    let mut acc = [[_mm256_setzero_si256(); 2]; R];
+    let full = p.k / 4;
+    let mac = |acc: &mut [[__m256i; 2]; R], g: usize, x: [__m128i; R]| {
+        // SAFETY: group g < ceil(k/4) of the packed block (32 bytes).
+        let (w0, w1) = unsafe {
+            (
+                _mm256_cvtepi8_epi16(_mm_loadu_si128(p.w.add(32 * g).cast())),
+                _mm256_cvtepi8_epi16(_mm_loadu_si128(p.w.add(32 * g + 16).cast())),
+            )
+        };
+        for r in 0..R {
+            let av = _mm256_cvtepu8_epi16(x[r]);
             acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(w0, av));
             acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(w1, av));
         }
+    };
+    for g in 0..full {
+        if R == 1 {
+            // A single row does 2 multiply-adds per 32 weight bytes: the stream of weights
+            // (most of them from beyond the core's caches) is the limit, so it is requested
+            // ahead. A prefetch never faults, wherever the address points.
+            _mm_prefetch::<_MM_HINT_T0>(p.w.wrapping_add(32 * g + U8_PREFETCH).cast());
+        }
+        // SAFETY: bytes 4g..4g+4 ≤ k of each row.
+        let x = std::array::from_fn(|r| unsafe {
+            _mm_set1_epi32(a[r].add(4 * g).cast::<i32>().read_unaligned())
+        });
+        mac(&mut acc, g, x);
     }
-    // SAFETY: the bias block holds 8 values.
-    let bias = unsafe { _mm256_loadu_si256(p.bias.cast()) };
+    let tail = p.k % 4;
+    if tail != 0 {
+        let x = std::array::from_fn(|r| {
+            let mut v = 0u32;
+            for j in 0..tail {
+                // SAFETY: byte 4·full + j < k of row r.
+                v |= u32::from(unsafe { *a[r].add(4 * full + j) }) << (8 * j);
+            }
+            _mm_set1_epi32(v as i32)
+        });
+        mac(&mut acc, full, x);
+    }
+    // `vphaddd` per 128-bit lane leaves the channels in the order (0, 1, 4, 5 | 2, 3, 6, 7):
+    // the epilogue works in that order, with the bias and the column constants permuted to
+    // it once per tile (the permutation is its own inverse), and the output bytes of four
+    // rows are put back in order together.
     let order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+    // SAFETY: the bias block holds 8 values.
+    let bias = _mm256_permutevar8x32_epi32(unsafe { _mm256_loadu_si256(p.bias.cast()) }, order);
     let sums = |r: usize| {
-        // hadd per 128-bit lane gives channels (0, 1, 4, 5 | 2, 3, 6, 7).
-        let sums = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(acc[r][0], acc[r][1]), order);
-        // SAFETY: `row_corr` holds `rows` values.
-        let corr = _mm256_set1_epi32(unsafe { *p.row_corr.add(r) });
-        _mm256_add_epi32(_mm256_add_epi32(sums, bias), corr)
+        let sums = _mm256_add_epi32(_mm256_hadd_epi32(acc[r][0], acc[r][1]), bias);
+        if p.corr_zero {
+            sums
+        } else {
+            // SAFETY: `row_corr` holds `rows` values.
+            _mm256_add_epi32(sums, _mm256_set1_epi32(unsafe { *p.row_corr.add(r) }))
+        }
     };
     if !p.raw.is_null() {
-        for r in 0..p.rows.min(MR) {
+        for r in 0..R {
             let mut v = [0i32; 8];
+            let s = _mm256_permutevar8x32_epi32(sums(r), order);
             // SAFETY: `v` is 8 int32 values.
-            unsafe { _mm256_storeu_si256(v.as_mut_ptr().cast(), sums(r)) };
+            unsafe { _mm256_storeu_si256(v.as_mut_ptr().cast(), s) };
             // SAFETY: raw row r has `cols ≤ 8` writable values.
             unsafe {
                 std::ptr::copy_nonoverlapping(v.as_ptr(), p.raw.add(r * p.out_stride), p.cols)
@@ -426,18 +498,87 @@ pub unsafe fn u8_gemm_avx2_4x8(p: &U8GemmArgs) {
         }
     } else if p.col_rq.is_null() {
         let c = rq256(&p.rq);
-        for r in 0..p.rows.min(MR) {
-            // SAFETY: row r of the output has `cols ≤ 8` writable bytes.
-            unsafe { store8(p.out.add(r * p.out_stride), p.cols, requant256(sums(r), &c)) };
-        }
+        let q: [__m256i; R] = std::array::from_fn(|r| requant256_i32(sums(r), &c));
+        // SAFETY: output rows r < R have `cols ≤ 8` writable bytes.
+        unsafe { store_rows(p, &q) };
     } else {
         // SAFETY: a non-null `col_rq` holds the block's 3·8 constants.
-        let c = unsafe { rq256_cols(&p.rq, p.col_rq, 8) };
-        for r in 0..p.rows.min(MR) {
-            let q = requant256_cols(sums(r), &c);
-            // SAFETY: row r of the output has `cols ≤ 8` writable bytes.
-            unsafe { store8(p.out.add(r * p.out_stride), p.cols, q) };
+        let (mult, left, right) = unsafe {
+            (
+                _mm256_loadu_si256(p.col_rq.cast()),
+                _mm256_loadu_si256(p.col_rq.add(8).cast()),
+                _mm256_loadu_si256(p.col_rq.add(16).cast()),
+            )
+        };
+        let perm = |v| _mm256_permutevar8x32_epi32(v, order);
+        let c = rq256_cols_of(&p.rq, perm(mult), perm(left), perm(right));
+        let q: [__m256i; R] = std::array::from_fn(|r| requant256_cols_i32(sums(r), &c));
+        // SAFETY: output rows r < R have `cols ≤ 8` writable bytes.
+        unsafe { store_rows(p, &q) };
+    }
+}
+
+/// Stores the requantized rows `q` (int32 lanes in 0..=255, channels in the order
+/// (0, 1, 4, 5 | 2, 3, 6, 7)) as the first `cols` bytes of output rows `0..R`, four rows per
+/// pass: two packs, one dword permutation that gathers each row's two halves, one byte
+/// shuffle that restores the channel order.
+///
+/// # Safety
+/// The processor supports AVX2; output rows `r < R` of `p` have `cols ≤ 8` writable bytes.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn store_rows<const R: usize>(p: &U8GemmArgs, q: &[__m256i; R]) {
+    // After the packs, dword `i` (low lane) and `4 + i` (high lane) are the channels
+    // (0, 1, 4, 5) and (2, 3, 6, 7) of row `i` of the pass.
+    let gather = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    #[rustfmt::skip]
+    let fix = _mm256_setr_epi8(
+        0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15,
+        0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15,
+    );
+    let mut r0 = 0;
+    while r0 < R {
+        let row = |i: usize| {
+            if r0 + i < R {
+                q[r0 + i]
+            } else {
+                _mm256_setzero_si256()
+            }
+        };
+        // Values are in 0..=255: the saturating packs are exact.
+        let b = _mm256_packus_epi16(
+            _mm256_packs_epi32(row(0), row(1)),
+            _mm256_packs_epi32(row(2), row(3)),
+        );
+        // Row r0 + i in bytes 8i..8i + 8.
+        let b = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(b, gather), fix);
+        let n = (R - r0).min(4);
+        let dst = |i: usize| p.out.wrapping_add((r0 + i) * p.out_stride);
+        if p.cols == 8 {
+            let (lo, hi) = (_mm256_castsi256_si128(b), _mm256_extracti128_si256::<1>(b));
+            // SAFETY: rows r0 + i < R have 8 writable bytes.
+            unsafe {
+                _mm_storel_epi64(dst(0).cast(), lo);
+                if n > 1 {
+                    _mm_storeh_pd(dst(1).cast(), _mm_castsi128_pd(lo));
+                }
+                if n > 2 {
+                    _mm_storel_epi64(dst(2).cast(), hi);
+                }
+                if n > 3 {
+                    _mm_storeh_pd(dst(3).cast(), _mm_castsi128_pd(hi));
+                }
+            }
+        } else {
+            let mut t = [0u8; 32];
+            // SAFETY: `t` is 32 bytes.
+            unsafe { _mm256_storeu_si256(t.as_mut_ptr().cast(), b) };
+            for i in 0..n {
+                // SAFETY: rows r0 + i < R have `cols ≤ 8` writable bytes.
+                unsafe { std::ptr::copy_nonoverlapping(t[8 * i..].as_ptr(), dst(i), p.cols) };
+            }
         }
+        r0 += 4;
     }
 }
 

@@ -1,4 +1,5 @@
-//! AVX2 (+FMA3) micro-kernels (also the uint8 GEMM of the AVX-512 level without VNNI).
+//! AVX2 (+FMA3) micro-kernels: the table of processors without AVX-512, which the AVX-512
+//! levels start from and override where they have their own (the GEMMs, the depthwise).
 //!
 //! No 8-bit dot product here: `vpmaddubsw` saturates its int16 pair sums (255·127·2 > 32767),
 //! so the uint8 kernels widen both operands to int16 and use `vpmaddwd`, whose pair sums of two

@@ -38,9 +38,8 @@
 //! mapped: a file shrunk while read cannot raise SIGBUS), bounded by [`MAX_CACHE_FILE_BYTES`].
 //! The data file is read once, in order ([`restore_packed`]): each packed image goes from the
 //! file straight into the buffer the plan keeps, the CRC-32 computed over the bytes as they
-//! arrive, and compared before anything read is returned; a large image is read by two
-//! threads, a half each, their checksums combined in file order. The buffers are carved from
-//! one huge-page-advised mapping sized from the file (`nnhal_kernels::aligned::Region`), which
+//! arrive, and compared before anything read is returned. The buffers are carved from one
+//! huge-page-advised mapping sized from the file (`nnhal_kernels::aligned::Region`), which
 //! the restored plan holds. A cache is written without building the data file in memory
 //! ([`write_files`]): the packed section goes to the file a piece at a time.
 //!
@@ -523,9 +522,6 @@ pub enum DataFile<'a> {
 /// them back from the cache the copy left them in.
 const READ_CHUNK: usize = 256 << 10;
 
-/// Reads of at least this many bytes are shared between two threads ([`Checked::pull`]).
-const SPLIT_READ: usize = 512 << 10;
-
 /// Reads buffered for the header and the small values between images.
 const SMALL_READ: usize = 64 << 10;
 
@@ -580,62 +576,16 @@ impl Checked<'_> {
         Ok(())
     }
 
-    /// Fills `dst` from the file at `at`, chunk by chunk, and returns the checksum state of
-    /// exactly those bytes.
-    fn read_hashed(&self, dst: &mut [u8], mut at: u64) -> Result<crc32fast::Hasher, String> {
-        let mut hasher = crc32fast::Hasher::new();
-        for chunk in dst.chunks_mut(READ_CHUNK) {
-            self.read_at(chunk, at)?;
-            hasher.update(chunk);
-            at += chunk.len() as u64;
-        }
-        Ok(hasher)
-    }
-
-    /// [`Checked::read_hashed`] of `dst` by two threads, each reading and hashing one half
-    /// (split on a page boundary of the file); `None` when no second thread could be started
-    /// (nothing was read then).
-    fn read_split(&self, dst: &mut [u8], at: u64) -> Option<Result<crc32fast::Hasher, String>> {
-        let mid = (dst.len() / 2).next_multiple_of(4096).min(dst.len());
-        let (head, tail) = dst.split_at_mut(mid);
-        std::thread::scope(|s| {
-            let helper = std::thread::Builder::new()
-                .name("nnhal-restore".into())
-                .spawn_scoped(s, move || self.read_hashed(tail, at + mid as u64))
-                .ok()?;
-            let first = self.read_hashed(head, at);
-            let second = helper
-                .join()
-                .unwrap_or_else(|_| Err("the reading thread failed".into()));
-            Some(first.and_then(|mut first| {
-                first.combine(&second?);
-                Ok(first)
-            }))
-        })
-    }
-
     /// Fills `dst` with the next bytes of the checksummed part, hashing them chunk by chunk.
-    /// A large read from a file is shared with a second thread: the file is normally in the
-    /// page cache, where the copy (and the first write to fresh memory) is CPU-bound, so two
-    /// cores read it in about half the time. Each half is hashed on its own and the two CRCs
-    /// are combined in file order, which gives the CRC of the whole. Where no thread can be
-    /// started the read stays on this one.
     fn pull(&mut self, dst: &mut [u8]) -> Result<(), String> {
         if dst.len() as u64 > self.end - self.at {
             return Err("read past the end".into());
         }
-        let at = self.at;
-        let split = if dst.len() >= SPLIT_READ && matches!(self.file, Either::File(_)) {
-            self.read_split(dst, at)
-        } else {
-            None
-        };
-        let hashed = match split {
-            Some(hashed) => hashed,
-            None => self.read_hashed(dst, at),
-        }?;
-        self.hasher.combine(&hashed);
-        self.at += dst.len() as u64;
+        for chunk in dst.chunks_mut(READ_CHUNK) {
+            self.read_at(chunk, self.at)?;
+            self.hasher.update(chunk);
+            self.at += chunk.len() as u64;
+        }
         Ok(())
     }
 
@@ -1480,17 +1430,15 @@ mod tests {
         }
         let short = read_checked(Either::Bytes(&file[..len]), file.len() as u64, &pieces);
         assert!(short.unwrap_err().contains("ends early"));
-        // From a file, the two large pieces are each read by two threads: the halves land in
-        // order and hash as one, a flip on either side of a split is caught, and a file that
-        // ends inside the second half of a split read is short, not a hang or a panic.
-        assert!(pieces[1] >= SPLIT_READ && pieces[3] >= SPLIT_READ);
+        // From a file as from memory: a flip inside a large piece, on either side of a chunk
+        // seam or in the last byte is caught, and a file that ends inside a piece is short.
         let memfd = |bytes: &[u8]| {
             let fd = nnhal_hal::memory::create_memfd("cache", bytes, bytes.len() as u64, false)
                 .expect("a memfd");
             Either::File(File::from(fd))
         };
         let start = 100 + pieces[1] + 17;
-        let split = start + (pieces[3] / 2).next_multiple_of(4096);
+        let split = start + READ_CHUNK;
         for at in [100 + (MIB + 7) / 2, split - 1, split, split + 1, len - 1] {
             let mut damaged = file.clone();
             damaged[at] ^= 0x40;

@@ -78,29 +78,6 @@ fn populate(map: &memmap2::MmapMut, start: usize, len: usize) {
 #[cfg(not(target_os = "linux"))]
 fn populate(_map: &memmap2::MmapMut, _start: usize, _len: usize) {}
 
-/// Regions of at least this many bytes are faulted in by two threads.
-const SHARED_POPULATE: usize = 4 * HUGE;
-
-/// [`populate`], the second half (from a huge-page boundary) by a second thread when `len` is
-/// large: the kernel zeroes every page it maps, which is CPU-bound, so two cores halve the
-/// wait. Where no thread can be started, this one faults in everything.
-fn populate_shared(map: &memmap2::MmapMut, start: usize, len: usize) {
-    if len < SHARED_POPULATE {
-        populate(map, start, len);
-        return;
-    }
-    let mid = (len / 2).next_multiple_of(HUGE);
-    std::thread::scope(|s| {
-        let helper = std::thread::Builder::new()
-            .name("nnhal-populate".into())
-            .spawn_scoped(s, || populate(map, start + mid, len - mid));
-        match helper {
-            Ok(_) => populate(map, start, mid),
-            Err(_) => populate(map, start, len),
-        }
-    });
-}
-
 /// Bytes from `p` to the next multiple of [`HUGE`] (0 when `p` is one).
 fn huge_start(p: *const u8) -> usize {
     (HUGE - p as usize % HUGE) % HUGE
@@ -166,7 +143,7 @@ impl Drop for RegionMap {
 }
 
 /// One anonymous mapping (zero-filled by the kernel, 2 MiB aligned, its whole huge pages
-/// advised for transparent huge pages and faulted in at once, by two threads when large) that buffers are carved from in
+/// advised for transparent huge pages and faulted in at once) that buffers are carved from in
 /// order, each 64-byte aligned and disjoint from every other. Each carved buffer holds the
 /// mapping, which is unmapped when the region and the last of its buffers are gone.
 pub struct Region {
@@ -195,7 +172,7 @@ impl Region {
         let start = huge_start(map.as_ptr());
         // Whole huge pages only, as for a single mapped buffer: the tail keeps small pages.
         advise_huge(&map, start, bytes / HUGE * HUGE);
-        populate_shared(&map, start, bytes);
+        populate(&map, start, bytes);
         // Buffers may take the slack past `bytes` too (it stays unfaulted unless used).
         let end = map.len();
         REGION_BYTES.fetch_add(end, Ordering::Relaxed);
@@ -438,14 +415,14 @@ mod tests {
         assert_eq!(d.as_slice(), c.as_slice());
     }
 
-    /// A large region is faulted in whole when it is made (its two halves by two threads):
-    /// every byte asked for is resident before anything is written, and reads as zero. Native
+    /// A large region is faulted in whole when it is made: every byte asked for is resident
+    /// before anything is written, and reads as zero. Native
     /// x86_64 Linux only: under a user-mode emulator (the aarch64 runs) `/proc/self/smaps`
     /// describes the emulator's own mappings, not the guest addresses.
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     #[test]
     fn a_large_region_is_resident_and_zero_from_the_start() {
-        let bytes = 2 * SHARED_POPULATE + 3 * 4096 + 13;
+        let bytes = 8 * HUGE + 3 * 4096 + 13;
         let mut region = Region::new(bytes).unwrap();
         let start = region.map.0.as_ptr() as usize + region.next;
         // The huge-page advice splits the mapping in two (the tail keeps small pages): add

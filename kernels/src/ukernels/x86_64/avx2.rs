@@ -689,18 +689,28 @@ pub unsafe fn u8_dw2_avx2_16c(p: &U8Dw2Args) {
         // SAFETY: the caller's contract.
         unsafe { dw2_avx2(p, |_| [c, c], |x, c: &Rq256| requant256_q(x, c)) }
     } else {
-        let cols = |blk: usize| {
-            let m = p.col_rq.wrapping_add(blk * 3 * DW_BLOCK);
-            // SAFETY: a non-null `col_rq` holds 3·16 constants per block of 16 channels.
-            unsafe {
-                [
-                    rq256_cols(&p.rq, m, DW_BLOCK),
-                    rq256_cols(&p.rq, m.add(8), DW_BLOCK),
-                ]
-            }
-        };
+        // SAFETY: a non-null `col_rq` holds 3·16 constants per block of 16 channels.
+        let cols = |blk: usize| unsafe { block_cols(&p.rq, p.col_rq, blk) };
         // SAFETY: the caller's contract.
         unsafe { dw2_avx2(p, cols, |x, c: &RqCols256| requant256_cols_q(x, c)) }
+    }
+}
+
+/// The per-column constants of both 8-channel halves of depthwise block `blk`.
+///
+/// # Safety
+/// The processor supports AVX2 and `col_rq` holds 3·16 constants per block of 16 channels
+/// for blocks `0..=blk`.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn block_cols(rq: &Requant8, col_rq: *const i32, blk: usize) -> [RqCols256; 2] {
+    let m = col_rq.wrapping_add(blk * 3 * DW_BLOCK);
+    // SAFETY: block `blk`'s 3·16 constants are readable (caller contract).
+    unsafe {
+        [
+            rq256_cols(rq, m, DW_BLOCK),
+            rq256_cols(rq, m.add(8), DW_BLOCK),
+        ]
     }
 }
 
@@ -831,16 +841,8 @@ pub unsafe fn u8_dw2_cols3_avx2(p: &U8Dw2ColsArgs) {
         // SAFETY: the caller's contract.
         unsafe { cols3_avx2(p, |_| [c, c], |x, c: &Rq256| requant256_q(x, c)) }
     } else {
-        let cols = |blk: usize| {
-            let m = p.col_rq.wrapping_add(blk * 3 * DW_BLOCK);
-            // SAFETY: a non-null `col_rq` holds 3·16 constants per block of 16 channels.
-            unsafe {
-                [
-                    rq256_cols(&p.rq, m, DW_BLOCK),
-                    rq256_cols(&p.rq, m.add(8), DW_BLOCK),
-                ]
-            }
-        };
+        // SAFETY: a non-null `col_rq` holds 3·16 constants per block of 16 channels.
+        let cols = |blk: usize| unsafe { block_cols(&p.rq, p.col_rq, blk) };
         // SAFETY: the caller's contract.
         unsafe { cols3_avx2(p, cols, |x, c: &RqCols256| requant256_cols_q(x, c)) }
     }

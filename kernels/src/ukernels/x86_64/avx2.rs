@@ -416,6 +416,17 @@ pub unsafe fn u8_gemm_avx2_6x8(p: &U8GemmArgs) {
     }
 }
 
+/// Asks for the cache line at `p` ahead of its use.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+// `_mm_prefetch` is an unsafe function on the oldest supported toolchain (1.88), a safe one
+// on later ones.
+#[allow(unused_unsafe)]
+fn prefetch(p: *const u8) {
+    // SAFETY: a prefetch never faults, wherever the address points.
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
+}
+
 /// `R` rows of the uint8 GEMM tile. Each packed group (8 channels × 4 k) is sign-extended to
 /// two int16 vectors of four channels; a row's four bytes are broadcast as a dword and
 /// zero-extended to words (the pattern `a0 a1 a2 a3` in both halves of each 128-bit lane);
@@ -449,8 +460,8 @@ unsafe fn u8_gemm_rows<const R: usize>(p: &U8GemmArgs) {
         if R == 1 {
             // A single row does 2 multiply-adds per 32 weight bytes: the stream of weights
             // (most of them from beyond the core's caches) is the limit, so it is requested
-            // ahead. A prefetch never faults, wherever the address points.
-            _mm_prefetch::<_MM_HINT_T0>(p.w.wrapping_add(32 * g + U8_PREFETCH).cast());
+            // ahead.
+            prefetch(p.w.wrapping_add(32 * g + U8_PREFETCH));
         }
         // SAFETY: bytes 4g..4g+4 ≤ k of each row.
         let x = std::array::from_fn(|r| unsafe {

@@ -1,6 +1,6 @@
 //! The uint8 GEMM tile of every level this processor runs ([`U8Gemm`]), called directly
 //! against a scalar evaluation of its contract ([`U8GemmArgs`]): every row count from 1 to
-//! `mr`, every `k mod 4` (k below 4, k = 27, long k), every column count of a block, A rows
+//! `mr` (and, for a kernel that takes any row count, several tiles with each partial last one), every `k mod 4` (k below 4, k = 27, long k), every column count of a block, A rows
 //! at a stride longer than k, per-tensor and per-column requantization (with and without
 //! the fused column constants), the raw int32 output, and row corrections that are all zero
 //! (`corr_zero`) or not. Output bytes outside the tile must stay untouched.
@@ -198,6 +198,24 @@ fn gemm_tiles_match_the_scalar_contract() {
                             rng.range(1, g.nr)
                         };
                         check(g, &mut rng, rows, k, cols, mode, zero);
+                    }
+                }
+            }
+        }
+        // A kernel that walks the row tiles itself: several whole tiles, each partial tile
+        // after them, every requantization mode, corrections zero or not.
+        if g.any_rows {
+            for rows in (g.mr + 1..=3 * g.mr).chain([10 * g.mr + 4]) {
+                for &k in &[3, 16, 27, 64] {
+                    for mode in modes {
+                        for zero in [false, true] {
+                            let cols = if rng.below(2) == 0 {
+                                g.nr
+                            } else {
+                                rng.range(1, g.nr)
+                            };
+                            check(g, &mut rng, rows, k, cols, mode, zero);
+                        }
                     }
                 }
             }

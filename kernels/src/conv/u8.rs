@@ -1068,9 +1068,11 @@ fn panel_gemm(
         let w = &f.w[j * block_bytes..(j + 1) * block_bytes];
         let bias = &f.bias[j * g.nr..(j + 1) * g.nr];
         let cols = g.nr.min(n - j * g.nr);
+        // One call per row tile, or one for the whole panel when the kernel walks the tiles.
+        let step = if g.any_rows { np } else { g.mr };
         let mut t0 = 0;
         while t0 < np {
-            let rows = g.mr.min(np - t0);
+            let rows = step.min(np - t0);
             let args = U8GemmArgs {
                 a: a[t0 * stride..].as_ptr(),
                 a_stride: stride,
@@ -1093,13 +1095,13 @@ fn panel_gemm(
                     c[j * (g.nr / FUSED_GROUP) * FUSED_GROUP_LEN..].as_ptr()
                 }),
             };
-            // SAFETY: rows t0..t0+rows of the panel are `k` bytes each inside `a` (asserted
-            // above), the weight block and bias are whole packed blocks of this slot's layout,
-            // `corr` has a value per row, `col_rq` is null or the block's 3·nr constants,
-            // `col_fused` null or the block's fused ones,
-            // and the output rows p0+t0.. with `cols ≤ nr`
-            // columns from channel j·nr lie inside the `m × n` output that this task alone
-            // writes (run_gemm splits disjoint row or block ranges).
+            // SAFETY: rows t0..t0+rows (at most `mr` unless the slot takes any) of the panel
+            // are `k` bytes each inside `a` (asserted above), the weight block and bias are
+            // whole packed blocks of this slot's layout, `corr` has a value per row, `col_rq`
+            // is null or the block's 3·nr constants, `col_fused` null or the block's fused
+            // ones, and the output rows p0+t0.. with `cols ≤ nr` columns from channel j·nr lie
+            // inside the `m × n` output that this task alone writes (run_gemm splits disjoint
+            // row or block ranges).
             unsafe { (g.kernel)(&args) };
             t0 += rows;
         }

@@ -102,6 +102,7 @@ pub const U8_GEMM: U8Gemm = U8Gemm {
     mr: 4,
     nr: 16,
     weight_shift: 128,
+    any_rows: false,
     kernel: u8_gemm_generic_4x16,
     name: "u8_gemm_generic_4x16",
 };

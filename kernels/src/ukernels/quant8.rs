@@ -135,8 +135,8 @@ pub fn fuse_cols(cols: &[i32], width: usize) -> Option<crate::aligned::AlignedBu
     Some(out)
 }
 
-/// One register tile of the uint8 GEMM: `rows ≤ mr` rows of A times one packed block of `nr`
-/// output channels.
+/// One register tile of the uint8 GEMM: `rows ≤ mr` rows of A (any number of rows for a
+/// kernel whose slot has [`U8Gemm::any_rows`]) times one packed block of `nr` output channels.
 ///
 /// For row `r < rows` and column `n < cols` the kernel stores
 /// `requant(Σ_k a[r][k]·w[k][n] + bias[n] + row_corr[r])` (int32 arithmetic wrapping) at
@@ -185,6 +185,9 @@ pub struct U8Gemm {
     /// Subtracted from every uint8 weight at packing time: 128 for kernels that multiply
     /// unsigned activations by signed bytes (`vpdpbusd`), 0 for unsigned × unsigned (`udot`).
     pub weight_shift: i32,
+    /// The kernel takes any `rows` (it walks them in tiles of `mr` itself, with the block's
+    /// constants set up once per call); otherwise `rows ≤ mr`.
+    pub any_rows: bool,
     pub kernel: U8GemmFn,
     pub name: &'static str,
 }

@@ -16,6 +16,7 @@ pub(crate) fn fill(t: &mut Ukernels) {
         mr: 4,
         nr: 16,
         weight_shift: 0,
+        any_rows: false,
         kernel: u8_gemm_neon_4x16,
         name: "u8_gemm_neon_4x16",
     };

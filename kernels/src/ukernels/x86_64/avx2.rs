@@ -24,6 +24,7 @@ pub(crate) fn fill(t: &mut Ukernels) {
         mr: U8_MR,
         nr: 8,
         weight_shift: 128,
+        any_rows: true,
         kernel: u8_gemm_avx2_6x8,
         name: "u8_gemm_avx2_6x8",
     };
@@ -393,54 +394,158 @@ const U8_MR: usize = 6;
 /// How far ahead of its loads the single-row tile prefetches weights, in bytes.
 const U8_PREFETCH: usize = 1024;
 
-/// uint8 GEMM tile, up to 6 rows × 8 channels (see [`U8GemmArgs`]; weights stored as
-/// `w − 128`), dispatched to a kernel compiled for the exact row count so that a partial tile
-/// (the single row of FULLY_CONNECTED, the last tile of a panel) does no work for absent rows.
+/// uint8 GEMM over any number of rows × 8 channels (see [`U8GemmArgs`]; weights stored as
+/// `w − 128`): the block's bias and requantization constants are set up once, then the rows
+/// run in tiles of 6, the last partial tile in a kernel compiled for its exact row count (the
+/// single row of FULLY_CONNECTED does no work for absent rows).
 ///
 /// # Safety
 /// The processor supports AVX2 and `p` satisfies the contract of [`U8GemmArgs`] with
-/// `mr = 6`, `nr = 8`.
+/// `nr = 8` (any `rows`: the slot's `any_rows`).
 #[target_feature(enable = "avx2,fma")]
 pub unsafe fn u8_gemm_avx2_6x8(p: &U8GemmArgs) {
-    // SAFETY: forwarded contract (`rows ≤ 6`); same target features.
+    // SAFETY: the bias block holds 8 values and a non-null `col_rq` the block's 3·8.
+    let e = unsafe { gemm_epilogue(p) };
+    // SAFETY: forwarded contract; same target features.
     unsafe {
-        match p.rows {
-            0 => {}
-            1 => u8_gemm_rows::<1>(p),
-            2 => u8_gemm_rows::<2>(p),
-            3 => u8_gemm_rows::<3>(p),
-            4 => u8_gemm_rows::<4>(p),
-            5 => u8_gemm_rows::<5>(p),
-            _ => u8_gemm_rows::<U8_MR>(p),
+        if e.shifts_left {
+            gemm_tiles::<true>(p, &e)
+        } else {
+            gemm_tiles::<false>(p, &e)
         }
     }
 }
 
-/// Asks for the cache line at `p` ahead of its use.
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-// `_mm_prefetch` is an unsafe function on the oldest supported toolchain (1.88), a safe one
-// on later ones.
-#[allow(unused_unsafe)]
-fn prefetch(p: *const u8) {
-    // SAFETY: a prefetch never faults, wherever the address points.
-    unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
-}
-
-/// `R` rows of the uint8 GEMM tile. Each packed group (8 channels × 4 k) is sign-extended to
-/// two int16 vectors of four channels; a row's four bytes are broadcast as a dword and
-/// zero-extended to words (the pattern `a0 a1 a2 a3` in both halves of each 128-bit lane);
-/// `vpmaddwd` leaves two partial sums per channel (each a sum of two products of magnitude
-/// at most 255·128, exact in int32), added pairwise (`vphaddd`) in the epilogue. The whole
-/// groups run in the loop; the last `k mod 4` bytes of each row are read once after it.
+/// The row tiles of [`u8_gemm_avx2_6x8`]; `LEFT` when a column has a nonzero left shift.
 ///
 /// # Safety
-/// As for [`u8_gemm_avx2_6x8`], with `rows = R`.
+/// As for [`u8_gemm_avx2_6x8`], with `e` built from `p`.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn gemm_tiles<const LEFT: bool>(p: &U8GemmArgs, e: &GemmEpilogue) {
+    let mut t = 0;
+    // SAFETY: every call gets rows `t..t + R ≤ rows` (the caller's contract).
+    unsafe {
+        while p.rows - t >= U8_MR {
+            u8_gemm_rows::<U8_MR, LEFT>(p, t, e);
+            t += U8_MR;
+        }
+        match p.rows - t {
+            0 => {}
+            1 => u8_gemm_rows::<1, LEFT>(p, t, e),
+            2 => u8_gemm_rows::<2, LEFT>(p, t, e),
+            3 => u8_gemm_rows::<3, LEFT>(p, t, e),
+            4 => u8_gemm_rows::<4, LEFT>(p, t, e),
+            _ => u8_gemm_rows::<5, LEFT>(p, t, e),
+        }
+    }
+}
+
+/// The order of the channels in the epilogue's int32 lanes, `(0, 4, 1, 5, 2, 6, 3, 7)`: the
+/// even lanes are channels 0..4, the odd lanes 4..8 (see [`u8_gemm_rows`]). Also the
+/// `vpermd` index that puts a block's natural-order constants in this order.
+const EPI_ORDER: [i32; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
+
+/// The epilogue constants of one block of 8 channels, set up once per kernel call. The
+/// per-tensor requantization is the per-column one with every column equal (left shift 0).
+#[derive(Clone, Copy)]
+struct GemmEpilogue {
+    /// The initial accumulators: the bias of channels 0..4 (first vector) or 4..8 (second)
+    /// in the even int32 lanes, in channel order, 0 in the odd lanes.
+    bias: [__m256i; 2],
+    /// Multipliers and left shifts in [`EPI_ORDER`], then moved to the even lanes for the
+    /// channels 4..8 (`vpmuldq` reads the even lanes).
+    mult: [__m256i; 2],
+    left: [__m256i; 2],
+    /// Right shift, `2^right − 1` and half of that, in [`EPI_ORDER`].
+    right: __m256i,
+    mask: __m256i,
+    half: __m256i,
+    /// Whether any left shift is nonzero.
+    shifts_left: bool,
+    /// The output zero point as int16 lanes and the bounds plus the zero point as bytes.
+    zp: __m256i,
+    lo: __m256i,
+    hi: __m256i,
+}
+
+/// The [`GemmEpilogue`] of `p`'s block.
+///
+/// # Safety
+/// The processor supports AVX2; `p.bias` holds 8 values and `p.col_rq` is null or holds 3·8.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn gemm_epilogue(p: &U8GemmArgs) -> GemmEpilogue {
+    // SAFETY: `EPI_ORDER` is 8 int32 values.
+    let order = unsafe { _mm256_loadu_si256(EPI_ORDER.as_ptr().cast()) };
+    let perm = |v| _mm256_permutevar8x32_epi32(v, order);
+    let odd = |v| _mm256_shuffle_epi32::<0xB1>(v);
+    // SAFETY: the bias block holds 8 values.
+    let bias = perm(unsafe { _mm256_loadu_si256(p.bias.cast()) });
+    let zero = _mm256_setzero_si256();
+    let (mult, left, right) = if p.col_rq.is_null() {
+        (
+            _mm256_set1_epi32(p.rq.multiplier),
+            zero,
+            _mm256_set1_epi32(p.rq.shift as i32),
+        )
+    } else {
+        // SAFETY: a non-null `col_rq` holds the block's 3·8 constants.
+        unsafe {
+            (
+                perm(_mm256_loadu_si256(p.col_rq.cast())),
+                perm(_mm256_loadu_si256(p.col_rq.add(8).cast())),
+                perm(_mm256_loadu_si256(p.col_rq.add(16).cast())),
+            )
+        }
+    };
+    let one = _mm256_set1_epi32(1);
+    // 2^right − 1 per lane; right = 31 gives i32::MIN − 1 = i32::MAX, the wanted mask.
+    let mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
+    GemmEpilogue {
+        bias: [
+            _mm256_blend_epi32::<0xAA>(bias, zero),
+            _mm256_blend_epi32::<0xAA>(odd(bias), zero),
+        ],
+        mult: [mult, odd(mult)],
+        left: [left, odd(left)],
+        right,
+        mask,
+        half: _mm256_srli_epi32::<1>(mask),
+        shifts_left: _mm256_testz_si256(left, left) == 0,
+        // The bounds plus the zero point are output bytes, in 0..=255.
+        zp: _mm256_set1_epi16(p.rq.zero_point as i16),
+        lo: _mm256_set1_epi8((p.rq.lo + p.rq.zero_point) as u8 as i8),
+        hi: _mm256_set1_epi8((p.rq.hi + p.rq.zero_point) as u8 as i8),
+    }
+}
+
+/// Rows `t..t + R` of the uint8 GEMM. Each packed group (8 channels × 4 k) is sign-extended
+/// to two int16 vectors of four channels; a row's four bytes are broadcast as a dword and
+/// zero-extended to words (the pattern `a0 a1 a2 a3` in both halves of each 128-bit lane);
+/// `vpmaddwd` leaves two partial sums per channel in the two int32 lanes of a qword (each a
+/// sum of two products of magnitude at most 255·128, exact in int32). The whole groups run in
+/// the loop; the last `k mod 4` bytes of each row are read once after it.
+///
+/// The accumulators start from the bias (in the even lanes), so after adding each qword's two
+/// lanes together both hold the channel's sum: channels 0..4 in the qwords of the first
+/// vector, 4..8 in those of the second, where `vpmuldq` multiplies them without any
+/// permutation. The two products' bits 31..62 (the doubling high multiply, exact as an int32)
+/// interleave into one vector in [`EPI_ORDER`] for the rounding division and the clamp, and
+/// the bytes of four rows are put back in channel order together.
+///
+/// # Safety
+/// As for [`u8_gemm_avx2_6x8`], with `t + R ≤ rows`, `e` built from `p` and `LEFT` set
+/// when `e.shifts_left` is.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn u8_gemm_rows<const R: usize>(p: &U8GemmArgs) {
-    let a: [*const u8; R] = std::array::from_fn(|r| p.a.wrapping_add(r * p.a_stride));
-    let mut acc = [[_mm256_setzero_si256(); 2]; R];
+unsafe fn u8_gemm_rows<const R: usize, const LEFT: bool>(
+    p: &U8GemmArgs,
+    t: usize,
+    e: &GemmEpilogue,
+) {
+    let a: [*const u8; R] = std::array::from_fn(|r| p.a.wrapping_add((t + r) * p.a_stride));
+    let mut acc = [e.bias; R];
     let full = p.k / 4;
     let mac = |acc: &mut [[__m256i; 2]; R], g: usize, x: [__m128i; R]| {
         // SAFETY: group g < ceil(k/4) of the packed block (32 bytes).
@@ -481,94 +586,92 @@ unsafe fn u8_gemm_rows<const R: usize>(p: &U8GemmArgs) {
         });
         mac(&mut acc, full, x);
     }
-    // `vphaddd` per 128-bit lane leaves the channels in the order (0, 1, 4, 5 | 2, 3, 6, 7):
-    // the epilogue works in that order, with the bias and the column constants permuted to
-    // it once per tile (the permutation is its own inverse), and the output bytes of four
-    // rows are put back in order together.
-    let order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
-    // SAFETY: the bias block holds 8 values.
-    let bias = _mm256_permutevar8x32_epi32(unsafe { _mm256_loadu_si256(p.bias.cast()) }, order);
+    // Channels 0..4 (first vector) and 4..8 (second) in both lanes of their qwords, plus the
+    // row correction.
+    // (`array::map` is not used here: its closure would not be inlined into this function's
+    // target features.)
     let sums = |r: usize| {
-        let sums = _mm256_add_epi32(_mm256_hadd_epi32(acc[r][0], acc[r][1]), bias);
+        let [v0, v1] = acc[r];
+        let s0 = _mm256_add_epi32(v0, _mm256_shuffle_epi32::<0xB1>(v0));
+        let s1 = _mm256_add_epi32(v1, _mm256_shuffle_epi32::<0xB1>(v1));
         if p.corr_zero {
-            sums
+            [s0, s1]
         } else {
-            // SAFETY: `row_corr` holds `rows` values.
-            _mm256_add_epi32(sums, _mm256_set1_epi32(unsafe { *p.row_corr.add(r) }))
+            // SAFETY: `row_corr` holds `rows ≥ t + R` values.
+            let c = _mm256_set1_epi32(unsafe { *p.row_corr.add(t + r) });
+            [_mm256_add_epi32(s0, c), _mm256_add_epi32(s1, c)]
         }
     };
     if !p.raw.is_null() {
+        // The inverse of EPI_ORDER: lane 2i holds channel i, lane 2i + 1 channel 4 + i.
+        let natural = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
         for r in 0..R {
+            let [s0, s1] = sums(r);
+            let s = _mm256_permutevar8x32_epi32(_mm256_blend_epi32::<0xAA>(s0, s1), natural);
             let mut v = [0i32; 8];
-            let s = _mm256_permutevar8x32_epi32(sums(r), order);
             // SAFETY: `v` is 8 int32 values.
             unsafe { _mm256_storeu_si256(v.as_mut_ptr().cast(), s) };
-            // SAFETY: raw row r has `cols ≤ 8` writable values.
+            // SAFETY: raw row t + r has `cols ≤ 8` writable values.
             unsafe {
-                std::ptr::copy_nonoverlapping(v.as_ptr(), p.raw.add(r * p.out_stride), p.cols)
+                std::ptr::copy_nonoverlapping(v.as_ptr(), p.raw.add((t + r) * p.out_stride), p.cols)
             };
         }
-    } else if p.col_rq.is_null() {
-        let c = rq256(&p.rq);
-        let q: [__m256i; R] = std::array::from_fn(|r| requant256_i32(sums(r), &c));
-        // SAFETY: output rows r < R have `cols ≤ 8` writable bytes.
-        unsafe { store_rows(p, &q) };
-    } else {
-        // SAFETY: a non-null `col_rq` holds the block's 3·8 constants.
-        let (mult, left, right) = unsafe {
-            (
-                _mm256_loadu_si256(p.col_rq.cast()),
-                _mm256_loadu_si256(p.col_rq.add(8).cast()),
-                _mm256_loadu_si256(p.col_rq.add(16).cast()),
-            )
-        };
-        let perm = |v| _mm256_permutevar8x32_epi32(v, order);
-        let c = rq256_cols_of(&p.rq, perm(mult), perm(left), perm(right));
-        let q: [__m256i; R] = std::array::from_fn(|r| requant256_cols_i32(sums(r), &c));
-        // SAFETY: output rows r < R have `cols ≤ 8` writable bytes.
-        unsafe { store_rows(p, &q) };
+        return;
     }
-}
-
-/// Stores the requantized rows `q` (int32 lanes in 0..=255, channels in the order
-/// (0, 1, 4, 5 | 2, 3, 6, 7)) as the first `cols` bytes of output rows `0..R`, four rows per
-/// pass: two packs, one dword permutation that gathers each row's two halves, one byte
-/// shuffle that restores the channel order.
-///
-/// # Safety
-/// The processor supports AVX2; output rows `r < R` of `p` have `cols ≤ 8` writable bytes.
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-unsafe fn store_rows<const R: usize>(p: &U8GemmArgs, q: &[__m256i; R]) {
+    let round = _mm256_set1_epi64x(1 << 30);
+    // The rounded quotient of row r before clamp and zero point, in EPI_ORDER.
+    let quotient = |r: usize| {
+        let [s0, s1] = sums(r);
+        let (x0, x1) = if LEFT {
+            (
+                _mm256_sllv_epi32(s0, e.left[0]),
+                _mm256_sllv_epi32(s1, e.left[1]),
+            )
+        } else {
+            (s0, s1)
+        };
+        let p0 = _mm256_add_epi64(_mm256_mul_epi32(x0, e.mult[0]), round);
+        let p1 = _mm256_add_epi64(_mm256_mul_epi32(x1, e.mult[1]), round);
+        let h = _mm256_blend_epi32::<0xAA>(_mm256_srli_epi64::<31>(p0), _mm256_slli_epi64::<1>(p1));
+        let rem = _mm256_and_si256(h, e.mask);
+        let threshold = _mm256_add_epi32(e.half, _mm256_srli_epi32::<31>(h));
+        let q = _mm256_srav_epi32(h, e.right);
+        _mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, threshold))
+    };
     // After the packs, dword `i` (low lane) and `4 + i` (high lane) are the channels
-    // (0, 1, 4, 5) and (2, 3, 6, 7) of row `i` of the pass.
+    // (0, 4, 1, 5) and (2, 6, 3, 7) of row `i` of the pass.
     let gather = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     #[rustfmt::skip]
     let fix = _mm256_setr_epi8(
-        0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15,
-        0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15,
+        0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15,
+        0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15,
     );
     let mut r0 = 0;
     while r0 < R {
-        let row = |i: usize| {
+        let q: [__m256i; 4] = std::array::from_fn(|i| {
             if r0 + i < R {
-                q[r0 + i]
+                quotient(r0 + i)
             } else {
                 _mm256_setzero_si256()
             }
-        };
-        // Values are in 0..=255: the saturating packs are exact.
+        });
+        // Saturating the quotients to int16 keeps every value inside `lo..=hi` (both within
+        // ±255) and moves the others only further out; the saturating add of the zero point
+        // (0..=255) and the unsigned saturation to bytes are monotonic and exact inside the
+        // bounds plus the zero point (output bytes), so clamping the bytes to them gives
+        // `clamp(q, lo, hi) + zp`.
         let b = _mm256_packus_epi16(
-            _mm256_packs_epi32(row(0), row(1)),
-            _mm256_packs_epi32(row(2), row(3)),
+            _mm256_adds_epi16(_mm256_packs_epi32(q[0], q[1]), e.zp),
+            _mm256_adds_epi16(_mm256_packs_epi32(q[2], q[3]), e.zp),
         );
+        let b = _mm256_min_epu8(_mm256_max_epu8(b, e.lo), e.hi);
         // Row r0 + i in bytes 8i..8i + 8.
         let b = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(b, gather), fix);
         let n = (R - r0).min(4);
-        let dst = |i: usize| p.out.wrapping_add((r0 + i) * p.out_stride);
+        let dst = |i: usize| p.out.wrapping_add((t + r0 + i) * p.out_stride);
         if p.cols == 8 {
             let (lo, hi) = (_mm256_castsi256_si128(b), _mm256_extracti128_si256::<1>(b));
-            // SAFETY: rows r0 + i < R have 8 writable bytes.
+            // SAFETY: rows t + r0 + i < t + R have 8 writable bytes.
             unsafe {
                 _mm_storel_epi64(dst(0).cast(), lo);
                 if n > 1 {
@@ -582,16 +685,27 @@ unsafe fn store_rows<const R: usize>(p: &U8GemmArgs, q: &[__m256i; R]) {
                 }
             }
         } else {
-            let mut t = [0u8; 32];
-            // SAFETY: `t` is 32 bytes.
-            unsafe { _mm256_storeu_si256(t.as_mut_ptr().cast(), b) };
+            let mut v = [0u8; 32];
+            // SAFETY: `v` is 32 bytes.
+            unsafe { _mm256_storeu_si256(v.as_mut_ptr().cast(), b) };
             for i in 0..n {
-                // SAFETY: rows r0 + i < R have `cols ≤ 8` writable bytes.
-                unsafe { std::ptr::copy_nonoverlapping(t[8 * i..].as_ptr(), dst(i), p.cols) };
+                // SAFETY: rows t + r0 + i < t + R have `cols ≤ 8` writable bytes.
+                unsafe { std::ptr::copy_nonoverlapping(v[8 * i..].as_ptr(), dst(i), p.cols) };
             }
         }
         r0 += 4;
     }
+}
+
+/// Asks for the cache line at `p` ahead of its use.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+// `_mm_prefetch` is an unsafe function on the oldest supported toolchain (1.88), a safe one
+// on later ones.
+#[allow(unused_unsafe)]
+fn prefetch(p: *const u8) {
+    // SAFETY: a prefetch never faults, wherever the address points.
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
 }
 
 /// uint8 depthwise run, 16 channels per block as two 8-lane halves (see [`U8DwArgs`]).

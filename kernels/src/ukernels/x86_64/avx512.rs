@@ -20,6 +20,7 @@ pub(crate) fn fill(t: &mut Ukernels) {
         mr: 4,
         nr: 32,
         weight_shift: 128,
+        any_rows: false,
         kernel: u8_gemm_avx512_4x32,
         name: "u8_gemm_avx512_4x32",
     };

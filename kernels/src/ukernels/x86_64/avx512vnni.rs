@@ -22,6 +22,7 @@ pub(crate) fn fill(t: &mut Ukernels) {
         mr: 7,
         nr: 32,
         weight_shift: 128,
+        any_rows: false,
         kernel: u8_gemm_avx512vnni_7x32,
         name: "u8_gemm_avx512vnni_7x32",
     };

@@ -202,6 +202,13 @@ fn mobilenet_layers() {
         &window(Nhwc::new(1, 1, 1, 1024), 1001, (1, 1), (1, 1), none),
         &[Activation::None],
     );
+    // MobileNet v2's last 7×7 pointwise layer: 1.6 MB of weights in several panels, each
+    // computed while the next one is prefetched, 49 rows (a one-row tile last).
+    check_conv_with(
+        &mut rng,
+        &window(Nhwc::new(1, 7, 7, 320), 1280, (1, 1), (1, 1), none),
+        &relu6,
+    );
 }
 
 #[test]

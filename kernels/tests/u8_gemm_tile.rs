@@ -1,6 +1,7 @@
 //! The uint8 GEMM tile of every level this processor runs ([`U8Gemm`]), called directly
 //! against a scalar evaluation of its contract ([`U8GemmArgs`]): every row count from 1 to
-//! `mr` (and, for a kernel that takes any row count, several tiles with each partial last one), every `k mod 4` (k below 4, k = 27, long k), every column count of a block, A rows
+//! `mr` (and, for a kernel that takes any row count, several tiles with each partial last
+//! one), every `k mod 4` (k below 4, k = 27, long k), every column count of a block, A rows
 //! at a stride longer than k, per-tensor and per-column requantization (with and without
 //! the fused column constants), the raw int32 output, and row corrections that are all zero
 //! (`corr_zero`) or not. Output bytes outside the tile must stay untouched.

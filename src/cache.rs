@@ -38,7 +38,9 @@
 //! mapped: a file shrunk while read cannot raise SIGBUS), bounded by [`MAX_CACHE_FILE_BYTES`].
 //! The data file is read once, in order ([`restore_packed`]): each packed image goes from the
 //! file straight into the buffer the plan keeps, the CRC-32 computed over the bytes as they
-//! arrive, and compared before anything read is returned. The buffers are carved from one
+//! arrive, and compared before anything read is returned; on a kernel pool of several threads
+//! a large image is read in contiguous shares, one per thread, whose CRC-32s are combined in
+//! file order (`crc32fast`'s `combine`). The buffers are carved from one
 //! huge-page-advised mapping sized from the file (`nnhal_kernels::aligned::Region`), which
 //! the restored plan holds. A cache is written without building the data file in memory
 //! ([`write_files`]): the packed section goes to the file a piece at a time.
@@ -51,6 +53,7 @@ use nnhal_hal::{
     ChannelQuant, DataLocation, HalError, HalResult, Model, Operand, OperandLifeTime, Operation,
 };
 use nnhal_kernels::aligned::Region;
+use nnhal_kernels::parallel;
 use nnhal_kernels::persist::{self, Persist, Source};
 use nnhal_kernels::quant::ChannelRequant;
 use nnhal_kernels::ukernels::Ukernels;
@@ -525,6 +528,10 @@ const READ_CHUNK: usize = 256 << 10;
 /// Reads buffered for the header and the small values between images.
 const SMALL_READ: usize = 64 << 10;
 
+/// Bytes per thread below which a read is not split: the wake-up of a helper and the
+/// combination of the CRC-32s cost a few microseconds, the copy of this many bytes some tens.
+const SPLIT_READ: usize = 512 << 10;
+
 /// A cache file read once, in order, the checksum computed over exactly the bytes read: large
 /// values (packed panels) go from the file straight into their own buffers, small ones
 /// through a little buffer. Nothing read is trusted until [`Checked::finish`] has compared
@@ -577,16 +584,56 @@ impl Checked<'_> {
     }
 
     /// Fills `dst` with the next bytes of the checksummed part, hashing them chunk by chunk.
+    /// A large read is split over the threads of the pool the restore runs on
+    /// ([`parallel::for_parts`]): each part reads and hashes its own contiguous share, and the
+    /// shares' CRC-32s are combined in file order, which gives the CRC-32 of the whole read
+    /// (the copy out of the page cache and the first touch of the pages it fills are most of
+    /// a restore's time, and both scale with threads).
     fn pull(&mut self, dst: &mut [u8]) -> Result<(), String> {
         if dst.len() as u64 > self.end - self.at {
             return Err("read past the end".into());
         }
-        for chunk in dst.chunks_mut(READ_CHUNK) {
-            self.read_at(chunk, self.at)?;
-            self.hasher.update(chunk);
-            self.at += chunk.len() as u64;
+        let parts = parallel::threads().min(dst.len() / SPLIT_READ).max(1);
+        if parts == 1 {
+            for chunk in dst.chunks_mut(READ_CHUNK) {
+                self.read_at(chunk, self.at)?;
+                self.hasher.update(chunk);
+                self.at += chunk.len() as u64;
+            }
+            return Ok(());
+        }
+        let share = dst.len().div_ceil(parts).next_multiple_of(READ_CHUNK);
+        let at = self.at;
+        let shares: Vec<_> = dst
+            .chunks_mut(share)
+            .enumerate()
+            .map(|(i, d)| std::sync::Mutex::new((at + (i * share) as u64, d, None)))
+            .collect();
+        let this = &*self;
+        parallel::for_parts(shares.len(), |i| {
+            let mut share = shares[i].lock().unwrap_or_else(|e| e.into_inner());
+            let (at, ref mut d, ref mut out) = *share;
+            *out = Some(this.read_hashed(d, at));
+        });
+        for share in shares {
+            let (_, d, out) = share.into_inner().unwrap_or_else(|e| e.into_inner());
+            let crc = out.ok_or("a part of a read did not run")??;
+            self.hasher.combine(&crc);
+            self.at += d.len() as u64;
         }
         Ok(())
+    }
+
+    /// Fills `dst` from the file at `at`, a chunk at a time, and returns the CRC-32 state of
+    /// those bytes alone.
+    fn read_hashed(&self, dst: &mut [u8], mut at: u64) -> Result<crc32fast::Hasher, String> {
+        let mut hasher = crc32fast::Hasher::new();
+        for chunk in dst.chunks_mut(READ_CHUNK) {
+            self.read_at(chunk, at)?;
+            hasher.update(chunk);
+            at += chunk.len() as u64;
+        }
+        Ok(hasher)
     }
 
     /// Checks that every byte before the checksum was read, that the stored checksum matches
@@ -1407,9 +1454,19 @@ mod tests {
 
     /// Values read in chunks and small reads hash as one file: the bytes land in order, the
     /// checksum matches, and a byte flipped anywhere (at a chunk's seam too) fails it, as
-    /// does a file that ends before its checksum.
+    /// does a file that ends before its checksum. The same on one thread and on a team of
+    /// two, where the large pieces are read in two shares whose checksums are combined.
     #[test]
     fn checked_reads_hash_in_file_order() {
+        checked_reads();
+        let pool = nnhal_kernels::parallel::Pool::new(2, "cache-test").expect("a pool");
+        pool.run(|| {
+            assert_eq!(parallel::threads(), 2, "the reads run on a team of two");
+            checked_reads();
+        });
+    }
+
+    fn checked_reads() {
         const MIB: usize = 1 << 20;
         let len = 3 * MIB + 12_345;
         let pieces = [100, MIB + 7, 17, 2 * MIB + 12_345 - 124];
@@ -1422,7 +1479,19 @@ mod tests {
         let on_disk = read_checked(Either::File(File::from(fd)), file.len() as u64, &pieces);
         assert_eq!(on_disk.unwrap(), file[..len]);
         let seam = 100 + READ_CHUNK;
-        for at in [0, 150, seam - 1, seam, 100 + MIB, len - 2, len - 1] {
+        // `share`: where the second share of the first large piece starts on a team of two.
+        let share = 100 + 3 * READ_CHUNK;
+        for at in [
+            0,
+            150,
+            seam - 1,
+            seam,
+            share - 1,
+            share,
+            100 + MIB,
+            len - 2,
+            len - 1,
+        ] {
             let mut damaged = file.clone();
             damaged[at] ^= 0x04;
             let e = read_checked(Either::Bytes(&damaged), file.len() as u64, &pieces);
@@ -1439,7 +1508,16 @@ mod tests {
         };
         let start = 100 + pieces[1] + 17;
         let split = start + READ_CHUNK;
-        for at in [100 + (MIB + 7) / 2, split - 1, split, split + 1, len - 1] {
+        let share = start + 5 * READ_CHUNK;
+        for at in [
+            100 + (MIB + 7) / 2,
+            split - 1,
+            split,
+            split + 1,
+            share - 1,
+            share,
+            len - 1,
+        ] {
             let mut damaged = file.clone();
             damaged[at] ^= 0x40;
             let e = read_checked(memfd(&damaged), file.len() as u64, &pieces);

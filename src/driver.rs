@@ -309,13 +309,16 @@ impl Driver {
         })?;
         let checked = started.elapsed();
         let reading = cache::Phase::start();
-        let packs = cache::restore_packed(
-            data_file,
-            model_file,
-            validated.valid.operations.len(),
-            self.kernels,
-            token,
-        )?;
+        // On a pool of several threads, the restore runs as one of its teams, so the large
+        // reads and the faulting in of the buffers are split over its threads.
+        let operations = validated.valid.operations.len();
+        let kernels = self.kernels;
+        let restore = || cache::restore_packed(data_file, model_file, operations, kernels, token);
+        let packs = if self.pool.threads() > 1 {
+            self.pool.run(restore)
+        } else {
+            restore()
+        }?;
         log::debug!(
             target: "nnhal::cache",
             "restore: model file checked and decoded {:.3} ms, model validated {:.3} ms, \

@@ -172,7 +172,14 @@ impl Region {
         let start = huge_start(map.as_ptr());
         // Whole huge pages only, as for a single mapped buffer: the tail keeps small pages.
         advise_huge(&map, start, bytes / HUGE * HUGE);
-        populate(&map, start, bytes);
+        // Faulting in means zeroing every page, which scales with threads: on a team, each
+        // thread takes a share of whole huge pages.
+        let parts = crate::parallel::threads().min(bytes / HUGE).max(1);
+        let share = bytes.div_ceil(parts).next_multiple_of(HUGE);
+        crate::parallel::for_parts(parts, |i| {
+            let from = i * share;
+            populate(&map, start + from, share.min(bytes.saturating_sub(from)));
+        });
         // Buffers may take the slack past `bytes` too (it stays unfaulted unless used).
         let end = map.len();
         REGION_BYTES.fetch_add(end, Ordering::Relaxed);

@@ -691,62 +691,70 @@ unsafe fn u8_gemm_rows<const R: usize, const LEFT: bool>(
         let q = _mm256_srav_epi32(h, e.right);
         _mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, threshold))
     };
-    // After the packs, dword `i` (low lane) and `4 + i` (high lane) are the channels
-    // (0, 4, 1, 5) and (2, 6, 3, 7) of row `i` of the pass.
-    let gather = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    #[rustfmt::skip]
-    let fix = _mm256_setr_epi8(
-        0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15,
-        0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15,
-    );
-    let mut r0 = 0;
-    while r0 < R {
-        let q: [__m256i; 4] = std::array::from_fn(|i| {
-            if r0 + i < R {
-                quotient(r0 + i)
-            } else {
-                _mm256_setzero_si256()
-            }
-        });
-        // Saturating the quotients to int16 keeps every value inside `lo..=hi` (both within
-        // ±255) and moves the others only further out; the saturating add of the zero point
-        // (0..=255) and the unsigned saturation to bytes are monotonic and exact inside the
-        // bounds plus the zero point (output bytes), so clamping the bytes to them gives
-        // `clamp(q, lo, hi) + zp`.
+    // Up to 4 rows' quotients at a time, with constant row indices only (an indexed pass over
+    // the accumulators would keep them on the stack): rows 0..4, then rows 4..R.
+    let zero = _mm256_setzero_si256();
+    let q = |r: usize| if r < R { quotient(r) } else { zero };
+    let first = [q(0), q(1), q(2), q(3)];
+    // SAFETY: rows t..t + min(R, 4) < rows have `cols ≤ 8` writable bytes.
+    unsafe { store_rows4(p, t, R.min(4), first, e) };
+    if R > 4 {
+        let second = [q(4), q(5), zero, zero];
+        // SAFETY: rows t + 4..t + R have `cols ≤ 8` writable bytes.
+        unsafe { store_rows4(p, t + 4, R - 4, second, e) };
+    }
+}
+
+/// The output bytes of rows `t..t + n` (`n ≤ 4`) of the block from their rounded quotients
+/// `q` (in [`EPI_ORDER`], before clamp and zero point; `q[i]` for `i ≥ n` is ignored).
+///
+/// Saturating the quotients to int16 keeps every value inside `lo..=hi` (both within ±255)
+/// and moves the others only further out; the saturating add of the zero point (0..=255) and
+/// the unsigned saturation to bytes are monotonic and exact inside the bounds plus the zero
+/// point (output bytes), so clamping the bytes to them gives `clamp(q, lo, hi) + zp`.
+///
+/// # Safety
+/// Called from a function with AVX2 enabled; rows `t..t + n` of `p.out` have `p.cols ≤ 8`
+/// writable bytes.
+#[inline(always)]
+unsafe fn store_rows4(p: &U8GemmArgs, t: usize, n: usize, q: [__m256i; 4], e: &GemmEpilogue) {
+    // SAFETY: AVX2 is enabled in the caller (contract); the stores are inside rows t..t + n.
+    unsafe {
+        // After the packs, dword `i` (low lane) and `4 + i` (high lane) are the channels
+        // (0, 4, 1, 5) and (2, 6, 3, 7) of row `i` of the pass.
+        let gather = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        #[rustfmt::skip]
+        let fix = _mm256_setr_epi8(
+            0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15,
+            0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15,
+        );
         let b = _mm256_packus_epi16(
             _mm256_adds_epi16(_mm256_packs_epi32(q[0], q[1]), e.zp),
             _mm256_adds_epi16(_mm256_packs_epi32(q[2], q[3]), e.zp),
         );
         let b = _mm256_min_epu8(_mm256_max_epu8(b, e.lo), e.hi);
-        // Row r0 + i in bytes 8i..8i + 8.
+        // Row i in bytes 8i..8i + 8.
         let b = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(b, gather), fix);
-        let n = (R - r0).min(4);
-        let dst = |i: usize| p.out.wrapping_add((t + r0 + i) * p.out_stride);
+        let dst = |i: usize| p.out.wrapping_add((t + i) * p.out_stride);
         if p.cols == 8 {
             let (lo, hi) = (_mm256_castsi256_si128(b), _mm256_extracti128_si256::<1>(b));
-            // SAFETY: rows t + r0 + i < t + R have 8 writable bytes.
-            unsafe {
-                _mm_storel_epi64(dst(0).cast(), lo);
-                if n > 1 {
-                    _mm_storeh_pd(dst(1).cast(), _mm_castsi128_pd(lo));
-                }
-                if n > 2 {
-                    _mm_storel_epi64(dst(2).cast(), hi);
-                }
-                if n > 3 {
-                    _mm_storeh_pd(dst(3).cast(), _mm_castsi128_pd(hi));
-                }
+            _mm_storel_epi64(dst(0).cast(), lo);
+            if n > 1 {
+                _mm_storeh_pd(dst(1).cast(), _mm_castsi128_pd(lo));
+            }
+            if n > 2 {
+                _mm_storel_epi64(dst(2).cast(), hi);
+            }
+            if n > 3 {
+                _mm_storeh_pd(dst(3).cast(), _mm_castsi128_pd(hi));
             }
         } else {
             let mut v = [0u8; 32];
-            // SAFETY: `v` is 32 bytes.
-            unsafe { _mm256_storeu_si256(v.as_mut_ptr().cast(), b) };
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), b);
             for i in 0..n {
-                // SAFETY: rows t + r0 + i < t + R have `cols ≤ 8` writable bytes.
-                unsafe { std::ptr::copy_nonoverlapping(v[8 * i..].as_ptr(), dst(i), p.cols) };
+                std::ptr::copy_nonoverlapping(v[8 * i..].as_ptr(), dst(i), p.cols);
             }
         }
-        r0 += 4;
     }
 }
 

@@ -3,8 +3,11 @@
 //! total. Weights and inputs are pseudo-random with realistic quantization (input zero point
 //! 128, filter zero point 120, multipliers 0.001–0.005, ReLU6).
 //!
+//! `--v2` times MobileNet v2's pointwise expansion shapes instead (small K: 16, 24, 32, 64,
+//! 96 input channels), each on an input of its own.
+//!
 //! `cargo run -p nnhal-kernels --release --example u8bench -- [--isa NAME] [--threads N]
-//! [--reps N] [--layer NAME]`
+//! [--reps N] [--layer NAME] [--v2 1]`
 
 use std::time::Instant;
 
@@ -26,6 +29,32 @@ struct Layer {
     name: String,
     kind: Kind,
     w: Window,
+}
+
+/// MobileNet v2 1.0/224's pointwise expansions of each spatial size (1×1, stride 1).
+fn layers_v2() -> Vec<Layer> {
+    [
+        (112, 16, 96),
+        (56, 24, 144),
+        (28, 32, 192),
+        (14, 64, 384),
+        (14, 96, 576),
+    ]
+    .iter()
+    .map(|&(hw, cin, cout)| Layer {
+        name: format!("e{hw}k{cin}"),
+        kind: Kind::Conv,
+        w: Window {
+            input: Nhwc::new(1, hw, hw, cin),
+            output: Nhwc::new(1, hw, hw, cout),
+            filter_h: 1,
+            filter_w: 1,
+            stride_h: 1,
+            stride_w: 1,
+            padding: Padding::default(),
+        },
+    })
+    .collect()
 }
 
 fn layers() -> Vec<Layer> {
@@ -119,6 +148,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let (mut isa, mut threads, mut reps) = (Isa::detect(), 1usize, 50usize);
     let mut only: Option<String> = None;
+    let mut v2 = false;
     while let Some(a) = args.next() {
         let val = args.next().expect("option value");
         match a.as_str() {
@@ -126,6 +156,7 @@ fn main() {
             "--threads" => threads = val.parse().expect("threads"),
             "--reps" => reps = val.parse().expect("reps"),
             "--layer" => only = Some(val),
+            "--v2" => v2 = val != "0",
             _ => panic!("unknown option {a}"),
         }
     }
@@ -143,19 +174,22 @@ fn main() {
         "layer", "µs", "GOP/s", "MMAC"
     );
     let mut layers_run: Vec<(String, u64, &str, Runner)> = Vec::new();
+    // Layer i reads buffer `inputs[i]` and writes buffer `inputs[i] + 1`.
     let mut buffers: Vec<Vec<u8>> = Vec::new();
-    for (i, l) in layers().iter().enumerate() {
+    let mut inputs: Vec<usize> = Vec::new();
+    for (i, l) in (if v2 { layers_v2() } else { layers() }).iter().enumerate() {
         let w = l.w;
-        if buffers.is_empty() {
+        // Each layer reads the previous layer's output, as in an inference, when it fits.
+        if buffers.last().is_none_or(|b| b.len() != w.input.len()) {
             buffers.push((0..w.input.len()).map(|_| rng.byte()).collect());
         }
-        // Each layer reads the previous layer's output, as in an inference.
-        assert_eq!(buffers.last().unwrap().len(), w.input.len());
+        inputs.push(buffers.len() - 1);
         buffers.push((0..w.output.len()).map(|_| rng.byte()).collect());
         let mult = [0.001f32, 0.002, 0.003, 0.005][i % 4];
         let q = ConvQuant {
             input: QuantParams::new(0.02, 128),
-            filter: QuantParams::new(0.01, 120),
+            // v2 int8: symmetric int8 filters, run as their unsigned image (zero point 128).
+            filter: QuantParams::new(0.01, if v2 { 128 } else { 120 }),
             output: QuantParams::new(0.02 * 0.01 / mult, 0),
             act: Activation::Relu6,
         };
@@ -208,8 +242,8 @@ fn main() {
         if only.as_ref().is_some_and(|o| o != name) {
             continue;
         }
-        let (head, tail) = buffers.split_at_mut(i + 1);
-        let (input, output) = (&head[i], &mut tail[0]);
+        let (head, tail) = buffers.split_at_mut(inputs[i] + 1);
+        let (input, output) = (&head[inputs[i]], &mut tail[0]);
         let times: Vec<f64> = pool.install(|| {
             for _ in 0..3 {
                 run(input, output);
@@ -249,8 +283,8 @@ fn main() {
             .map(|_| {
                 let t = Instant::now();
                 for (i, (_, _, _, run)) in layers_run.iter_mut().enumerate() {
-                    let (head, tail) = buffers.split_at_mut(i + 1);
-                    run(&head[i], &mut tail[0]);
+                    let (head, tail) = buffers.split_at_mut(inputs[i] + 1);
+                    run(&head[inputs[i]], &mut tail[0]);
                 }
                 t.elapsed().as_secs_f64() * 1e6
             })

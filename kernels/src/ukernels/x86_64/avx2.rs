@@ -506,10 +506,11 @@ struct GemmEpilogue {
     /// The initial accumulators: the bias of channels 0..4 (first vector) or 4..8 (second)
     /// in the even int32 lanes, in channel order, 0 in the odd lanes.
     bias: [__m256i; 2],
-    /// Multipliers and left shifts in [`EPI_ORDER`], then moved to the even lanes for the
-    /// channels 4..8 (`vpmuldq` reads the even lanes).
+    /// Multipliers in [`EPI_ORDER`], then moved to the even lanes for the channels 4..8
+    /// (`vpmuldq` reads the even lanes).
     mult: [__m256i; 2],
-    left: [__m256i; 2],
+    /// Left shifts in [`EPI_ORDER`].
+    left: __m256i,
     /// Right shift, `2^right − 1` and half of that, in [`EPI_ORDER`].
     right: __m256i,
     mask: __m256i,
@@ -561,7 +562,7 @@ unsafe fn gemm_epilogue(p: &U8GemmArgs) -> GemmEpilogue {
             _mm256_blend_epi32::<0xAA>(odd(bias), zero),
         ],
         mult: [mult, odd(mult)],
-        left: [left, odd(left)],
+        left,
         right,
         mask,
         half: _mm256_srli_epi32::<1>(mask),
@@ -580,12 +581,13 @@ unsafe fn gemm_epilogue(p: &U8GemmArgs) -> GemmEpilogue {
 /// sum of two products of magnitude at most 255·128, exact in int32). The whole groups run in
 /// the loop; the last `k mod 4` bytes of each row are read once after it.
 ///
-/// The accumulators start from the bias (in the even lanes), so after adding each qword's two
-/// lanes together both hold the channel's sum: channels 0..4 in the qwords of the first
-/// vector, 4..8 in those of the second, where `vpmuldq` multiplies them without any
-/// permutation. The two products' bits 31..62 (the doubling high multiply, exact as an int32)
-/// interleave into one vector in [`EPI_ORDER`] for the rounding division and the clamp, and
-/// the bytes of four rows are put back in channel order together.
+/// The accumulators start from the bias (in the even lanes): channels 0..4 in the qwords of
+/// the first vector, 4..8 in those of the second, two partial sums each. Two blends, one
+/// shuffle and one add leave a row's channel sums in one vector in [`EPI_ORDER`] (channels
+/// 0..4 in the even lanes, where `vpmuldq` reads them, 4..8 in the odd ones, one shift away).
+/// The two products' bits 31..62 (the doubling high multiply, exact as an int32) interleave
+/// back into [`EPI_ORDER`] for the rounding division and the clamp, and the bytes of four rows
+/// are put back in channel order together.
 ///
 /// # Safety
 /// As for [`u8_gemm_avx2_6x8`], with `t + R ≤ rows`, `e` built from `p` and `LEFT` set
@@ -639,28 +641,29 @@ unsafe fn u8_gemm_rows<const R: usize, const LEFT: bool>(
         });
         mac(&mut acc, full, x);
     }
-    // Channels 0..4 (first vector) and 4..8 (second) in both lanes of their qwords, plus the
-    // row correction.
+    // The channel sums of row r plus its row correction, in one vector in EPI_ORDER: the two
+    // accumulators' partial sums are blended so that one add pairs them (channel c of the
+    // first vector with its second partial sum moved beside it, and likewise for the second
+    // vector's channel 4 + c in the odd lanes).
     // (`array::map` is not used here: its closure would not be inlined into this function's
     // target features.)
     let sums = |r: usize| {
         let [v0, v1] = acc[r];
-        let s0 = _mm256_add_epi32(v0, _mm256_shuffle_epi32::<0xB1>(v0));
-        let s1 = _mm256_add_epi32(v1, _mm256_shuffle_epi32::<0xB1>(v1));
+        let pair = _mm256_blend_epi32::<0xAA>(v0, v1);
+        let u = _mm256_shuffle_epi32::<0xB1>(_mm256_blend_epi32::<0xAA>(v1, v0));
+        let s = _mm256_add_epi32(pair, u);
         if p.corr_zero {
-            [s0, s1]
+            s
         } else {
             // SAFETY: `row_corr` holds `rows ≥ t + R` values.
-            let c = _mm256_set1_epi32(unsafe { *p.row_corr.add(t + r) });
-            [_mm256_add_epi32(s0, c), _mm256_add_epi32(s1, c)]
+            _mm256_add_epi32(s, _mm256_set1_epi32(unsafe { *p.row_corr.add(t + r) }))
         }
     };
     if !p.raw.is_null() {
         // The inverse of EPI_ORDER: lane 2i holds channel i, lane 2i + 1 channel 4 + i.
         let natural = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
         for r in 0..R {
-            let [s0, s1] = sums(r);
-            let s = _mm256_permutevar8x32_epi32(_mm256_blend_epi32::<0xAA>(s0, s1), natural);
+            let s = _mm256_permutevar8x32_epi32(sums(r), natural);
             let mut v = [0i32; 8];
             // SAFETY: `v` is 8 int32 values.
             unsafe { _mm256_storeu_si256(v.as_mut_ptr().cast(), s) };
@@ -674,79 +677,88 @@ unsafe fn u8_gemm_rows<const R: usize, const LEFT: bool>(
     let round = _mm256_set1_epi64x(1 << 30);
     // The rounded quotient of row r before clamp and zero point, in EPI_ORDER.
     let quotient = |r: usize| {
-        let [s0, s1] = sums(r);
-        let (x0, x1) = if LEFT {
-            (
-                _mm256_sllv_epi32(s0, e.left[0]),
-                _mm256_sllv_epi32(s1, e.left[1]),
-            )
+        let x = sums(r);
+        let x = if LEFT {
+            _mm256_sllv_epi32(x, e.left)
         } else {
-            (s0, s1)
+            x
         };
-        let p0 = _mm256_add_epi64(_mm256_mul_epi32(x0, e.mult[0]), round);
-        let p1 = _mm256_add_epi64(_mm256_mul_epi32(x1, e.mult[1]), round);
+        // Channels 0..4 in the even lanes, 4..8 moved there.
+        let p0 = _mm256_add_epi64(_mm256_mul_epi32(x, e.mult[0]), round);
+        let p1 = _mm256_add_epi64(
+            _mm256_mul_epi32(_mm256_srli_epi64::<32>(x), e.mult[1]),
+            round,
+        );
         let h = _mm256_blend_epi32::<0xAA>(_mm256_srli_epi64::<31>(p0), _mm256_slli_epi64::<1>(p1));
         let rem = _mm256_and_si256(h, e.mask);
         let threshold = _mm256_add_epi32(e.half, _mm256_srli_epi32::<31>(h));
         let q = _mm256_srav_epi32(h, e.right);
         _mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, threshold))
     };
-    // After the packs, dword `i` (low lane) and `4 + i` (high lane) are the channels
-    // (0, 4, 1, 5) and (2, 6, 3, 7) of row `i` of the pass.
-    let gather = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    #[rustfmt::skip]
-    let fix = _mm256_setr_epi8(
-        0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15,
-        0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15,
-    );
-    let mut r0 = 0;
-    while r0 < R {
-        let q: [__m256i; 4] = std::array::from_fn(|i| {
-            if r0 + i < R {
-                quotient(r0 + i)
-            } else {
-                _mm256_setzero_si256()
-            }
-        });
-        // Saturating the quotients to int16 keeps every value inside `lo..=hi` (both within
-        // ±255) and moves the others only further out; the saturating add of the zero point
-        // (0..=255) and the unsigned saturation to bytes are monotonic and exact inside the
-        // bounds plus the zero point (output bytes), so clamping the bytes to them gives
-        // `clamp(q, lo, hi) + zp`.
+    // Up to 4 rows' quotients at a time, with constant row indices only (an indexed pass over
+    // the accumulators would keep them on the stack): rows 0..4, then rows 4..R.
+    let zero = _mm256_setzero_si256();
+    let q = |r: usize| if r < R { quotient(r) } else { zero };
+    let first = [q(0), q(1), q(2), q(3)];
+    // SAFETY: rows t..t + min(R, 4) < rows have `cols ≤ 8` writable bytes.
+    unsafe { store_rows4(p, t, R.min(4), first, e) };
+    if R > 4 {
+        let second = [q(4), q(5), zero, zero];
+        // SAFETY: rows t + 4..t + R have `cols ≤ 8` writable bytes.
+        unsafe { store_rows4(p, t + 4, R - 4, second, e) };
+    }
+}
+
+/// The output bytes of rows `t..t + n` (`n ≤ 4`) of the block from their rounded quotients
+/// `q` (in [`EPI_ORDER`], before clamp and zero point; `q[i]` for `i ≥ n` is ignored).
+///
+/// Saturating the quotients to int16 keeps every value inside `lo..=hi` (both within ±255)
+/// and moves the others only further out; the saturating add of the zero point (0..=255) and
+/// the unsigned saturation to bytes are monotonic and exact inside the bounds plus the zero
+/// point (output bytes), so clamping the bytes to them gives `clamp(q, lo, hi) + zp`.
+///
+/// # Safety
+/// Called from a function with AVX2 enabled; rows `t..t + n` of `p.out` have `p.cols ≤ 8`
+/// writable bytes.
+#[inline(always)]
+unsafe fn store_rows4(p: &U8GemmArgs, t: usize, n: usize, q: [__m256i; 4], e: &GemmEpilogue) {
+    // SAFETY: AVX2 is enabled in the caller (contract); the stores are inside rows t..t + n.
+    unsafe {
+        // After the packs, dword `i` (low lane) and `4 + i` (high lane) are the channels
+        // (0, 4, 1, 5) and (2, 6, 3, 7) of row `i` of the pass.
+        let gather = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        #[rustfmt::skip]
+        let fix = _mm256_setr_epi8(
+            0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15,
+            0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15,
+        );
         let b = _mm256_packus_epi16(
             _mm256_adds_epi16(_mm256_packs_epi32(q[0], q[1]), e.zp),
             _mm256_adds_epi16(_mm256_packs_epi32(q[2], q[3]), e.zp),
         );
         let b = _mm256_min_epu8(_mm256_max_epu8(b, e.lo), e.hi);
-        // Row r0 + i in bytes 8i..8i + 8.
+        // Row i in bytes 8i..8i + 8.
         let b = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(b, gather), fix);
-        let n = (R - r0).min(4);
-        let dst = |i: usize| p.out.wrapping_add((t + r0 + i) * p.out_stride);
+        let dst = |i: usize| p.out.wrapping_add((t + i) * p.out_stride);
         if p.cols == 8 {
             let (lo, hi) = (_mm256_castsi256_si128(b), _mm256_extracti128_si256::<1>(b));
-            // SAFETY: rows t + r0 + i < t + R have 8 writable bytes.
-            unsafe {
-                _mm_storel_epi64(dst(0).cast(), lo);
-                if n > 1 {
-                    _mm_storeh_pd(dst(1).cast(), _mm_castsi128_pd(lo));
-                }
-                if n > 2 {
-                    _mm_storel_epi64(dst(2).cast(), hi);
-                }
-                if n > 3 {
-                    _mm_storeh_pd(dst(3).cast(), _mm_castsi128_pd(hi));
-                }
+            _mm_storel_epi64(dst(0).cast(), lo);
+            if n > 1 {
+                _mm_storeh_pd(dst(1).cast(), _mm_castsi128_pd(lo));
+            }
+            if n > 2 {
+                _mm_storel_epi64(dst(2).cast(), hi);
+            }
+            if n > 3 {
+                _mm_storeh_pd(dst(3).cast(), _mm_castsi128_pd(hi));
             }
         } else {
             let mut v = [0u8; 32];
-            // SAFETY: `v` is 32 bytes.
-            unsafe { _mm256_storeu_si256(v.as_mut_ptr().cast(), b) };
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), b);
             for i in 0..n {
-                // SAFETY: rows t + r0 + i < t + R have `cols ≤ 8` writable bytes.
-                unsafe { std::ptr::copy_nonoverlapping(v[8 * i..].as_ptr(), dst(i), p.cols) };
+                std::ptr::copy_nonoverlapping(v[8 * i..].as_ptr(), dst(i), p.cols);
             }
         }
-        r0 += 4;
     }
 }
 

@@ -172,8 +172,8 @@ impl Region {
         let start = huge_start(map.as_ptr());
         // Whole huge pages only, as for a single mapped buffer: the tail keeps small pages.
         advise_huge(&map, start, bytes / HUGE * HUGE);
-        // Faulting in means zeroing every page, which scales with threads: on a team, each
-        // thread takes a share of whole huge pages.
+        // Faulting in means the kernel zeroing every page: on a team, each thread takes a
+        // share of whole huge pages.
         let parts = crate::parallel::threads().min(bytes / HUGE).max(1);
         let share = bytes.div_ceil(parts).next_multiple_of(HUGE);
         crate::parallel::for_parts(parts, |i| {

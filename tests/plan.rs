@@ -286,3 +286,162 @@ fn the_rest_holds_for_a_bigger_value_placed_before_a_smaller_one() {
     assert_eq!(arena(1), 4 * 1024);
     assert_eq!(arena(2), 5 * 1024);
 }
+
+/// `out = depthwise3x3_s2(conv1x1(x + x))` on `x` of `[1, 66, 66, 8]`, through a
+/// `[1, 66, 66, 256]` intermediate of 4.5 MB, both with RELU6; with `mid_is_output` the
+/// intermediate is also a model output, which keeps the pair apart. `x + x` is last read by the
+/// CONV_2D, so only the plan's care keeps the depthwise output off its bytes in a fused pass.
+fn pointwise_depthwise_model(mid_is_output: bool) -> Model {
+    let (h, ci, cm, oh) = (66u32, 8u32, 256u32, 33u32);
+    let scalar = || operand(Int32, &[], ConstantCopy);
+    let mut m = Model {
+        operands: vec![
+            operand(TensorFloat32, &[1, h, h, ci], ModelInput), // 0 x
+            operand(TensorFloat32, &[1, h, h, ci], TemporaryVariable), // 1 x + x
+            operand(TensorFloat32, &[cm, 1, 1, ci], ConstantCopy), // 2 pointwise filter
+            operand(TensorFloat32, &[cm], ConstantCopy),        // 3 pointwise bias
+            operand(
+                TensorFloat32,
+                &[1, h, h, cm],
+                if mid_is_output {
+                    ModelOutput
+                } else {
+                    TemporaryVariable
+                },
+            ), // 4 intermediate
+            operand(TensorFloat32, &[1, 3, 3, cm], ConstantCopy), // 5 depthwise filter
+            operand(TensorFloat32, &[cm], ConstantCopy),        // 6 depthwise bias
+            operand(TensorFloat32, &[1, oh, oh, cm], ModelOutput), // 7 out
+            scalar(),                                           // 8 0
+            scalar(),                                           // 9 1
+            scalar(),                                           // 10 2
+            scalar(),                                           // 11 RELU6 (3)
+        ],
+        operations: vec![
+            op(OperationType::Add, &[0, 0, 8], &[1]),
+            op(
+                OperationType::Conv2d,
+                &[1, 2, 3, 8, 8, 8, 8, 9, 9, 11],
+                &[4],
+            ),
+            op(
+                OperationType::DepthwiseConv2d,
+                &[4, 5, 6, 8, 9, 8, 9, 10, 10, 9, 11],
+                &[7],
+            ),
+        ],
+        input_indexes: vec![0],
+        output_indexes: if mid_is_output { vec![4, 7] } else { vec![7] },
+        ..Default::default()
+    };
+    let wave = |n: u32, a: u32, b: u32| -> Vec<f32> {
+        (0..n)
+            .map(|i| ((i * a + b) % 89) as f32 / 60.0 - 0.7)
+            .collect()
+    };
+    set_constant(&mut m, 2, &f32_bytes(&wave(cm * ci, 17, 3)));
+    set_constant(&mut m, 3, &f32_bytes(&wave(cm, 29, 5)));
+    set_constant(&mut m, 5, &f32_bytes(&wave(9 * cm, 13, 7)));
+    set_constant(&mut m, 6, &f32_bytes(&wave(cm, 31, 11)));
+    for (k, v) in [(8, 0), (9, 1), (10, 2), (11, 3)] {
+        set_constant(&mut m, k, &i32_bytes(&[v]));
+    }
+    count_consumers(&mut m);
+    m
+}
+
+/// Executes `prepared` on `x`, returning every output as float32 values.
+fn execute_outputs(
+    prepared: &nnhal::PreparedModel,
+    x: &[f32],
+    outputs: &[&[u32]],
+) -> Vec<Vec<f32>> {
+    let data = f32_bytes(x);
+    let input = Memory::shared(
+        create_memfd("in", &data, data.len() as u64, true).unwrap(),
+        data.len() as u64,
+    );
+    let sizes: Vec<u32> = outputs
+        .iter()
+        .map(|d| d.iter().product::<u32>() * 4)
+        .collect();
+    let total: u32 = sizes.iter().sum();
+    let out = Memory::shared(
+        create_memfd("out", &[], u64::from(total), false).unwrap(),
+        u64::from(total),
+    );
+    let mut at = 0;
+    let mut args = Vec::new();
+    for (dims, &bytes) in outputs.iter().zip(&sizes) {
+        args.push(RequestArgument {
+            has_no_value: false,
+            location: DataLocation {
+                pool_index: 1,
+                offset: at,
+                length: bytes,
+            },
+            dimensions: dims.to_vec(),
+        });
+        at += bytes;
+    }
+    let request = Request {
+        inputs: vec![RequestArgument {
+            has_no_value: false,
+            location: DataLocation {
+                pool_index: 0,
+                offset: 0,
+                length: data.len() as u32,
+            },
+            dimensions: vec![1, 66, 66, 8],
+        }],
+        outputs: args,
+        pools: vec![input, out.clone()],
+    };
+    prepared.execute(&request).unwrap();
+    let bytes = MappedPool::map(&out, "out")
+        .unwrap()
+        .read_vec(0, total as usize)
+        .unwrap();
+    let mut at = 0;
+    sizes
+        .iter()
+        .map(|&n| {
+            let v = bytes[at..at + n as usize]
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            at += n as usize;
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn pointwise_then_depthwise_runs_as_one_pass_with_the_same_result() {
+    let x: Vec<f32> = (0..66 * 66 * 8)
+        .map(|i| ((i * 7 + 3) % 97) as f32 / 40.0 - 1.2)
+        .collect();
+    for threads in [1, 2] {
+        let driver = Driver::new(threads).unwrap();
+        let fused = driver
+            .prepare_model(pointwise_depthwise_model(false))
+            .unwrap();
+        let apart = driver
+            .prepare_model(pointwise_depthwise_model(true))
+            .unwrap();
+        assert_eq!(fused.plan().fused_with_next(), [false, true, false]);
+        assert_eq!(apart.plan().fused_with_next(), [false, false, false]);
+        let want = execute_outputs(&apart, &x, &[&[1, 66, 66, 256], &[1, 33, 33, 256]]);
+        for _ in 0..2 {
+            let got = execute_outputs(&fused, &x, &[&[1, 33, 33, 256]]);
+            assert!(
+                got[0]
+                    .iter()
+                    .zip(&want[1])
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{threads} threads: the fused pair differs from the pair apart"
+            );
+        }
+        assert!(want[1].iter().any(|&v| v != 0.0 && v != 6.0));
+    }
+}

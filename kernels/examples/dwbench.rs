@@ -6,7 +6,8 @@
 //! `cargo run -p nnhal-kernels --release --example dwbench -- [--isa NAME] [--threads N]
 //! [--runs N] [--layer K] [--reference]`: `--isa` picks a table level (default: the best one), `--threads`
 //! the rayon pool size the calls run in (default 1), `--runs` the timed calls per layer
-//! (default 200), `--layer` times only dwK, `--reference` also times the reference kernel.
+//! (default 200), `--layer` times only dwK, `--v2` times MobileNet v2's 17 depthwise layers
+//! instead, `--reference` also times the reference kernel.
 
 use std::time::Instant;
 
@@ -31,6 +32,27 @@ const LAYERS: [(usize, usize, usize); 13] = [
     (14, 512, 1),
     (14, 512, 2),
     (7, 1024, 1),
+];
+
+/// (input height = width, channels, stride) of MobileNet v2's 17 depthwise layers.
+const LAYERS_V2: [(usize, usize, usize); 17] = [
+    (112, 32, 1),
+    (112, 96, 2),
+    (56, 144, 1),
+    (56, 144, 2),
+    (28, 192, 1),
+    (28, 192, 1),
+    (28, 192, 2),
+    (14, 384, 1),
+    (14, 384, 1),
+    (14, 384, 1),
+    (14, 384, 1),
+    (14, 576, 1),
+    (14, 576, 1),
+    (14, 576, 2),
+    (7, 960, 1),
+    (7, 960, 1),
+    (7, 960, 1),
 ];
 
 fn window(hw: usize, c: usize, stride: usize) -> Window {
@@ -75,6 +97,7 @@ fn main() {
     let mut runs = 200usize;
     let mut with_reference = false;
     let mut only: Option<usize> = None;
+    let mut layers: &[(usize, usize, usize)] = &LAYERS;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| panic!("{a} needs a value"));
@@ -84,8 +107,9 @@ fn main() {
             "--runs" => runs = value().parse().expect("--runs"),
             "--reference" => with_reference = true,
             "--layer" => only = Some(value().parse().expect("--layer")),
+            "--v2" => layers = &LAYERS_V2,
             _ => panic!(
-                "unknown argument {a} (--isa NAME, --threads N, --runs N, --layer K, --reference)"
+                "unknown argument {a} (--isa NAME, --threads N, --runs N, --layer K, --v2, --reference)"
             ),
         }
     }
@@ -109,7 +133,7 @@ fn main() {
         if with_reference { "   ref µs" } else { "" }
     );
     let (mut total, mut total_min, mut total_ref) = (0.0, 0.0, 0.0);
-    for (i, &(hw, c, s)) in LAYERS.iter().enumerate() {
+    for (i, &(hw, c, s)) in layers.iter().enumerate() {
         if only.is_some_and(|k| k != i + 1) {
             continue;
         }

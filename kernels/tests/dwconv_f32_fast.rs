@@ -2,7 +2,8 @@
 //! (`conv::depthwise_conv2d_f32`) on every instruction-set level this processor runs: random
 //! shapes with channel tails, 3×3 / 5×5 / 3×2 / 1×1 filters, strides 1–3, symmetric and
 //! asymmetric padding, depth multipliers 1–3, batch 2, every activation, NaN inputs, the
-//! MobileNet v1 geometries, and a 2-thread pool against the sequential result.
+//! MobileNet v1 geometries, every row width and channel tail of the swept 3×3 kernels, and a
+//! 2-thread pool against the sequential result.
 
 mod support;
 
@@ -278,4 +279,76 @@ fn generic_table_is_exact() {
             );
         }
     }
+}
+
+#[test]
+fn swept_rows_cover_every_border_width_and_channel_tail() {
+    // The 3×3 kernels sweep one channel block at a time across bands of a row (or of two
+    // rows): narrow rows (all border), widths around the tile sizes, rows wider than a band
+    // (33, 70 at stride 1; 70 at stride 2), heights 1–5 (top and bottom rows clipped, odd row
+    // counts for the two-row passes), channels around the 8- and 4-lane blocks and
+    // MobileNet's, every kind of padding and every activation.
+    let mut rng = Rng(0xd3_5eed);
+    let pad = |top, bottom, left, right| Padding {
+        top,
+        bottom,
+        left,
+        right,
+    };
+    let paddings = [
+        pad(1, 1, 1, 1),
+        pad(0, 1, 0, 1),
+        pad(0, 0, 0, 0),
+        pad(2, 0, 1, 2),
+        pad(0, 2, 2, 0),
+    ];
+    let mut k = 0;
+    for ch in [1, 7, 8, 9, 16, 17, 96, 144, 960] {
+        let widths: &[usize] = match ch {
+            ..=17 => &[1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 33, 70],
+            96 => &[1, 2, 3, 5, 8, 9, 13, 70],
+            _ => &[1, 2, 4, 7, 9, 14],
+        };
+        for stride in [1, 2] {
+            for padding in paddings {
+                for ih in 1..=5 {
+                    for &iw in widths {
+                        if ih + padding.top + padding.bottom < 3
+                            || iw + padding.left + padding.right < 3
+                        {
+                            continue;
+                        }
+                        let act = ACTS[k % ACTS.len()];
+                        k += 1;
+                        let c = case(
+                            &mut rng,
+                            1,
+                            (ih, iw, ch),
+                            (3, 3),
+                            (stride, stride),
+                            padding,
+                            1,
+                            act,
+                        );
+                        let want = expected(&c);
+                        for uk in tables() {
+                            let got = fast(uk, &c);
+                            check(uk, &c, &got, &want);
+                            // The portable kernels sum unfused in the reference's order.
+                            if uk.isa == Isa::Generic {
+                                for (g, e) in got.iter().zip(&want) {
+                                    assert!(
+                                        g.to_bits() == e.to_bits() || (*g == 0.0 && *e == 0.0),
+                                        "generic: {g} vs {e}; window {:?}",
+                                        c.w
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(k > 1000, "{k} cases");
 }

@@ -96,6 +96,10 @@ pub struct DwRun {
     pub out_rows: usize,
     /// Elements between output rows (read when `out_rows == 2`).
     pub out_row: usize,
+    /// Output pixels per band of the 3×3 kernel's block-by-block sweep (rounded down to its
+    /// tile, at least one tile); 0 for the grouped order (see [`dw_conv3x3`]). The caller sizes
+    /// it so that a band's input and output lines of one channel block stay in L1.
+    pub band: usize,
     pub clamp: ClampF32,
 }
 
@@ -310,6 +314,338 @@ unsafe fn dw3x3_row<V: F32Simd, const P: usize, const P2: usize>(a: &DwRun, c: &
 /// Stride `S`, window `W` (see [`win`]; the input points at its first in-bounds tap), tiles
 /// of `P`, then 4, 2 and 1 pixels.
 ///
+/// Loop order: bands of [`DwRun::band`] pixels, channel blocks, the block's pixel tiles left
+/// to right. A block's weights and bias are loaded once per band and held in registers while
+/// it sweeps the band, so a tile loads only its input vectors, `rows·((Q−1)·S + cols)` for
+/// `rows·cols·Q` FMAs. The band keeps the lines a block reads in L1 for the next block, which
+/// reads the rest of the same lines. With `band == 0` the grouped order instead
+/// ([`dw_conv3x3_grouped`]), for pixel strides that map a row onto a few L1 sets.
+///
+/// # Safety
+/// As for [`dw3x3`], and the run's clip is `W`, its stride `S` (or it has one pixel).
+#[inline(always)]
+unsafe fn dw_conv3x3<V: F32Simd, const S: usize, const P: usize, const W: usize>(a: &DwRun) {
+    if a.band == 0 {
+        // SAFETY: the caller's contract.
+        return unsafe { dw_conv3x3_grouped::<V, S, P, W>(a) };
+    }
+    let l = V::LANES;
+    let blocks = a.channels.div_ceil(l);
+    // SAFETY: blocks hold channels of the run (the last possibly partial, its packed block
+    // zero-padded); the caller's contract, passed on block by block.
+    unsafe {
+        let step = (a.band / P).max(1) * P;
+        for s0 in (0..a.pixels).step_by(step) {
+            let span = (s0, (s0 + step).min(a.pixels));
+            for j in 0..blocks {
+                let c0 = j * l;
+                let n = l.min(a.channels - c0);
+                if n == l {
+                    dw3x3_sweep::<V, S, P, W, false>(a, c0, n, span);
+                } else {
+                    dw3x3_sweep::<V, S, P, W, true>(a, c0, n, span);
+                }
+            }
+        }
+    }
+}
+
+/// The clipped 3×3 window's filter taps of one packed block, `[ky][kx]` counted from the
+/// clip's first row and column (taps outside the clip are zero and unused).
+#[inline(always)]
+unsafe fn dw3x3_weights<V: F32Simd, const W: usize>(wb: *const f32) -> [[V; 3]; 3] {
+    let (r0, rows, k0, cols) = (W & 3, (W >> 2) & 3, (W >> 4) & 3, (W >> 6) & 3);
+    let l = V::LANES;
+    let mut wk = [[V::splat(0.0); 3]; 3];
+    // SAFETY: the block's ten vectors are readable (caller).
+    unsafe {
+        for (ky, wrow) in wk.iter_mut().enumerate().take(rows) {
+            for (kx, w) in wrow.iter_mut().enumerate().take(cols) {
+                *w = V::load(wb.add((1 + (r0 + ky) * 3 + k0 + kx) * l));
+            }
+        }
+    }
+    wk
+}
+
+/// Pixels `p0..p1` of the run for the block at channel `c0` (`n` channels), the weights in
+/// registers.
+#[inline(always)]
+unsafe fn dw3x3_sweep<
+    V: F32Simd,
+    const S: usize,
+    const P: usize,
+    const W: usize,
+    const TAIL: bool,
+>(
+    a: &DwRun,
+    c0: usize,
+    n: usize,
+    (p0, p1): (usize, usize),
+) {
+    let l = V::LANES;
+    // SAFETY: the block's packed taps and bias are readable, the pixels in the run (caller).
+    unsafe {
+        let wb = a.weights.add(c0 / l * 10 * l);
+        let wk = dw3x3_weights::<V, W>(wb);
+        let bias = V::load(wb);
+        let mut p = p0;
+        while p + P <= p1 {
+            dw3x3_tile::<V, S, P, W, TAIL>(a, &wk, bias, c0, p, n);
+            p += P;
+        }
+        if P > 4 && p + 4 <= p1 {
+            dw3x3_tile::<V, S, 4, W, TAIL>(a, &wk, bias, c0, p, n);
+            p += 4;
+        }
+        if P > 2 && p + 2 <= p1 {
+            dw3x3_tile::<V, S, 2, W, TAIL>(a, &wk, bias, c0, p, n);
+            p += 2;
+        }
+        while P > 1 && p < p1 {
+            dw3x3_tile::<V, S, 1, W, TAIL>(a, &wk, bias, c0, p, n);
+            p += 1;
+        }
+    }
+}
+
+/// Two output rows of a full-window run at stride `S`, tiles of `P`, then 4, 2 and 1 pixels.
+/// Each input row loaded feeds both output rows where their windows overlap (one row at
+/// stride 2, two at stride 1), so a tile loads `(S + 3)·((Q−1)·S + 3)` input vectors for `18·Q`
+/// FMAs instead of `6·((Q−1)·S + 3)`. Loop order as in [`dw_conv3x3`]: bands, blocks, each
+/// sweeping the band of both rows with its weights in registers.
+///
+/// # Safety
+/// As for [`dw3x3`], with two output rows, full 3×3 windows and stride `S` both ways.
+#[inline(always)]
+unsafe fn dw_conv3x3_rows2<V: F32Simd, const S: usize, const P: usize>(a: &DwRun) {
+    if a.band == 0 {
+        // SAFETY: the caller's contract.
+        return unsafe { dw_conv3x3_rows2_grouped::<V, S, P>(a) };
+    }
+    let l = V::LANES;
+    let blocks = a.channels.div_ceil(l);
+    // SAFETY: as for `dw_conv3x3`, for both rows.
+    unsafe {
+        let step = (a.band / P).max(1) * P;
+        for s0 in (0..a.pixels).step_by(step) {
+            let span = (s0, (s0 + step).min(a.pixels));
+            for j in 0..blocks {
+                let c0 = j * l;
+                let n = l.min(a.channels - c0);
+                if n == l {
+                    dw3x3_sweep2::<V, S, P, false>(a, c0, n, span);
+                } else {
+                    dw3x3_sweep2::<V, S, P, true>(a, c0, n, span);
+                }
+            }
+        }
+    }
+}
+
+/// Pixels `p0..p1` of both rows of the run for the block at channel `c0` (`n` channels), the
+/// weights in registers.
+#[inline(always)]
+unsafe fn dw3x3_sweep2<V: F32Simd, const S: usize, const P: usize, const TAIL: bool>(
+    a: &DwRun,
+    c0: usize,
+    n: usize,
+    (p0, p1): (usize, usize),
+) {
+    let l = V::LANES;
+    // SAFETY: the block's packed taps and bias are readable, the pixels in the run (caller).
+    unsafe {
+        let wb = a.weights.add(c0 / l * 10 * l);
+        let wk = dw3x3_weights::<V, { win(0, 3, 0, 3) }>(wb);
+        let bias = V::load(wb);
+        let mut p = p0;
+        while p + P <= p1 {
+            dw3x3_tile2::<V, S, P, TAIL>(a, &wk, bias, c0, p, n);
+            p += P;
+        }
+        if P > 4 && p + 4 <= p1 {
+            dw3x3_tile2::<V, S, 4, TAIL>(a, &wk, bias, c0, p, n);
+            p += 4;
+        }
+        if P > 2 && p + 2 <= p1 {
+            dw3x3_tile2::<V, S, 2, TAIL>(a, &wk, bias, c0, p, n);
+            p += 2;
+        }
+        while P > 1 && p < p1 {
+            dw3x3_tile2::<V, S, 1, TAIL>(a, &wk, bias, c0, p, n);
+            p += 1;
+        }
+    }
+}
+
+/// One input row's contribution to `Q` pixels: to the upper output row's accumulators with
+/// filter row `w0` when `UP`, to the lower one's with `w1` when `DOWN`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn dw3x3_row2<
+    V: F32Simd,
+    const S: usize,
+    const Q: usize,
+    const TAIL: bool,
+    const UP: bool,
+    const DOWN: bool,
+>(
+    row: *const f32,
+    in_px: usize,
+    n: usize,
+    wk0: &[V; 3],
+    wk1: &[V; 3],
+    acc0: &mut [V; Q],
+    acc1: &mut [V; Q],
+) {
+    // SAFETY: the row's (Q − 1)·S + 3 pixels are readable (caller).
+    unsafe {
+        for col in 0..(Q - 1) * S + 3 {
+            let ptr = row.add(col * in_px);
+            let x = if TAIL {
+                V::load_part(ptr, n)
+            } else {
+                V::load(ptr)
+            };
+            for q in 0..Q {
+                if col >= q * S && col - q * S < 3 {
+                    if UP {
+                        acc0[q] = x.mul_add(wk0[col - q * S], acc0[q]);
+                    }
+                    if DOWN {
+                        acc1[q] = x.mul_add(wk1[col - q * S], acc1[q]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `Q` adjacent pixels of two output rows of one channel block, its taps `wk` and bias in
+/// registers. Input row `i` (from the upper row's first) is filter row `i` of the upper output
+/// row and filter row `i − S` of the lower one; each pixel still sums its taps in row-major
+/// order.
+#[inline(always)]
+unsafe fn dw3x3_tile2<V: F32Simd, const S: usize, const Q: usize, const TAIL: bool>(
+    a: &DwRun,
+    wk: &[[V; 3]; 3],
+    bias: V,
+    c0: usize,
+    p: usize,
+    n: usize,
+) {
+    // SAFETY: both rows' pixels p..p+Q and their full windows are in bounds (caller).
+    unsafe {
+        let src = a.input.add(p * S * a.in_px + c0);
+        let row = |i: usize| src.add(i * a.in_row);
+        let mut acc0 = [V::splat(0.0); Q];
+        let mut acc1 = [V::splat(0.0); Q];
+        // Rows only the upper output row reads, then the shared ones, then the lower row's
+        // own.
+        for i in 0..S {
+            dw3x3_row2::<V, S, Q, TAIL, true, false>(
+                row(i),
+                a.in_px,
+                n,
+                &wk[i],
+                &wk[0],
+                &mut acc0,
+                &mut acc1,
+            );
+        }
+        for i in S..3 {
+            dw3x3_row2::<V, S, Q, TAIL, true, true>(
+                row(i),
+                a.in_px,
+                n,
+                &wk[i],
+                &wk[i - S],
+                &mut acc0,
+                &mut acc1,
+            );
+        }
+        for i in 3..3 + S {
+            dw3x3_row2::<V, S, Q, TAIL, false, true>(
+                row(i),
+                a.in_px,
+                n,
+                &wk[0],
+                &wk[i - S],
+                &mut acc0,
+                &mut acc1,
+            );
+        }
+        let (lo, hi) = (V::splat(a.clamp.lo), V::splat(a.clamp.hi));
+        for (r, acc) in [acc0, acc1].iter().enumerate() {
+            for (q, acc) in acc.iter().enumerate() {
+                let y = clamp(acc.add(bias), lo, hi, a.clamp.nan_to_lo);
+                let dst = a.output.add(r * a.out_row + (p + q) * a.out_px + c0);
+                if TAIL {
+                    y.store_part(dst, n)
+                } else {
+                    y.store(dst)
+                }
+            }
+        }
+    }
+}
+
+/// `Q` adjacent output pixels of one channel block, its clipped filter taps `wk` and bias
+/// in registers. Each loaded input vector feeds every pixel whose window covers it (up to 3 at
+/// stride 1), so a full-window pass loads `3·((Q−1)·S + 3)` input vectors for `9·Q` FMAs. Per
+/// pixel the taps are still summed in row-major order, then the bias.
+#[inline(always)]
+unsafe fn dw3x3_tile<
+    V: F32Simd,
+    const S: usize,
+    const Q: usize,
+    const W: usize,
+    const TAIL: bool,
+>(
+    a: &DwRun,
+    wk: &[[V; 3]; 3],
+    bias: V,
+    c0: usize,
+    p: usize,
+    n: usize,
+) {
+    let (rows, cols) = ((W >> 2) & 3, (W >> 6) & 3);
+    // SAFETY: the pixels p..p+Q of the run and their clipped windows are in bounds (caller).
+    unsafe {
+        let src = a.input.add(p * S * a.in_px + c0);
+        let mut acc = [V::splat(0.0); Q];
+        for (ky, wk) in wk.iter().enumerate().take(rows) {
+            let row = src.add(ky * a.in_row);
+            for col in 0..(Q - 1) * S + cols {
+                let ptr = row.add(col * a.in_px);
+                let x = if TAIL {
+                    V::load_part(ptr, n)
+                } else {
+                    V::load(ptr)
+                };
+                for (q, acc) in acc.iter_mut().enumerate() {
+                    if col >= q * S && col - q * S < cols {
+                        *acc = x.mul_add(wk[col - q * S], *acc);
+                    }
+                }
+            }
+        }
+        let (lo, hi) = (V::splat(a.clamp.lo), V::splat(a.clamp.hi));
+        for (q, acc) in acc.iter().enumerate() {
+            let y = clamp(acc.add(bias), lo, hi, a.clamp.nan_to_lo);
+            let dst = a.output.add((p + q) * a.out_px + c0);
+            if TAIL {
+                y.store_part(dst, n)
+            } else {
+                y.store(dst)
+            }
+        }
+    }
+}
+
+/// The grouped order of [`dw_conv3x3`], for runs without a band ([`DwRun::band`] 0): stride
+/// `S`, window `W`, tiles of `P`, then 4, 2 and 1 pixels.
+///
 /// Loop order: groups of [`DW_GROUP_BLOCKS`] channel blocks, pixel tiles, blocks. A tile's
 /// input of one group is a few contiguous lines per pixel (sweeping one block across a whole
 /// row instead would stride by the pixel size, which for 512 or 1024 channels is 2 or 4 KiB
@@ -319,7 +655,9 @@ unsafe fn dw3x3_row<V: F32Simd, const P: usize, const P2: usize>(a: &DwRun, c: &
 /// # Safety
 /// As for [`dw3x3`], and the run's clip is `W`, its stride `S` (or it has one pixel).
 #[inline(always)]
-unsafe fn dw_conv3x3<V: F32Simd, const S: usize, const P: usize, const W: usize>(a: &DwRun) {
+unsafe fn dw_conv3x3_grouped<V: F32Simd, const S: usize, const P: usize, const W: usize>(
+    a: &DwRun,
+) {
     let blocks = a.channels.div_ceil(V::LANES);
     // SAFETY: the caller's contract, passed on tile by tile.
     unsafe {
@@ -346,7 +684,8 @@ unsafe fn dw_conv3x3<V: F32Simd, const S: usize, const P: usize, const W: usize>
     }
 }
 
-/// Two output rows of a full-window run at stride `S`, tiles of `P`, then 4, 2 and 1 pixels.
+/// The grouped order of [`dw_conv3x3_rows2`]: two output rows of a full-window run at stride
+/// `S`, tiles of `P`, then 4, 2 and 1 pixels.
 /// Each input row loaded feeds both output rows where their windows overlap (one row at
 /// stride 2, two at stride 1), so a tile loads `(S + 3)·((Q−1)·S + 3)` input vectors for `18·Q`
 /// FMAs instead of `6·((Q−1)·S + 3)`: on the 512- and 1024-channel layers, whose pixel stride
@@ -355,7 +694,7 @@ unsafe fn dw_conv3x3<V: F32Simd, const S: usize, const P: usize, const W: usize>
 /// # Safety
 /// As for [`dw3x3`], with two output rows, full 3×3 windows and stride `S` both ways.
 #[inline(always)]
-unsafe fn dw_conv3x3_rows2<V: F32Simd, const S: usize, const P: usize>(a: &DwRun) {
+unsafe fn dw_conv3x3_rows2_grouped<V: F32Simd, const S: usize, const P: usize>(a: &DwRun) {
     let blocks = a.channels.div_ceil(V::LANES);
     // SAFETY: the caller's contract, passed on tile by tile.
     unsafe {
@@ -398,9 +737,9 @@ unsafe fn dw3x3_group2<V: F32Simd, const S: usize, const Q: usize>(
             let n = l.min(a.channels - c0);
             let wb = a.weights.add(j * 10 * l);
             if n == l {
-                dw3x3_tile2::<V, S, Q, false>(a, wb, c0, p, n);
+                dw3x3_tile2_grouped::<V, S, Q, false>(a, wb, c0, p, n);
             } else {
-                dw3x3_tile2::<V, S, Q, true>(a, wb, c0, p, n);
+                dw3x3_tile2_grouped::<V, S, Q, true>(a, wb, c0, p, n);
             }
         }
     }
@@ -409,7 +748,7 @@ unsafe fn dw3x3_group2<V: F32Simd, const S: usize, const Q: usize>(
 /// One input row's contribution to `Q` pixels: to the upper output row's accumulators with
 /// filter row `w0` when `UP`, to the lower one's with `w1` when `DOWN`.
 #[inline(always)]
-unsafe fn dw3x3_row2<
+unsafe fn dw3x3_row2_grouped<
     V: F32Simd,
     const S: usize,
     const Q: usize,
@@ -463,7 +802,7 @@ unsafe fn dw3x3_row2<
 /// row's first) is filter row `i` of the upper output row and filter row `i − S` of the lower
 /// one; each pixel still sums its taps in row-major order.
 #[inline(always)]
-unsafe fn dw3x3_tile2<V: F32Simd, const S: usize, const Q: usize, const TAIL: bool>(
+unsafe fn dw3x3_tile2_grouped<V: F32Simd, const S: usize, const Q: usize, const TAIL: bool>(
     a: &DwRun,
     wb: *const f32,
     c0: usize,
@@ -480,10 +819,10 @@ unsafe fn dw3x3_tile2<V: F32Simd, const S: usize, const Q: usize, const TAIL: bo
         let mut acc0 = [V::splat(0.0); Q];
         let mut acc1 = [V::splat(0.0); Q];
         // Rows only the upper output row reads, then the shared ones, then the lower row's
-        // own; counts behind `black_box` keep each group a loop (see `dw3x3_tile`).
+        // own; counts behind `black_box` keep each group a loop (see `dw3x3_tile_grouped`).
         let upper_only = std::hint::black_box(S);
         for i in 0..upper_only {
-            dw3x3_row2::<V, S, Q, TAIL, true, false>(
+            dw3x3_row2_grouped::<V, S, Q, TAIL, true, false>(
                 row(i),
                 a.in_px,
                 n,
@@ -495,7 +834,7 @@ unsafe fn dw3x3_tile2<V: F32Simd, const S: usize, const Q: usize, const TAIL: bo
         }
         let shared = std::hint::black_box(3 - S);
         for i in S..S + shared {
-            dw3x3_row2::<V, S, Q, TAIL, true, true>(
+            dw3x3_row2_grouped::<V, S, Q, TAIL, true, true>(
                 row(i),
                 a.in_px,
                 n,
@@ -507,7 +846,7 @@ unsafe fn dw3x3_tile2<V: F32Simd, const S: usize, const Q: usize, const TAIL: bo
         }
         let lower_only = std::hint::black_box(S);
         for i in 3..3 + lower_only {
-            dw3x3_row2::<V, S, Q, TAIL, false, true>(
+            dw3x3_row2_grouped::<V, S, Q, TAIL, false, true>(
                 row(i),
                 a.in_px,
                 n,
@@ -550,9 +889,9 @@ unsafe fn dw3x3_group<V: F32Simd, const S: usize, const Q: usize, const W: usize
             let n = l.min(a.channels - c0);
             let wb = a.weights.add(j * 10 * l);
             if n == l {
-                dw3x3_tile::<V, S, Q, W, false>(a, wb, c0, p, n);
+                dw3x3_tile_grouped::<V, S, Q, W, false>(a, wb, c0, p, n);
             } else {
-                dw3x3_tile::<V, S, Q, W, true>(a, wb, c0, p, n);
+                dw3x3_tile_grouped::<V, S, Q, W, true>(a, wb, c0, p, n);
             }
         }
     }
@@ -563,7 +902,7 @@ unsafe fn dw3x3_group<V: F32Simd, const S: usize, const Q: usize, const W: usize
 /// `3·((Q−1)·S + 3)` input vectors for `9·Q` FMAs. Per pixel the taps are still summed in
 /// row-major order.
 #[inline(always)]
-unsafe fn dw3x3_tile<
+unsafe fn dw3x3_tile_grouped<
     V: F32Simd,
     const S: usize,
     const Q: usize,

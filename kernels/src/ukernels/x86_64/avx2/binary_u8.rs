@@ -1,12 +1,13 @@
 //! AVX2 same-shape quant8 ADD, SUB and MUL ([`crate::ukernels::quant8::U8Binary`]): 16
 //! elements per step, in int32 lanes, with the exact requantization of the convolutions
-//! ([`super::requant256_q`]) for each input's rescale and for the output; a tail shorter than
-//! a step goes through zero-padded copies on the stack, so nothing past `n` is read or written.
+//! ([`super::requant256_q`]) for the output and an exact 32-bit form of each input's rescale
+//! ([`rescale8`]); a tail shorter than a step goes through zero-padded copies on the stack, so
+//! nothing past `n` is read or written.
 
 use std::arch::x86_64::*;
 
 use super::{narrow16, narrow16_consts, requant256_q, rq256, store16, Narrow16, Rq256};
-use crate::ukernels::quant8::{Requant8, U8Binary, U8BinaryKernel, U8BinaryOp};
+use crate::ukernels::quant8::{U8Binary, U8BinaryKernel, U8BinaryOp};
 
 pub(super) const U8_BINARY: U8BinaryKernel = U8BinaryKernel {
     kernel: u8_binary_avx2,
@@ -21,22 +22,53 @@ struct Consts {
     op: U8BinaryOp,
     a_zp: __m256i,
     b_zp: __m256i,
-    a: Rq256,
-    b: Rq256,
+    a: Rescale,
+    b: Rescale,
     out: Rq256,
     narrow: Narrow16,
 }
 
-/// An input rescale as a requantizer: multiplier and shift only (the zero point and bounds
-/// are unused by [`requant256_q`]).
-fn input_rq(mult: i32, shift: u32) -> Requant8 {
-    Requant8 {
-        multiplier: mult,
-        shift,
-        zero_point: 0,
-        lo: 0,
-        hi: 0,
+/// One input's rescale ([`U8Binary::rescale`]) in registers: the multiplier `m` split as
+/// `mh · 2^11 + ml` (`ml` in 0..2^11), and the rounding of the right shift `s`.
+struct Rescale {
+    mh: __m256i,
+    /// `ml` and 2^10 as the int16 pair each int32 lane of `(dx, 1)` is multiplied with.
+    ml_round: __m256i,
+    /// 2^(s−1), or 0 when `s` is 0.
+    half: __m256i,
+    /// All ones when `s ≥ 1` (a negative value then rounds its ties down), else 0.
+    neg: __m256i,
+    shift: __m128i,
+}
+
+#[target_feature(enable = "avx2,fma")]
+fn rescale_consts(mult: i32, shift: u32) -> Rescale {
+    let ml = mult & 0x7FF;
+    Rescale {
+        mh: _mm256_set1_epi32(mult >> 11),
+        ml_round: _mm256_set1_epi32(1 << 26 | ml),
+        half: _mm256_set1_epi32(if shift == 0 { 0 } else { 1 << (shift - 1) }),
+        neg: _mm256_set1_epi32(if shift == 0 { 0 } else { -1 }),
+        shift: _mm_cvtsi32_si128(shift as i32),
     }
+}
+
+/// [`U8Binary::rescale`] of 8 centred inputs `dx` (|dx| ≤ 255), exactly, in 32-bit lanes.
+///
+/// SaturatingRoundingDoublingHighMul of `dx · 2^20` is `floor((dx · m + 2^10) / 2^11)` (it
+/// never saturates: `dx · 2^20` is not `i32::MIN`), which the split of `m` makes
+/// `dx · mh + floor((dx · ml + 2^10) / 2^11)`: `|dx · mh| ≤ 255 · 2^20` and `dx · ml + 2^10`
+/// (one `vpmaddwd` of `(dx, 1)` with `(ml, 2^10)`) are exact in int32. RoundingDivideByPOT
+/// of that `h` by `s ≥ 1` rounds half away from zero, `floor((h + 2^(s−1) − [h < 0]) / 2^s)`,
+/// an arithmetic shift right; `h` is below 2^28 in magnitude, so nothing overflows.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn rescale8(dx: __m256i, c: &Rescale) -> __m256i {
+    let pair = _mm256_blend_epi16::<0xAA>(dx, _mm256_set1_epi32(1 << 16));
+    let low = _mm256_srai_epi32::<11>(_mm256_madd_epi16(pair, c.ml_round));
+    let h = _mm256_add_epi32(_mm256_mullo_epi32(dx, c.mh), low);
+    let sign = _mm256_and_si256(_mm256_srai_epi32::<31>(h), c.neg);
+    _mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(h, c.half), sign), c.shift)
 }
 
 /// 8 elements, `x` and `y` zero-extended to int32 lanes: the output's rounded quotient
@@ -47,12 +79,9 @@ fn quotient8(x: __m256i, y: __m256i, c: &Consts) -> __m256i {
     let dx = _mm256_sub_epi32(x, c.a_zp);
     let dy = _mm256_sub_epi32(y, c.b_zp);
     let acc = match c.op {
-        // |dx|, |dy| ≤ 255, so the shifted values and the product are exact in int32; each
-        // rescaled input is below 2^28 in magnitude, so their sum does not overflow.
-        U8BinaryOp::AddSub => _mm256_add_epi32(
-            requant256_q(_mm256_slli_epi32::<20>(dx), &c.a),
-            requant256_q(_mm256_slli_epi32::<20>(dy), &c.b),
-        ),
+        // Each rescaled input is below 2^28 in magnitude, so their sum does not overflow;
+        // |dx|, |dy| ≤ 255, so the product is exact in int32.
+        U8BinaryOp::AddSub => _mm256_add_epi32(rescale8(dx, &c.a), rescale8(dy, &c.b)),
         U8BinaryOp::Mul => _mm256_mullo_epi32(dx, dy),
     };
     requant256_q(acc, &c.out)
@@ -82,8 +111,8 @@ unsafe fn u8_binary_avx2(a: *const u8, b: *const u8, out: *mut u8, n: usize, p: 
         op: p.op,
         a_zp: _mm256_set1_epi32(p.a_zp),
         b_zp: _mm256_set1_epi32(p.b_zp),
-        a: rq256(&input_rq(p.a_mult, p.a_shift)),
-        b: rq256(&input_rq(p.b_mult, p.b_shift)),
+        a: rescale_consts(p.a_mult, p.a_shift),
+        b: rescale_consts(p.b_mult, p.b_shift),
         out: rq256(&p.out),
         narrow: narrow16_consts(&p.out),
     };

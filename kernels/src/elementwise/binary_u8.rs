@@ -496,6 +496,96 @@ mod tests {
         }
     }
 
+    /// The vector kernels against [`U8Binary::apply`] on all 65,536 pairs for constants the
+    /// quantization parameters above do not reach: input multipliers of both signs at the
+    /// ends of their range (and 0), every input shift class from 0 to 31, output multipliers
+    /// and shifts at their ends, zero points 0/128/255 and narrow and full activation bounds.
+    #[test]
+    fn vector_kernels_match_the_scalar_form_at_the_edges() {
+        let mults = [
+            0,
+            1 << 30,
+            -(1 << 30),
+            i32::MAX,
+            -i32::MAX,
+            i32::MIN,
+            0x5A5A_5A5B,
+            -0x4321_0FED,
+        ];
+        let outs = [
+            (1 << 30, 0, 0, 0, 255),
+            (i32::MAX, 31, 128, -128, 127),
+            (0x6000_0001, 7, 255, -255, 0),
+            (1 << 30, 1, 3, 0, 6),
+            (0x7654_3210, 12, 128, -1, 1),
+        ];
+        let (x, y) = all_pairs();
+        let mut checked = 0;
+        for uk in tables().into_iter().filter(|t| t.u8_binary.is_some()) {
+            for (i, &(multiplier, shift, zero_point, lo, hi)) in outs.iter().enumerate() {
+                let out = Requant8 {
+                    multiplier,
+                    shift,
+                    zero_point,
+                    lo,
+                    hi,
+                };
+                let zps = [(0, 255), (128, 128), (255, 0)][i % 3];
+                let mut ps = vec![U8Binary {
+                    op: U8BinaryOp::Mul,
+                    a_zp: zps.0,
+                    b_zp: zps.1,
+                    a_mult: 0,
+                    a_shift: 0,
+                    b_mult: 0,
+                    b_shift: 0,
+                    out,
+                }];
+                for (j, &a_mult) in mults.iter().enumerate() {
+                    for a_shift in [0, 1, 2, 11, 30, 31] {
+                        ps.push(U8Binary {
+                            op: U8BinaryOp::AddSub,
+                            a_mult,
+                            a_shift,
+                            b_mult: mults[(j + 3) % mults.len()],
+                            b_shift: [31, 0, 5, 1, 19, 2][a_shift as usize % 6],
+                            ..ps[0]
+                        });
+                    }
+                }
+                for p in ps {
+                    let vector = PackedBinaryU8 {
+                        form: Form::Lanes(p, uk.u8_binary),
+                    };
+                    let mut got = vec![0u8; x.len()];
+                    vector.apply(&x, &y, &mut got);
+                    for (k, &g) in got.iter().enumerate() {
+                        assert_eq!(
+                            g,
+                            p.apply(x[k], y[k]),
+                            "{} {p:?} at {}, {}",
+                            uk.isa,
+                            x[k],
+                            y[k]
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        let levels = tables().iter().filter(|t| t.u8_binary.is_some()).count();
+        assert_eq!(checked, levels * 5 * (1 + 8 * 6));
+    }
+
+    /// On x86_64 every level from AVX2 up has a vector kernel, so the tests above run it.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_and_up_have_the_vector_kernel() {
+        for uk in tables() {
+            assert_eq!(uk.u8_binary.is_some(), uk.isa >= Isa::Avx2, "{}", uk.isa);
+        }
+    }
+
     #[test]
     fn scalar_form_is_the_reference() {
         let q = (

@@ -12,6 +12,7 @@ use crate::ukernels::quant8::{
 };
 use crate::ukernels::{F32Gemm, F32GemmArgs, F32GemmFn, Ukernels};
 
+mod binary_u8;
 mod convert_u8;
 pub mod f32_small;
 
@@ -19,6 +20,7 @@ pub mod f32_small;
 pub(crate) fn fill(t: &mut Ukernels) {
     t.f32_gemm = F32_GEMM;
     f32_small::fill_f32_small(t);
+    t.u8_binary = Some(binary_u8::U8_BINARY);
     t.u8_convert = Some(convert_u8::U8_CONVERT);
     t.u8_gemm = U8Gemm {
         mr: U8_MR,

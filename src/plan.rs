@@ -167,22 +167,8 @@ struct Step {
     packed: Option<Packed>,
     /// A RESHAPE whose output aliases its input: nothing to do.
     aliased: bool,
-    /// Part of a pair run as one pass (static plans; see [`Plan::plan_fusions`]).
-    fusion: Fusion,
     /// Output positions in increasing arena offset (static plans), for carving the arena.
     out_order: SmallVec<[usize; 4]>,
-}
-
-/// How a step takes part in a fused pair of steps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fusion {
-    /// Runs alone.
-    None,
-    /// Runs itself and the next step in one pass ([`executor::run_fused_f32`]), writing only
-    /// the next step's outputs.
-    Head,
-    /// Done by the step before it.
-    Tail,
 }
 
 /// A stored packed entry that is not what operation `k` packs.
@@ -241,14 +227,7 @@ impl Plan {
     ) -> HalResult<Plan> {
         let mut plan = Plan::compile_steps(model, constants, kernels, stored)?;
         plan.work = plan.estimated_work();
-        plan.plan_fusions();
         plan.layout = plan.plan_arena(threads)?;
-        if plan.layout.is_none() {
-            // Only the arena path runs fused pairs.
-            for step in &mut plan.steps {
-                step.fusion = Fusion::None;
-            }
-        }
         plan.release_packed_constants();
         Ok(plan)
     }
@@ -331,7 +310,6 @@ impl Plan {
                     params: None,
                     packed: None,
                     aliased: false,
-                    fusion: Fusion::None,
                     out_order: SmallVec::new(),
                 });
                 continue;
@@ -377,7 +355,6 @@ impl Plan {
                 params,
                 packed,
                 aliased: false,
-                fusion: Fusion::None,
                 out_order: SmallVec::new(),
             });
         }
@@ -445,15 +422,6 @@ impl Plan {
         self.layout.as_ref().map_or(0, |l| l.bytes)
     }
 
-    /// By operation, whether it runs as one pass with the operation after it (which then
-    /// takes no time of its own in a profile); see [`Plan::plan_fusions`].
-    pub fn fused_with_next(&self) -> Vec<bool> {
-        self.steps
-            .iter()
-            .map(|s| s.fusion == Fusion::Head)
-            .collect()
-    }
-
     /// Per step, the name of the registration chosen for it (for profiles).
     pub fn kernel_names(&self) -> Vec<&'static str> {
         self.steps
@@ -464,61 +432,6 @@ impl Plan {
                 (None, _) => "WHILE",
             })
             .collect()
-    }
-
-    /// Marks the pairs of consecutive steps that run as one pass: a float32 pointwise CONV_2D
-    /// and the DEPTHWISE_CONV_2D right after it that alone reads its output, which is no model
-    /// output and no float16 value (those are rounded after each step), when the executor
-    /// takes the pair ([`executor::fuses_f32`]). The intermediate keeps its arena slot but is
-    /// never written; the head's inputs stay live until the tail's time.
-    fn plan_fusions(&mut self) {
-        let m = &self.model;
-        let mut readers = vec![0usize; m.operands.len()];
-        for op in &m.operations {
-            for &i in &op.inputs {
-                readers[i] += 1;
-            }
-        }
-        let mut k = 0;
-        while k + 1 < self.steps.len() {
-            let (head, tail) = (&self.steps[k], &self.steps[k + 1]);
-            let (hop, top) = (&m.operations[head.op], &m.operations[tail.op]);
-            let pair = match (
-                &head.params,
-                &tail.params,
-                &hop.outputs[..],
-                &top.outputs[..],
-            ) {
-                (Some(hp), Some(tp), &[mid], &[out])
-                    if head.imp.is_some()
-                        && tail.imp.is_some()
-                        && top.inputs.first() == Some(&mid)
-                        && readers[mid] == 1
-                        && !m.outputs.contains(&mid)
-                        && !m.half.get(mid).copied().unwrap_or(true) =>
-                {
-                    match (m.static_dims[mid].as_deref(), m.static_dims[out].as_deref()) {
-                        (Some(md), Some(od)) => executor::fuses_f32(
-                            &hp.params,
-                            head.packed.as_ref(),
-                            md,
-                            &tp.params,
-                            tail.packed.as_ref(),
-                            od,
-                        ),
-                        _ => false,
-                    }
-                }
-                _ => false,
-            };
-            if pair {
-                self.steps[k].fusion = Fusion::Head;
-                self.steps[k + 1].fusion = Fusion::Tail;
-                k += 2;
-            } else {
-                k += 1;
-            }
-        }
     }
 
     fn estimated_work(&self) -> Option<u64> {
@@ -608,16 +521,9 @@ impl Plan {
         }
         for (k, step) in self.steps.iter().enumerate() {
             let op = &m.operations[step.op];
-            // A fused pair's head reads its inputs while the tail's outputs are written.
-            let read_until = if step.fusion == Fusion::Head {
-                k + 2
-            } else {
-                k + 1
-            };
             for &i in &op.inputs {
                 if self.constants[i].is_none() && !not_in_arena(m.operands[i].lifetime) {
                     touch(i, k + 1);
-                    touch(i, read_until);
                 }
             }
             for &o in &op.outputs {
@@ -666,16 +572,7 @@ impl Plan {
         }
         // Every step's outputs must be disjoint from each other and from its inputs: the
         // arena is carved on that promise.
-        for k in 0..self.steps.len() {
-            // A fused tail's outputs are written while its head's inputs are read.
-            let head_inputs: &[usize] = match self.steps[k].fusion {
-                Fusion::Tail => &m.operations[self.steps[k - 1].op].inputs,
-                _ => &[],
-            };
-            let step = &mut self.steps[k];
-            if step.aliased {
-                continue;
-            }
+        for step in self.steps.iter_mut().filter(|s| !s.aliased) {
             let op = &m.operations[step.op];
             let region = |o: usize| match &homes[o] {
                 Home::Arena(r) => Some(*r),
@@ -693,7 +590,6 @@ impl Plan {
                     || op
                         .inputs
                         .iter()
-                        .chain(head_inputs)
                         .filter_map(|&i| region(i))
                         .any(|ri| ra.overlaps(&ri));
                 if clash {
@@ -779,21 +675,14 @@ impl Plan {
                 Edge::of(m, m.inputs[pos]),
             )?;
         }
-        for (k, step) in self.steps.iter().enumerate() {
-            if step.aliased || step.fusion == Fusion::Tail {
+        for step in &self.steps {
+            if step.aliased {
                 if let Some(times) = profile.as_deref_mut() {
                     times.push(Duration::ZERO);
                 }
                 continue;
             }
             let started = profile.is_some().then(Instant::now);
-            if step.fusion == Fusion::Head {
-                self.run_fused(layout, arena, step, &self.steps[k + 1])?;
-                if let (Some(times), Some(t0)) = (profile.as_deref_mut(), started) {
-                    times.push(t0.elapsed());
-                }
-                continue;
-            }
             let op = &m.operations[step.op];
             let inferred = step
                 .params
@@ -850,65 +739,6 @@ impl Plan {
     }
 
     /// Runs one step's registration on bound values.
-    /// Runs a fused pair (see [`Plan::plan_fusions`]): the head's inputs and the tail's
-    /// inputs as read-only views of the arena around the tail's outputs, which are the only
-    /// values written.
-    fn run_fused(
-        &self,
-        layout: &Layout,
-        arena: &mut [u8],
-        head: &Step,
-        tail: &Step,
-    ) -> HalResult<()> {
-        let m = &self.model;
-        let (hop, top) = (&m.operations[head.op], &m.operations[tail.op]);
-        let (Some(hp), Some(tp)) = (&head.params, &tail.params) else {
-            return Err(layout_error());
-        };
-        let (outs, gaps) = carve(arena, &layout.homes, &top.outputs, &tail.out_order)?;
-        let views = |inputs: &[usize]| -> HalResult<SmallVec<[Option<TensorRef>; 4]>> {
-            inputs
-                .iter()
-                .map(|&i| {
-                    Ok(match &layout.homes[i] {
-                        Home::Absent => None,
-                        Home::Constant(t) => Some(t.view()),
-                        Home::Arena(r) => Some(TensorRef {
-                            dims: m.static_dims[i].as_deref().unwrap_or(&[]),
-                            data: view(find(&gaps, r)?, r.elem)?,
-                        }),
-                    })
-                })
-                .collect()
-        };
-        let (head_values, tail_values) = (views(&hop.inputs)?, views(&top.inputs)?);
-        let mut out_views: SmallVec<[TensorMut; 1]> = SmallVec::new();
-        for ((bytes, r), dims) in outs.into_iter().zip(&tp.outputs) {
-            out_views.push(TensorMut {
-                dims,
-                data: view_mut(bytes, r.elem)?,
-            });
-        }
-        let head_call = Call {
-            model: m,
-            op: hop,
-            params: &hp.params,
-            packed: head.packed.as_ref(),
-            kernels: self.kernels,
-            values: &head_values,
-        };
-        let tail_call = Call {
-            model: m,
-            op: top,
-            params: &tp.params,
-            packed: tail.packed.as_ref(),
-            kernels: self.kernels,
-            values: &tail_values,
-        };
-        executor::run_fused_f32(&head_call, &tail_call, &mut out_views)?;
-        round_half_outputs(m, &top.outputs, &mut out_views)
-    }
-
     fn invoke(
         &self,
         step: &Step,

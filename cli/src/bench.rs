@@ -1392,48 +1392,24 @@ fn profile(
     }
     let medians: Vec<f64> = times.iter().map(|t| Stats::of(t).median).collect();
     let total: f64 = medians.iter().sum();
-    // A pair the plan runs as one pass shows as one row (the first operation's index, the
-    // second one's output, both costs) and the second row as part of it.
-    let fused = prepared.plan().fused_with_next();
-    let name = |k: usize| {
-        let ty = model.operations[k].operation_type;
-        OperationType::from_raw(ty).map_or_else(|| format!("type {ty}"), |t| t.name().into())
-    };
-    let output_dims = |k: usize| {
-        model.operations[k]
-            .outputs
-            .first()
-            .map(|&o| model.operands[o as usize].dimensions.clone())
-            .unwrap_or_default()
-    };
-    Ok((0..n)
-        .map(|k| {
-            let head = fused.get(k).copied().unwrap_or(false) && k + 1 < n;
-            let tail = k > 0 && fused.get(k - 1).copied().unwrap_or(false);
-            ProfileRow {
-                index: k,
-                operation: if head {
-                    format!("{}+{}", name(k), name(k + 1))
-                } else if tail {
-                    format!("  (in #{})", k - 1)
-                } else {
-                    name(k)
-                },
-                output_dims: output_dims(if head { k + 1 } else { k }),
-                median_us: medians[k],
-                share: if total > 0.0 { medians[k] / total } else { 0.0 },
-                cost: match (head, tail) {
-                    (true, _) => OpCost {
-                        macs: costs[k].macs + costs[k + 1].macs,
-                        ..costs[k]
-                    },
-                    (_, true) => OpCost {
-                        macs: 0,
-                        ..costs[k]
-                    },
-                    _ => costs[k],
-                },
-            }
+    Ok(model
+        .operations
+        .iter()
+        .enumerate()
+        .map(|(k, op)| ProfileRow {
+            index: k,
+            operation: OperationType::from_raw(op.operation_type).map_or_else(
+                || format!("type {}", op.operation_type),
+                |t| t.name().into(),
+            ),
+            output_dims: op
+                .outputs
+                .first()
+                .map(|&o| model.operands[o as usize].dimensions.clone())
+                .unwrap_or_default(),
+            median_us: medians[k],
+            share: if total > 0.0 { medians[k] / total } else { 0.0 },
+            cost: costs[k],
         })
         .collect())
 }

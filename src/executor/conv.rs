@@ -29,7 +29,6 @@ use nnhal_hal::{HalResult, OperandType, OperationType};
 use nnhal_kernels::conv::dw_f32::{self, PackedDwF32};
 use nnhal_kernels::conv::dw_u8::{self, PackedDwU8};
 use nnhal_kernels::conv::f32::{self as fast_f32, PackedConvF32};
-use nnhal_kernels::conv::fused as fused_f32;
 use nnhal_kernels::conv::grouped::{self, PackedGrouped};
 use nnhal_kernels::conv::transpose::{
     self, PackedTransposeF32, PackedTransposeU8, TransposeWindow,
@@ -808,66 +807,4 @@ fn transpose_u8(c: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
         o.u8_mut()?,
     )
     .map_err(kernel_error)
-}
-
-/// Intermediates smaller than this run as two operators. Within MobileNet v2 float32 on one
-/// thread of a Zen 3 (alternated with the unfused plan, medians of six rounds), the banded pass
-/// took the 112×112×96 pair (4.8 MB) from about 1.4–1.7 to 1.1–1.3 ms, but its 56×56×144
-/// pairs (1.8 MB) ran 10–25 % slower than apart and MobileNet v1's 112×112×64 pair (3.2 MB)
-/// no faster: below a few megabytes the intermediate still comes back from L3 quickly enough.
-const FUSE_MIN_BYTES: usize = 4 << 20;
-
-/// Whether a float32 CONV_2D (parameters `head`, packed `head_packed`, output extents `mid`)
-/// and the DEPTHWISE_CONV_2D after it, which reads that output (parameters `tail`, packed
-/// `tail_packed`, output extents `out`), run as one banded pass ([`run_fused_f32`]): a
-/// pointwise convolution and a 3×3 depthwise of multiplier 1, both NHWC, undilated, packed
-/// for the fast kernels, over an intermediate of at least [`FUSE_MIN_BYTES`]. The plan checks
-/// the rest (the depthwise is the intermediate's only reader, which is no model output).
-pub fn fuses_f32(
-    head: &Params,
-    head_packed: Option<&Packed>,
-    mid: &[u32],
-    tail: &Params,
-    tail_packed: Option<&Packed>,
-    out: &[u32],
-) -> bool {
-    let (
-        Params::Conv { window: hw, .. },
-        Params::Depthwise {
-            window: tw,
-            multiplier: 1,
-            ..
-        },
-        Some(Packed::ConvF32(pw)),
-        Some(Packed::DwF32(dw)),
-    ) = (head, tail, head_packed, tail_packed)
-    else {
-        return false;
-    };
-    let pointwise = (hw.filter_h, hw.filter_w, hw.stride_h, hw.stride_w) == (1, 1, 1, 1)
-        && (hw.dilation_h, hw.dilation_w) == (1, 1)
-        && (hw.pad.left, hw.pad.right, hw.pad.top, hw.pad.bottom) == (0, 0, 0, 0);
-    let bytes = mid.iter().try_fold(std::mem::size_of::<f32>(), |n, &d| {
-        n.checked_mul(d as usize)
-    });
-    pointwise
-        && (tw.dilation_h, tw.dilation_w) == (1, 1)
-        && mid.len() == 4
-        && out.len() == 4
-        && bytes.is_some_and(|b| b >= FUSE_MIN_BYTES)
-        && fused_f32::fusable(pw, dw, &window(tw, mid, out))
-}
-
-/// Runs a pair [`fuses_f32`] accepted: the CONV_2D call `head` (only its input and packed
-/// weights are read) and the DEPTHWISE_CONV_2D call `tail`, writing the depthwise's output
-/// `outs[0]`; the intermediate is never written.
-pub fn run_fused_f32(head: &Call, tail: &Call, outs: &mut [TensorMut]) -> HalResult<()> {
-    let (ha, ta) = (fused(head)?, fused(tail)?);
-    let o = out0(outs)?;
-    let win = call_window(tail, o)?;
-    let (Some(Packed::ConvF32(pw)), Some(Packed::DwF32(dw))) = (head.packed, tail.packed) else {
-        return Err(mismatch(tail));
-    };
-    fused_f32::pointwise_depthwise_f32(pw, ha, &win, dw, ta, head.f(0)?, o.f32_mut()?);
-    Ok(())
 }

@@ -374,7 +374,6 @@ macro_rules! registration {
 
 // The families, after the macro their registrations use.
 mod conv;
-pub(crate) use conv::{fuses_f32, run_fused_f32};
 mod detection;
 mod elementwise;
 mod index;

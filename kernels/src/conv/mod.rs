@@ -13,7 +13,6 @@
 pub mod dw_f32;
 pub mod dw_u8;
 pub mod f32;
-pub mod fused;
 pub mod grouped;
 pub mod reference;
 pub mod transpose;

@@ -575,18 +575,9 @@ unsafe fn dw3x3_tile2<V: F32Simd, const S: usize, const Q: usize, const TAIL: bo
                 &mut acc1,
             );
         }
-        let (lo, hi) = (V::splat(a.clamp.lo), V::splat(a.clamp.hi));
-        for (r, acc) in [acc0, acc1].iter().enumerate() {
-            for (q, acc) in acc.iter().enumerate() {
-                let y = clamp(acc.add(bias), lo, hi, a.clamp.nan_to_lo);
-                let dst = a.output.add(r * a.out_row + (p + q) * a.out_px + c0);
-                if TAIL {
-                    y.store_part(dst, n)
-                } else {
-                    y.store(dst)
-                }
-            }
-        }
+        let out = a.output.add(p * a.out_px + c0);
+        dw_store_pixels::<V, Q, TAIL>(a, &acc0, bias, out, n);
+        dw_store_pixels::<V, Q, TAIL>(a, &acc1, bias, out.add(a.out_row), n);
     }
 }
 
@@ -615,25 +606,63 @@ unsafe fn dw3x3_tile<
         let src = a.input.add(p * S * a.in_px + c0);
         let mut acc = [V::splat(0.0); Q];
         for (ky, wk) in wk.iter().enumerate().take(rows) {
-            let row = src.add(ky * a.in_row);
-            for col in 0..(Q - 1) * S + cols {
-                let ptr = row.add(col * a.in_px);
-                let x = if TAIL {
-                    V::load_part(ptr, n)
-                } else {
-                    V::load(ptr)
-                };
-                for (q, acc) in acc.iter_mut().enumerate() {
-                    if col >= q * S && col - q * S < cols {
-                        *acc = x.mul_add(wk[col - q * S], *acc);
-                    }
+            dw_row_taps::<V, S, Q, TAIL>(src.add(ky * a.in_row), a.in_px, n, cols, wk, &mut acc);
+        }
+        dw_store_pixels::<V, Q, TAIL>(a, &acc, bias, a.output.add(p * a.out_px + c0), n);
+    }
+}
+
+/// One input row's contribution to `Q` pixels through its `cols ≤ 3` filter taps `wk`: each
+/// loaded input vector feeds every pixel whose window covers it.
+///
+/// # Safety
+/// The row's `(Q − 1)·S + cols` pixels are readable (`n` lanes when `TAIL`).
+#[inline(always)]
+unsafe fn dw_row_taps<V: F32Simd, const S: usize, const Q: usize, const TAIL: bool>(
+    row: *const f32,
+    in_px: usize,
+    n: usize,
+    cols: usize,
+    wk: &[V; 3],
+    acc: &mut [V; Q],
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        for col in 0..(Q - 1) * S + cols {
+            let ptr = row.add(col * in_px);
+            let x = if TAIL {
+                V::load_part(ptr, n)
+            } else {
+                V::load(ptr)
+            };
+            for (q, acc) in acc.iter_mut().enumerate() {
+                if col >= q * S && col - q * S < cols {
+                    *acc = x.mul_add(wk[col - q * S], *acc);
                 }
             }
         }
-        let (lo, hi) = (V::splat(a.clamp.lo), V::splat(a.clamp.hi));
-        for (q, acc) in acc.iter().enumerate() {
-            let y = clamp(acc.add(bias), lo, hi, a.clamp.nan_to_lo);
-            let dst = a.output.add((p + q) * a.out_px + c0);
+    }
+}
+
+/// `Q` adjacent output pixels from their sums: bias, activation, stored at `dst`, one pixel
+/// every `a.out_px` values (`n` lanes when `TAIL`).
+///
+/// # Safety
+/// The `Q` pixels at `dst` are writable.
+#[inline(always)]
+unsafe fn dw_store_pixels<V: F32Simd, const Q: usize, const TAIL: bool>(
+    a: &DwRun,
+    acc: &[V; Q],
+    bias: V,
+    dst: *mut f32,
+    n: usize,
+) {
+    let (lo, hi) = (V::splat(a.clamp.lo), V::splat(a.clamp.hi));
+    for (q, acc) in acc.iter().enumerate() {
+        let y = clamp(acc.add(bias), lo, hi, a.clamp.nan_to_lo);
+        // SAFETY: the caller's contract.
+        unsafe {
+            let dst = dst.add(q * a.out_px);
             if TAIL {
                 y.store_part(dst, n)
             } else {
@@ -777,24 +806,7 @@ unsafe fn dw3x3_row2_grouped<
                 wk1[kx] = V::load(w1.add(kx * l));
             }
         }
-        for col in 0..(Q - 1) * S + 3 {
-            let ptr = row.add(col * in_px);
-            let x = if TAIL {
-                V::load_part(ptr, n)
-            } else {
-                V::load(ptr)
-            };
-            for q in 0..Q {
-                if col >= q * S && col - q * S < 3 {
-                    if UP {
-                        acc0[q] = x.mul_add(wk0[col - q * S], acc0[q]);
-                    }
-                    if DOWN {
-                        acc1[q] = x.mul_add(wk1[col - q * S], acc1[q]);
-                    }
-                }
-            }
-        }
+        dw3x3_row2::<V, S, Q, TAIL, UP, DOWN>(row, in_px, n, &wk0, &wk1, acc0, acc1);
     }
 }
 
@@ -857,18 +869,9 @@ unsafe fn dw3x3_tile2_grouped<V: F32Simd, const S: usize, const Q: usize, const 
             );
         }
         let bias = V::load(wb);
-        let (lo, hi) = (V::splat(a.clamp.lo), V::splat(a.clamp.hi));
-        for (r, acc) in [acc0, acc1].iter().enumerate() {
-            for (q, acc) in acc.iter().enumerate() {
-                let y = clamp(acc.add(bias), lo, hi, a.clamp.nan_to_lo);
-                let dst = a.output.add(r * a.out_row + (p + q) * a.out_px + c0);
-                if TAIL {
-                    y.store_part(dst, n)
-                } else {
-                    y.store(dst)
-                }
-            }
-        }
+        let out = a.output.add(p * a.out_px + c0);
+        dw_store_pixels::<V, Q, TAIL>(a, &acc0, bias, out, n);
+        dw_store_pixels::<V, Q, TAIL>(a, &acc1, bias, out.add(a.out_row), n);
     }
 }
 
@@ -933,31 +936,10 @@ unsafe fn dw3x3_tile_grouped<
             for (kx, wk) in wk.iter_mut().enumerate().take(cols) {
                 *wk = V::load(wrow.add(kx * l));
             }
-            for col in 0..(Q - 1) * S + cols {
-                let ptr = row.add(col * a.in_px);
-                let x = if TAIL {
-                    V::load_part(ptr, n)
-                } else {
-                    V::load(ptr)
-                };
-                for (q, acc) in acc.iter_mut().enumerate() {
-                    if col >= q * S && col - q * S < cols {
-                        *acc = x.mul_add(wk[col - q * S], *acc);
-                    }
-                }
-            }
+            dw_row_taps::<V, S, Q, TAIL>(row, a.in_px, n, cols, &wk, &mut acc);
         }
-        let bias = V::load(wb);
-        let (lo, hi) = (V::splat(a.clamp.lo), V::splat(a.clamp.hi));
-        for (q, acc) in acc.iter().enumerate() {
-            let y = clamp(acc.add(bias), lo, hi, a.clamp.nan_to_lo);
-            let dst = a.output.add((p + q) * a.out_px + c0);
-            if TAIL {
-                y.store_part(dst, n)
-            } else {
-                y.store(dst)
-            }
-        }
+        let out = a.output.add(p * a.out_px + c0);
+        dw_store_pixels::<V, Q, TAIL>(a, &acc, V::load(wb), out, n);
     }
 }
 

@@ -97,8 +97,8 @@ pub struct DwRun {
     /// Elements between output rows (read when `out_rows == 2`).
     pub out_row: usize,
     /// Output pixels per band of the 3×3 kernel's block-by-block sweep (rounded down to its
-    /// tile, at least one tile); 0 for the grouped order (see [`dw_conv3x3`]). The caller sizes
-    /// it so that a band's input and output lines of one channel block stay in L1.
+    /// tile, at least one tile); 0 for the grouped order. The caller sizes it so that a band's
+    /// input and output lines of one channel block stay in L1.
     pub band: usize,
     pub clamp: ClampF32,
 }
